@@ -1,0 +1,144 @@
+"""What a framework build is, from its live report when there is one, else from its package metadata.
+
+Shared by the checks: which CUDA and cuDNN a build was made for, whether it is a GPU build,
+whether it saw a GPU, and the text it logged.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping, Optional
+
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+from cudnn_doctor import knowledge
+from cudnn_doctor.facts import Facts, PythonEnv
+from cudnn_doctor.versions import parse_cuda_version, parse_cudnn_version, parse_version
+
+_LOCAL_CUDA = re.compile(r"\+cu(\d+)(\d)$")
+_PADDLE_POST = re.compile(r"\.post(\d+)(\d)$")
+
+
+@dataclass(frozen=True)
+class Build:
+    """One framework installed in one interpreter."""
+
+    name: str
+    python: PythonEnv
+    report: Mapping[str, Any]
+    package_version: Optional[str]
+
+    @property
+    def version_text(self) -> Optional[str]:
+        return self.report.get("version") or self.package_version
+
+    @property
+    def version(self) -> Optional[Version]:
+        return parse_version(self.version_text)
+
+    @property
+    def imported(self) -> bool:
+        return "version" in self.report and not self.report.get("import_error")
+
+    @property
+    def text(self) -> str:
+        """Everything the framework said: log, warnings, errors."""
+        return "\n".join(str(self.report.get(k) or "") for k in ("log", "warning", "error", "import_error"))
+
+
+def builds(facts: Facts, name: Optional[str] = None) -> Iterator[Build]:
+    for python in facts.pythons:
+        for framework in knowledge.frameworks():
+            if name and framework["name"] != name:
+                continue
+            dists = [canonicalize_name(d) for d in framework["distributions"]]
+            package = next((python.packages[d] for d in dists if d in python.packages), None)
+            report = python.frameworks.get(framework["name"])
+            if package is None and report is None:
+                continue
+            yield Build(framework["name"], python, report or {}, package)
+
+
+def is_gpu_build(build: Build, os_name: str) -> Optional[bool]:
+    """True / False when known, None when neither the report nor the version tells."""
+    report = build.report
+    if build.name == "torch":
+        if "cuda" in report and build.imported:
+            return report["cuda"] is not None
+        text = build.version_text or ""
+        return False if "+cpu" in text else True if "+cu" in text else None
+    if build.name == "tensorflow":
+        if "built_with_cuda" in report:
+            return bool(report["built_with_cuda"])
+        info = report.get("build_info") or {}
+        if "is_cuda_build" in info:
+            return bool(info["is_cuda_build"])
+        if canonicalize_name("tensorflow-cpu") in build.python.packages:
+            return False
+        return None
+    if build.name == "paddle":
+        if "compiled_with_cuda" in report:
+            return bool(report["compiled_with_cuda"])
+        return "paddlepaddle-gpu" in build.python.packages or None
+    if build.name == "onnxruntime":
+        if "providers" in report:
+            return "CUDAExecutionProvider" in report["providers"]
+        return "onnxruntime-gpu" in build.python.packages or None
+    if build.name == "jax":
+        return None
+    return None
+
+
+def sees_gpu(build: Build) -> bool:
+    """The framework's own live report says it can use a GPU."""
+    report = build.report
+    return bool(
+        report.get("cuda_available") or report.get("gpus") or (report.get("gpu_count") or 0) > 0
+        or any("cuda" in str(d).lower() or "gpu" in str(d).lower() for d in report.get("devices") or [])
+    )
+
+
+def build_cuda(build: Build, os_name: str) -> Optional[Version]:
+    """The CUDA version the build was made for."""
+    report, version = build.report, build.version
+    if build.name == "torch":
+        if report.get("cuda"):
+            return parse_cuda_version(report["cuda"])
+        tag = _LOCAL_CUDA.search(build.version_text or "")
+        return Version(f"{tag.group(1)}.{tag.group(2)}") if tag else None
+    if build.name == "tensorflow":
+        info = report.get("build_info") or {}
+        if info.get("cuda_version"):
+            return parse_cuda_version(info["cuda_version"])
+        row = knowledge.tensorflow_build(version, os_name) if version else None
+        return Version(row["cuda"]) if row else None
+    if build.name == "paddle":
+        if report.get("cuda"):
+            return parse_cuda_version(report["cuda"])
+        tag = _PADDLE_POST.search(build.python.packages.get("paddlepaddle-gpu", ""))
+        return Version(f"{tag.group(1)}.{tag.group(2)}") if tag else None
+    if build.name == "onnxruntime":
+        row = knowledge.onnxruntime_build(version) if version else None
+        return Version(row["cuda"]) if row else None
+    return None
+
+
+def build_cudnn_major(build: Build, os_name: str) -> Optional[int]:
+    """The cuDNN major version the build loads."""
+    report, version = build.report, build.version
+    if build.name == "tensorflow":
+        info = report.get("build_info") or {}
+        found = parse_cudnn_version(info.get("cudnn_version")) if info.get("cudnn_version") else None
+        if found is None and version is not None:
+            row = knowledge.tensorflow_build(version, os_name)
+            found = Version(row["cudnn"]) if row else None
+        return found.release[0] if found else None
+    if build.name == "paddle":
+        found = parse_cudnn_version(report.get("cudnn_version"))
+        return found.release[0] if found else None
+    if build.name == "onnxruntime":
+        row = knowledge.onnxruntime_build(version) if version else None
+        return int(row["cudnn"]) if row else None
+    return None

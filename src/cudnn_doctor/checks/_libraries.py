@@ -1,0 +1,67 @@
+"""Which system libraries a framework build needs, and what the framework itself said about loading them."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterator, Optional
+
+from cudnn_doctor import knowledge
+from cudnn_doctor.checks._frameworks import Build, build_cuda, build_cudnn_major, builds, is_gpu_build
+from cudnn_doctor.facts import Facts, LibraryLookup, lookup_key
+from cudnn_doctor.knowledge import cudnn_names, loads_system_cuda
+
+_LOAD_FAILURES = (
+    re.compile(r"Could not load dynamic library '([^']+)'"),
+    re.compile(r"([\w.+-]+\.so[.\d]*): cannot open shared object file"),
+    re.compile(r"Could not find the DLL\(s\) '([^']+)'"),
+    re.compile(r"Could not locate ([\w.]+\.dll)"),
+)
+_CUDA_LIBRARY = re.compile(r"^(lib)?(cudart|cublas|cublasLt|cufft|curand|cusolver|cusparse|nvrtc|cupti|nvJitLink|nppc)", re.IGNORECASE)
+_CUDNN_FRONT = re.compile(r"^(libcudnn\.so(\.\d+)*|cudnn64_\d+\.dll)$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class SystemNeeds:
+    """A GPU build that loads CUDA from the system, and the libraries it will ask for."""
+
+    build: Build
+    cuda: Optional[object]
+    cudart: Optional[str]
+    cudnn: Optional[str]
+
+
+def system_builds(facts: Facts) -> Iterator[SystemNeeds]:
+    for build in builds(facts):
+        if build.name not in {"tensorflow", "paddle", "onnxruntime"} or not loads_system_cuda(build.name, build.python.packages):
+            continue
+        if is_gpu_build(build, facts.os) is False:
+            continue
+        cuda = build_cuda(build, facts.os)
+        cudart = knowledge.cudart_name(cuda, facts.os) if cuda else None
+        cudnn_major = build_cudnn_major(build, facts.os)
+        cudnn = next((n for n in cudnn_names(facts.os) if n.endswith((f"_{cudnn_major}.dll", f".so.{cudnn_major}"))), None) if cudnn_major else None
+        yield SystemNeeds(build, cuda, cudart, cudnn)
+
+
+def lookup(facts: Facts, build: Build, name: Optional[str]) -> Optional[LibraryLookup]:
+    return facts.libraries.get(lookup_key(build.python.executable, name)) if name else None
+
+
+def failed_loads(build: Build) -> list[str]:
+    """Library names the framework's own output says it could not load."""
+    names: list[str] = []
+    for pattern in _LOAD_FAILURES:
+        for match in pattern.finditer(build.text):
+            for name in match.group(1).split("', '"):
+                if name not in names:
+                    names.append(name)
+    return names
+
+
+def is_cuda_library(name: str) -> bool:
+    return bool(_CUDA_LIBRARY.match(name))
+
+
+def is_cudnn_front(name: str) -> bool:
+    return bool(_CUDNN_FRONT.match(name))

@@ -1,0 +1,176 @@
+"""Driver and GPU: is there a driver, is it new enough, can the builds run on this GPU."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator, Optional
+
+from packaging.version import Version
+
+from cudnn_doctor import knowledge
+from cudnn_doctor.checks._frameworks import build_cuda, builds, is_gpu_build, sees_gpu
+from cudnn_doctor.checks.registry import finding, rule
+from cudnn_doctor.facts import Facts, Gpu
+from cudnn_doctor.findings import Finding, Severity
+from cudnn_doctor.versions import major_minor, parse_version
+
+DRIVER_TOO_OLD_TEXT = re.compile(r"driver on your system is too old|CUDA driver version is insufficient", re.IGNORECASE)
+NO_KERNEL_TEXT = re.compile(r"no kernel image is available|is not compatible with the current PyTorch installation", re.IGNORECASE)
+
+
+@rule("no-nvidia-gpu", Severity.ERROR, "No NVIDIA driver or GPU found")
+def no_nvidia_gpu(facts: Facts) -> Iterator[Finding]:
+    """Without a working driver nothing runs on a GPU; every framework silently falls back to the CPU."""
+    if facts.driver.present or any(sees_gpu(b) for b in builds(facts)):
+        return
+    if facts.wsl:
+        fix = ["Install the NVIDIA driver on Windows (not inside WSL); WSL2 gets /usr/lib/wsl/lib/libcuda.so from it.",
+               "Then run `wsl --shutdown` in Windows and reopen the WSL terminal."]
+    elif facts.os == "windows":
+        fix = ["Install the current NVIDIA driver for your GPU from https://www.nvidia.com/Download/index.aspx and reboot.",
+               "Check with `nvidia-smi` in a new terminal."]
+    else:
+        fix = ["Install the NVIDIA driver, e.g. `sudo ubuntu-drivers install` (Ubuntu) or your distribution's nvidia-driver package, then reboot.",
+               "In a container, start it with the GPU passed through: `docker run --gpus all ...`.",
+               "Check with `nvidia-smi`."]
+    yield finding("no-nvidia-gpu", f"NVML could not be loaded and {facts.driver.smi_error or 'nvidia-smi failed'}.",
+                  fix, {"nvml": None, "nvidia_smi": facts.driver.smi_error})
+
+
+def _driver_os(facts: Facts) -> str:
+    """The driver column that applies: under WSL2 the driver is the Windows one."""
+    return "windows" if facts.os == "windows" or facts.wsl else "linux"
+
+
+def _requirements(facts: Facts) -> Iterator[tuple[str, Version]]:
+    """(who, CUDA version) for everything that needs the driver: toolkits and framework builds."""
+    for toolkit in facts.toolkits.toolkits:
+        if toolkit.parsed_version is not None:
+            yield f"CUDA toolkit {toolkit.version} at {toolkit.root}", toolkit.parsed_version
+    for build in builds(facts):
+        cuda = build_cuda(build, facts.os)
+        if cuda is not None and is_gpu_build(build, facts.os) is not False:
+            yield f"{build.name} {build.version_text} (built for CUDA {major_minor(cuda)}) in {build.python.executable}", cuda
+
+
+@rule("driver-too-old", Severity.ERROR, "The NVIDIA driver is too old for the installed CUDA software")
+def driver_too_old(facts: Facts) -> Iterator[Finding]:
+    """Each CUDA runtime needs a minimum driver; from CUDA 11 on, any driver of the same major family will do."""
+    driver = facts.driver
+    if not driver.present:
+        return
+    os_name = _driver_os(facts)
+    installed = parse_version(driver.version)
+    unmet = []
+    for who, cuda in _requirements(facts):
+        need = knowledge.driver_requirement(cuda, os_name)
+        if need is None:
+            continue
+        if installed is not None:
+            too_old = installed < need.driver
+        elif driver.cuda_version is not None:
+            too_old = driver.cuda_version.release[0] < cuda.release[0] if cuda.release[0] >= 11 else driver.cuda_version < cuda
+        else:
+            continue
+        if too_old:
+            unmet.append((who, cuda, need))
+    said = [b for b in builds(facts) if DRIVER_TOO_OLD_TEXT.search(b.text)]
+    if not unmet and not said:
+        return
+    lines = [f"The driver is {driver.version or 'unknown'} (supports CUDA up to {driver.cuda or 'unknown'}, from {driver.cuda_source or driver.source})."]
+    for who, cuda, need in unmet:
+        lines.append(f"{who} needs driver >= {need.driver} ({need.rule} for CUDA {major_minor(cuda)}).")
+    for build in said:
+        message = DRIVER_TOO_OLD_TEXT.search(build.text)
+        lines.append(f"{build.name} itself reports: \"{_line_with(build.text, message)}\"")
+    wanted = max((need.driver for _, _, need in unmet), default=None)
+    where = "https://www.nvidia.com/Download/index.aspx" if os_name == "windows" else "e.g. `sudo ubuntu-drivers install`"
+    target = f"an NVIDIA driver >= {wanted}" if wanted else "a current NVIDIA driver"
+    fix = [f"Install {target} ({where}), then reboot and check `nvidia-smi`."]
+    if driver.cuda:
+        fix.append(f"Or install builds made for CUDA {driver.cuda} or older, which this driver runs.")
+    yield finding("driver-too-old", " ".join(lines), fix,
+                  {"driver": driver.version, "driver_cuda": driver.cuda, "needs": [{"by": w, "cuda": str(c), "driver": str(n.driver), "source": n.source} for w, c, n in unmet]})
+
+
+def _line_with(text: str, match: Optional[re.Match]) -> str:
+    if match is None:
+        return ""
+    start = text.rfind("\n", 0, match.start()) + 1
+    end = text.find("\n", match.end())
+    return text[start:end if end >= 0 else None].strip()[:300]
+
+
+def _supported_by_arch_list(cc: Version, arch_list: list[str]) -> bool:
+    """SASS for sm_XY runs on X.Z with Z >= Y; PTX for compute_XY is JIT-compiled for anything >= X.Y."""
+    major, minor = cc.release[0], (cc.release + (0,))[1]
+    for arch in arch_list:
+        kind, _, number = arch.partition("_")
+        if not number.isdigit():
+            continue
+        a_major, a_minor = int(number[:-1]), int(number[-1])
+        if kind == "sm" and a_major == major and a_minor <= minor:
+            return True
+        if kind == "compute" and (a_major, a_minor) <= (major, minor):
+            return True
+    return False
+
+
+@rule("gpu-arch-unsupported", Severity.ERROR, "A build has no code for this GPU's architecture")
+def gpu_arch_unsupported(facts: Facts) -> Iterator[Finding]:
+    """A framework or toolkit built without kernels for the GPU's compute capability fails with "no kernel image is available"."""
+    gpus = [g for g in facts.driver.gpus if g.compute_capability]
+    for build in builds(facts, "torch"):
+        arch_list = list(build.report.get("arch_list") or [])
+        bad: list[Gpu] = [g for g in gpus if arch_list and not _supported_by_arch_list(Version(g.compute_capability), arch_list)]
+        said = NO_KERNEL_TEXT.search(build.text)
+        if bad or said:
+            names = ", ".join(f"{g.name} (sm_{g.compute_capability.replace('.', '')})" for g in bad) or "this GPU"
+            detail = (f"torch {build.version_text} in {build.python.executable} has kernels for {' '.join(arch_list) or 'unknown architectures'}, "
+                      f"none of which runs on {names}.")
+            if said:
+                detail += f" torch reports: \"{_line_with(build.text, said)}\""
+            yield finding("gpu-arch-unsupported", detail, _torch_arch_fix(facts, build.python.executable),
+                          {"arch_list": arch_list, "gpus": [g.name for g in bad]})
+    for toolkit in facts.toolkits.toolkits:
+        version = toolkit.parsed_version
+        floor = knowledge.cuda_min_compute_capability(version.release[0]) if version else None
+        if floor is None:
+            continue
+        old = [g for g in gpus if Version(g.compute_capability) < floor[0]]
+        if old:
+            yield finding("gpu-arch-unsupported",
+                          f"CUDA {toolkit.version} at {toolkit.root} cannot build for {', '.join(f'{g.name} (compute capability {g.compute_capability})' for g in old)}: "
+                          f"CUDA {version.release[0]}.x supports compute capability {floor[0]} and newer.",
+                          ["Install a CUDA toolkit of the previous major release alongside it and build with that one (keep its bin first on PATH)."],
+                          {"toolkit": toolkit.root, "min_cc": str(floor[0]), "source": floor[1]})
+
+
+def _torch_arch_fix(facts: Facts, executable: str) -> list[str]:
+    newest = None
+    driver_cuda = facts.driver.cuda_version
+    for row in knowledge.table("torch")["releases"]:
+        usable = [Version(c) for c in row["cuda"] if driver_cuda is None or Version(c) <= driver_cuda]
+        if usable:
+            newest = (row, max(usable))
+            break
+    if newest is None:
+        return ["Install a PyTorch build whose CUDA version supports this GPU (see https://pytorch.org/get-started/locally/)."]
+    row, cuda = newest
+    return [f'"{executable}" -m pip uninstall -y torch',
+            f'"{executable}" -m pip install "torch=={row["version"]}.*" --index-url {knowledge.torch_index_url(cuda)}']
+
+
+@rule("wsl-linux-driver-installed", Severity.ERROR, "A Linux NVIDIA driver is installed inside WSL2")
+def wsl_linux_driver(facts: Facts) -> Iterator[Finding]:
+    """Under WSL2 the GPU is reached only through the Windows driver's libcuda in /usr/lib/wsl/lib; a Linux libcuda found first breaks CUDA (CUDA_ERROR_NO_DEVICE)."""
+    if not facts.wsl or not facts.linux_driver_in_wsl:
+        return
+    files = ", ".join(facts.linux_driver_in_wsl)
+    real = next((f for f in facts.linux_driver_in_wsl if re.search(r"libcuda\.so\.\d{3}", f)), facts.linux_driver_in_wsl[0])
+    yield finding("wsl-linux-driver-installed",
+                  f"Linux driver libraries inside WSL: {files}. They shadow /usr/lib/wsl/lib/libcuda.so.1, the only driver that reaches the GPU under WSL2.",
+                  [f"Find the package that installed them: `dpkg -S {real}`.",
+                   "Remove it: `sudo apt-get remove --purge <that package>` (often pulled in by the `cuda` or `cuda-drivers` metapackage; install `cuda-toolkit-X-Y` instead).",
+                   "Run `sudo ldconfig`, then check that `ldconfig -p | grep libcuda` lists only /usr/lib/wsl/lib."],
+                  {"files": list(facts.linux_driver_in_wsl)})

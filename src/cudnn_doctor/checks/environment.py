@@ -1,0 +1,101 @@
+"""Environment: stale terminals, PATH entries that lead nowhere or repeat, variables nothing reads."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Iterator
+
+from cudnn_doctor import knowledge
+from cudnn_doctor.checks.registry import finding, rule
+from cudnn_doctor.facts import Facts
+from cudnn_doctor.findings import Finding, Severity
+from cudnn_doctor.paths import PathRules
+
+GPU_RELATED = re.compile(r"cuda|cudnn|nvidia|tensorrt|nvvm|cupti", re.IGNORECASE)
+VARIABLE_PREFIXES = ("CUDA_", "CUDNN_", "NVIDIA_", "TF_CUDNN")
+
+
+@rule("env-stale-session", Severity.WARNING, "This terminal or IDE started before the environment was changed")
+def env_stale_session(facts: Facts) -> Iterator[Finding]:
+    """Windows gives each process a copy of the registry environment at its start; a PATH edited later reaches only new processes."""
+    env = facts.environment
+    if facts.os != "windows" or env.persistent is None:
+        return
+    rules = PathRules("windows")
+    process = {rules.key(e.value) for e in env.path if e.value}
+    missing = [p for p in env.persistent_path if GPU_RELATED.search(p) and rules.key(p) not in process]
+    changed = []
+    for scope in ("user", "system"):
+        for name, value in (env.persistent.get(scope) or {}).items():
+            if name.upper().startswith("CUDA_PATH") or name.upper() in ("CUDA_HOME", "CUDNN_PATH"):
+                now = env.variables.get(name)
+                if now is None or not rules.same(now, value):
+                    changed.append((name, value, now))
+    if not missing and not changed:
+        return
+    parts = []
+    if missing:
+        parts.append(f"The registry PATH has {', '.join(missing)}, which this process's PATH lacks.")
+    for name, value, now in changed:
+        parts.append(f"{name} is {value!r} in the registry but {now!r} here.")
+    yield finding("env-stale-session", " ".join(parts) + " The terminal or IDE running Python was started before the change.",
+                  ["Close and reopen the terminal; restart the IDE (PyCharm, VS Code) or Jupyter completely, since they pass their own old environment on.",
+                   "If it persists, sign out of Windows and back in."],
+                  {"missing_from_process_path": missing, "changed": [c[0] for c in changed]})
+
+
+@rule("path-missing-dir", Severity.WARNING, "A CUDA-related PATH entry does not exist")
+def path_missing_dir(facts: Facts) -> Iterator[Finding]:
+    """An entry left behind by an uninstalled or moved toolkit hides typos and makes the real search order hard to read."""
+    entries = [e for e in (*facts.environment.path, *facts.environment.ld_library_path) if e.value and not e.exists and GPU_RELATED.search(e.value)]
+    if not entries:
+        return
+    listing = "; ".join(f"{e.variable}[{e.index}] = {e.value}" for e in entries)
+    yield finding("path-missing-dir", f"These entries name folders that do not exist: {listing}.",
+                  [f"Remove {e.value} from {e.variable}, or install what it should point to." for e in entries],
+                  {"entries": [e.value for e in entries]})
+
+
+@rule("path-duplicate-entries", Severity.INFO, "The same folder is on PATH more than once")
+def path_duplicate_entries(facts: Facts) -> Iterator[Finding]:
+    """Harmless for loading, but it makes PATH longer and its order harder to reason about."""
+    rules = PathRules(facts.os)
+    for entries in (facts.environment.path, facts.environment.ld_library_path):
+        seen: dict[str, int] = {}
+        dupes = []
+        for entry in entries:
+            if not entry.value:
+                continue
+            key = rules.key(entry.value)
+            if key in seen:
+                dupes.append((entry, seen[key]))
+            else:
+                seen[key] = entry.index
+        if dupes:
+            variable = dupes[0][0].variable
+            yield finding("path-duplicate-entries",
+                          f"{variable} repeats: " + "; ".join(f"{e.value} (#{e.index + 1}, first at #{first + 1})" for e, first in dupes) + ".",
+                          [f"Remove the later copies from {variable}."], {"variable": variable, "entries": [e.value for e, _ in dupes]})
+
+
+@rule("env-var-ineffective", Severity.WARNING, "A variable is set that nothing reads")
+def env_var_ineffective(facts: Facts) -> Iterator[Finding]:
+    """CUDA, cuDNN and the frameworks ignore misspelled or invented variables without a word."""
+    table = knowledge.ineffective_variables()
+    known = knowledge.known_variables()
+    for name, value in sorted(facts.environment.variables.items()):
+        upper = name.upper()
+        row = table.get(upper)
+        if row is not None:
+            yield finding("env-var-ineffective", f"{name}={value} is set, but no CUDA, cuDNN or framework component reads {name}.",
+                          [f"Unset {name}; use {row['instead']}."], {"variable": name, "source": row["source"]})
+            continue
+        if not upper.startswith(VARIABLE_PREFIXES) or upper in known or upper.startswith("CUDA_PATH_V"):
+            continue
+        close = difflib.get_close_matches(upper, sorted(known), n=1, cutoff=0.85)
+        prefix = [k for k in sorted(known) if k.startswith(upper) and k != upper]
+        suggestion = close[0] if close else prefix[0] if prefix else None
+        if suggestion:
+            yield finding("env-var-ineffective", f"{name}={value} is set, but nothing reads {name}; it looks like a misspelling of {suggestion}.",
+                          [f"Rename it: unset {name} and set {suggestion}={value}."], {"variable": name, "suggestion": suggestion})

@@ -1,0 +1,128 @@
+"""CUDA toolkit: installed, reachable, consistent with the variables that point at it."""
+
+from __future__ import annotations
+
+from typing import Iterator, Optional
+
+from cudnn_doctor.checks._libraries import failed_loads, is_cuda_library, lookup, system_builds
+from cudnn_doctor.checks.registry import finding, rule
+from cudnn_doctor.facts import Facts, Toolkit
+from cudnn_doctor.findings import Finding, Severity
+from cudnn_doctor.paths import PathRules
+from cudnn_doctor.versions import major_minor
+
+
+def _toolkit_for(facts: Facts, folder: str, os_name: str) -> Optional[Toolkit]:
+    rules = PathRules(os_name)
+    for toolkit in facts.toolkits.toolkits:
+        if any(rules.same(folder, p) for p in (toolkit.root, *toolkit.aliases)):
+            return toolkit
+    return None
+
+
+@rule("cuda-toolkit-missing", Severity.INFO, "No CUDA toolkit is installed")
+def cuda_toolkit_missing(facts: Facts) -> Iterator[Finding]:
+    """PyTorch and JAX wheels bring their own CUDA runtime; TensorFlow on Windows, PaddlePaddle and ONNX Runtime load the system's."""
+    if facts.toolkits.toolkits:
+        return
+    stranded = [n for n in system_builds(facts) if n.cudart and (lookup(facts, n.build, n.cudart) is None or lookup(facts, n.build, n.cudart).found is None)]
+    if stranded:
+        needs = stranded[0]
+        version = major_minor(needs.cuda) if needs.cuda else "?"
+        yield finding("cuda-toolkit-missing",
+                      f"{needs.build.name} {needs.build.version_text} loads the CUDA {version} runtime ({needs.cudart}) from the system, and no CUDA toolkit is installed.",
+                      [f"Install the CUDA {version} toolkit from https://developer.nvidia.com/cuda-toolkit-archive and make sure its bin (Windows) or lib64 (Linux) folder is on the library search path."],
+                      {"needs": needs.cudart}, severity=Severity.ERROR)
+    else:
+        yield finding("cuda-toolkit-missing", "No CUDA toolkit was found (no nvcc on PATH, no CUDA_PATH / CUDA_HOME, nothing in the standard folders). "
+                      "The installed frameworks do not need one; you only need it to compile CUDA code.",
+                      ["Install a CUDA toolkit only if you build CUDA extensions: https://developer.nvidia.com/cuda-downloads"])
+
+
+@rule("cuda-libs-not-found", Severity.ERROR, "A framework cannot find the CUDA runtime libraries")
+def cuda_libs_not_found(facts: Facts) -> Iterator[Finding]:
+    """TensorFlow (on Windows up to 2.10, on Linux without [and-cuda]), PaddlePaddle and ONNX Runtime load cudart, cuBLAS and friends by name; if the loader cannot find them the GPU is silently unused."""
+    for needs in system_builds(facts):
+        build = needs.build
+        said = [n for n in failed_loads(build) if is_cuda_library(n)]
+        found = lookup(facts, build, needs.cudart)
+        missing = found is not None and found.found is None
+        if not said and not missing:
+            continue
+        names = said or [needs.cudart]
+        detail = f"{build.name} {build.version_text} in {build.python.executable} cannot load {', '.join(names)}."
+        if said:
+            detail += " It says so itself in its log."
+        fix = []
+        if found is not None and found.found is None:
+            detail += f" The loader searched {len(found.searched)} places ({'; '.join(found.searched[:6])}{'; …' if len(found.searched) > 6 else ''}) and found no {needs.cudart}."
+            if found.elsewhere:
+                folder = found.elsewhere[0].rsplit("\\" if facts.os == "windows" else "/", 1)[0]
+                detail += f" It exists at {found.elsewhere[0]}, which is not on the search path."
+                fix.append(f"Add {folder} to {'PATH' if facts.os == 'windows' else 'LD_LIBRARY_PATH'}, then open a new terminal / restart the IDE.")
+        if not fix:
+            version = major_minor(needs.cuda) if needs.cuda else "matching"
+            fix.append(f"Install the CUDA {version} toolkit (https://developer.nvidia.com/cuda-toolkit-archive) and put its "
+                       f"{'bin folder on PATH' if facts.os == 'windows' else 'lib64 folder on LD_LIBRARY_PATH'}.")
+        yield finding("cuda-libs-not-found", detail, fix, {"framework": build.name, "missing": names})
+
+
+@rule("nvcc-not-on-path", Severity.WARNING, "A CUDA toolkit is installed but nvcc is not on PATH")
+def nvcc_not_on_path(facts: Facts) -> Iterator[Finding]:
+    """Build scripts (setup.py, CMake, make) call `nvcc` by name and fail with "nvcc: not found"."""
+    with_nvcc = [t for t in facts.toolkits.toolkits if t.has_nvcc]
+    if not with_nvcc or facts.toolkits.nvcc_on_path:
+        return
+    best = max(with_nvcc, key=lambda t: t.parsed_version or 0)
+    detail = f"CUDA {best.version} is installed at {best.root}, but no nvcc is on PATH."
+    if facts.os == "windows":
+        fix = [f"Add {best.bin_dir} to PATH (System Properties → Environment Variables, or `setx PATH \"{best.bin_dir};%PATH%\"`), then open a new terminal."]
+    else:
+        fix = [f"export PATH={best.bin_dir}:$PATH  (add it to ~/.bashrc to keep it)"]
+        if facts.environment.variables.get("SUDO_USER"):
+            detail += " This shell runs under sudo, whose secure_path and env_reset drop the PATH of your own shell."
+            fix = [f"Run the command without sudo, or keep your PATH: `sudo env PATH={best.bin_dir}:$PATH <command>`",
+                   f"Or add {best.bin_dir} to secure_path in /etc/sudoers (via `sudo visudo`)."]
+    yield finding("nvcc-not-on-path", detail, fix, {"toolkit": best.root})
+
+
+@rule("cuda-path-mismatch", Severity.WARNING, "CUDA_PATH / CUDA_HOME and nvcc on PATH name different toolkits")
+def cuda_path_mismatch(facts: Facts) -> Iterator[Finding]:
+    """Build systems take headers and libraries from CUDA_HOME / CUDA_PATH but compile with the nvcc on PATH; two versions mixed fail in odd ways."""
+    tk = facts.toolkits
+    path_toolkit = tk.by_root(tk.path_toolkit)
+    if path_toolkit is None:
+        return
+    for name, value in tk.variables:
+        if name.upper() not in ("CUDA_PATH", "CUDA_HOME"):
+            continue
+        named = _toolkit_for(facts, value, facts.os)
+        if named is None or named.root == path_toolkit.root:
+            continue
+        yield finding("cuda-path-mismatch",
+                      f"{name}={value} is CUDA {named.version}, but the nvcc first on PATH ({tk.nvcc_on_path}) is CUDA {path_toolkit.version} at {path_toolkit.root}.",
+                      [f"Point {name} at {path_toolkit.root}, or put {named.bin_dir} first on PATH, so both name the same toolkit."],
+                      {"variable": name, "value": value, "nvcc": tk.nvcc_on_path})
+
+
+@rule("multiple-cuda-on-path", Severity.WARNING, "Several CUDA toolkits are on PATH")
+def multiple_cuda_on_path(facts: Facts) -> Iterator[Finding]:
+    """The first toolkit on PATH wins for nvcc and for every DLL loaded by name; the order decides silently."""
+    order: list[tuple[int, Toolkit, str]] = []
+    for entry in facts.environment.path:
+        for toolkit in facts.toolkits.toolkits:
+            bins = [toolkit.bin_dir] + [a.rstrip("\\/") + ("\\bin" if facts.os == "windows" else "/bin") for a in toolkit.aliases]
+            if any(_same(facts, entry.value, b) for b in bins) and toolkit not in [t for _, t, _ in order]:
+                order.append((entry.index, toolkit, entry.value))
+    versions = {t.version for _, t, _ in order}
+    if len(order) < 2 or len(versions) < 2:
+        return
+    listing = "; ".join(f"#{i + 1} in PATH: {value} (CUDA {t.version})" for i, t, value in order)
+    winner = order[0][1]
+    yield finding("multiple-cuda-on-path", f"{listing}. CUDA {winner.version} wins for nvcc and for libraries loaded by name.",
+                  [f"Keep only the toolkit you use on PATH (remove {', '.join(v for _, t, v in order[1:])}), or move its bin folder first."],
+                  {"order": [v for _, _, v in order]})
+
+
+def _same(facts: Facts, a: str, b: str) -> bool:
+    return PathRules(facts.os).same(a, b)

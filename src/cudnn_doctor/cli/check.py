@@ -1,0 +1,36 @@
+"""`cudnn-doctor check`: diagnose, render, and exit 0 (no errors found) or 1 (errors found)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from cudnn_doctor.cli.options import add_system_options, finding_ids
+
+
+def configure_parser(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser("check", help="find problems and say how to fix them")
+    add_system_options(parser)
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="report format (default text)")
+    parser.add_argument("--ignore", action="append", default=[], metavar="ID", help="do not report this finding id (repeatable, or comma-separated)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="show every fact, not only those that matter")
+    parser.add_argument("--no-color", action="store_true", help="plain text even on a terminal")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from cudnn_doctor.diagnose import diagnose
+    from cudnn_doctor.system import open_system
+
+    ignore = finding_ids(args.ignore)
+    system = open_system(args.fixture)
+    diagnosis = diagnose(system, with_frameworks=not args.no_frameworks, framework_timeout=args.framework_timeout, ignore=ignore)
+    if args.format == "json":
+        from cudnn_doctor.reports import json_report
+
+        json_report.render(diagnosis, sys.stdout)
+    else:
+        from cudnn_doctor.reports import terminal
+
+        terminal.render(diagnosis, sys.stdout, verbose=args.verbose, color=not args.no_color)
+    return diagnosis.exit_code

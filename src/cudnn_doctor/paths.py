@@ -1,0 +1,84 @@
+"""Path rules of the *target* machine, independent of the host the doctor runs on.
+
+A Windows fixture replayed on Linux must still treat `C:\\Windows\\system32` and
+`c:/WINDOWS/System32/` as the same folder, so every path operation goes through one of
+these two rule sets, built on `ntpath` and `posixpath` (which work on any host).
+"""
+
+from __future__ import annotations
+
+import ntpath
+import posixpath
+from dataclasses import dataclass
+from types import ModuleType
+
+
+@dataclass(frozen=True)
+class PathRules:
+    """How paths behave on one OS: separators, case, the PATH list separator."""
+
+    os: str
+
+    @property
+    def _mod(self) -> ModuleType:
+        return ntpath if self.windows else posixpath
+
+    @property
+    def windows(self) -> bool:
+        return self.os == "windows"
+
+    @property
+    def sep(self) -> str:
+        return "\\" if self.windows else "/"
+
+    @property
+    def list_sep(self) -> str:
+        """The separator of PATH-like variables."""
+        return ";" if self.windows else ":"
+
+    def norm(self, path: str) -> str:
+        """Canonical spelling: one separator style, no `..`, no trailing separator."""
+        if not path:
+            return path
+        normed = self._mod.normpath(path)
+        if self.windows and len(normed) == 2 and normed[1] == ":":
+            normed += "\\"
+        return normed
+
+    def key(self, path: str) -> str:
+        """A dictionary key: equal for paths the target OS considers the same."""
+        normed = self.norm(path)
+        return normed.casefold() if self.windows else normed
+
+    def same(self, a: str, b: str) -> bool:
+        return self.key(a) == self.key(b)
+
+    def join(self, *parts: str) -> str:
+        return self.norm(self._mod.join(*parts))
+
+    def dirname(self, path: str) -> str:
+        return self._mod.dirname(self.norm(path))
+
+    def basename(self, path: str) -> str:
+        return self._mod.basename(self.norm(path))
+
+    def is_abs(self, path: str) -> bool:
+        if self.windows:
+            drive, rest = ntpath.splitdrive(path)
+            return bool(drive) and rest[:1] in ("\\", "/")
+        return path.startswith("/")
+
+    def is_under(self, path: str, folder: str) -> bool:
+        """True when `path` is `folder` or lies below it."""
+        p, f = self.key(path), self.key(folder)
+        return p == f or p.startswith(f.rstrip(self.sep) + self.sep)
+
+    def split_list(self, value: str) -> list[str]:
+        """The entries of a PATH-like value, in order, empty entries kept as ''."""
+        if not value:
+            return []
+        return [entry.strip().strip('"') if self.windows else entry for entry in value.split(self.list_sep)]
+
+    def name_key(self, name: str) -> str:
+        """Compare file names: case-insensitive on Windows."""
+        return name.casefold() if self.windows else name

@@ -1,0 +1,41 @@
+"""Probes gather facts through a System and judge nothing.
+
+`run_probes` runs each probe; one that raises becomes a `ProbeFailure` in the facts (and a
+finding that names it), never a crash of the whole diagnosis.
+"""
+
+from __future__ import annotations
+
+import traceback
+from typing import Callable, TypeVar
+
+from cudnn_doctor.facts import DriverFacts, EnvironmentFacts, Facts, ProbeFailure, ToolkitFacts
+from cudnn_doctor.probes.environment import probe_environment
+from cudnn_doctor.probes.gpu import probe_driver
+from cudnn_doctor.probes.libraries import probe_libraries
+from cudnn_doctor.probes.pythons import probe_pythons
+from cudnn_doctor.probes.toolkit import probe_toolkits
+from cudnn_doctor.probes.wsl import probe_linux_driver_in_wsl
+from cudnn_doctor.system.interface import System
+
+T = TypeVar("T")
+
+
+def run_probes(system: System, with_frameworks: bool = True, framework_timeout: float = 60.0) -> Facts:
+    failures: list[ProbeFailure] = []
+
+    def guarded(name: str, probe: Callable[[], T], fallback: T) -> T:
+        try:
+            return probe()
+        except Exception as error:  # a probe bug must not hide the other facts
+            last = traceback.extract_tb(error.__traceback__)[-1]
+            failures.append(ProbeFailure(name, f"{type(error).__name__}: {error} ({last.filename.rsplit('/', 1)[-1]}:{last.lineno})"))
+            return fallback
+
+    driver = guarded("driver", lambda: probe_driver(system), DriverFacts(None))
+    toolkits = guarded("toolkits", lambda: probe_toolkits(system), ToolkitFacts())
+    pythons = guarded("pythons", lambda: probe_pythons(system, with_frameworks, framework_timeout), ())
+    environment = guarded("environment", lambda: probe_environment(system), EnvironmentFacts())
+    libraries = guarded("libraries", lambda: probe_libraries(system, pythons, toolkits), {})
+    wsl_driver = guarded("wsl", lambda: probe_linux_driver_in_wsl(system), ())
+    return Facts(system.os, system.arch, system.wsl, driver, toolkits, pythons, environment, libraries, wsl_driver, tuple(failures))

@@ -1,0 +1,39 @@
+"""PATH-like variables as ordered entries, and the persistent (registry) environment on Windows."""
+
+from __future__ import annotations
+
+import re
+
+from cudnn_doctor.facts import EnvironmentFacts, PathEntry
+from cudnn_doctor.system.interface import System
+
+_PERCENT_VAR = re.compile(r"%([^%]+)%")
+
+
+def probe_environment(system: System) -> EnvironmentFacts:
+    rules, env = system.paths, system.env()
+
+    def entries(variable: str) -> tuple[PathEntry, ...]:
+        values = rules.split_list(env.get(variable, ""))
+        return tuple(PathEntry(variable, i, v, bool(v) and system.is_dir(v)) for i, v in enumerate(values))
+
+    persistent = system.persistent_env()
+    persistent_path: tuple[str, ...] = ()
+    if persistent is not None:
+        system_vars = {k.upper(): v for k, v in persistent.get("system", {}).items()}
+        user_vars = {k.upper(): v for k, v in persistent.get("user", {}).items()}
+        scope = {**{k.upper(): v for k, v in env.items()}, **system_vars, **user_vars}
+        joined = ";".join(p for p in (system_vars.get("PATH", ""), user_vars.get("PATH", "")) if p)
+        persistent_path = tuple(e for e in rules.split_list(expand_percent(joined, scope)) if e)
+    return EnvironmentFacts(
+        variables=dict(env),
+        path=entries("PATH"),
+        ld_library_path=() if rules.windows else entries("LD_LIBRARY_PATH"),
+        persistent=persistent,
+        persistent_path=persistent_path,
+    )
+
+
+def expand_percent(value: str, scope: dict[str, str]) -> str:
+    """Expand Windows `%NAME%` references the way a REG_EXPAND_SZ value is expanded."""
+    return _PERCENT_VAR.sub(lambda m: scope.get(m.group(1).upper(), m.group(0)), value)

@@ -1,0 +1,53 @@
+"""Driver and GPU facts: NVML when it loads, else `nvidia-smi`, else nothing."""
+
+from __future__ import annotations
+
+from cudnn_doctor import knowledge
+from cudnn_doctor.facts import DriverFacts, Gpu
+from cudnn_doctor.probes import nvidia_smi
+from cudnn_doctor.system.interface import System
+from cudnn_doctor.versions import major_minor, parse_cuda_version, parse_version
+
+
+def probe_driver(system: System) -> DriverFacts:
+    nvml = system.nvml()
+    if nvml is not None:
+        gpus = tuple(
+            Gpu(g["name"], g.get("compute_capability"), g.get("memory_total_mib"), "nvml" if g.get("compute_capability") else None)
+            for g in nvml.get("gpus", [])
+        )
+        cuda = parse_cuda_version(nvml.get("cuda_driver_version"))
+        facts = DriverFacts("nvml", nvml.get("driver_version"), major_minor(cuda) if cuda else None, "nvml" if cuda else None, gpus)
+    else:
+        smi = system.run(["nvidia-smi"], timeout=15)
+        if not smi.ok:
+            reason = "not found" if smi.not_found else "timed out" if smi.timed_out else (smi.stderr or smi.stdout).strip()
+            return DriverFacts(None, smi_error=f"nvidia-smi: {reason or f'exit code {smi.returncode}'}")
+        table = nvidia_smi.parse_table(smi.stdout)
+        by_index = {g.index: g for g in table.gpus}
+        query = system.run(["nvidia-smi", *nvidia_smi.QUERY_ARGS], timeout=15)
+        if query.ok:
+            for gpu in nvidia_smi.parse_query(query.stdout):
+                by_index[gpu.index] = gpu
+        gpus = tuple(
+            Gpu(g.name, g.compute_capability, g.memory_mib, "nvidia-smi" if g.compute_capability else None)
+            for g in sorted(by_index.values(), key=lambda g: g.index)
+        )
+        facts = DriverFacts("nvidia-smi", table.driver_version, table.cuda_version, "nvidia-smi" if table.cuda_version else None, gpus)
+    return _complete(facts, system.os)
+
+
+def _complete(facts: DriverFacts, os_name: str) -> DriverFacts:
+    """Fill what the driver did not say from the knowledge tables (marked as such)."""
+    gpus = tuple(
+        g if g.compute_capability else Gpu(g.name, knowledge.gpu_compute_capability(g.name), g.memory_mib,
+                                           "name-table" if knowledge.gpu_compute_capability(g.name) else None)
+        for g in facts.gpus
+    )
+    cuda, cuda_source = facts.cuda, facts.cuda_source
+    driver = parse_version(facts.version)
+    if cuda is None and driver is not None:
+        found = knowledge.max_cuda_for_driver(driver, os_name)
+        if found:
+            cuda, cuda_source = major_minor(found[0]), "driver-table"
+    return DriverFacts(facts.source, facts.version, cuda, cuda_source, gpus, facts.smi_error)

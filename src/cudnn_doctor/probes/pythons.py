@@ -1,0 +1,99 @@
+"""Python interpreters on the machine, their distributions, and what each GPU framework reports.
+
+Interpreters are found cheaply (the current one, conda's `envs` folders, CONDA_PREFIX,
+VIRTUAL_ENV, the project's `.venv`); distributions come from metadata on disk. Frameworks are
+imported only in child processes of each interpreter, all of them at once, each with a timeout.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from packaging.utils import canonicalize_name
+
+from cudnn_doctor import knowledge
+from cudnn_doctor.facts import PythonEnv
+from cudnn_doctor.system.interface import System
+
+
+def probe_pythons(system: System, with_frameworks: bool = True, timeout: float = 60.0) -> tuple[PythonEnv, ...]:
+    rules = system.paths
+    current = system.current_python()
+    seen: dict[str, str] = {}
+    for candidate in [current, *_discover(system), *system.known_pythons()]:
+        if candidate and _environment_key(system, candidate) not in seen:
+            seen[_environment_key(system, candidate)] = candidate
+    infos = [info for info in (system.python_info(exe) for exe in seen.values()) if info is not None]
+
+    wanted: dict[str, list[str]] = {}
+    for info in infos:
+        installed = {canonicalize_name(name) for name in info.packages}
+        wanted[info.executable] = [
+            f["name"] for f in knowledge.frameworks() if installed & {canonicalize_name(d) for d in f["distributions"]}
+        ]
+    reports: dict[str, dict[str, dict[str, Any]]] = {}
+    if with_frameworks and infos:
+        from concurrent.futures import ThreadPoolExecutor
+
+        # every interpreter at once; the System imports each framework of one interpreter in parallel too
+        with ThreadPoolExecutor(max_workers=len(infos)) as pool:
+            results = pool.map(lambda info: system.framework_reports(info.executable, wanted[info.executable], timeout), infos)
+            reports = {info.executable: result for info, result in zip(infos, results)}
+    return tuple(
+        PythonEnv(
+            info.executable, info.version, info.kind,
+            current is not None and rules.same(info.executable, current),
+            {canonicalize_name(k): v for k, v in info.packages.items()},
+            reports.get(info.executable, {}),
+        )
+        for info in infos
+    )
+
+
+def _environment_key(system: System, executable: str) -> str:
+    """One key per environment: `bin/python` and `bin/python3` of a venv are one interpreter."""
+    rules = system.paths
+    folder = rules.dirname(executable)
+    if rules.basename(folder).lower() in ("bin", "scripts"):
+        folder = rules.dirname(folder)
+    return rules.key(folder)
+
+
+def _discover(system: System) -> list[str]:
+    """Interpreters of conda environments and venvs reachable from the environment variables."""
+    rules, env = system.paths, system.env()
+    prefixes: list[str] = []
+    conda_prefix = env.get("CONDA_PREFIX")
+    if conda_prefix:
+        prefixes.append(conda_prefix)
+        base = conda_prefix
+        if rules.basename(rules.dirname(conda_prefix)).lower() == "envs":
+            base = rules.dirname(rules.dirname(conda_prefix))
+        prefixes.append(base)
+        prefixes.extend(e.path for e in system.list_dir(rules.join(base, "envs")) or [] if e.is_dir)
+    conda_exe = env.get("CONDA_EXE")
+    if conda_exe:
+        base = rules.dirname(rules.dirname(conda_exe))
+        prefixes.append(base)
+        prefixes.extend(e.path for e in system.list_dir(rules.join(base, "envs")) or [] if e.is_dir)
+    for variable in ("VIRTUAL_ENV",):
+        if env.get(variable):
+            prefixes.append(env[variable])
+    if env.get("PWD"):
+        prefixes.append(rules.join(env["PWD"], ".venv"))
+    found = []
+    for prefix in prefixes:
+        exe = _interpreter_in(system, prefix)
+        if exe:
+            found.append(exe)
+    return found
+
+
+def _interpreter_in(system: System, prefix: str) -> Optional[str]:
+    rules = system.paths
+    names = (("python.exe",), ("Scripts", "python.exe")) if rules.windows else (("bin", "python"), ("bin", "python3"))
+    for parts in names:
+        candidate = rules.join(prefix, *parts)
+        if system.is_file(candidate):
+            return candidate
+    return None

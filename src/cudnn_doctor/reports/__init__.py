@@ -1,0 +1,1 @@
+"""Reports: the only part of cudnn-doctor that writes output."""

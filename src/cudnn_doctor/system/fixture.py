@@ -1,0 +1,182 @@
+"""FixtureSystem: a machine-fixture/1 document behind the System interface.
+
+It follows the spec's rules exactly: paths in the target OS's own style (case-insensitive
+with `\\` on Windows, on any host), folders implied by file paths, symbolic links followed
+component by component, commands keyed by bare program name plus arguments, and a missing
+command behaving as "not installed".
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from cudnn_doctor.system.fixture_format import load_fixture
+from cudnn_doctor.system.interface import CommandResult, Env, FileInfo, PythonInfo, System
+
+_MAX_LINK_HOPS = 40
+DEFAULT_BINARY_SIZE = 1024
+
+
+class FixtureSystem(System):
+    """Replays one machine fixture; nothing here touches the host."""
+
+    def __init__(self, document: dict[str, Any], origin: Optional[Path] = None) -> None:
+        self.document = document
+        self.origin = origin
+        self.name: str = document["name"]
+        self.os = document["os"]
+        self.arch = document.get("arch", "x86_64")
+        self.wsl = bool(document.get("wsl", False))
+        rules = self.paths
+        self._files: dict[str, tuple[str, dict[str, Any]]] = {}
+        self._dirs: dict[str, str] = {}
+        self._children: dict[str, dict[str, str]] = {}
+        for raw_path, entry in document["files"].items():
+            if raw_path.endswith(("\\", "/")) and not entry:
+                self._add_dir(rules.norm(raw_path))
+                continue
+            path = rules.norm(raw_path)
+            self._files[rules.key(path)] = (path, entry or {})
+            self._add_parent_chain(path)
+        self._pythons = {rules.key(p["executable"]): p for p in document.get("pythons") or []}
+
+    @classmethod
+    def from_file(cls, path: Path) -> FixtureSystem:
+        return cls(load_fixture(path), origin=path)
+
+    # Index ------------------------------------------------------------------------------
+
+    def _add_dir(self, path: str) -> None:
+        self._dirs.setdefault(self.paths.key(path), path)
+        self._add_parent_chain(path)
+
+    def _add_parent_chain(self, path: str) -> None:
+        rules = self.paths
+        child = path
+        parent = rules.dirname(child)
+        while parent and not rules.same(parent, child):
+            self._children.setdefault(rules.key(parent), {})[rules.key(child)] = child
+            if rules.key(parent) in self._dirs:
+                break
+            self._dirs[rules.key(parent)] = parent
+            child, parent = parent, rules.dirname(parent)
+
+    def _entry(self, path: str) -> Optional[dict[str, Any]]:
+        found = self._files.get(self.paths.key(path))
+        return found[1] if found else None
+
+    def _resolve(self, path: str, depth: int = 0) -> str:
+        rules = self.paths
+        path = rules.norm(path)
+        if depth > _MAX_LINK_HOPS:
+            return path
+        chain: list[str] = []
+        while True:
+            parent = rules.dirname(path)
+            if not parent or rules.same(parent, path):
+                break
+            chain.append(rules.basename(path))
+            path = parent
+        resolved = path
+        for part in reversed(chain):
+            candidate = rules.join(resolved, part)
+            hops = 0
+            entry = self._entry(candidate)
+            while entry is not None and "link" in entry and hops < _MAX_LINK_HOPS:
+                target = entry["link"]
+                if not rules.is_abs(target):
+                    target = rules.join(rules.dirname(candidate), target)
+                candidate = self._resolve(target, depth + 1)
+                entry = self._entry(candidate)
+                hops += 1
+            resolved = candidate
+        return resolved
+
+    # System -----------------------------------------------------------------------------
+
+    def env(self) -> Env:
+        return Env(self.document["env"], case_insensitive=self.paths.windows)
+
+    def persistent_env(self) -> Optional[dict[str, dict[str, str]]]:
+        persistent = self.document.get("persistent_env")
+        if persistent is None:
+            return None
+        return {"user": dict(persistent.get("user") or {}), "system": dict(persistent.get("system") or {})}
+
+    def stat(self, path: str) -> Optional[FileInfo]:
+        rules = self.paths
+        own = self._entry(path)
+        link = own.get("link") if own else None
+        resolved = self._resolve(path)
+        entry = self._entry(resolved)
+        if entry is not None and "link" not in entry:
+            return FileInfo(resolved, False, self._size(entry), link, entry.get("readable", True))
+        if rules.key(resolved) in self._dirs:
+            return FileInfo(self._dirs[rules.key(resolved)], True, 0, link)
+        return None
+
+    @staticmethod
+    def _size(entry: dict[str, Any]) -> int:
+        if "size" in entry:
+            return entry["size"]
+        if "text" in entry:
+            return len(entry["text"].encode("utf-8"))
+        return DEFAULT_BINARY_SIZE
+
+    def list_dir(self, path: str) -> Optional[list[FileInfo]]:
+        info = self.stat(path)
+        if info is None or not info.is_dir:
+            return None
+        children = self._children.get(self.paths.key(info.path), {})
+        entries = (self.stat(child) for child in sorted(children.values()))
+        return [
+            FileInfo(self.paths.join(info.path, self.paths.basename(child)), e.is_dir, e.size, e.link, e.readable)
+            for child, e in zip(sorted(children.values()), entries)
+            if e is not None
+        ]
+
+    def read_text(self, path: str, limit: int = 1 << 20) -> Optional[str]:
+        entry = self._entry(self._resolve(path))
+        if entry is None or not entry.get("readable", True):
+            return None
+        text = entry.get("text")
+        return text[:limit] if text is not None else None
+
+    def realpath(self, path: str) -> str:
+        return self._resolve(path)
+
+    def run(self, argv: Sequence[str], timeout: float = 10.0) -> CommandResult:
+        program = self.paths.basename(argv[0])
+        if self.paths.windows and program.lower().endswith(".exe"):
+            program = program[:-4]
+        key = " ".join([program, *argv[1:]])
+        result = (self.document.get("commands") or {}).get(key)
+        if result is None:
+            return CommandResult(None, not_found=True)
+        if result.get("timeout"):
+            return CommandResult(None, timed_out=True)
+        return CommandResult(result.get("returncode", 0), result.get("stdout", ""), result.get("stderr", ""))
+
+    def nvml(self) -> Optional[dict[str, Any]]:
+        return self.document.get("nvml")
+
+    def current_python(self) -> Optional[str]:
+        for python in self._pythons.values():
+            if python.get("current"):
+                return python["executable"]
+        return None
+
+    def known_pythons(self) -> list[str]:
+        return [p["executable"] for p in self._pythons.values()]
+
+    def python_info(self, executable: str) -> Optional[PythonInfo]:
+        python = self._pythons.get(self.paths.key(executable))
+        if python is None:
+            return None
+        return PythonInfo(python["executable"], python["version"], python.get("kind", "system"), dict(python.get("packages") or {}))
+
+    def framework_reports(self, executable: str, frameworks: Sequence[str], timeout: float) -> dict[str, dict[str, Any]]:
+        python = self._pythons.get(self.paths.key(executable)) or {}
+        reports = python.get("frameworks") or {}
+        return {name: dict(report or {}) for name, report in reports.items()}

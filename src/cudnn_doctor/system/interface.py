@@ -1,0 +1,148 @@
+"""The System seam: everything the doctor may ask of a machine, and nothing more.
+
+Two implementations stand behind it: `LiveSystem` (this computer) and `FixtureSystem` (a
+machine-fixture/1 file). Probes and the loader only ever talk to this interface, so a
+diagnosis replayed from a fixture takes exactly the code path it takes live.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Mapping, Optional, Sequence
+
+from cudnn_doctor.paths import PathRules
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """What `stat` says about one path (after following links)."""
+
+    path: str
+    is_dir: bool
+    size: int = 0
+    link: Optional[str] = None  # the raw link target when `path` itself is a symbolic link
+    readable: bool = True
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """The outcome of running one external command."""
+
+    returncode: Optional[int]
+    stdout: str = ""
+    stderr: str = ""
+    not_found: bool = False
+    timed_out: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.not_found and not self.timed_out
+
+
+@dataclass(frozen=True)
+class PythonInfo:
+    """An interpreter and the distributions installed in it (read from metadata, never imported)."""
+
+    executable: str
+    version: str
+    kind: str  # conda | venv | system | embedded
+    packages: Mapping[str, str] = field(default_factory=dict)
+
+
+class Env(Mapping[str, str]):
+    """A process environment; names are case-insensitive on Windows."""
+
+    def __init__(self, values: Mapping[str, str], case_insensitive: bool) -> None:
+        self._case_insensitive = case_insensitive
+        self._values = {self._k(k): (k, v) for k, v in values.items()}
+
+    def _k(self, name: str) -> str:
+        return name.upper() if self._case_insensitive else name
+
+    def __getitem__(self, name: str) -> str:
+        return self._values[self._k(name)][1]
+
+    def __iter__(self) -> Iterator[str]:
+        return (original for original, _ in self._values.values())
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self._k(name) in self._values
+
+
+class System(ABC):
+    """A machine as the probes see it."""
+
+    os: str
+    arch: str
+    wsl: bool
+
+    @property
+    def paths(self) -> PathRules:
+        return PathRules(self.os)
+
+    @abstractmethod
+    def env(self) -> Env:
+        """This process's environment."""
+
+    @abstractmethod
+    def persistent_env(self) -> Optional[dict[str, dict[str, str]]]:
+        """Windows: `{user: {...}, system: {...}}` from the registry, raw values; else None."""
+
+    @abstractmethod
+    def stat(self, path: str) -> Optional[FileInfo]:
+        """The file or folder at `path` (links followed), or None when nothing is there."""
+
+    @abstractmethod
+    def list_dir(self, path: str) -> Optional[list[FileInfo]]:
+        """The entries of a folder, or None when it is not a folder."""
+
+    @abstractmethod
+    def read_text(self, path: str, limit: int = 1 << 20) -> Optional[str]:
+        """The start of a text file, or None when missing or unreadable."""
+
+    @abstractmethod
+    def realpath(self, path: str) -> str:
+        """`path` with every symbolic link resolved."""
+
+    @abstractmethod
+    def run(self, argv: Sequence[str], timeout: float = 10.0) -> CommandResult:
+        """Run a program found on PATH; a missing program gives `not_found`, never an exception."""
+
+    @abstractmethod
+    def nvml(self) -> Optional[dict[str, Any]]:
+        """What NVML reports (driver, CUDA driver version, GPUs), or None when it cannot load."""
+
+    @abstractmethod
+    def current_python(self) -> Optional[str]:
+        """The interpreter the doctor runs in (or was pointed at)."""
+
+    @abstractmethod
+    def known_pythons(self) -> list[str]:
+        """Interpreters the machine description names beyond those found by searching."""
+
+    @abstractmethod
+    def python_info(self, executable: str) -> Optional[PythonInfo]:
+        """Version, kind and installed distributions of one interpreter."""
+
+    @abstractmethod
+    def framework_reports(
+        self, executable: str, frameworks: Sequence[str], timeout: float
+    ) -> dict[str, dict[str, Any]]:
+        """What each framework reports when imported in `executable` (a subprocess live)."""
+
+    # Convenience built on the primitives above -------------------------------------------
+
+    def exists(self, path: str) -> bool:
+        return self.stat(path) is not None
+
+    def is_file(self, path: str) -> bool:
+        info = self.stat(path)
+        return info is not None and not info.is_dir
+
+    def is_dir(self, path: str) -> bool:
+        info = self.stat(path)
+        return info is not None and info.is_dir

@@ -1,0 +1,280 @@
+"""LiveSystem: this computer, behind the System interface.
+
+The only module that calls the OS: files, environment, the Windows registry, external
+commands, NVML and child interpreters. Windows-only imports are guarded so the module loads
+everywhere; every command runs with a timeout; nothing here raises for a missing tool.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from cudnn_doctor.system import pyenv
+from cudnn_doctor.system.interface import CommandResult, Env, FileInfo, PythonInfo, System
+
+_ARCH_NAMES = {"amd64": "x86_64", "x86_64": "x86_64", "arm64": "aarch64", "aarch64": "aarch64"}
+_REGISTRY_KEYS = {
+    "user": ("HKEY_CURRENT_USER", r"Environment"),
+    "system": ("HKEY_LOCAL_MACHINE", r"SYSTEM\CurrentControlSet\Control\Session Manager\Environment"),
+}
+_MARKER = "@@cudnn-doctor-report@@"
+
+
+class LiveSystem(System):
+    """The machine the doctor runs on."""
+
+    def __init__(self) -> None:
+        self.os = "windows" if sys.platform == "win32" else "linux"
+        self.arch = _ARCH_NAMES.get(platform.machine().lower(), platform.machine().lower())
+        self.wsl = self.os == "linux" and _is_wsl()
+        self._nvml_cache: Optional[tuple[Optional[dict[str, Any]]]] = None
+
+    def env(self) -> Env:
+        return Env(os.environ, case_insensitive=self.os == "windows")
+
+    def persistent_env(self) -> Optional[dict[str, dict[str, str]]]:
+        if self.os != "windows":
+            return None
+        import winreg  # Windows only
+
+        result: dict[str, dict[str, str]] = {}
+        for scope, (hive, subkey) in _REGISTRY_KEYS.items():
+            values: dict[str, str] = {}
+            try:
+                with winreg.OpenKey(getattr(winreg, hive), subkey) as key:
+                    index = 0
+                    while True:
+                        try:
+                            name, value, _kind = winreg.EnumValue(key, index)
+                        except OSError:
+                            break
+                        if isinstance(value, str):
+                            values[name] = value
+                        index += 1
+            except OSError:
+                pass
+            result[scope] = values
+        return result
+
+    def stat(self, path: str) -> Optional[FileInfo]:
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            return None
+        link = None
+        if os.path.islink(path):
+            try:
+                link = os.readlink(path)
+            except OSError:
+                link = None
+        is_dir = os.path.isdir(path)
+        readable = os.access(path, os.R_OK)
+        return FileInfo(path, is_dir, 0 if is_dir else st.st_size, link, readable)
+
+    def list_dir(self, path: str) -> Optional[list[FileInfo]]:
+        try:
+            entries = list(os.scandir(path))
+        except (OSError, ValueError):
+            return None
+        listing = []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+                size = 0 if is_dir else entry.stat().st_size
+            except OSError:
+                continue
+            link = os.readlink(entry.path) if entry.is_symlink() else None
+            listing.append(FileInfo(entry.path, is_dir, size, link))
+        return sorted(listing, key=lambda info: info.path)
+
+    def read_text(self, path: str, limit: int = 1 << 20) -> Optional[str]:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                return handle.read(limit)
+        except (OSError, ValueError):
+            return None
+
+    def realpath(self, path: str) -> str:
+        return os.path.realpath(path)
+
+    def run(self, argv: Sequence[str], timeout: float = 10.0) -> CommandResult:
+        program = shutil.which(argv[0])
+        if program is None:
+            return CommandResult(None, not_found=True)
+        flags = getattr(subprocess, "CREATE_NO_WINDOW", 0)
+        try:
+            done = subprocess.run(
+                [program, *argv[1:]], capture_output=True, text=True, errors="replace",
+                timeout=timeout, creationflags=flags,
+            )
+        except subprocess.TimeoutExpired:
+            return CommandResult(None, timed_out=True)
+        except OSError:
+            return CommandResult(None, not_found=True)
+        return CommandResult(done.returncode, done.stdout, done.stderr)
+
+    def nvml(self) -> Optional[dict[str, Any]]:
+        if self._nvml_cache is None:
+            self._nvml_cache = (_query_nvml(),)
+        return self._nvml_cache[0]
+
+    def current_python(self) -> Optional[str]:
+        return sys.executable or None
+
+    def known_pythons(self) -> list[str]:
+        return []
+
+    def python_info(self, executable: str) -> Optional[PythonInfo]:
+        exe = Path(executable)
+        if not exe.is_file():
+            return None
+        prefix = pyenv.prefix_of(exe)
+        if _same_file(executable, sys.executable):
+            version = platform.python_version()
+            folders = [Path(p) for p in sys.path if p.endswith(("site-packages", "dist-packages")) and os.path.isdir(p)]
+        else:
+            found = pyenv.version_of(exe, prefix)
+            if found is None:
+                return None
+            version = found
+            folders = pyenv.site_packages(prefix, version)
+        return PythonInfo(executable, version, pyenv.kind_of(prefix), pyenv.distributions(folders))
+
+    def framework_reports(self, executable: str, frameworks: Sequence[str], timeout: float) -> dict[str, dict[str, Any]]:
+        if not frameworks:
+            return {}
+        with ThreadPoolExecutor(max_workers=len(frameworks)) as pool:
+            results = pool.map(lambda name: _probe_framework(executable, name, timeout), frameworks)
+            return dict(zip(frameworks, results))
+
+
+def _is_wsl() -> bool:
+    try:
+        with open("/proc/sys/kernel/osrelease", encoding="utf-8") as handle:
+            return "microsoft" in handle.read().lower()
+    except OSError:
+        return False
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _query_nvml() -> Optional[dict[str, Any]]:
+    """Driver and GPU facts from NVML (nvidia-ml-py); None whenever the library is unusable."""
+    if not _nvml_library_loads():
+        return None
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except Exception:  # pynvml.NVMLError and friends: no driver, no library, no GPU
+        return None
+    try:
+        driver = pynvml.nvmlSystemGetDriverVersion()
+        report: dict[str, Any] = {"driver_version": driver.decode() if isinstance(driver, bytes) else driver, "gpus": []}
+        try:
+            report["cuda_driver_version"] = int(pynvml.nvmlSystemGetCudaDriverVersion_v2())
+        except Exception:
+            pass
+        for index in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            name = pynvml.nvmlDeviceGetName(handle)
+            major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
+            memory = pynvml.nvmlDeviceGetMemoryInfo(handle)
+            uuid = pynvml.nvmlDeviceGetUUID(handle)
+            report["gpus"].append({
+                "name": name.decode() if isinstance(name, bytes) else name,
+                "compute_capability": f"{major}.{minor}",
+                "memory_total_mib": int(memory.total // (1024 * 1024)),
+                "uuid": uuid.decode() if isinstance(uuid, bytes) else uuid,
+            })
+        return report
+    except Exception:
+        return None
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:
+            pass
+
+
+def _nvml_library_loads() -> bool:
+    """A cheap look before importing pynvml: can the NVML library itself be opened?"""
+    import ctypes
+
+    names = ("nvml.dll",) if sys.platform == "win32" else ("libnvidia-ml.so.1",)
+    for name in names:
+        try:
+            ctypes.CDLL(name)
+            return True
+        except OSError:
+            continue
+    if sys.platform == "win32":  # older drivers keep nvml.dll beside nvidia-smi only
+        folder = os.path.join(os.environ.get("ProgramFiles", "C:\\Program Files"), "NVIDIA Corporation", "NVSMI", "nvml.dll")
+        return os.path.exists(folder)
+    return False
+
+
+def no_trace_environment(sandbox: str) -> dict[str, str]:
+    """The environment for a framework probe: the user's, with every home and cache folder
+    pointed into `sandbox`, so that importing TensorFlow (~/.keras) or ONNX Runtime (~/.cache)
+    leaves nothing behind. User site-packages stay visible through PYTHONUSERBASE."""
+    env = dict(os.environ)
+    if "PYTHONUSERBASE" not in env:
+        if sys.platform == "win32":
+            env["PYTHONUSERBASE"] = os.path.join(os.environ.get("APPDATA", ""), "Python")
+        else:
+            env["PYTHONUSERBASE"] = os.path.join(os.path.expanduser("~"), ".local")
+    for name, sub in (
+        ("HOME", ""), ("USERPROFILE", ""), ("APPDATA", "AppData/Roaming"), ("LOCALAPPDATA", "AppData/Local"),
+        ("XDG_CACHE_HOME", ".cache"), ("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME", ".local/share"),
+        ("XDG_STATE_HOME", ".local/state"), ("KERAS_HOME", ".keras"), ("MPLCONFIGDIR", ".config/matplotlib"),
+        ("TMPDIR", "tmp"), ("TEMP", "tmp"), ("TMP", "tmp"),
+    ):
+        env[name] = os.path.join(sandbox, sub) if sub else sandbox
+    os.makedirs(os.path.join(sandbox, "tmp"), exist_ok=True)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["PYTHONIOENCODING"] = "utf-8"
+    return env
+
+
+def _probe_framework(executable: str, name: str, timeout: float) -> dict[str, Any]:
+    """Import one framework in a child of `executable` and parse its report."""
+    import json
+
+    source = (Path(__file__).with_name("framework_probe.py")).read_text(encoding="utf-8")
+    sandbox = tempfile.mkdtemp(prefix="cudnn-doctor-probe-")
+    try:
+        done = subprocess.run(
+            [executable, "-c", source, name], capture_output=True, text=True, errors="replace",
+            timeout=timeout, cwd=sandbox, env=no_trace_environment(sandbox),
+            creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0),
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": f"TimeoutError: importing {name} took longer than {timeout:.0f} s"}
+    except OSError as error:
+        return {"import_error": f"{type(error).__name__}: {error}"}
+    finally:
+        shutil.rmtree(sandbox, ignore_errors=True)
+    _, marker, tail = done.stdout.rpartition(_MARKER)
+    if not marker:
+        message = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+        return {"import_error": f"probe failed: {message}", "log": done.stderr[-4000:]}
+    report = json.loads(tail.strip().splitlines()[0])
+    if done.stderr.strip():
+        report["log"] = done.stderr[-8000:]
+    return report

@@ -1,0 +1,162 @@
+"""RecordingSystem: a System wrapper that remembers every answer, for `snapshot`.
+
+Whatever the probes looked at (files, folders, commands, NVML, interpreters and their
+framework reports) becomes a machine-fixture/1 document; replaying it with FixtureSystem
+gives the probes the same answers, hence the same findings.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from cudnn_doctor.system.fixture_format import SCHEMA_ID
+from cudnn_doctor.system.interface import CommandResult, Env, FileInfo, PythonInfo, System
+
+
+class RecordingSystem(System):
+    """Delegates to `inner` and records what it answered."""
+
+    def __init__(self, inner: System) -> None:
+        self.inner = inner
+        self.os, self.arch, self.wsl = inner.os, inner.arch, inner.wsl
+        self._files: dict[str, dict[str, Any]] = {}
+        self._commands: dict[str, dict[str, Any]] = {}
+        self._pythons: dict[str, dict[str, Any]] = {}
+        self._nvml: Optional[dict[str, Any]] = None
+        self._current: Optional[str] = None
+
+    # Recording helpers ------------------------------------------------------------------
+
+    def _record_links_along(self, path: str) -> None:
+        """Record every symbolic link on the way to `path`, so the replay resolves it the same way."""
+        rules = self.paths
+        prefix = rules.norm(path)
+        while True:
+            info = self.inner.stat(prefix)
+            if info is not None and info.link is not None and prefix not in self._files:
+                self._files[prefix] = {"link": info.link}
+            parent = rules.dirname(prefix)
+            if not parent or rules.same(parent, prefix):
+                break
+            prefix = parent
+
+    def _record(self, info: FileInfo, text: Optional[str] = None) -> None:
+        rules = self.paths
+        if info.is_dir:
+            key = rules.norm(info.path).rstrip(rules.sep) + rules.sep
+            self._files.setdefault(key, {})
+            return
+        entry = self._files.setdefault(rules.norm(info.path), {})
+        entry["size"] = info.size
+        if not info.readable:
+            entry["readable"] = False
+        if text is not None:
+            entry["text"] = text
+            entry.pop("size", None) if len(text.encode("utf-8")) == info.size else None
+
+    # System -----------------------------------------------------------------------------
+
+    def env(self) -> Env:
+        return self.inner.env()
+
+    def persistent_env(self) -> Optional[dict[str, dict[str, str]]]:
+        return self.inner.persistent_env()
+
+    def stat(self, path: str) -> Optional[FileInfo]:
+        info = self.inner.stat(path)
+        if info is not None:
+            self._record_links_along(path)
+            self._record(FileInfo(self.inner.realpath(path), info.is_dir, info.size, None, info.readable))
+        return info
+
+    def list_dir(self, path: str) -> Optional[list[FileInfo]]:
+        listing = self.inner.list_dir(path)
+        if listing is not None:
+            self._record_links_along(path)
+            real = self.inner.realpath(path)
+            self._record(FileInfo(real, True))
+            for entry in listing:
+                if entry.link is not None:
+                    self._files[self.paths.join(real, self.paths.basename(entry.path))] = {"link": entry.link}
+                else:
+                    self._record(FileInfo(self.paths.join(real, self.paths.basename(entry.path)), entry.is_dir, entry.size, None, entry.readable))
+        return listing
+
+    def read_text(self, path: str, limit: int = 1 << 20) -> Optional[str]:
+        text = self.inner.read_text(path, limit)
+        info = self.inner.stat(path)
+        if info is not None and not info.is_dir:
+            self._record_links_along(path)
+            self._record(FileInfo(self.inner.realpath(path), False, info.size, None, info.readable), text)
+        return text
+
+    def realpath(self, path: str) -> str:
+        self._record_links_along(path)
+        return self.inner.realpath(path)
+
+    def run(self, argv: Sequence[str], timeout: float = 10.0) -> CommandResult:
+        result = self.inner.run(argv, timeout)
+        program = self.paths.basename(argv[0])
+        if self.paths.windows and program.lower().endswith(".exe"):
+            program = program[:-4]
+        key = " ".join([program, *argv[1:]])
+        if result.timed_out:
+            self._commands[key] = {"timeout": True}
+        elif not result.not_found:
+            self._commands[key] = {"returncode": result.returncode, "stdout": result.stdout, "stderr": result.stderr}
+        return result
+
+    def nvml(self) -> Optional[dict[str, Any]]:
+        self._nvml = self.inner.nvml()
+        return self._nvml
+
+    def current_python(self) -> Optional[str]:
+        self._current = self.inner.current_python()
+        return self._current
+
+    def known_pythons(self) -> list[str]:
+        return self.inner.known_pythons()
+
+    def python_info(self, executable: str) -> Optional[PythonInfo]:
+        info = self.inner.python_info(executable)
+        if info is not None:
+            self.stat(executable)
+            entry = self._pythons.setdefault(executable, {"executable": executable})
+            entry.update(version=info.version, kind=info.kind, packages=dict(info.packages))
+        return info
+
+    def framework_reports(self, executable: str, frameworks: Sequence[str], timeout: float) -> dict[str, dict[str, Any]]:
+        reports = self.inner.framework_reports(executable, frameworks, timeout)
+        entry = self._pythons.setdefault(executable, {"executable": executable})
+        entry.setdefault("frameworks", {}).update(reports)
+        return reports
+
+    # The document -----------------------------------------------------------------------
+
+    def document(self, name: str, description: str = "") -> dict[str, Any]:
+        """The recorded machine as a machine-fixture/1 document."""
+        document: dict[str, Any] = {"schema": SCHEMA_ID, "name": name}
+        if description:
+            document["description"] = description
+        document.update(os=self.os, arch=self.arch)
+        if self.wsl:
+            document["wsl"] = True
+        document["env"] = dict(self.inner.env())
+        persistent = self.inner.persistent_env()
+        if persistent is not None:
+            document["persistent_env"] = persistent
+        document["files"] = dict(sorted(self._files.items()))
+        if self._commands:
+            document["commands"] = self._commands
+        if self._nvml is not None:
+            document["nvml"] = self._nvml
+        pythons = []
+        for executable, entry in self._pythons.items():
+            if "version" not in entry:
+                continue
+            if self._current is not None and self.paths.same(executable, self._current):
+                entry["current"] = True
+            pythons.append(entry)
+        if pythons:
+            document["pythons"] = pythons
+        return document

@@ -1,0 +1,73 @@
+"""Shared test helpers: where the shared machine fixtures are, and a builder for small machines."""
+
+from __future__ import annotations
+
+import copy
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cudnn_doctor.checks import run_checks
+from cudnn_doctor.diagnose import Diagnosis, diagnose
+from cudnn_doctor.system.fixture import FixtureSystem
+from cudnn_doctor.system.fixture_format import validate
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_FIXTURES = REPO.parent / "shared" / "fixtures"
+
+WINDOWS_BASE: dict[str, Any] = {
+    "schema": "machine-fixture/1",
+    "name": "test-windows",
+    "os": "windows",
+    "env": {"SystemRoot": "C:\\Windows", "PATH": "C:\\Windows\\System32;C:\\Windows"},
+    "files": {"C:\\Windows\\System32\\kernel32.dll": {"size": 700000}},
+    "nvml": {"driver_version": "552.44", "cuda_driver_version": 12040,
+             "gpus": [{"name": "NVIDIA GeForce RTX 3060", "compute_capability": "8.6", "memory_total_mib": 12288}]},
+    "pythons": [{"executable": "C:\\Users\\dev\\env\\python.exe", "version": "3.10.11", "current": True, "kind": "venv", "packages": {}, "frameworks": {}}],
+}
+LINUX_BASE: dict[str, Any] = {
+    "schema": "machine-fixture/1",
+    "name": "test-linux",
+    "os": "linux",
+    "env": {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/home/dev"},
+    "files": {"/usr/lib/x86_64-linux-gnu/libc.so.6": {"size": 2000000}},
+    "nvml": {"driver_version": "550.144.03", "cuda_driver_version": 12040,
+             "gpus": [{"name": "NVIDIA GeForce RTX 4090", "compute_capability": "8.9", "memory_total_mib": 24564}]},
+    "pythons": [{"executable": "/home/dev/.venv/bin/python", "version": "3.11.7", "current": True, "kind": "venv", "packages": {}, "frameworks": {}}],
+}
+
+
+def machine(base: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    """A copy of `base` with top-level keys replaced; `files` and `env` are merged."""
+    document = copy.deepcopy(base)
+    for key, value in changes.items():
+        if key in ("files", "env") and isinstance(value, dict):
+            document[key].update(value)
+        elif value is None:
+            document.pop(key, None)
+        else:
+            document[key] = value
+    return validate(document)
+
+
+def run(document: dict[str, Any], **options: Any) -> Diagnosis:
+    return diagnose(FixtureSystem(document), **options)
+
+
+def ids(document: dict[str, Any]) -> set[str]:
+    return {f.id for f in run(document).findings}
+
+
+def findings_of(document: dict[str, Any], finding_id: str) -> list:
+    return [f for f in run_checks(run(document).facts) if f.id == finding_id]
+
+
+def shared_fixture_paths() -> list[Path]:
+    if not SHARED_FIXTURES.is_dir():
+        return []
+    return sorted(p for p in SHARED_FIXTURES.rglob("*") if p.suffix in (".yaml", ".yml", ".json"))
+
+
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc on PATH on this machine")

@@ -1,0 +1,130 @@
+"""The command line: exit codes 0/1/2, one-line errors, JSON on stdout and nothing else."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cudnn_doctor.cli import main
+
+from .conftest import LINUX_BASE, SHARED_FIXTURES, machine
+
+
+def write(tmp_path, document, name="m.yaml"):
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(document) if name.endswith(".yaml") else json.dumps(document), encoding="utf-8")
+    return path
+
+
+def cli(args, capsys):
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_healthy_machine_exits_0(tmp_path, capsys):
+    code, out, _ = cli(["check", "--fixture", str(write(tmp_path, machine(LINUX_BASE))), "--no-color"], capsys)
+    assert code == 0
+    assert "[✓] NVIDIA driver and GPU: driver 550.144.03 · CUDA 12.4 max" in out
+
+
+def test_errors_exit_1_and_json_is_one_object(tmp_path, capsys):
+    document = machine(LINUX_BASE, nvml=None)
+    code, out, err = cli(["check", "--fixture", str(write(tmp_path, document, "m.json")), "--format", "json"], capsys)
+    assert code == 1
+    report = json.loads(out)
+    assert report["schema"] == "cudnn-doctor-report/1"
+    finding = next(f for f in report["findings"] if f["id"] == "no-nvidia-gpu")
+    assert set(finding) == {"id", "severity", "title", "detail", "fix", "evidence"}
+    assert finding["severity"] == "error" and finding["fix"]
+    assert "facts" in report and err == ""
+
+
+def test_ignore_suppresses_and_changes_exit_code(tmp_path, capsys):
+    path = write(tmp_path, machine(LINUX_BASE, nvml=None))
+    code, out, _ = cli(["check", "--fixture", str(path), "--ignore", "no-nvidia-gpu", "--format", "json"], capsys)
+    assert code == 0
+    assert "no-nvidia-gpu" not in {f["id"] for f in json.loads(out)["findings"]}
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda d: d.update(nvlm={}), "unknown key 'nvlm' (did you mean 'nvml'?)"),
+        (lambda d: d["files"].update({"/x": {"size": "big"}}), "size: expected an integer"),
+        (lambda d: d.pop("os"), "missing required key 'os'"),
+        (lambda d: d.update(os="macos"), "expected one of windows, linux"),
+        (lambda d: d.update(schema="machine-fixture/2"), "schema: expected 'machine-fixture/1'"),
+        (lambda d: d["pythons"][0].pop("executable"), "missing required key 'executable'"),
+    ],
+)
+def test_invalid_fixture_is_one_line_exit_2(tmp_path, capsys, mutate, message):
+    document = json.loads(json.dumps(LINUX_BASE))
+    mutate(document)
+    code, out, err = cli(["check", "--fixture", str(write(tmp_path, document))], capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and message in err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["check", "--fixture", "/no/such/file.yaml"], "no such fixture file"),
+        (["check", "--frobnicate"], "unrecognized arguments: --frobnicate"),
+        (["check", "--ignore", "no-nvidia-gpus"], "did you mean 'no-nvidia-gpu'"),
+        ([], "missing COMMAND"),
+        (["cure"], "invalid choice"),
+    ],
+)
+def test_usage_errors_are_one_line_exit_2(capsys, args, message):
+    code, out, err = cli(args, capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and message in err
+
+
+def test_corrupt_yaml_is_one_line_exit_2(tmp_path, capsys):
+    path = tmp_path / "bad.yaml"
+    path.write_text("schema: machine-fixture/1\nfiles: [unclosed\n", encoding="utf-8")
+    code, _, err = cli(["check", "--fixture", str(path)], capsys)
+    assert code == 2 and err.count("\n") == 1 and "not valid YAML" in err
+
+
+def test_console_script_and_module_entry_points(tmp_path):
+    path = write(tmp_path, machine(LINUX_BASE))
+    script = Path(sys.executable).with_name("cudnn-doctor.exe" if sys.platform == "win32" else "cudnn-doctor")
+    for command in ([str(script)], [sys.executable, "-m", "cudnn_doctor"]):
+        done = subprocess.run([*command, "check", "--fixture", str(path)], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        assert "cudnn-doctor check" in done.stdout
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="this machine has an NVIDIA driver")
+def test_live_check_on_a_machine_without_gpu(capsys):
+    code, out, _ = cli(["check", "--no-frameworks", "--format", "json"], capsys)
+    report = json.loads(out)
+    assert code == 1
+    assert "no-nvidia-gpu" in {f["id"] for f in report["findings"]}
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None or shutil.which("nvidia-smi") is not None, reason="needs the development machine: nvcc, no driver")
+def test_live_check_shows_the_toolkit(capsys):
+    code, out, _ = cli(["check", "--no-frameworks", "--no-color"], capsys)
+    assert code == 1
+    toolkit_line = next(line for line in out.splitlines() if "CUDA toolkit" in line)
+    assert "first on PATH" in toolkit_line
+
+
+def test_shared_fixture_through_the_cli(capsys):
+    path = SHARED_FIXTURES / "seed" / "seed-win-torch-cpu-wheel.yaml"
+    if not path.exists():
+        pytest.skip("shared fixtures not present")
+    code, out, _ = cli(["check", "--fixture", str(path), "--format", "json"], capsys)
+    finding = next(f for f in json.loads(out)["findings"] if f["id"] == "torch-cpu-build")
+    assert code == 1
+    assert any("--index-url https://download.pytorch.org/whl/cu118" in step and "torch==2.0.0 torchvision==0.15.1" in step for step in finding["fix"])

@@ -1,0 +1,95 @@
+"""Framework probes run in a child interpreter: real torch, a framework that breaks, and no trace in the home folder."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import textwrap
+
+import pytest
+
+from cudnn_doctor.system.live import LiveSystem
+
+
+@pytest.fixture
+def fake_site(tmp_path, monkeypatch):
+    """A folder on PYTHONPATH where tests put stand-in frameworks."""
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    return site
+
+
+def _module(site, name, body):
+    package = site / name
+    package.mkdir()
+    (package / "__init__.py").write_text(textwrap.dedent(body), encoding="utf-8")
+
+
+def test_a_framework_that_raises_on_import_is_recorded_not_raised(fake_site):
+    _module(fake_site, "paddle", "raise RuntimeError('libcudnn.so.8: cannot open shared object file')\n")
+    report = LiveSystem().framework_reports(sys.executable, ["paddle"], timeout=60)["paddle"]
+    assert report["import_error"] == "RuntimeError: libcudnn.so.8: cannot open shared object file"
+
+
+def test_an_error_while_probing_keeps_the_version(fake_site):
+    _module(fake_site, "onnxruntime", """
+        __version__ = "1.16.3"
+        def get_available_providers():
+            raise OSError("provider bridge failed")
+    """)
+    report = LiveSystem().framework_reports(sys.executable, ["onnxruntime"], timeout=60)["onnxruntime"]
+    assert report["version"] == "1.16.3" and report["error"] == "OSError: provider bridge failed"
+
+
+def test_probes_run_in_parallel_and_time_out(fake_site):
+    _module(fake_site, "jax", "import time\ntime.sleep(30)\n")
+    _module(fake_site, "paddle", "raise ImportError('no paddle')\n")
+    reports = LiveSystem().framework_reports(sys.executable, ["jax", "paddle"], timeout=3)
+    assert "took longer than 3 s" in reports["jax"]["error"]
+    assert reports["paddle"]["import_error"] == "ImportError: no paddle"
+
+
+def test_importing_leaves_no_trace_in_the_home_folder(fake_site, tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.delenv("KERAS_HOME", raising=False)
+    _module(fake_site, "tensorflow", """
+        import os, sys
+        for path in ("~/.keras/keras.json", "~/.cache/onnxruntime/device_id"):
+            full = os.path.expanduser(path)
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            open(full, "w").write("{}")
+        sys.stderr.write("W dso_loader.cc:64] Could not load dynamic library 'libcudart.so.11.0'\\n")
+        __version__ = "2.12.0"
+        class test:
+            is_built_with_cuda = staticmethod(lambda: True)
+        class config:
+            list_physical_devices = staticmethod(lambda kind: [])
+    """)
+    report = LiveSystem().framework_reports(sys.executable, ["tensorflow"], timeout=60)["tensorflow"]
+    assert report["version"] == "2.12.0" and report["built_with_cuda"] is True and report["gpus"] == []
+    assert "libcudart.so.11.0" in report["log"]
+    assert list(home.iterdir()) == []
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed (CI installs torch==2.13.0)")
+def test_real_torch_cpu_build():
+    report = LiveSystem().framework_reports(sys.executable, ["torch"], timeout=120)["torch"]
+    import torch
+
+    assert report["version"] == torch.__version__
+    assert report["cuda"] == torch.version.cuda
+    if torch.version.cuda is None:
+        assert report["cuda_available"] is False and report["device_count"] == 0
+    assert "import_error" not in report
+
+
+def test_live_python_info_reads_metadata_without_importing():
+    info = LiveSystem().python_info(sys.executable)
+    assert info.version == ".".join(map(str, sys.version_info[:3]))
+    assert info.packages.get("packaging") and info.packages.get("pyyaml")
+    assert "cudnn-doctor" in info.packages or "cudnn_doctor" in info.packages or os.environ.get("CI") is None

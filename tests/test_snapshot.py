@@ -1,0 +1,45 @@
+"""`snapshot` records the live machine; replaying the record gives the live diagnosis."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+
+from cudnn_doctor.cli import main
+from cudnn_doctor.cli.snapshot import redact_document, take_snapshot
+from cudnn_doctor.diagnose import diagnose
+from cudnn_doctor.system.fixture import FixtureSystem
+from cudnn_doctor.system.fixture_format import validate
+from cudnn_doctor.system.live import LiveSystem
+
+
+def _summary(diagnosis):
+    return sorted((f.id, f.severity.value) for f in diagnosis.findings)
+
+
+def test_replaying_a_snapshot_gives_the_live_findings():
+    live = diagnose(LiveSystem(), with_frameworks=False)
+    document = validate(json.loads(json.dumps(take_snapshot(with_frameworks=False))))
+    replayed = diagnose(FixtureSystem(document), with_frameworks=False)
+    assert _summary(replayed) == _summary(live)
+    assert replayed.facts.toolkits.toolkits == live.facts.toolkits.toolkits
+    assert replayed.facts.driver == live.facts.driver
+
+
+def test_snapshot_cli_writes_a_valid_fixture(tmp_path, capsys):
+    out = tmp_path / "machine.yaml"
+    assert main(["snapshot", "--no-frameworks", "--redact", "-o", str(out)]) == 0
+    document = validate(yaml.safe_load(out.read_text(encoding="utf-8")))
+    assert main(["check", "--fixture", str(out), "--format", "json"]) in (0, 1)
+    assert json.loads(capsys.readouterr().out)["findings"] is not None
+    assert document["schema"] == "machine-fixture/1"
+
+
+def test_redaction_replaces_home_and_user_everywhere():
+    document = {"env": {"HOME": "/home/alice", "USER": "alice", "PATH": "/home/alice/.venv/bin:/usr/bin"},
+                "files": {"/home/alice/.venv/bin/python": {"link": "/usr/bin/python3"}, "/srv/alice/data/x": {}}}
+    clean = redact_document(document, "/home/alice", "alice")
+    text = json.dumps(clean)
+    assert "alice" not in text
+    assert clean["env"]["PATH"] == "/home/user/.venv/bin:/usr/bin"

@@ -71,6 +71,9 @@ def test_path_missing_dir_and_duplicates():
     document = machine(LINUX_BASE, env=env, files={"/usr/bin/ls": {}, "/bin/sh": {}})
     missing = findings_of(document, "path-missing-dir")[0]
     assert "/usr/local/cuda-11.0/bin" in missing.detail and "/opt/cudnn/lib" in missing.detail
+    assert missing.severity is Severity.WARNING
+    clutter = machine(LINUX_BASE, env={"PATH": "/usr/local/cuda-11.0/libnvvp:/usr/bin"}, files={"/usr/bin/ls": {}})
+    assert findings_of(clutter, "path-missing-dir")[0].severity is Severity.INFO
     assert "/usr/bin (#3, first at #2)" in findings_of(document, "path-duplicate-entries")[0].detail
     assert not findings_of(machine(LINUX_BASE, files={"/usr/bin/ls": {}}), "path-duplicate-entries")
 

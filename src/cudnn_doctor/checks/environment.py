@@ -14,6 +14,7 @@ from cudnn_doctor.paths import PathRules
 
 GPU_RELATED = re.compile(r"cuda|cudnn|nvidia|tensorrt|nvvm|cupti", re.IGNORECASE)
 VARIABLE_PREFIXES = ("CUDA_", "CUDNN_", "NVIDIA_", "TF_CUDNN")
+LOADABLE_FOLDERS = {"bin", "lib", "lib64", "x64", "stubs"}
 
 
 @rule("env-stale-session", Severity.WARNING, "This terminal or IDE started before the environment was changed")
@@ -52,9 +53,12 @@ def path_missing_dir(facts: Facts) -> Iterator[Finding]:
     if not entries:
         return
     listing = "; ".join(f"{e.variable}[{e.index}] = {e.value}" for e in entries)
+    rules = PathRules(facts.os)
+    # a missing bin/lib folder is where a loader or shell was told to look; others (libnvvp, docs) are clutter
+    matters = any(rules.basename(e.value).lower() in LOADABLE_FOLDERS or "cudnn" in e.value.lower() for e in entries)
     yield finding("path-missing-dir", f"These entries name folders that do not exist: {listing}.",
                   [f"Remove {e.value} from {e.variable}, or install what it should point to." for e in entries],
-                  {"entries": [e.value for e in entries]})
+                  {"entries": [e.value for e in entries]}, severity=Severity.WARNING if matters else Severity.INFO)
 
 
 @rule("path-duplicate-entries", Severity.INFO, "The same folder is on PATH more than once")

@@ -116,3 +116,22 @@ def test_interpreter_mismatch_not_when_current_has_it_too():
     assert "interpreter-mismatch" not in ids(machine(WINDOWS_BASE, pythons=both))
     only_other = [python("C:\\a\\python.exe"), python("C:\\b\\python.exe", frameworks=gpu_torch, current=False)]
     assert "interpreter-mismatch" in ids(machine(WINDOWS_BASE, pythons=only_other))
+
+
+def test_stale_terminal_fix_says_restart_instead_of_edit_path():
+    tf = {"tensorflow": {"version": "2.10.0", "built_with_cuda": True, "gpus": [], "build_info": {"cuda_version": "64_112", "cudnn_version": "64_8"}}}
+    files = {f"{CUDA}\\v11.2\\bin\\cudart64_110.dll": {}, f"{CUDA}\\v11.2\\bin\\cudnn64_8.dll": {}, f"{CUDA}\\v11.2\\bin\\nvcc.exe": {}}
+    persistent = {"user": {"Path": f"{CUDA}\\v11.2\\bin"}, "system": {"Path": "%SystemRoot%\\System32;%SystemRoot%"}}
+    pythons = [python("C:\\env\\python.exe", packages={"tensorflow": "2.10.0"}, frameworks=tf)]
+    stale = machine(WINDOWS_BASE, files=files, pythons=pythons, persistent_env=persistent)
+    found = {f.id: f for f in run_checks_of(stale)}
+    assert {"env-stale-session", "cuda-libs-not-found", "cudnn-missing"} <= set(found)
+    assert "already on the saved (registry) PATH" in found["cudnn-missing"].fix[0]
+    fresh = machine(WINDOWS_BASE, files=files, pythons=pythons)
+    assert "Environment Variables → Path → New" in {f.id: f for f in run_checks_of(fresh)}["cudnn-missing"].fix[0]
+
+
+def run_checks_of(document):
+    from .conftest import run
+
+    return run(document).findings

@@ -10,6 +10,7 @@ from cudnn_doctor import knowledge
 from cudnn_doctor.checks._frameworks import Build, build_cuda, build_cudnn_major, builds, is_gpu_build
 from cudnn_doctor.facts import Facts, LibraryLookup, lookup_key
 from cudnn_doctor.knowledge import cudnn_names, loads_system_cuda
+from cudnn_doctor.paths import PathRules
 
 _LOAD_FAILURES = (
     re.compile(r"Could not load dynamic library '([^']+)'"),
@@ -65,3 +66,14 @@ def is_cuda_library(name: str) -> bool:
 
 def is_cudnn_front(name: str) -> bool:
     return bool(_CUDNN_FRONT.match(name))
+
+
+def reach_folder_fix(facts: Facts, folder: str) -> str:
+    """The step that puts `folder` on the library search path, or says why it is not there yet."""
+    rules = PathRules(facts.os)
+    if any(rules.same(folder, entry) for entry in facts.environment.persistent_path):
+        return (f"{folder} is already on the saved (registry) PATH, but this process started before it was added: "
+                "close and reopen the terminal, restart the IDE or Jupyter completely.")
+    if facts.os == "windows":
+        return f"Add {folder} to PATH (System Properties → Environment Variables → Path → New), then open a new terminal / restart the IDE."
+    return f"export LD_LIBRARY_PATH={folder}:$LD_LIBRARY_PATH  (add it to ~/.bashrc, or to the environment's activate script)"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from cudnn_doctor.checks._frameworks import sees_gpu
-from cudnn_doctor.checks._libraries import failed_loads, is_cudnn_front, lookup, system_builds
+from cudnn_doctor.checks._libraries import failed_loads, is_cudnn_front, lookup, reach_folder_fix, system_builds
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import Facts
 from cudnn_doctor.findings import Finding, Severity
@@ -34,7 +34,7 @@ def cudnn_missing(facts: Facts) -> Iterator[Finding]:
             if found.elsewhere:
                 detail += f" A copy exists at {found.elsewhere[0]}, outside the search path."
                 folder = found.elsewhere[0].rsplit("\\" if facts.os == "windows" else "/", 1)[0]
-                fix.append(f"Put {folder} on {'PATH' if facts.os == 'windows' else 'LD_LIBRARY_PATH'} and open a new terminal / restart the IDE.")
+                fix.append(reach_folder_fix(facts, folder))
         if not fix:
             fix.append("Download the cuDNN release that matches the framework's CUDA version from https://developer.nvidia.com/rdp/cudnn-archive "
                        "and copy its bin, include and lib folders into the CUDA toolkit folder (or run `cudnn-doctor install ARCHIVE`).")

@@ -39,7 +39,7 @@ def env_stale_session(facts: Facts) -> Iterator[Finding]:
     if missing:
         parts.append(f"The registry PATH has {', '.join(missing)}, which this process's PATH lacks.")
     for name, value, now in changed:
-        parts.append(f"{name} is {value!r} in the registry but {now!r} here.")
+        parts.append(f"{name} is {value} in the registry but {'not set' if now is None else now} here.")
     yield finding("env-stale-session", " ".join(parts) + " The terminal or IDE running Python was started before the change.",
                   ["Close and reopen the terminal; restart the IDE (PyCharm, VS Code) or Jupyter completely, since they pass their own old environment on.",
                    "If it persists, sign out of Windows and back in."],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator, Optional
 
-from cudnn_doctor.checks._libraries import failed_loads, is_cuda_library, lookup, system_builds
+from cudnn_doctor.checks._libraries import failed_loads, is_cuda_library, lookup, reach_folder_fix, system_builds
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import Facts, Toolkit
 from cudnn_doctor.findings import Finding, Severity
@@ -59,7 +59,7 @@ def cuda_libs_not_found(facts: Facts) -> Iterator[Finding]:
             if found.elsewhere:
                 folder = found.elsewhere[0].rsplit("\\" if facts.os == "windows" else "/", 1)[0]
                 detail += f" It exists at {found.elsewhere[0]}, which is not on the search path."
-                fix.append(f"Add {folder} to {'PATH' if facts.os == 'windows' else 'LD_LIBRARY_PATH'}, then open a new terminal / restart the IDE.")
+                fix.append(reach_folder_fix(facts, folder))
         if not fix:
             version = major_minor(needs.cuda) if needs.cuda else "matching"
             fix.append(f"Install the CUDA {version} toolkit (https://developer.nvidia.com/cuda-toolkit-archive) and put its "
@@ -76,7 +76,7 @@ def nvcc_not_on_path(facts: Facts) -> Iterator[Finding]:
     best = max(with_nvcc, key=lambda t: t.parsed_version or 0)
     detail = f"CUDA {best.version} is installed at {best.root}, but no nvcc is on PATH."
     if facts.os == "windows":
-        fix = [f"Add {best.bin_dir} to PATH (System Properties → Environment Variables, or `setx PATH \"{best.bin_dir};%PATH%\"`), then open a new terminal."]
+        fix = [reach_folder_fix(facts, best.bin_dir)]
     else:
         fix = [f"export PATH={best.bin_dir}:$PATH  (add it to ~/.bashrc to keep it)"]
         if facts.environment.variables.get("SUDO_USER"):

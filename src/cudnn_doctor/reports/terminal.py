@@ -35,6 +35,16 @@ def _short(version: Optional[str]) -> str:
     return ".".join((version or "?").split(".")[:2])
 
 
+def _cudnn_summary(facts: Facts) -> str:
+    """Where the frameworks that load cuDNN from the system would find it."""
+    found = sorted({f"{lookup.name} → {lookup.found}" for lookup in facts.libraries.values() if "cudnn" in lookup.name and lookup.found})
+    if found:
+        return "; ".join(found)
+    if facts.libraries:
+        return "no cuDNN on the search path of the frameworks that load it from the system"
+    return "no installed framework loads cuDNN from the system (wheels bring their own)"
+
+
 def _summaries(facts: Facts) -> dict[str, str]:
     d, tk = facts.driver, facts.toolkits
     if d.present:
@@ -60,7 +70,7 @@ def _summaries(facts: Facts) -> dict[str, str]:
     return {
         "driver": driver,
         "toolkit": toolkit,
-        "cudnn": "from the frameworks' logs and the loader search",
+        "cudnn": _cudnn_summary(facts),
         "python": python + ("; " + "; ".join(frameworks) if frameworks else "; no GPU framework"),
         "environment": f"PATH has {len(facts.environment.path)} entries",
     }

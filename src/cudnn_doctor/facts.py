@@ -133,6 +133,8 @@ class Facts:
     libraries: Mapping[str, LibraryLookup] = field(default_factory=dict)
     linux_driver_in_wsl: tuple[str, ...] = ()  # libcuda.so files outside /usr/lib/wsl/lib
     failures: tuple[ProbeFailure, ...] = ()
+    cudnn: tuple[CudnnInstall, ...] = ()
+    resolutions: tuple[Resolution, ...] = ()
 
     @property
     def current_python(self) -> Optional[PythonEnv]:
@@ -146,3 +148,75 @@ class Facts:
 def lookup_key(executable: str, name: str) -> str:
     """The key of `Facts.libraries`: one library name as seen from one interpreter's process."""
     return f"{executable}|{name}"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One file of the wanted name found along the search, and why it cannot be used (if so)."""
+
+    path: str
+    place: str  # the label of the place it was found (PATH, DT_RUNPATH, ld.so.cache, ...)
+    problem: Optional[str] = None  # "0 bytes", "unreadable", "wrong architecture (x86)", "not a binary: ..."
+
+
+@dataclass(frozen=True)
+class LoadStep:
+    """One name the loader had to find: who asked, how, where it looked, what it took."""
+
+    requester: str
+    name: str
+    how: str  # root | import | load
+    winner: Optional[str]
+    candidates: tuple[Candidate, ...] = ()
+    searched: tuple[str, ...] = ()
+    reused: bool = False  # a module of that name was already loaded
+    optional: bool = False
+    provided_by: Optional[str] = None  # "os" / "driver": assumed present though no file was seen
+
+    @property
+    def failed(self) -> bool:
+        return self.winner is None and not self.reused and self.provided_by is None
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The whole tree one framework's process would load, as the OS loader would resolve it."""
+
+    framework: str
+    executable: str
+    steps: tuple[LoadStep, ...] = ()
+
+    def loaded(self) -> dict[str, str]:
+        """name → path of every module in the process after the load."""
+        return {s.name: s.winner for s in self.steps if s.winner}
+
+
+@dataclass(frozen=True)
+class CudnnLibrary:
+    path: str
+    part: str  # "" for the front library (cudnn64_8.dll / libcudnn.so.8), else "ops_infer", "graph", ...
+    size: int
+    readable: bool
+    version: Optional[str] = None  # from the file itself (FileVersion, .so.X.Y.Z name, load)
+    machine: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class CudnnInstall:
+    """The cuDNN libraries of one major release in one folder."""
+
+    folder: str
+    major: int
+    libraries: tuple[CudnnLibrary, ...]
+    missing_parts: tuple[str, ...] = ()
+    version: Optional[str] = None
+    version_source: Optional[str] = None  # header | FileVersion | file name | load
+    cuda_major: Optional[int] = None
+    cuda_source: Optional[str] = None
+    header: Optional[str] = None
+    toolkit: Optional[str] = None  # root of the CUDA toolkit it was copied into
+    nested_in: Optional[str] = None  # the extra top folder when an archive was copied whole
+    system_dir: bool = False
+    package: Optional[str] = None  # the package manager's package that owns it, when known
+    import_libraries: tuple[str, ...] = ()
+    headers_in_toolkit: tuple[str, ...] = ()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Collection
 
-from cudnn_doctor.checks import cudnn, driver, environment, frameworks, toolkit  # noqa: F401 - registers rules
+from cudnn_doctor.checks import cudnn, driver, environment, frameworks, libraries, toolkit  # noqa: F401 - registers rules
 from cudnn_doctor.checks.registry import RULES, Rule
 from cudnn_doctor.facts import Facts
 from cudnn_doctor.findings import Finding, Severity, sort_findings

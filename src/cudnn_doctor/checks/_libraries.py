@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Iterator, Optional
 
 from cudnn_doctor import knowledge
-from cudnn_doctor.checks._frameworks import Build, build_cuda, build_cudnn_major, builds, is_gpu_build
+from cudnn_doctor.builds import Build, build_cuda, build_cudnn_major, builds, is_gpu_build
 from cudnn_doctor.facts import Facts, LibraryLookup, lookup_key
 from cudnn_doctor.knowledge import cudnn_names, loads_system_cuda
 from cudnn_doctor.paths import PathRules

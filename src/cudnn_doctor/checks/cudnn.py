@@ -6,13 +6,26 @@ the binary-level checks (versions, CUDA majors, partial installs) build on it.
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Optional
 
-from cudnn_doctor.checks._frameworks import sees_gpu
+from cudnn_doctor import knowledge
+from cudnn_doctor.builds import sees_gpu
+from cudnn_doctor.checks._cudnn import (
+    build_cuda_major,
+    cudnn_steps,
+    front_step,
+    library_release,
+    logged_mismatch,
+    owner,
+    release,
+    resolutions_with_builds,
+    wanted_cudnn,
+)
 from cudnn_doctor.checks._libraries import failed_loads, is_cudnn_front, lookup, reach_folder_fix, system_builds
 from cudnn_doctor.checks.registry import finding, rule
-from cudnn_doctor.facts import Facts
+from cudnn_doctor.facts import Facts, LoadStep
 from cudnn_doctor.findings import Finding, Severity
+from cudnn_doctor.paths import PathRules
 
 
 @rule("cudnn-missing", Severity.ERROR, "The framework finds no cuDNN library")
@@ -39,3 +52,199 @@ def cudnn_missing(facts: Facts) -> Iterator[Finding]:
             fix.append("Download the cuDNN release that matches the framework's CUDA version from https://developer.nvidia.com/rdp/cudnn-archive "
                        "and copy its bin, include and lib folders into the CUDA toolkit folder (or run `cudnn-doctor install ARCHIVE`).")
         yield finding("cudnn-missing", detail, fix, {"framework": build.name, "library": name})
+
+
+def _where(facts: Facts, path: Optional[str]) -> str:
+    install, _ = owner(facts, path)
+    version = library_release(facts, path)
+    extra = []
+    if version:
+        extra.append(f"cuDNN {version}")
+    if install and install.cuda_major:
+        extra.append(f"for CUDA {install.cuda_major}")
+    return f"{path} ({', '.join(extra)})" if extra else f"{path}"
+
+
+@rule("cudnn-version-mismatch", Severity.ERROR, "The cuDNN that would be loaded is not the version the framework needs")
+def cudnn_version_mismatch(facts: Facts) -> Iterator[Finding]:
+    """A framework needs cuDNN of the major it was built with, at least as new as the one it was built with; anything else fails at the first convolution."""
+    seen = set()
+    for resolution, build in resolutions_with_builds(facts):
+        if build.name == "torch":
+            continue
+        want = wanted_cudnn(build, facts.os)
+        step = front_step(resolution)
+        loaded = library_release(facts, step.winner) if step and step.winner else None
+        logged = logged_mismatch(build)
+        bad = loaded is not None and want is not None and (loaded.release[0] != want.major or (want.minimum is not None and loaded < want.minimum))
+        if not bad and not logged:
+            continue
+        seen.add((build.python.executable, build.name))
+        need = f"cuDNN {want.minimum or want.major}" if want else "another cuDNN"
+        detail = f"{build.name} {build.version_text} needs {need} (same major, this version or newer)"
+        if step and step.winner:
+            detail += f"; the loader picks {_where(facts, step.winner)}."
+        if logged:
+            detail += f" Its log says: loaded {logged[0]}, compiled with {logged[1]}."
+        good = [i for i in facts.cudnn if want and i.major == want.major and release(i.version) and (want.minimum is None or release(i.version) >= want.minimum)]
+        fix = [f"Put {good[0].folder} (cuDNN {good[0].version}) first on the search path, or remove the older copy {step.winner if step else ''}."] if good else []
+        fix.append(f"Install cuDNN {want.minimum if want and want.minimum else want.major if want else ''} or newer of the same major for CUDA {build_cuda_major(build, facts.os) or ''} "
+                   "(https://developer.nvidia.com/rdp/cudnn-archive), e.g. with `cudnn-doctor install ARCHIVE`.")
+        yield finding("cudnn-version-mismatch", detail, fix, {"framework": build.name, "loaded": str(loaded) if loaded else None,
+                                                              "wanted": str(want.minimum or want.major) if want else None, "source": want.source if want else None})
+
+
+@rule("cudnn-cuda-mismatch", Severity.ERROR, "The cuDNN that would be loaded was built for another CUDA major")
+def cudnn_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
+    """cuDNN builds exist per CUDA major (cuda11 / cuda12 archives); the wrong one looks for cuBLAS DLLs that are not there."""
+    for resolution, build in resolutions_with_builds(facts):
+        if build.name == "torch":
+            continue
+        step = front_step(resolution)
+        install, _ = owner(facts, step.winner if step else None)
+        major = build_cuda_major(build, facts.os)
+        if install is None or install.cuda_major is None or major is None or install.cuda_major == major:
+            continue
+        yield finding("cudnn-cuda-mismatch",
+                      f"{build.name} {build.version_text} uses CUDA {major}, but the cuDNN it loads from {install.folder} (cuDNN {install.version}) was built for "
+                      f"CUDA {install.cuda_major} ({install.cuda_source}).",
+                      [f"Replace it with the cuDNN {install.major}.x build for CUDA {major} (archive name ends in _cuda{major}-archive), "
+                       "e.g. `cudnn-doctor install cudnn-windows-x86_64-<version>_cuda{major}-archive.zip`.".replace("{major}", str(major))],
+                      {"cudnn": install.folder, "cudnn_cuda": install.cuda_major, "framework_cuda": major})
+
+
+@rule("cudnn-shadowed", Severity.WARNING, "An earlier copy of a cuDNN library wins the search")
+def cudnn_shadowed(facts: Facts) -> Iterator[Finding]:
+    """With several copies of a cuDNN library on the search path the first one wins, whatever its version; users install a new cuDNN and keep loading the old one."""
+    rules = PathRules(facts.os)
+    for resolution, build in resolutions_with_builds(facts):
+        want = wanted_cudnn(build, facts.os) if build.name != "torch" else None
+        for step in cudnn_steps(resolution):
+            if step.winner is None:
+                continue
+            copies = [c.path for c in step.candidates]
+            sibling = next((f for f in _siblings(facts, step) if not any(rules.same(f, c) for c in copies)), None)
+            if sibling:
+                copies.append(sibling)
+            if len(copies) < 2:
+                continue
+            versions = {c: library_release(facts, c) for c in copies}
+            winner_version = versions.get(step.winner) or library_release(facts, step.winner)
+            others = {v for c, v in versions.items() if v and not rules.same(c, step.winner)}
+            unusable = (want is not None and winner_version is not None and (winner_version.release[0] != want.major or (want.minimum and winner_version < want.minimum))) \
+                or (winner_version is not None and others and winner_version not in others and sibling is not None) \
+                or (winner_version is not None and others and all(o > winner_version for o in others) and want is not None)
+            if not unusable and not others and winner_version is None:
+                pass
+            listing = "; ".join(f"{i + 1}. {_where(facts, c)}{' ← used' if rules.same(c, step.winner) else ''}" for i, c in enumerate(copies))
+            note = f" The copy beside {step.requester} is not on the search path of that library." if sibling else ""
+            yield finding("cudnn-shadowed", f"{build.name} in {build.python.executable} loads {step.name} from {step.winner}; copies in search order: {listing}.{note}",
+                          [f"Remove or rename the copy you do not want ({', '.join(c for c in copies if not rules.same(c, step.winner))} or {step.winner}), "
+                           "or reorder PATH / LD_LIBRARY_PATH so the right folder comes first."]
+                          + ([f"export LD_LIBRARY_PATH={rules.dirname(sibling)}:$LD_LIBRARY_PATH"] if sibling and not rules.windows else []),
+                          {"name": step.name, "copies": copies, "used": step.winner}, severity=Severity.ERROR if unusable else Severity.WARNING)
+            break  # one finding per framework: the first shadowed library tells the story
+
+
+def _siblings(facts: Facts, step: LoadStep) -> list[str]:
+    """A file of the wanted name in the folder of the library that asked for it (what the user meant to load)."""
+    rules = PathRules(facts.os)
+    folder = rules.dirname(step.requester)
+    wanted = rules.name_key(rules.basename(step.name))
+    return [lib.path for install in facts.cudnn for lib in install.libraries
+            if rules.same(rules.dirname(lib.path), folder) and rules.name_key(rules.basename(lib.path)) == wanted]
+
+
+@rule("cudnn-partial-install", Severity.ERROR, "A cuDNN installation lacks some of its release's libraries")
+def cudnn_partial_install(facts: Facts) -> Iterator[Finding]:
+    """cuDNN 8 and 9 are split into several libraries loaded at run time; copying only cudnn64_8.dll fails later with "Could not load library cudnn_cnn_infer64_8.dll"."""
+    for install in facts.cudnn:
+        if not install.missing_parts:
+            continue
+        names = [knowledge.cudnn_file_name(p, install.major, facts.os) for p in install.missing_parts]
+        yield finding("cudnn-partial-install",
+                      f"{install.folder} has cuDNN {install.version or install.major} but lacks {', '.join(names)}.",
+                      [f"Copy every file of the cuDNN {install.version or install.major} archive's {'bin' if facts.os == 'windows' else 'lib'} folder into {install.folder} "
+                       "(or run `cudnn-doctor install ARCHIVE`)."],
+                      {"folder": install.folder, "missing": names})
+
+
+@rule("cudnn-mixed-versions", Severity.ERROR, "cuDNN libraries from different releases are combined")
+def cudnn_mixed_versions(facts: Facts) -> Iterator[Finding]:
+    """The front library and its sub-libraries must come from one release; mixed, they fail with undefined symbols or CUDNN_STATUS_VERSION_MISMATCH."""
+    reported = set()
+    for resolution, build in resolutions_with_builds(facts):
+        used = {s.winner: library_release(facts, s.winner) for s in cudnn_steps(resolution) if s.winner}
+        versions = {v for v in used.values() if v}
+        if len(versions) > 1:
+            listing = "; ".join(f"{p} ({v})" for p, v in used.items() if v)
+            reported.update(used)
+            yield finding("cudnn-mixed-versions", f"One load of cuDNN by {build.name} in {build.python.executable} combines releases {', '.join(map(str, sorted(versions)))}: {listing}.",
+                          ["Make one complete cuDNN release the only one on the search path (see cudnn-shadowed), or install the missing release's files beside the front library."],
+                          {"libraries": {p: str(v) for p, v in used.items() if v}})
+    for install in facts.cudnn:
+        versions = {release(lib.version) for lib in install.libraries if lib.version}
+        if len(versions) > 1 and not all(lib.path in reported for lib in install.libraries):
+            yield finding("cudnn-mixed-versions", f"{install.folder} holds cuDNN libraries of releases {', '.join(map(str, sorted(versions)))}: "
+                          + "; ".join(f"{lib.path} ({lib.version})" for lib in install.libraries if lib.version) + ".",
+                          [f"Replace every cuDNN file in {install.folder} with those of one release."], {"folder": install.folder})
+
+
+@rule("cudnn-header-missing", Severity.WARNING, "cuDNN headers are missing from the toolkit's include folder")
+def cudnn_header_missing(facts: Facts) -> Iterator[Finding]:
+    """Building CUDA extensions (darknet, apex, custom ops) needs cudnn.h and, since cuDNN 8, the cudnn_version.h it includes."""
+    rules = PathRules(facts.os)
+    for install in facts.cudnn:
+        if not install.toolkit or install.nested_in or install.system_dir:
+            continue
+        present = {rules.name_key(rules.basename(h)) for h in install.headers_in_toolkit}
+        needed = ["cudnn.h"] + (["cudnn_version.h"] if install.major >= 8 else [])
+        missing = [h for h in needed if rules.name_key(h) not in present]
+        if missing:
+            include = rules.join(install.toolkit, "include")
+            yield finding("cudnn-header-missing", f"cuDNN {install.version or install.major} libraries are in {install.folder}, but {include} lacks {', '.join(missing)}.",
+                          [f"Copy all cudnn*.h files of the same cuDNN archive's include folder into {include}."], {"include": include, "missing": missing})
+
+
+@rule("cudnn-import-lib-missing", Severity.WARNING, "cuDNN import libraries are missing from the toolkit's lib\\x64")
+def cudnn_import_lib_missing(facts: Facts) -> Iterator[Finding]:
+    """Linking against cuDNN on Windows needs cudnn.lib (and the per-library .lib files) in lib\\x64."""
+    if facts.os != "windows":
+        return
+    for install in facts.cudnn:
+        if install.toolkit and not install.nested_in and not install.system_dir and not install.import_libraries:
+            target = PathRules("windows").join(install.toolkit, "lib", "x64")
+            yield finding("cudnn-import-lib-missing", f"cuDNN DLLs are in {install.folder}, but {target} has no cudnn*.lib.",
+                          [f"Copy the archive's lib\\x64\\*.lib (or lib\\*.lib) files into {target}."], {"folder": target})
+
+
+@rule("cudnn-nested-layout", Severity.ERROR, "A cuDNN archive was copied with its top folder")
+def cudnn_nested_layout(facts: Facts) -> Iterator[Finding]:
+    """Copying the archive's top folder (cuda\\ or cudnn-...-archive\\) into the toolkit puts every file one level too deep, where neither the loader nor the compiler looks."""
+    rules = PathRules(facts.os)
+    for install in facts.cudnn:
+        if not install.nested_in or not install.toolkit:
+            continue
+        top = install.nested_in
+        yield finding("cudnn-nested-layout",
+                      f"cuDNN {install.version or install.major} is in {install.folder}, inside {top}: the archive's top folder was copied into {install.toolkit}.",
+                      [f"Move the contents of {rules.join(top, 'bin')}, {rules.join(top, 'include')} and {rules.join(top, 'lib')} into "
+                       f"{rules.join(install.toolkit, 'bin')}, {rules.join(install.toolkit, 'include')} and {rules.join(install.toolkit, 'lib')}, then delete {top}.",
+                       "Or run `cudnn-doctor install ARCHIVE`, which puts each file where it belongs."],
+                      {"folder": install.folder, "top": top, "toolkit": install.toolkit})
+
+
+@rule("cudnn-in-system-dir", Severity.ERROR, "cuDNN was copied into a system folder")
+def cudnn_in_system_dir(facts: Facts) -> Iterator[Finding]:
+    """System32 is searched before PATH, so a cuDNN copied there wins over every other copy, forever, and no uninstaller removes it."""
+    for install in facts.cudnn:
+        if not install.system_dir:
+            continue
+        others = [i for i in facts.cudnn if i is not install and i.major == install.major]
+        if facts.os != "windows" and (install.package or not others):
+            continue
+        files = ", ".join(lib.path for lib in install.libraries)
+        yield finding("cudnn-in-system-dir", f"cuDNN {install.version or install.major} files in the system folder {install.folder}: {files}."
+                      + (f" Other copies: {', '.join(i.folder for i in others)}." if others else ""),
+                      [f"Delete {files} (from an elevated prompt on Windows); keep cuDNN in the CUDA toolkit folder or the framework's environment."],
+                      {"files": [lib.path for lib in install.libraries]})

@@ -8,7 +8,7 @@ from typing import Iterator, Optional
 from packaging.version import Version
 
 from cudnn_doctor import knowledge
-from cudnn_doctor.checks._frameworks import build_cuda, builds, is_gpu_build, sees_gpu
+from cudnn_doctor.builds import build_cuda, builds, is_gpu_build, sees_gpu
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import Facts, Gpu
 from cudnn_doctor.findings import Finding, Severity

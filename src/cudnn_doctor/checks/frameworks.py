@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 from packaging.version import Version
 
 from cudnn_doctor import knowledge
-from cudnn_doctor.checks._frameworks import Build, builds, is_gpu_build, sees_gpu
+from cudnn_doctor.builds import Build, builds, is_gpu_build, sees_gpu
 from cudnn_doctor.checks._libraries import lookup, system_builds
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import Facts, PythonEnv

@@ -220,3 +220,31 @@ def loads_system_cuda(framework_name: str, packages: Any) -> bool:
         return False
     bundled = {canonicalize_name(d) for d in entry.get("bundled_when", [])}
     return not (bundled & set(packages))
+
+
+def cudnn_release(major: int) -> Optional[dict[str, Any]]:
+    return next((r for r in table("cudnn")["releases"] if r["major"] == major), None)
+
+
+def cudnn_file_name(part: str, major: int, os_name: str) -> str:
+    """cudnn64_8.dll / cudnn_ops_infer64_8.dll on Windows, libcudnn.so.8 / libcudnn_ops_infer.so.8 on Linux."""
+    if os_name == "windows":
+        return f"cudnn_{part}64_{major}.dll" if part else f"cudnn64_{major}.dll"
+    return f"libcudnn_{part}.so.{major}" if part else f"libcudnn.so.{major}"
+
+
+def zlibwapi_required(cudnn_version: Version) -> bool:
+    row = table("cudnn")["zlibwapi"]
+    return Version(row["required_from"]) <= cudnn_version < Version(row["required_until"])
+
+
+def library_provider(name: str) -> Optional[dict[str, str]]:
+    """What provides a library file name, with the fix text's `{major}` filled in."""
+    import re
+
+    for row in table("libraries")["providers"]:
+        match = re.match(row["pattern"], name)
+        if match:
+            major = match.groupdict().get("major") or ""
+            return {"provider": row["provider"].replace("{major}", major), "fix": row["fix"].replace("{major}", major), "source": row["source"]}
+    return None

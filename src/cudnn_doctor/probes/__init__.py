@@ -10,10 +10,13 @@ import traceback
 from typing import Callable, TypeVar
 
 from cudnn_doctor.facts import DriverFacts, EnvironmentFacts, Facts, ProbeFailure, ToolkitFacts
+from cudnn_doctor.loader.index import FolderIndex
+from cudnn_doctor.probes.cudnn import probe_cudnn
 from cudnn_doctor.probes.environment import probe_environment
 from cudnn_doctor.probes.gpu import probe_driver
 from cudnn_doctor.probes.libraries import probe_libraries
 from cudnn_doctor.probes.pythons import probe_pythons
+from cudnn_doctor.probes.resolution import probe_resolutions
 from cudnn_doctor.probes.toolkit import probe_toolkits
 from cudnn_doctor.probes.wsl import probe_linux_driver_in_wsl
 from cudnn_doctor.system.interface import System
@@ -38,4 +41,7 @@ def run_probes(system: System, with_frameworks: bool = True, framework_timeout: 
     environment = guarded("environment", lambda: probe_environment(system), EnvironmentFacts())
     libraries = guarded("libraries", lambda: probe_libraries(system, pythons, toolkits), {})
     wsl_driver = guarded("wsl", lambda: probe_linux_driver_in_wsl(system), ())
-    return Facts(system.os, system.arch, system.wsl, driver, toolkits, pythons, environment, libraries, wsl_driver, tuple(failures))
+    index = FolderIndex(system)
+    cudnn = guarded("cudnn", lambda: probe_cudnn(system, toolkits, pythons, index), ())
+    resolutions = guarded("loader", lambda: probe_resolutions(system, pythons, index), ())
+    return Facts(system.os, system.arch, system.wsl, driver, toolkits, pythons, environment, libraries, wsl_driver, tuple(failures), cudnn, resolutions)

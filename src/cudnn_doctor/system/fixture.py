@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from cudnn_doctor.binaries import BinaryInfo, read_binary
+from cudnn_doctor.errors import InputError
 from cudnn_doctor.system.fixture_format import load_fixture
 from cudnn_doctor.system.interface import CommandResult, Env, FileInfo, PythonInfo, System
 
@@ -116,10 +118,11 @@ class FixtureSystem(System):
             return FileInfo(self._dirs[rules.key(resolved)], True, 0, link)
         return None
 
-    @staticmethod
-    def _size(entry: dict[str, Any]) -> int:
+    def _size(self, entry: dict[str, Any]) -> int:
         if "size" in entry:
             return entry["size"]
+        if "source" in entry and self.origin is not None and (self.origin.parent / entry["source"]).is_file():
+            return (self.origin.parent / entry["source"]).stat().st_size
         if "text" in entry:
             return len(entry["text"].encode("utf-8"))
         return DEFAULT_BINARY_SIZE
@@ -160,6 +163,39 @@ class FixtureSystem(System):
 
     def nvml(self) -> Optional[dict[str, Any]]:
         return self.document.get("nvml")
+
+    def binary(self, path: str) -> Optional[BinaryInfo]:
+        """The entry's fields; with `source`, the real bytes parsed as live, explicit fields winning."""
+        entry = self._entry(self._resolve(path))
+        if entry is None:
+            return None
+        if not entry.get("readable", True):
+            return BinaryInfo(None, error="permission denied")
+        base = self._source_binary(entry) if "source" in entry else None
+        if base is None and self._size(entry) == 0:
+            return BinaryInfo(None, error="file too short (0 bytes)")
+        default_machine = {"windows": {"x86_64": "x64", "aarch64": "arm64"}, "linux": {}}[self.os].get(self.arch, self.arch)
+        fields: dict[str, Any] = dict(base.__dict__) if base else {"format": "pe" if self.paths.windows else "elf", "machine": default_machine}
+        for key, name in (("imports", "imports"), ("loads", "loads"), ("rpath", "runpath"), ("dt_rpath", "rpath")):
+            if key in entry:
+                fields[name] = tuple(entry[key])
+        for key in ("soname", "version", "machine"):
+            if key in entry:
+                fields[key] = entry[key]
+        fields["loads_complete"] = "loads" in entry
+        return BinaryInfo(**fields)
+
+    def _source_binary(self, entry: dict[str, Any]) -> BinaryInfo:
+        if self.origin is None:
+            raise InputError(f"a file entry names source {entry['source']!r}, but the fixture was not read from a file")
+        real = self.origin.parent / entry["source"]
+        if not real.is_file():
+            raise InputError(f"{self.origin.name}: source file {entry['source']!r} does not exist next to the fixture")
+        return read_binary(str(real))
+
+    def load_report(self, path: str) -> Optional[dict[str, Any]]:
+        entry = self._entry(self._resolve(path))
+        return dict(entry["load"]) if entry and "load" in entry else None
 
     def current_python(self) -> Optional[str]:
         for python in self._pythons.values():

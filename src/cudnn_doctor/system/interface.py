@@ -11,6 +11,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Optional, Sequence
 
+from cudnn_doctor.binaries import BinaryInfo
 from cudnn_doctor.paths import PathRules
 
 
@@ -133,6 +134,14 @@ class System(ABC):
         self, executable: str, frameworks: Sequence[str], timeout: float
     ) -> dict[str, dict[str, Any]]:
         """What each framework reports when imported in `executable` (a subprocess live)."""
+
+    @abstractmethod
+    def binary(self, path: str) -> Optional[BinaryInfo]:
+        """The PE/ELF facts of the file at `path` (imports, run-time loads, SONAME, RUNPATH, version, machine)."""
+
+    @abstractmethod
+    def load_report(self, path: str) -> Optional[dict[str, Any]]:
+        """Live: load a cuDNN library in a child process and ask its version; fixture: the recorded `load`."""
 
     # Convenience built on the primitives above -------------------------------------------
 

@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from cudnn_doctor.binaries import BinaryInfo, read_binary
 from cudnn_doctor.system import pyenv
 from cudnn_doctor.system.interface import CommandResult, Env, FileInfo, PythonInfo, System
 
@@ -36,6 +37,7 @@ class LiveSystem(System):
         self.arch = _ARCH_NAMES.get(platform.machine().lower(), platform.machine().lower())
         self.wsl = self.os == "linux" and _is_wsl()
         self._nvml_cache: Optional[tuple[Optional[dict[str, Any]]]] = None
+        self._binaries: dict[str, BinaryInfo] = {}
 
     def env(self) -> Env:
         return Env(os.environ, case_insensitive=self.os == "windows")
@@ -125,6 +127,38 @@ class LiveSystem(System):
         if self._nvml_cache is None:
             self._nvml_cache = (_query_nvml(),)
         return self._nvml_cache[0]
+
+    def binary(self, path: str) -> Optional[BinaryInfo]:
+        if not os.path.isfile(path):
+            return None
+        real = os.path.realpath(path)
+        if real not in self._binaries:
+            self._binaries[real] = read_binary(real)
+        return self._binaries[real]
+
+    def load_report(self, path: str) -> Optional[dict[str, Any]]:
+        """Load a cuDNN library in a child process (so a crash cannot take the doctor down) and ask its versions."""
+        import json
+
+        script = (
+            "import ctypes, json, sys\n"
+            "try:\n"
+            "    lib = ctypes.CDLL(sys.argv[1])\n"
+            "    out = {'ok': True, 'cudnn_version': int(lib.cudnnGetVersion())}\n"
+            "    try:\n"
+            "        out['cudart_version'] = int(lib.cudnnGetCudartVersion())\n"
+            "    except AttributeError:\n"
+            "        pass\n"
+            "except Exception as error:\n"
+            "    out = {'ok': False, 'error': '%s: %s' % (type(error).__name__, error)}\n"
+            "print(json.dumps(out))\n"
+        )
+        try:
+            done = subprocess.run([sys.executable, "-c", script, path], capture_output=True, text=True, timeout=60,
+                                  creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0))
+            return json.loads(done.stdout.strip().splitlines()[-1])
+        except (subprocess.TimeoutExpired, OSError, ValueError, IndexError):
+            return {"ok": False, "error": "the loading process failed or timed out"}
 
     def current_python(self) -> Optional[str]:
         return sys.executable or None

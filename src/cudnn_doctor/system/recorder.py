@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
+from cudnn_doctor.binaries import BinaryInfo
 from cudnn_doctor.system.fixture_format import SCHEMA_ID
 from cudnn_doctor.system.interface import CommandResult, Env, FileInfo, PythonInfo, System
 
@@ -109,6 +110,33 @@ class RecordingSystem(System):
     def nvml(self) -> Optional[dict[str, Any]]:
         self._nvml = self.inner.nvml()
         return self._nvml
+
+    def binary(self, path: str) -> Optional[BinaryInfo]:
+        info = self.inner.binary(path)
+        file = self.inner.stat(path)
+        if info is not None and file is not None and not file.is_dir:
+            self._record_links_along(path)
+            self._record(FileInfo(self.inner.realpath(path), False, file.size, None, file.readable))
+            entry = self._files[self.paths.norm(self.inner.realpath(path))]
+            if info.format is not None:
+                entry.update(imports=list(info.imports), loads=list(info.loads))
+                if info.machine:
+                    entry["machine"] = info.machine
+                for key, value in (("soname", info.soname), ("version", info.version)):
+                    if value:
+                        entry[key] = value
+                if info.runpath:
+                    entry["rpath"] = list(info.runpath)
+                if info.rpath:
+                    entry["dt_rpath"] = list(info.rpath)
+        return info
+
+    def load_report(self, path: str) -> Optional[dict[str, Any]]:
+        report = self.inner.load_report(path)
+        if report is not None:
+            self._record_links_along(path)
+            self._files.setdefault(self.paths.norm(self.inner.realpath(path)), {})["load"] = report
+        return report
 
     def current_python(self) -> Optional[str]:
         self._current = self.inner.current_python()

@@ -1,6 +1,6 @@
 """What a framework build is, from its live report when there is one, else from its package metadata.
 
-Shared by the checks: which CUDA and cuDNN a build was made for, whether it is a GPU build,
+Shared by the probes (which libraries a build will ask for) and the checks: which CUDA and cuDNN a build was made for, whether it is a GPU build,
 whether it saw a GPU, and the text it logged.
 """
 
@@ -50,15 +50,18 @@ class Build:
 
 def builds(facts: Facts, name: Optional[str] = None) -> Iterator[Build]:
     for python in facts.pythons:
-        for framework in knowledge.frameworks():
-            if name and framework["name"] != name:
-                continue
-            dists = [canonicalize_name(d) for d in framework["distributions"]]
-            package = next((python.packages[d] for d in dists if d in python.packages), None)
-            report = python.frameworks.get(framework["name"])
-            if package is None and report is None:
-                continue
-            yield Build(framework["name"], python, report or {}, package)
+        yield from (b for b in builds_of(python) if name is None or b.name == name)
+
+
+def builds_of(python: PythonEnv) -> Iterator[Build]:
+    """Every framework installed in one interpreter (by its distributions or its report)."""
+    for framework in knowledge.frameworks():
+        dists = [canonicalize_name(d) for d in framework["distributions"]]
+        package = next((python.packages[d] for d in dists if d in python.packages), None)
+        report = python.frameworks.get(framework["name"])
+        if package is None and report is None:
+            continue
+        yield Build(framework["name"], python, report or {}, package)
 
 
 def is_gpu_build(build: Build, os_name: str) -> Optional[bool]:

@@ -1,0 +1,44 @@
+"""PE files with `pefile`: import table (and delay imports), machine type, FileVersion resource."""
+
+from __future__ import annotations
+
+from cudnn_doctor.binaries import BinaryInfo
+
+PE_MACHINES = {0x8664: "x64", 0x14C: "x86", 0xAA64: "arm64", 0x1C4: "arm"}
+
+
+def read_pe(path: str) -> BinaryInfo:
+    import pefile
+
+    try:
+        pe = pefile.PE(path, fast_load=True)
+    except pefile.PEFormatError as error:
+        return BinaryInfo(None, error=f"not a valid PE file: {error.value}")
+    try:
+        pe.parse_data_directories(directories=[
+            pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_IMPORT"],
+            pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_DELAY_IMPORT"],
+            pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_RESOURCE"],
+        ])
+        imports = [entry.dll.decode("ascii", "replace") for entry in getattr(pe, "DIRECTORY_ENTRY_IMPORT", [])]
+        imports += [entry.dll.decode("ascii", "replace") for entry in getattr(pe, "DIRECTORY_ENTRY_DELAY_IMPORT", [])]
+        return BinaryInfo("pe", PE_MACHINES.get(pe.FILE_HEADER.Machine, hex(pe.FILE_HEADER.Machine)), tuple(imports), version=_file_version(pe))
+    finally:
+        pe.close()
+
+
+def _file_version(pe) -> str | None:
+    """The FileVersion from the fixed version info (four 16-bit numbers), as Explorer shows it."""
+    import pefile
+
+    try:
+        pe.parse_data_directories(directories=[pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_RESOURCE"]])
+        if not hasattr(pe, "VS_FIXEDFILEINFO"):
+            pe.parse_version_information(pe.DIRECTORY_ENTRY_RESOURCE) if hasattr(pe, "DIRECTORY_ENTRY_RESOURCE") else None
+        fixed = getattr(pe, "VS_FIXEDFILEINFO", None)
+        if not fixed:
+            return None
+        info = fixed[0]
+        return f"{info.FileVersionMS >> 16}.{info.FileVersionMS & 0xFFFF}.{info.FileVersionLS >> 16}.{info.FileVersionLS & 0xFFFF}"
+    except Exception:  # a malformed resource section must not hide the imports
+        return None

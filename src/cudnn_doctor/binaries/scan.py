@@ -1,0 +1,49 @@
+"""Names of libraries a binary loads at run time, found as strings inside it.
+
+cuDNN opens its sub-libraries, cuBLAS (on Windows), zlibwapi.dll and libnvrtc.so with
+LoadLibrary / dlopen by name, so the import table does not show them. The file is
+memory-mapped (a 600 MB library is never read into memory) and searched for the literal
+suffix (".so" / ".dll"), which the regex engine finds with a fast substring search
+(about 1.7 GB/s here); each hit is then widened backwards into a name and kept only if it
+belongs to a library family that matters to the GPU stack.
+"""
+
+from __future__ import annotations
+
+import mmap
+import re
+
+_FAMILIES = ("cudnn", "cublas", "cudart", "nvrtc", "zlibwapi", "nvcuda", "cufft", "curand", "cusolver", "cusparse", "nvjitlink", "libcuda.so", "libz.so")
+_NAME_CHARS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+")
+_SUFFIXES = {"pe": (rb"\.dll", rb"\.DLL"), "elf": (rb"\.so",)}
+_TAIL = {"pe": re.compile(rb"^\.(?:dll|DLL)"), "elf": re.compile(rb"^\.so(?:\.\d+)*")}
+
+
+def library_names(path: str, binary_format: str) -> list[str]:
+    """Library names of the GPU-stack families that appear as strings in the file."""
+    found: set[str] = set()
+    try:
+        with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            for suffix in _SUFFIXES[binary_format]:
+                for match in re.finditer(suffix, data):
+                    name = _widen(data, match.start(), binary_format)
+                    if name and any(family in name.lower() for family in _FAMILIES):
+                        found.add(name)
+    except (OSError, ValueError):  # empty or unreadable: nothing to report
+        return []
+    return sorted(found)
+
+
+def _widen(data: mmap.mmap, dot: int, binary_format: str) -> str:
+    start = dot
+    while start > 0 and dot - start < 96 and data[start - 1] in _NAME_CHARS:
+        start -= 1
+    if start == dot:
+        return ""
+    tail = _TAIL[binary_format].match(data[dot:dot + 24])
+    if tail is None:
+        return ""
+    end = dot + tail.end()
+    if end < len(data) and data[end] in _NAME_CHARS:  # ".dllfoo" / ".something": not a library name
+        return ""
+    return data[start:end].decode("ascii", "replace")

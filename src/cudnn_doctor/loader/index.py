@@ -1,0 +1,50 @@
+"""Folder listings and the Linux loader cache, each read once per diagnosis.
+
+Resolving many names over a long PATH then costs one listing per folder, not one stat per
+name and folder: the time grows linearly with the number of folders.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from cudnn_doctor.system.interface import System
+
+_CACHE_LINE = re.compile(r"^\s*(\S+)\s+\(([^)]*)\)\s+=>\s+(\S+)\s*$")
+
+
+class FolderIndex:
+    """File name (case-folded on Windows) → path, per folder, listed lazily."""
+
+    def __init__(self, system: System) -> None:
+        self.system = system
+        self._listings: dict[str, Optional[dict[str, str]]] = {}
+        self._cache: Optional[dict[str, str]] = None
+
+    def files(self, folder: str) -> dict[str, str]:
+        rules = self.system.paths
+        key = rules.key(folder)
+        if key not in self._listings:
+            entries = self.system.list_dir(folder)
+            self._listings[key] = None if entries is None else {
+                rules.name_key(rules.basename(e.path)): e.path for e in entries if not e.is_dir
+            }
+        return self._listings[key] or {}
+
+    def find(self, folder: str, name: str) -> Optional[str]:
+        return self.files(folder).get(self.system.paths.name_key(name))
+
+    @property
+    def cache(self) -> dict[str, str]:
+        """`ldconfig -p`: name → path, first entry of this machine's ABI wins (as in ld.so)."""
+        if self._cache is None:
+            self._cache = {}
+            if not self.system.paths.windows:
+                result = self.system.run(["ldconfig", "-p"], timeout=10)
+                abi = "x86-64" if self.system.arch == "x86_64" else "AArch64"
+                for line in result.stdout.splitlines() if result.ok else []:
+                    match = _CACHE_LINE.match(line)
+                    if match and (abi in match.group(2) or "," not in match.group(2)):
+                        self._cache.setdefault(match.group(1), match.group(3))
+        return self._cache

@@ -1,0 +1,141 @@
+"""The transitive closure of what a process loads: every name, where the loader finds it, what is missing.
+
+Starting from root names or paths (what a framework asks for), each found library's static
+imports and run-time loads are followed with the search order of the OS (`windows.py`,
+`linux.py`). A module already loaded under the same name is reused, as both loaders do.
+Run-time loads come from the binary (fixture `loads`, or a scan of the file) and, when that
+list is not known to be complete, from the knowledge data.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from cudnn_doctor import knowledge
+from cudnn_doctor.binaries import BinaryInfo
+from cudnn_doctor.facts import Candidate, LoadStep, Resolution
+from cudnn_doctor.loader import linux, windows
+from cudnn_doctor.loader.index import FolderIndex
+from cudnn_doctor.system.interface import System
+
+PROCESS_MACHINE = {("windows", "x86_64"): "x64", ("windows", "aarch64"): "arm64"}
+
+
+@dataclass
+class _Request:
+    name: str
+    requester: str
+    how: str
+    chain: tuple[tuple[tuple[str, ...], str], ...]  # (DT_RPATH, origin) from the requester up to the executable
+    runpath: tuple[str, ...]
+
+
+class Resolver:
+    """Resolves load trees on one System; folder listings are shared between trees."""
+
+    def __init__(self, system: System, index: Optional[FolderIndex] = None) -> None:
+        self.system = system
+        self.index = index or FolderIndex(system)
+        self.windows = system.paths.windows
+        self.machine = PROCESS_MACHINE.get((system.os, system.arch), system.arch)
+        table = knowledge.table("libraries")
+        self._os_provided = re.compile(table["os_provided"]["windows" if self.windows else "linux"])
+        self._driver_provided = re.compile(table["driver_provided"]["pattern"])
+        self._optional = {row["name"] for row in knowledge.table("cudnn")["optional_loads"]}
+        self._known_loads = {self.system.paths.name_key(row["library"]): row["loads"] for row in knowledge.table("cudnn")["runtime_loads"]}
+
+    def resolve(self, framework: str, executable: str, roots: Sequence[str], dll_directories: Sequence[str] = ()) -> Resolution:
+        rules = self.system.paths
+        exe_binary = self.system.binary(executable) if self.system.exists(executable) else None
+        exe_chain = ((tuple(exe_binary.rpath) if exe_binary else (), rules.dirname(executable)),)
+        queue = deque(_Request(root, executable, "root", exe_chain, tuple(exe_binary.runpath) if exe_binary else ()) for root in roots)
+        loaded: dict[str, str] = {}
+        steps: list[LoadStep] = []
+        while queue:
+            request = queue.popleft()
+            key = rules.name_key(rules.basename(request.name))
+            if key in loaded:
+                steps.append(LoadStep(request.requester, request.name, request.how, loaded[key], reused=True))
+                continue
+            step, binary = self._find(request, executable, tuple(dll_directories))
+            steps.append(step)
+            if step.winner is None or binary is None:
+                continue
+            loaded[key] = step.winner
+            if binary.soname:
+                loaded.setdefault(rules.name_key(binary.soname), step.winner)
+            chain = ((tuple(binary.rpath), rules.dirname(step.winner)), *request.chain)
+            for name, how in self._dependencies(step.winner, binary):
+                queue.append(_Request(name, step.winner, how, chain, tuple(binary.runpath)))
+        return Resolution(framework, executable, tuple(steps))
+
+    def _dependencies(self, path: str, binary: BinaryInfo) -> list[tuple[str, str]]:
+        deps = [(name, "import") for name in binary.imports]
+        loads = list(binary.loads)
+        if not binary.loads_complete:
+            name = self.system.paths.name_key(self.system.paths.basename(path))
+            soname = self.system.paths.name_key(binary.soname) if binary.soname else None
+            extra = self._known_loads.get(name) or (self._known_loads.get(soname) if soname else None) or []
+            loads += [n for n in extra if n not in loads]
+        deps += [(name, "load") for name in loads if name not in binary.imports]
+        return deps
+
+    def _places(self, request: _Request, executable: str, dll_directories: tuple[str, ...]) -> list[tuple[str, str]]:
+        if self.windows:
+            return windows.search_places(self.system, executable, dll_directories)
+        origin = self.system.paths.dirname(request.requester)
+        return linux.search_places(self.system, request.runpath, request.chain, origin)
+
+    def _find(self, request: _Request, executable: str, dll_directories: tuple[str, ...]) -> tuple[LoadStep, Optional[BinaryInfo]]:
+        rules = self.system.paths
+        optional = rules.basename(request.name) in self._optional
+        if rules.is_abs(request.name):
+            places = [("path", rules.dirname(request.name))]
+            name = rules.basename(request.name)
+        else:
+            places = self._places(request, executable, dll_directories)
+            name = request.name
+        candidates: list[Candidate] = []
+        winner: Optional[str] = None
+        winner_binary: Optional[BinaryInfo] = None
+        stopped = False
+        searched = []
+        for label, folder in places:
+            searched.append(label if label == "ld.so.cache" else folder)
+            path = self.index.cache.get(name) if label == "ld.so.cache" else self.index.find(folder, name)
+            if path is None or (label == "ld.so.cache" and not self.system.exists(path)):
+                continue
+            if any(self.system.paths.same(path, c.path) for c in candidates):
+                continue  # the same file reached twice (cache and default folder)
+            binary = self.system.binary(path)
+            problem = self._problem(path, binary)
+            candidates.append(Candidate(path, label, problem))
+            if winner is None and not stopped:
+                if problem is None:
+                    winner, winner_binary = path, binary
+                elif self.windows:
+                    stopped = True  # LoadLibrary takes the first file of that name, broken or not
+        provided = None
+        if winner is None and not candidates:
+            if self._driver_provided.match(name):
+                provided = "driver"
+            elif self._os_provided.match(name):
+                provided = "os"
+        step = LoadStep(request.requester, request.name, request.how, winner, tuple(candidates), tuple(searched),
+                        optional=optional, provided_by=provided)
+        return step, winner_binary
+
+    def _problem(self, path: str, binary: Optional[BinaryInfo]) -> Optional[str]:
+        info = self.system.stat(path)
+        if info is not None and not info.readable:
+            return "unreadable (permission denied)"
+        if info is not None and info.size == 0:
+            return "0 bytes"
+        if binary is None or binary.format is None:
+            return f"not a loadable binary ({binary.error if binary else 'unknown'})"
+        if binary.machine and binary.machine != self.machine:
+            return f"wrong architecture ({binary.machine}, the process is {self.machine})"
+        return None

@@ -1,0 +1,225 @@
+"""Every cuDNN installation on the machine: where, which release, for which CUDA, complete or not.
+
+Looked for in CUDA toolkits (and archive folders copied whole below them), standalone
+installs, pip wheels (site-packages/nvidia/cudnn), conda environments, torch/lib, the
+system folders, and every PATH / LD_LIBRARY_PATH / loader-cache folder. Versions come from
+the header beside the libraries, the PE FileVersion, the `.so.X.Y.Z` name, or a live load.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, Optional
+
+from cudnn_doctor import knowledge
+from cudnn_doctor.facts import CudnnInstall, CudnnLibrary, PythonEnv, ToolkitFacts
+from cudnn_doctor.loader.index import FolderIndex
+from cudnn_doctor.system.interface import FileInfo, System
+
+_WINDOWS_NAME = re.compile(r"^cudnn(?:_([a-z_]+?))?64_(\d+)\.dll$", re.IGNORECASE)
+_LINUX_NAME = re.compile(r"^libcudnn(?:_([a-z_]+))?\.so\.(\d+)((?:\.\d+)*)$")
+_DEFINE = re.compile(r"#define\s+CUDNN_(MAJOR|MINOR|PATCHLEVEL)\s+(\d+)")
+_CUBLAS = re.compile(r"(?i)^(?:lib)?cublas(?:Lt)?(?:64_(\d+)\.dll|\.so\.(\d+))")
+_CUDA_IN_PATH = re.compile(r"(?i)(?:[\\/](\d+)\.x(?:[\\/]|$)|_cuda(\d+)[-_]|cudnn-cu(\d+)|[\\/]cu(\d+)[\\/])")
+STANDARD_TOOLKIT_FOLDERS = {"bin", "include", "lib", "lib64", "libnvvp", "nvvm", "extras", "doc", "share", "src", "tools", "nsight", "compute-sanitizer",
+                            "targets", "nvml", "dist-info", "pkgconfig", "gds", "libdevice", "crt", "cmake", "stubs"}
+SYSTEM_DIRS_LINUX = ("/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/lib64")
+
+
+def probe_cudnn(system: System, toolkits: ToolkitFacts, pythons: tuple[PythonEnv, ...], index: FolderIndex) -> tuple[CudnnInstall, ...]:
+    rules = system.paths
+    folders: dict[str, tuple[str, Optional[str], Optional[str]]] = {}  # key → (folder, toolkit root, nested top)
+
+    def add(folder: str, toolkit: Optional[str] = None, nested: Optional[str] = None) -> None:
+        if not folder or not system.is_dir(folder):
+            return
+        key = rules.key(system.realpath(folder))
+        if key not in folders or (toolkit and not folders[key][1]):
+            folders[key] = (rules.norm(folder), toolkit, nested)
+
+    for toolkit in toolkits.toolkits:
+        for sub in ("bin", "lib64", "lib", rules.join("lib", "x64")):
+            add(rules.join(toolkit.root, sub), toolkit.root)
+        for entry in system.list_dir(toolkit.root) or []:
+            name = rules.basename(entry.path)
+            if entry.is_dir and name.lower() not in STANDARD_TOOLKIT_FOLDERS:
+                for sub in ("bin", "lib64", "lib", rules.join("lib", "x64")):
+                    add(rules.join(entry.path, sub), toolkit.root, entry.path)
+    for folder in _other_folders(system, pythons, index):
+        add(folder)
+
+    owned = _package_owned(system)
+    installs = []
+    for folder, toolkit, nested in folders.values():
+        installs += _installs_in(system, folder, toolkit, nested, owned, index)
+    return tuple(installs)
+
+
+def _other_folders(system: System, pythons: tuple[PythonEnv, ...], index: FolderIndex) -> Iterable[str]:
+    rules, env = system.paths, system.env()
+    if rules.windows:
+        root = env.get("SystemRoot", "C:\\Windows")
+        yield rules.join(root, "System32")
+        yield rules.join(root, "SysWOW64")
+        standalone = rules.join(env.get("ProgramFiles", "C:\\Program Files"), "NVIDIA", "CUDNN")
+        for version in system.list_dir(standalone) or []:
+            for sub in system.list_dir(rules.join(version.path, "bin")) or []:
+                if sub.is_dir:
+                    yield sub.path
+            yield rules.join(version.path, "bin")
+    else:
+        yield from SYSTEM_DIRS_LINUX
+        yield from {rules.dirname(path) for name, path in index.cache.items() if name.startswith("libcudnn")}
+    for python in pythons:
+        for site in site_packages(system, python):
+            for sub in (("nvidia", "cudnn", "bin"), ("nvidia", "cudnn", "lib"), ("torch", "lib")):
+                yield rules.join(site, *sub)
+        prefix = python_prefix(system, python.executable)
+        yield rules.join(prefix, "Library", "bin") if rules.windows else rules.join(prefix, "lib")
+    for variable in ("PATH",) if rules.windows else ("PATH", "LD_LIBRARY_PATH"):
+        yield from (e for e in rules.split_list(env.get(variable, "")) if e)
+
+
+def python_prefix(system: System, executable: str) -> str:
+    rules = system.paths
+    folder = rules.dirname(executable)
+    return rules.dirname(folder) if rules.basename(folder).lower() in ("bin", "scripts") else folder
+
+
+def site_packages(system: System, python: PythonEnv) -> list[str]:
+    rules = system.paths
+    prefix = python_prefix(system, python.executable)
+    if rules.windows:
+        return [rules.join(prefix, "Lib", "site-packages")]
+    major_minor = ".".join(python.version.split(".")[:2])
+    return [rules.join(prefix, "lib", f"python{major_minor}", name) for name in ("site-packages", "dist-packages")]
+
+
+def _package_owned(system: System) -> dict[str, str]:
+    """Linux: path → package, for the cuDNN files a package manager (dpkg) installed."""
+    if system.paths.windows:
+        return {}
+    owned = {}
+    for entry in system.list_dir("/var/lib/dpkg/info") or []:
+        name = system.paths.basename(entry.path)
+        if "cudnn" in name and name.endswith(".list"):
+            for line in (system.read_text(entry.path) or "").splitlines():
+                owned[line.strip()] = name[: -len(".list")]
+    return owned
+
+
+def _installs_in(system: System, folder: str, toolkit: Optional[str], nested: Optional[str], owned: dict[str, str], index: FolderIndex) -> list[CudnnInstall]:
+    rules = system.paths
+    by_major: dict[int, dict[str, CudnnLibrary]] = {}
+    pattern = _WINDOWS_NAME if rules.windows else _LINUX_NAME
+    for path in sorted(index.files(folder).values()):
+        match = pattern.match(rules.basename(path))
+        if not match or (not rules.windows and match.group(3)):  # Linux: one entry per library, under its SONAME
+            continue
+        part, major = (match.group(1) or "").lower(), int(match.group(2))
+        info: Optional[FileInfo] = system.stat(path)
+        if info is None:
+            continue
+        binary = system.binary(path) if info.readable and info.size > 0 else None
+        version = _file_version(system, path, binary)
+        by_major.setdefault(major, {})[part] = CudnnLibrary(path, part, info.size, info.readable, version, binary.machine if binary else None)
+    installs = []
+    for major, libraries in by_major.items():
+        release = knowledge.cudnn_release(major)
+        expected = [""] + list(release["parts"]) if release else [""]
+        missing = tuple(p for p in expected if p not in libraries)
+        front = libraries.get("")
+        load = system.load_report(front.path) if front and front.readable and front.size > 0 and front.version is None else None
+        header, header_version = _header(system, folder, toolkit, major)
+        version, source = _install_version(libraries, header_version, load)
+        cuda_major, cuda_source = _cuda_major(system, folder, libraries, load)
+        system_dir = _is_system_dir(system, folder)
+        package = next((owned[p.path] for p in libraries.values() if p.path in owned), None)
+        import_libs, headers = _toolkit_dev_files(system, toolkit) if toolkit else ((), ())
+        installs.append(CudnnInstall(folder, major, tuple(libraries[p] for p in sorted(libraries)), missing, version, source, cuda_major, cuda_source,
+                                     header, toolkit, nested, system_dir, package, import_libs, headers))
+    return installs
+
+
+def _file_version(system: System, path: str, binary) -> Optional[str]:
+    """The library's own version: PE FileVersion (cuDNN <= 7 carries a CUDA-style one: ignored) or the .so.X.Y.Z name."""
+    if binary is not None and binary.version and not binary.version.startswith("6.14."):
+        return binary.version
+    if not system.paths.windows:
+        real = system.paths.basename(system.realpath(path))
+        match = _LINUX_NAME.match(real)
+        if match and match.group(3):
+            return f"{match.group(2)}{match.group(3)}"
+    return None
+
+
+def _header(system: System, folder: str, toolkit: Optional[str], major: int) -> tuple[Optional[str], Optional[str]]:
+    rules = system.paths
+    parent = rules.dirname(folder)
+    if rules.basename(folder).lower() == "x64":
+        parent = rules.dirname(parent)
+    includes = [rules.join(parent, "include")]
+    if rules.basename(rules.dirname(folder)).lower() == "bin":  # standalone cuDNN 9: bin\12.x
+        includes.append(rules.join(rules.dirname(parent), "include", rules.basename(folder)))
+    if toolkit:
+        includes.append(rules.join(toolkit, "include"))
+    if not rules.windows:
+        includes += ["/usr/include/x86_64-linux-gnu", "/usr/include/aarch64-linux-gnu", "/usr/include"]
+    for include in includes:
+        for name in (f"cudnn_version_v{major}.h", "cudnn_version.h", f"cudnn_v{major}.h", "cudnn.h"):
+            path = rules.join(include, name)
+            text = system.read_text(path, limit=64 * 1024)
+            if not text:
+                continue
+            values = dict(_DEFINE.findall(text))
+            if "MAJOR" in values and int(values["MAJOR"]) == major:
+                return path, f"{values['MAJOR']}.{values.get('MINOR', '0')}.{values.get('PATCHLEVEL', '0')}"
+    return None, None
+
+
+def _install_version(libraries: dict[str, CudnnLibrary], header: Optional[str], load: Optional[dict]) -> tuple[Optional[str], Optional[str]]:
+    if load and load.get("ok") and load.get("cudnn_version"):
+        from cudnn_doctor.versions import parse_cudnn_version
+
+        return str(parse_cudnn_version(int(load["cudnn_version"]))), "load"
+    front = libraries.get("")
+    if front and front.version:
+        return front.version, "library"
+    if header:
+        return header, "header"
+    versions = {lib.version for lib in libraries.values() if lib.version}
+    if len(versions) == 1:
+        return versions.pop(), "library"
+    return None, None
+
+
+def _cuda_major(system: System, folder: str, libraries: dict[str, CudnnLibrary], load: Optional[dict]) -> tuple[Optional[int], Optional[str]]:
+    for library in libraries.values():
+        binary = system.binary(library.path) if library.readable and library.size > 0 else None
+        for name in (*(binary.imports if binary else ()), *(binary.loads if binary else ())):
+            match = _CUBLAS.match(name)
+            if match:
+                digits = match.group(1) or match.group(2)
+                major = int(digits[:-1]) if int(digits) >= 20 else int(digits)  # cublas64_80 / _100 name major.minor; _11, _12 the major
+                return major, f"{system.paths.basename(library.path)} needs {name}"
+    if load and load.get("cudart_version"):
+        return int(load["cudart_version"]) // 1000, "cudnnGetCudartVersion()"
+    match = _CUDA_IN_PATH.search(folder)
+    if match:
+        return int(next(g for g in match.groups() if g)), "folder name"
+    return None, None
+
+
+def _is_system_dir(system: System, folder: str) -> bool:
+    rules = system.paths
+    if rules.windows:
+        root = system.env().get("SystemRoot", "C:\\Windows")
+        return any(rules.same(folder, rules.join(root, sub)) for sub in ("System32", "SysWOW64"))
+    return any(rules.same(system.realpath(folder), system.realpath(d)) for d in SYSTEM_DIRS_LINUX)
+
+
+def _toolkit_dev_files(system: System, toolkit: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    rules = system.paths
+    libs = tuple(e.path for e in system.list_dir(rules.join(toolkit, "lib", "x64")) or [] if rules.basename(e.path).lower().startswith("cudnn") and e.path.lower().endswith(".lib"))
+    headers = tuple(e.path for e in system.list_dir(rules.join(toolkit, "include")) or [] if rules.basename(e.path).lower().startswith("cudnn"))
+    return libs, headers

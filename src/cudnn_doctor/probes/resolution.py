@@ -1,0 +1,59 @@
+"""For each framework in each interpreter: the libraries it asks for, resolved as the OS loader would.
+
+Roots by framework (from the knowledge data's loads_cuda):
+- frameworks that load CUDA from the system (TensorFlow, PaddlePaddle, ONNX Runtime): the
+  CUDA runtime and cuDNN front library of the CUDA / cuDNN version the build was made for,
+  plus ONNX Runtime's CUDA provider library when it is installed;
+- PyTorch: `torch/lib/libtorch_cuda.so` on Linux (its RUNPATH reaches the nvidia-* wheels);
+  on Windows every DLL in `torch\\lib`, which `torch/__init__.py` preloads with
+  `os.add_dll_directory` in effect.
+"""
+
+from __future__ import annotations
+
+from cudnn_doctor import knowledge
+from cudnn_doctor.builds import Build, build_cuda, build_cudnn_major, builds_of, is_gpu_build
+from cudnn_doctor.facts import PythonEnv, Resolution
+from cudnn_doctor.loader.index import FolderIndex
+from cudnn_doctor.loader.resolve import Resolver
+from cudnn_doctor.probes.cudnn import site_packages
+from cudnn_doctor.system.interface import System
+
+
+def probe_resolutions(system: System, pythons: tuple[PythonEnv, ...], index: FolderIndex) -> tuple[Resolution, ...]:
+    resolver = Resolver(system, index)
+    resolutions = []
+    for python in pythons:
+        for build in builds_of(python):
+            roots, dll_directories = _roots(system, build)
+            if roots:
+                resolutions.append(resolver.resolve(build.name, python.executable, roots, dll_directories))
+    return tuple(resolutions)
+
+
+def _roots(system: System, build: Build) -> tuple[list[str], list[str]]:
+    rules = system.paths
+    sites = [s for s in site_packages(system, build.python) if system.is_dir(s)]
+    if build.name == "torch":
+        for site in sites:
+            lib = rules.join(site, "torch", "lib")
+            if rules.windows:
+                dlls = [e.path for e in system.list_dir(lib) or [] if e.path.lower().endswith(".dll")]
+                return sorted(dlls), [lib]
+            cuda = rules.join(lib, "libtorch_cuda.so")
+            if system.is_file(cuda):
+                return [cuda], []
+        return [], []
+    if not knowledge.loads_system_cuda(build.name, build.python.packages) or is_gpu_build(build, system.os) is False:
+        return [], []
+    roots = []
+    cuda = build_cuda(build, system.os)
+    if cuda is not None and knowledge.cudart_name(cuda, system.os):
+        roots.append(knowledge.cudart_name(cuda, system.os))
+    if build.name == "onnxruntime":
+        provider = "onnxruntime_providers_cuda.dll" if rules.windows else "libonnxruntime_providers_cuda.so"
+        roots += [rules.join(site, "onnxruntime", "capi", provider) for site in sites if system.is_file(rules.join(site, "onnxruntime", "capi", provider))]
+    major = build_cudnn_major(build, system.os)
+    if major is not None:
+        roots.append(knowledge.cudnn_file_name("", major, system.os))
+    return roots, []

@@ -172,6 +172,7 @@ class LoadStep:
     reused: bool = False  # a module of that name was already loaded
     optional: bool = False
     provided_by: Optional[str] = None  # "os" / "driver": assumed present though no file was seen
+    blocked_by: Optional[str] = None  # the broken file the loader took and failed on
 
     @property
     def failed(self) -> bool:

@@ -7,6 +7,7 @@ truncated or not a binary yields `BinaryInfo(format=None, error=...)`, never an 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Optional
 
@@ -49,6 +50,7 @@ def read_binary(path: str, scan_loads: bool = True) -> BinaryInfo:
     if scan_loads and info.format is not None:
         from cudnn_doctor.binaries.scan import library_names
 
-        names = [n for n in library_names(path, info.format) if n not in info.imports and n != info.soname]
+        own = {os.path.basename(path).lower(), (info.soname or "").lower()}
+        names = [n for n in library_names(path, info.format) if n not in info.imports and n.lower() not in own]
         info = BinaryInfo(**{**info.__dict__, "loads": tuple(names)})
     return info

@@ -7,10 +7,11 @@
   4. the loader cache (`ldconfig -p`),
   5. the default folders (/lib/<multiarch>, /usr/lib/<multiarch>, /lib64, /usr/lib64, /lib, /usr/lib).
 
-`$ORIGIN` is the folder of the requesting object as it was found. A file that is not an ELF
-object of the process's machine (wrong architecture, 0 bytes, truncated) is skipped and the
-search goes on, as ld.so does ("skipping incompatible"). Note that auditwheel's lddtree puts
-RUNPATH before LD_LIBRARY_PATH; glibc does not.
+`$ORIGIN` is the folder of the requesting object as it was found. An ELF object of another
+machine, or a file that cannot be opened, is skipped and the search goes on ("skipping
+incompatible"); a 0-byte or otherwise invalid file is taken and the load fails ("file too
+short") — measured against ld.so in tests/test_loader_differential.py. Note that auditwheel's
+lddtree puts RUNPATH before LD_LIBRARY_PATH; glibc does not.
 """
 
 from __future__ import annotations

@@ -21,6 +21,8 @@ from cudnn_doctor.loader import linux, windows
 from cudnn_doctor.loader.index import FolderIndex
 from cudnn_doctor.system.interface import System
 
+# ld.so passes over these and keeps searching ("skipping incompatible", EACCES); anything else it takes and fails on.
+SKIPPED_BY_LD_SO = ("wrong architecture", "unreadable")
 PROCESS_MACHINE = {("windows", "x86_64"): "x64", ("windows", "aarch64"): "arm64"}
 
 
@@ -101,7 +103,7 @@ class Resolver:
         candidates: list[Candidate] = []
         winner: Optional[str] = None
         winner_binary: Optional[BinaryInfo] = None
-        stopped = False
+        stopped: Optional[str] = None
         searched = []
         for label, folder in places:
             searched.append(label if label == "ld.so.cache" else folder)
@@ -116,8 +118,8 @@ class Resolver:
             if winner is None and not stopped:
                 if problem is None:
                     winner, winner_binary = path, binary
-                elif self.windows:
-                    stopped = True  # LoadLibrary takes the first file of that name, broken or not
+                elif self.windows or not problem.startswith(SKIPPED_BY_LD_SO):
+                    stopped = path  # the first file of that name is taken, broken or not (ld.so: "file too short")
         provided = None
         if winner is None and not candidates:
             if self._driver_provided.match(name):
@@ -125,7 +127,7 @@ class Resolver:
             elif self._os_provided.match(name):
                 provided = "os"
         step = LoadStep(request.requester, request.name, request.how, winner, tuple(candidates), tuple(searched),
-                        optional=optional, provided_by=provided)
+                        optional=optional, provided_by=provided, blocked_by=stopped)
         return step, winner_binary
 
     def _problem(self, path: str, binary: Optional[BinaryInfo]) -> Optional[str]:

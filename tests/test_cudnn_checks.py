@@ -1,0 +1,119 @@
+"""Each cuDNN and library finding on a machine built for it, and its near miss."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cudnn_doctor.findings import Severity
+
+from .conftest import LINUX_BASE, WINDOWS_BASE, machine, run
+
+CUDA = "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v11.8"
+PARTS = ("ops_infer", "ops_train", "cnn_infer", "cnn_train", "adv_infer", "adv_train")
+TF = {"tensorflow": {"version": "2.10.0", "built_with_cuda": True, "gpus": [], "build_info": {"cuda_version": "64_112", "cudnn_version": "64_8"}}}
+
+
+def cudnn8(folder: str, version: str = "8.9.7.29", cuda: int = 11, parts=PARTS, **overrides: Any) -> dict[str, Any]:
+    """cuDNN 8 DLLs as NVIDIA ships them: the front library loads its parts, ops_infer loads cuBLAS and zlib."""
+    files = {f"{folder}\\cudnn64_8.dll": {"size": 300000, "version": version, "imports": ["KERNEL32.dll"],
+                                          "loads": [f"cudnn_{p}64_8.dll" for p in PARTS] + ["zlibwapi.dll"]}}
+    for part in parts:
+        loads = [f"cublas64_{cuda}.dll", f"cublasLt64_{cuda}.dll", "zlibwapi.dll"] if part == "ops_infer" else []
+        files[f"{folder}\\cudnn_{part}64_8.dll"] = {"size": 9000000, "version": version, "imports": ["KERNEL32.dll"], "loads": loads}
+    for path, changes in overrides.items():
+        files[path] = {**files.get(path, {}), **changes}
+    return files
+
+
+def toolkit(extra: dict[str, Any], path_extra: str = "") -> dict[str, Any]:
+    files = {f"{CUDA}\\bin\\{name}": {"size": 1000, "imports": ["KERNEL32.dll"]} for name in
+             ("cudart64_110.dll", "cublas64_11.dll", "cublasLt64_11.dll", "zlibwapi.dll", "nvcc.exe")}
+    files[f"{CUDA}\\include\\cudnn.h"] = {"size": 100}
+    files[f"{CUDA}\\include\\cudnn_version.h"] = {"text": "#define CUDNN_MAJOR 8\n#define CUDNN_MINOR 9\n#define CUDNN_PATCHLEVEL 7\n"}
+    files[f"{CUDA}\\lib\\x64\\cudnn.lib"] = {"size": 100}
+    files.update(extra)
+    env = {"PATH": f"{path_extra}{CUDA}\\bin;C:\\Windows\\System32;C:\\Windows", "CUDA_PATH": CUDA}
+    pythons = [{"executable": "C:\\env\\python.exe", "version": "3.10.11", "current": True, "kind": "conda", "packages": {"tensorflow": "2.10.0"}, "frameworks": TF}]
+    return machine(WINDOWS_BASE, files=files, env=env, pythons=pythons)
+
+
+def found(document) -> dict[str, Any]:
+    return {f.id: f for f in run(document).findings}
+
+
+def test_healthy_cudnn_has_no_library_findings():
+    ids = set(found(toolkit(cudnn8(f"{CUDA}\\bin"))))
+    assert not {i for i in ids if i.startswith(("cudnn-", "library-", "dependency-"))}, ids
+
+
+def test_zlibwapi_missing_for_cudnn_8_9_but_not_for_cudnn_9():
+    document = toolkit(cudnn8(f"{CUDA}\\bin"))
+    del document["files"][f"{CUDA}\\bin\\zlibwapi.dll"]
+    finding = found(document)["dependency-missing"]
+    assert "zlibwapi.dll" in finding.detail and "winimage" in finding.fix[0] and finding.severity is Severity.ERROR
+
+
+def test_cudnn_for_cuda12_in_a_cuda11_setup():
+    result = found(toolkit(cudnn8(f"{CUDA}\\bin", cuda=12)))
+    assert "cudnn-cuda-mismatch" in result and "CUDA 12" in result["cudnn-cuda-mismatch"].detail
+    missing = [f for f in run(toolkit(cudnn8(f"{CUDA}\\bin", cuda=12))).findings if f.id == "dependency-missing"]
+    assert {"cublas64_12.dll", "cublasLt64_12.dll"} == {f.evidence["name"] for f in missing}
+    assert all("the CUDA 12 toolkit" in f.detail for f in missing)
+
+
+def test_partial_install_and_its_near_miss():
+    result = found(toolkit(cudnn8(f"{CUDA}\\bin", parts=("ops_infer",))))
+    assert "cudnn_cnn_infer64_8.dll" in result["cudnn-partial-install"].detail
+
+
+def test_older_copy_first_on_path_is_shadowed_and_too_old():
+    old = cudnn8("C:\\tools\\cudnn\\bin", version="8.0.5.39")
+    result = found(toolkit({**cudnn8(f"{CUDA}\\bin"), **old}, path_extra="C:\\tools\\cudnn\\bin;"))
+    assert result["cudnn-shadowed"].severity is Severity.ERROR
+    assert "C:\\tools\\cudnn\\bin\\cudnn64_8.dll" in result["cudnn-shadowed"].detail
+    assert "cudnn-version-mismatch" in result
+    same = cudnn8("C:\\tools\\cudnn\\bin")
+    assert found(toolkit({**cudnn8(f"{CUDA}\\bin"), **same}, path_extra="C:\\tools\\cudnn\\bin;"))["cudnn-shadowed"].severity is Severity.WARNING
+
+
+def test_mixed_versions_within_one_folder():
+    files = cudnn8(f"{CUDA}\\bin", **{f"{CUDA}\\bin\\cudnn_cnn_infer64_8.dll": {"version": "8.2.0.53"}})
+    assert "8.2.0" in found(toolkit(files))["cudnn-mixed-versions"].detail
+
+
+def test_system32_copy():
+    files = {**cudnn8(f"{CUDA}\\bin"), "C:\\Windows\\System32\\cudnn64_8.dll": {"size": 300000, "version": "8.9.7.29", "imports": ["KERNEL32.dll"]}}
+    result = found(toolkit(files))
+    assert "cudnn-in-system-dir" in result and "cudnn-shadowed" in result
+
+
+def test_nested_layout_and_missing_headers_and_import_libraries():
+    nested = found(toolkit(cudnn8(f"{CUDA}\\cuda\\bin")))
+    assert "cudnn-nested-layout" in nested and f"{CUDA}\\cuda" in nested["cudnn-nested-layout"].detail
+    document = toolkit(cudnn8(f"{CUDA}\\bin"))
+    for name in ("include\\cudnn_version.h", "lib\\x64\\cudnn.lib"):
+        del document["files"][f"{CUDA}\\{name}"]
+    result = found(document)
+    assert "cudnn_version.h" in result["cudnn-header-missing"].detail and "cudnn-import-lib-missing" in result
+
+
+def test_zero_bytes_unreadable_and_wrong_architecture():
+    files = cudnn8(f"{CUDA}\\bin", **{f"{CUDA}\\bin\\cudnn_cnn_infer64_8.dll": {"size": 0}, f"{CUDA}\\bin\\cudnn_adv_infer64_8.dll": {"readable": False},
+                                      f"{CUDA}\\bin\\cudnn_ops_train64_8.dll": {"machine": "x86"}})
+    result = found(toolkit(files))
+    assert "cudnn_cnn_infer64_8.dll" in result["library-zero-bytes"].detail
+    assert "cudnn_adv_infer64_8.dll" in result["library-unreadable"].detail
+    assert "x86" in result["library-wrong-architecture"].detail
+
+
+def test_linux_optional_nvrtc_is_a_warning_and_system_copy_owned_by_dpkg_is_fine():
+    lib = "/usr/lib/x86_64-linux-gnu"
+    files = {f"{lib}/libcudnn.so.8": {"soname": "libcudnn.so.8", "imports": ["libc.so.6"], "loads": [f"libcudnn_{p}.so.8" for p in PARTS]},
+             f"{lib}/libcudart.so.11.0": {"soname": "libcudart.so.11.0"}, "/var/lib/dpkg/info/libcudnn8.list": {"text": f"{lib}/libcudnn.so.8\n"}}
+    for part in PARTS:
+        files[f"{lib}/libcudnn_{part}.so.8"] = {"soname": f"libcudnn_{part}.so.8", "imports": ["libc.so.6"], "loads": ["libnvrtc.so"] if part == "cnn_infer" else []}
+    tf = {"tensorflow": {"version": "2.12.0", "built_with_cuda": True, "gpus": [], "build_info": {"cuda_version": "11.8", "cudnn_version": "8"}}}
+    pythons = [{"executable": "/v/bin/python", "version": "3.10.12", "current": True, "kind": "venv", "packages": {"tensorflow": "2.12.0"}, "frameworks": tf}]
+    result = found(machine(LINUX_BASE, files=files, pythons=pythons))
+    assert result["dependency-missing"].severity is Severity.WARNING and "libnvrtc.so" in result["dependency-missing"].detail
+    assert "cudnn-in-system-dir" not in result

@@ -59,3 +59,12 @@ def test_framework_tables():
     assert knowledge.torch_index_url(Version("11.8")) == "https://download.pytorch.org/whl/cu118"
     assert knowledge.gpu_compute_capability("NVIDIA GeForce RTX 3060") == "8.6"
     assert knowledge.onnxruntime_build(Version("1.16.3"))["cuda"] == "11.8"
+
+
+def test_canonical_name_agrees_with_packaging():
+    from packaging.utils import canonicalize_name
+
+    from cudnn_doctor.versions import canonical_name
+
+    for name in ("Paddle_GPU", "nvidia-cudnn-cu12", "tf.nightly", "ONNXRuntime--GPU", "torch"):
+        assert canonical_name(name) == canonicalize_name(name)

@@ -7,22 +7,20 @@ whether it saw a GPU, and the text it logged.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Optional
+from typing import Any, Iterator, Mapping, NamedTuple, Optional
 
-from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.facts import Facts, PythonEnv
+from cudnn_doctor.versions import canonical_name as canonicalize_name
 from cudnn_doctor.versions import parse_cuda_version, parse_cudnn_version, parse_version
 
 _LOCAL_CUDA = re.compile(r"\+cu(\d+)(\d)$")
 _PADDLE_POST = re.compile(r"\.post(\d+)(\d)$")
 
 
-@dataclass(frozen=True)
-class Build:
+class Build(NamedTuple):
     """One framework installed in one interpreter."""
 
     name: str

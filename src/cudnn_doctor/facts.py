@@ -1,29 +1,29 @@
 """What the probes found, as frozen values; checks read these and nothing else.
 
+They are NamedTuples rather than dataclasses: a diagnosis creates these classes on every run,
+and a NamedTuple class costs a seventh of a frozen dataclass to create.
+
 A probe that could not find something says so with a field that is None plus, where it
 helps the reader, the reason (`source`, `error`), never by raising.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, NamedTuple, Optional
 
 from packaging.version import Version
 
 from cudnn_doctor.versions import parse_cuda_version, parse_version
 
 
-@dataclass(frozen=True)
-class Gpu:
+class Gpu(NamedTuple):
     name: str
     compute_capability: Optional[str]
     memory_mib: Optional[int] = None
     capability_source: Optional[str] = None  # nvml | nvidia-smi | name-table
 
 
-@dataclass(frozen=True)
-class DriverFacts:
+class DriverFacts(NamedTuple):
     """The NVIDIA driver and GPUs, from NVML when it loads, else from nvidia-smi."""
 
     source: Optional[str]  # nvml | nvidia-smi | None (no driver found)
@@ -42,8 +42,7 @@ class DriverFacts:
         return parse_cuda_version(self.cuda)
 
 
-@dataclass(frozen=True)
-class Toolkit:
+class Toolkit(NamedTuple):
     """One CUDA toolkit installation (symbolic-link aliases folded into one)."""
 
     root: str
@@ -59,8 +58,7 @@ class Toolkit:
         return parse_version(self.version)
 
 
-@dataclass(frozen=True)
-class ToolkitFacts:
+class ToolkitFacts(NamedTuple):
     toolkits: tuple[Toolkit, ...] = ()
     nvcc_on_path: Optional[str] = None  # the first nvcc on PATH, as found there
     nvcc_real: Optional[str] = None  # the real binary behind it (links and wrapper scripts followed)
@@ -72,41 +70,37 @@ class ToolkitFacts:
         return next((t for t in self.toolkits if t.root == root), None)
 
 
-@dataclass(frozen=True)
-class PythonEnv:
+class PythonEnv(NamedTuple):
     """One interpreter, its distributions, and what each GPU framework reported in it."""
 
     executable: str
     version: str
     kind: str
     current: bool
-    packages: Mapping[str, str] = field(default_factory=dict)
-    frameworks: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    packages: Mapping[str, str] = {}
+    frameworks: Mapping[str, Mapping[str, Any]] = {}
 
     @property
     def parsed_version(self) -> Optional[Version]:
         return parse_version(self.version)
 
 
-@dataclass(frozen=True)
-class PathEntry:
+class PathEntry(NamedTuple):
     variable: str
     index: int
     value: str
     exists: bool
 
 
-@dataclass(frozen=True)
-class EnvironmentFacts:
-    variables: Mapping[str, str] = field(default_factory=dict)
+class EnvironmentFacts(NamedTuple):
+    variables: Mapping[str, str] = {}
     path: tuple[PathEntry, ...] = ()
     ld_library_path: tuple[PathEntry, ...] = ()
     persistent: Optional[Mapping[str, Mapping[str, str]]] = None
     persistent_path: tuple[str, ...] = ()  # what a new terminal gets: system PATH then user PATH, expanded
 
 
-@dataclass(frozen=True)
-class LibraryLookup:
+class LibraryLookup(NamedTuple):
     """Where the loader would find one library name for the current interpreter (or nowhere)."""
 
     name: str
@@ -115,14 +109,12 @@ class LibraryLookup:
     elsewhere: tuple[str, ...] = ()  # copies on the machine that the search does not reach
 
 
-@dataclass(frozen=True)
-class ProbeFailure:
+class ProbeFailure(NamedTuple):
     probe: str
     error: str
 
 
-@dataclass(frozen=True)
-class Facts:
+class Facts(NamedTuple):
     os: str
     arch: str
     wsl: bool
@@ -130,7 +122,7 @@ class Facts:
     toolkits: ToolkitFacts
     pythons: tuple[PythonEnv, ...]
     environment: EnvironmentFacts
-    libraries: Mapping[str, LibraryLookup] = field(default_factory=dict)
+    libraries: Mapping[str, LibraryLookup] = {}
     linux_driver_in_wsl: tuple[str, ...] = ()  # libcuda.so files outside /usr/lib/wsl/lib
     failures: tuple[ProbeFailure, ...] = ()
     cudnn: tuple[CudnnInstall, ...] = ()
@@ -150,8 +142,7 @@ def lookup_key(executable: str, name: str) -> str:
     return f"{executable}|{name}"
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(NamedTuple):
     """One file of the wanted name found along the search, and why it cannot be used (if so)."""
 
     path: str
@@ -159,8 +150,7 @@ class Candidate:
     problem: Optional[str] = None  # "0 bytes", "unreadable", "wrong architecture (x86)", "not a binary: ..."
 
 
-@dataclass(frozen=True)
-class LoadStep:
+class LoadStep(NamedTuple):
     """One name the loader had to find: who asked, how, where it looked, what it took."""
 
     requester: str
@@ -179,8 +169,7 @@ class LoadStep:
         return self.winner is None and not self.reused and self.provided_by is None
 
 
-@dataclass(frozen=True)
-class Resolution:
+class Resolution(NamedTuple):
     """The whole tree one framework's process would load, as the OS loader would resolve it."""
 
     framework: str
@@ -192,8 +181,7 @@ class Resolution:
         return {s.name: s.winner for s in self.steps if s.winner}
 
 
-@dataclass(frozen=True)
-class CudnnLibrary:
+class CudnnLibrary(NamedTuple):
     path: str
     part: str  # "" for the front library (cudnn64_8.dll / libcudnn.so.8), else "ops_infer", "graph", ...
     size: int
@@ -202,8 +190,7 @@ class CudnnLibrary:
     machine: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class CudnnInstall:
+class CudnnInstall(NamedTuple):
     """The cuDNN libraries of one major release in one folder."""
 
     folder: str

@@ -70,3 +70,16 @@ def major_minor(version: Version) -> str:
     """"12.4" for 12.4.1; used in messages and table keys."""
     release = version.release + (0,)
     return f"{release[0]}.{release[1]}"
+
+
+_SEPARATORS = re.compile(r"[-_.]+")
+
+
+def canonical_name(name: str) -> str:
+    """A distribution name normalized as PEP 503 defines it ("Paddle_GPU" → "paddle-gpu").
+
+    The same rule as packaging.utils.canonicalize_name, written out because importing
+    packaging.utils pulls in packaging.tags (logging, sysconfig, platform): a third of the
+    time budget of `check --no-frameworks`.
+    """
+    return _SEPARATORS.sub("-", name).lower()

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Iterator, NamedTuple, Optional
 
 from packaging.version import Version
 
@@ -46,8 +45,7 @@ def library_release(facts: Facts, path: Optional[str]) -> Optional[Version]:
     return release(install.version) if install else None
 
 
-@dataclass(frozen=True)
-class Wanted:
+class Wanted(NamedTuple):
     """What cuDNN a build needs: the same major, and at least this version (when known)."""
 
     major: int

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Iterator, NamedTuple, Optional
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.builds import Build, build_cuda, build_cudnn_major, builds, is_gpu_build
@@ -22,8 +21,7 @@ _CUDA_LIBRARY = re.compile(r"^(lib)?(cudart|cublas|cublasLt|cufft|curand|cusolve
 _CUDNN_FRONT = re.compile(r"^(libcudnn\.so(\.\d+)*|cudnn64_\d+\.dll)$", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
-class SystemNeeds:
+class SystemNeeds(NamedTuple):
     """A GPU build that loads CUDA from the system, and the libraries it will ask for."""
 
     build: Build

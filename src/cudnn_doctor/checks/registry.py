@@ -7,8 +7,7 @@ point from the symptom to its causes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, NamedTuple, Optional, Sequence
 
 from cudnn_doctor.facts import Facts
 from cudnn_doctor.findings import Finding, Severity
@@ -16,8 +15,7 @@ from cudnn_doctor.findings import Finding, Severity
 Check = Callable[[Facts], Iterable[Finding]]
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):
     id: str
     severity: Severity
     title: str

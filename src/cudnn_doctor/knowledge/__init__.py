@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any, Optional
 
 from packaging.specifiers import SpecifierSet
-from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from cudnn_doctor.errors import KnowledgeError
+from cudnn_doctor.versions import canonical_name as canonicalize_name
 from cudnn_doctor.versions import parse_version
 
 DATA = Path(__file__).with_name("data")

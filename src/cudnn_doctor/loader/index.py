@@ -26,9 +26,11 @@ class FolderIndex:
         rules = self.system.paths
         key = rules.key(folder)
         if key not in self._listings:
-            entries = self.system.list_dir(folder)
+            entries = self.system.list_dir(folder, sizes=False)
+            sep = rules.sep
+            # listing paths are folder + sep + name already: slicing is enough, and this runs for every file on PATH
             self._listings[key] = None if entries is None else {
-                rules.name_key(rules.basename(e.path)): e.path for e in entries if not e.is_dir
+                rules.name_key(e.path[e.path.rfind(sep) + 1:]): e.path for e in entries if not e.is_dir
             }
         return self._listings[key] or {}
 

@@ -48,7 +48,7 @@ def probe_cudnn(system: System, toolkits: ToolkitFacts, pythons: tuple[PythonEnv
     for folder in _other_folders(system, pythons, index):
         add(folder)
 
-    owned = _package_owned(system)
+    owned = _LazyOwnership(system)
     installs = []
     for folder, toolkit, nested in folders.values():
         installs += _installs_in(system, folder, toolkit, nested, owned, index)
@@ -95,12 +95,25 @@ def site_packages(system: System, python: PythonEnv) -> list[str]:
     return [rules.join(prefix, "lib", f"python{major_minor}", name) for name in ("site-packages", "dist-packages")]
 
 
+class _LazyOwnership:
+    """The package manager's file lists, read only when a cuDNN is found in a system folder."""
+
+    def __init__(self, system: System) -> None:
+        self.system = system
+        self._owned: Optional[dict[str, str]] = None
+
+    def get(self, path: str) -> Optional[str]:
+        if self._owned is None:
+            self._owned = _package_owned(self.system)
+        return self._owned.get(path)
+
+
 def _package_owned(system: System) -> dict[str, str]:
     """Linux: path → package, for the cuDNN files a package manager (dpkg) installed."""
     if system.paths.windows:
         return {}
     owned = {}
-    for entry in system.list_dir("/var/lib/dpkg/info") or []:
+    for entry in system.list_dir("/var/lib/dpkg/info", sizes=False) or []:
         name = system.paths.basename(entry.path)
         if "cudnn" in name and name.endswith(".list"):
             for line in (system.read_text(entry.path) or "").splitlines():
@@ -108,11 +121,13 @@ def _package_owned(system: System) -> dict[str, str]:
     return owned
 
 
-def _installs_in(system: System, folder: str, toolkit: Optional[str], nested: Optional[str], owned: dict[str, str], index: FolderIndex) -> list[CudnnInstall]:
+def _installs_in(system: System, folder: str, toolkit: Optional[str], nested: Optional[str], owned: _LazyOwnership, index: FolderIndex) -> list[CudnnInstall]:
     rules = system.paths
     by_major: dict[int, dict[str, CudnnLibrary]] = {}
     pattern = _WINDOWS_NAME if rules.windows else _LINUX_NAME
-    for path in sorted(index.files(folder).values()):
+    for name, path in sorted(index.files(folder).items()):
+        if "cudnn" not in name.lower():
+            continue
         match = pattern.match(rules.basename(path))
         if not match or (not rules.windows and match.group(3)):  # Linux: one entry per library, under its SONAME
             continue
@@ -134,7 +149,7 @@ def _installs_in(system: System, folder: str, toolkit: Optional[str], nested: Op
         version, source = _install_version(libraries, header_version, load)
         cuda_major, cuda_source = _cuda_major(system, folder, libraries, load)
         system_dir = _is_system_dir(system, folder)
-        package = next((owned[p.path] for p in libraries.values() if p.path in owned), None)
+        package = next((owned.get(p.path) for p in libraries.values() if system_dir and owned.get(p.path)), None)
         import_libs, headers = _toolkit_dev_files(system, toolkit) if toolkit else ((), ())
         installs.append(CudnnInstall(folder, major, tuple(libraries[p] for p in sorted(libraries)), missing, version, source, cuda_major, cuda_source,
                                      header, toolkit, nested, system_dir, package, import_libs, headers))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.facts import DriverFacts, Gpu
-from cudnn_doctor.probes import nvidia_smi
 from cudnn_doctor.system.interface import System
 from cudnn_doctor.versions import major_minor, parse_cuda_version, parse_version
 
@@ -19,6 +18,8 @@ def probe_driver(system: System) -> DriverFacts:
         cuda = parse_cuda_version(nvml.get("cuda_driver_version"))
         facts = DriverFacts("nvml", nvml.get("driver_version"), major_minor(cuda) if cuda else None, "nvml" if cuda else None, gpus)
     else:
+        from cudnn_doctor.probes import nvidia_smi  # only machines without NVML need the parser
+
         smi = system.run(["nvidia-smi"], timeout=15)
         if not smi.ok:
             reason = "not found" if smi.not_found else "timed out" if smi.timed_out else (smi.stderr or smi.stdout).strip()

@@ -6,13 +6,12 @@ knowledge data says which); the names come from the knowledge data too.
 
 from __future__ import annotations
 
-from packaging.utils import canonicalize_name
-
 from cudnn_doctor import knowledge
 from cudnn_doctor.facts import LibraryLookup, PythonEnv, ToolkitFacts, lookup_key
 from cudnn_doctor.knowledge import cudnn_names, loads_system_cuda
 from cudnn_doctor.loader.search import process_search_path
 from cudnn_doctor.system.interface import System
+from cudnn_doctor.versions import canonical_name as canonicalize_name
 
 
 def probe_libraries(system: System, pythons: tuple[PythonEnv, ...], toolkits: ToolkitFacts) -> dict[str, LibraryLookup]:

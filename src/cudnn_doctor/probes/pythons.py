@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from packaging.utils import canonicalize_name
-
 from cudnn_doctor import knowledge
 from cudnn_doctor.facts import PythonEnv
 from cudnn_doctor.system.interface import System
+from cudnn_doctor.versions import canonical_name as canonicalize_name
 
 
 def probe_pythons(system: System, with_frameworks: bool = True, timeout: float = 60.0) -> tuple[PythonEnv, ...]:

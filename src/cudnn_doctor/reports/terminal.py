@@ -36,13 +36,28 @@ def _short(version: Optional[str]) -> str:
 
 
 def _cudnn_summary(facts: Facts) -> str:
-    """Where the frameworks that load cuDNN from the system would find it."""
-    found = sorted({f"{lookup.name} → {lookup.found}" for lookup in facts.libraries.values() if "cudnn" in lookup.name and lookup.found})
-    if found:
-        return "; ".join(found)
-    if facts.libraries:
-        return "no cuDNN on the search path of the frameworks that load it from the system"
-    return "no installed framework loads cuDNN from the system (wheels bring their own)"
+    """Each installation (release, CUDA major, folder), and which one each framework's load picks."""
+    if not facts.cudnn:
+        if facts.libraries:
+            return "none found; the frameworks that load cuDNN from the system will fail"
+        return "none installed on the system (framework wheels bring their own)"
+    parts = []
+    for install in facts.cudnn:
+        cuda = f" for CUDA {install.cuda_major}" if install.cuda_major else ""
+        parts.append(f"{install.version or install.major}{cuda} at {install.folder}")
+    for resolution in facts.resolutions:
+        for step in resolution.steps:
+            if step.how != "reused" and step.winner and _is_cudnn_front(step.name):
+                copies = len(step.candidates)
+                parts.append(f"{resolution.framework} loads {step.winner}" + (f" (first of {copies} copies)" if copies > 1 else ""))
+                break
+    return "; ".join(parts)
+
+
+def _is_cudnn_front(name: str) -> bool:
+    import re
+
+    return bool(re.search(r"(?i)(^|[\\/])(cudnn64_\d+\.dll|libcudnn\.so\.\d+)$", name))
 
 
 def _summaries(facts: Facts) -> dict[str, str]:
@@ -139,8 +154,18 @@ def _facts_lines(facts: Facts, area: str) -> Iterable[str]:
         for name, value in facts.toolkits.variables:
             yield f"{name}={value}"
     elif area == "cudnn":
-        for key, lookup in facts.libraries.items():
-            yield f"{key.split('|')[1]} for {key.split('|')[0]}: {lookup.found or 'not found'}"
+        for install in facts.cudnn:
+            yield (f"{install.folder}: cuDNN {install.version or install.major} ({install.version_source or 'version unknown'}), "
+                   f"CUDA {install.cuda_major or '?'} ({install.cuda_source or 'unknown'}), {len(install.libraries)} libraries"
+                   + (f", missing {', '.join(install.missing_parts)}" if install.missing_parts else ""))
+        for resolution in facts.resolutions:
+            yield f"{resolution.framework} in {resolution.executable} loads:"
+            for step in resolution.steps:
+                if step.reused:
+                    continue
+                where = step.winner or (f"BROKEN {step.blocked_by}" if step.blocked_by else f"provided by the {step.provided_by}" if step.provided_by else "NOT FOUND")
+                shadow = f"  (also: {', '.join(c.path for c in step.candidates if c.path != step.winner)})" if len(step.candidates) > 1 else ""
+                yield f"  {step.how:6} {step.name} ← {step.requester.replace(chr(92), '/').rsplit('/', 1)[-1]}: {where}{shadow}"
     elif area == "python":
         for python in facts.pythons:
             yield f"{python.executable}: Python {python.version} ({python.kind}){' [current]' if python.current else ''}, {len(python.packages)} distributions"

@@ -127,7 +127,7 @@ class FixtureSystem(System):
             return len(entry["text"].encode("utf-8"))
         return DEFAULT_BINARY_SIZE
 
-    def list_dir(self, path: str) -> Optional[list[FileInfo]]:
+    def list_dir(self, path: str, sizes: bool = True) -> Optional[list[FileInfo]]:
         info = self.stat(path)
         if info is None or not info.is_dir:
             return None

@@ -8,15 +8,13 @@ diagnosis replayed from a fixture takes exactly the code path it takes live.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, Optional, Sequence
+from typing import Any, Iterator, Mapping, NamedTuple, Optional, Sequence
 
 from cudnn_doctor.binaries import BinaryInfo
 from cudnn_doctor.paths import PathRules
 
 
-@dataclass(frozen=True)
-class FileInfo:
+class FileInfo(NamedTuple):
     """What `stat` says about one path (after following links)."""
 
     path: str
@@ -26,8 +24,7 @@ class FileInfo:
     readable: bool = True
 
 
-@dataclass(frozen=True)
-class CommandResult:
+class CommandResult(NamedTuple):
     """The outcome of running one external command."""
 
     returncode: Optional[int]
@@ -41,14 +38,13 @@ class CommandResult:
         return self.returncode == 0 and not self.not_found and not self.timed_out
 
 
-@dataclass(frozen=True)
-class PythonInfo:
+class PythonInfo(NamedTuple):
     """An interpreter and the distributions installed in it (read from metadata, never imported)."""
 
     executable: str
     version: str
     kind: str  # conda | venv | system | embedded
-    packages: Mapping[str, str] = field(default_factory=dict)
+    packages: Mapping[str, str] = {}
 
 
 class Env(Mapping[str, str]):
@@ -83,7 +79,10 @@ class System(ABC):
 
     @property
     def paths(self) -> PathRules:
-        return PathRules(self.os)
+        rules = self.__dict__.get("_path_rules")
+        if rules is None or rules.os != self.os:
+            rules = self.__dict__["_path_rules"] = PathRules(self.os)
+        return rules
 
     @abstractmethod
     def env(self) -> Env:
@@ -98,8 +97,8 @@ class System(ABC):
         """The file or folder at `path` (links followed), or None when nothing is there."""
 
     @abstractmethod
-    def list_dir(self, path: str) -> Optional[list[FileInfo]]:
-        """The entries of a folder, or None when it is not a folder."""
+    def list_dir(self, path: str, sizes: bool = True) -> Optional[list[FileInfo]]:
+        """The entries of a folder, or None when it is not a folder; `sizes=False` may leave sizes at 0 (faster)."""
 
     @abstractmethod
     def read_text(self, path: str, limit: int = 1 << 20) -> Optional[str]:

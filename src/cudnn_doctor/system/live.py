@@ -81,7 +81,7 @@ class LiveSystem(System):
         readable = os.access(path, os.R_OK)
         return FileInfo(path, is_dir, 0 if is_dir else st.st_size, link, readable)
 
-    def list_dir(self, path: str) -> Optional[list[FileInfo]]:
+    def list_dir(self, path: str, sizes: bool = True) -> Optional[list[FileInfo]]:
         try:
             entries = list(os.scandir(path))
         except (OSError, ValueError):
@@ -90,10 +90,10 @@ class LiveSystem(System):
         for entry in entries:
             try:
                 is_dir = entry.is_dir()
-                size = 0 if is_dir else entry.stat().st_size
+                size = entry.stat().st_size if sizes and not is_dir else 0
             except OSError:
                 continue
-            link = os.readlink(entry.path) if entry.is_symlink() else None
+            link = os.readlink(entry.path) if sizes and entry.is_symlink() else None
             listing.append(FileInfo(entry.path, is_dir, size, link))
         return sorted(listing, key=lambda info: info.path)
 

@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 from typing import Iterable, Optional
 
-from packaging.utils import canonicalize_name
+from cudnn_doctor.versions import canonical_name as canonicalize_name
 
 _PYVENV_VERSION = re.compile(r"^\s*version(?:_info)?\s*=\s*(\d+\.\d+(?:\.\d+)?)", re.MULTILINE)
 _CONDA_PYTHON = re.compile(r"^python-(\d+\.\d+\.\d+)-")

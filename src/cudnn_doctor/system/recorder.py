@@ -70,8 +70,8 @@ class RecordingSystem(System):
             self._record(FileInfo(self.inner.realpath(path), info.is_dir, info.size, None, info.readable))
         return info
 
-    def list_dir(self, path: str) -> Optional[list[FileInfo]]:
-        listing = self.inner.list_dir(path)
+    def list_dir(self, path: str, sizes: bool = True) -> Optional[list[FileInfo]]:
+        listing = self.inner.list_dir(path, sizes=True)
         if listing is not None:
             self._record_links_along(path)
             real = self.inner.realpath(path)

@@ -127,6 +127,7 @@ class Facts(NamedTuple):
     failures: tuple[ProbeFailure, ...] = ()
     cudnn: tuple[CudnnInstall, ...] = ()
     resolutions: tuple[Resolution, ...] = ()
+    confirmations: tuple[Confirmation, ...] = ()
 
     @property
     def current_python(self) -> Optional[PythonEnv]:
@@ -208,3 +209,17 @@ class CudnnInstall(NamedTuple):
     package: Optional[str] = None  # the package manager's package that owns it, when known
     import_libraries: tuple[str, ...] = ()
     headers_in_toolkit: tuple[str, ...] = ()
+
+
+class Confirmation(NamedTuple):
+    """The real loader's answer for one name, next to the emulation's (live machines only)."""
+
+    executable: str
+    name: str
+    emulated: Optional[str]
+    real: Optional[str]
+    error: Optional[str] = None
+
+    @property
+    def agrees(self) -> bool:
+        return (self.emulated is None) == (self.real is None) and (self.emulated is None or self.emulated == self.real)

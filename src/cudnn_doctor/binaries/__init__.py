@@ -8,6 +8,7 @@ truncated or not a binary yields `BinaryInfo(format=None, error=...)`, never an 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Optional
 
@@ -26,6 +27,7 @@ class BinaryInfo:
     version: Optional[str] = None  # PE FileVersion
     error: Optional[str] = None
     loads_complete: bool = False  # True when `loads` is known to be the whole list (a fixture says so)
+    string_ranges: tuple[tuple[int, int], ...] = ()  # (offset, size) of the sections holding string constants
 
 
 def read_binary(path: str, scan_loads: bool = True) -> BinaryInfo:
@@ -51,6 +53,24 @@ def read_binary(path: str, scan_loads: bool = True) -> BinaryInfo:
         from cudnn_doctor.binaries.scan import library_names
 
         own = {os.path.basename(path).lower(), (info.soname or "").lower()}
-        names = [n for n in library_names(path, info.format) if n not in info.imports and n.lower() not in own]
+        found = _version_like_requester(library_names(path, info.format, list(info.string_ranges) or None), info.soname)
+        names = [n for n in found if n not in info.imports and n.lower() not in own and not _has_versioned_twin(n, found)]
         info = BinaryInfo(**{**info.__dict__, "loads": tuple(names)})
     return info
+
+
+def _has_versioned_twin(name: str, names: list[str]) -> bool:
+    """`libcudnn_ops.so` next to `libcudnn_ops.so.9`: the unversioned name is only a fallback spelling."""
+    return name.endswith(".so") and any(other.startswith(name + ".") for other in names)
+
+
+_CUDNN_SONAME = re.compile(r"^libcudnn[a-z_]*\.so\.(\d+)$")
+
+
+def _version_like_requester(names: list[str], soname: Optional[str]) -> list[str]:
+    """cuDNN keeps its sub-library names unversioned ("libcudnn_ops.so") and appends its own
+    major at run time: give them the requester's major, as the dlopen call will."""
+    match = _CUDNN_SONAME.match(soname or "")
+    if not match:
+        return names
+    return sorted({f"{n}.{match.group(1)}" if n.startswith("libcudnn") and n.endswith(".so") else n for n in names})

@@ -29,6 +29,7 @@ def read_elf(path: str) -> BinaryInfo:
                         runpath += [p for p in tag.runpath.split(":") if p]
                     elif tag.entry.d_tag == "DT_RPATH":
                         rpath += [p for p in tag.rpath.split(":") if p]
-            return BinaryInfo("elf", machine, tuple(needed), soname=soname, runpath=tuple(runpath), rpath=tuple(rpath))
+            strings = [(s["sh_offset"], s["sh_size"]) for s in elf.iter_sections() if s.name in (".rodata", ".dynstr", ".data.rel.ro", ".data")]
+            return BinaryInfo("elf", machine, tuple(needed), soname=soname, runpath=tuple(runpath), rpath=tuple(rpath), string_ranges=tuple(strings))
     except (ELFError, OSError, ValueError) as error:
         return BinaryInfo(None, error=f"not a valid ELF file: {error}")

@@ -22,7 +22,9 @@ def read_pe(path: str) -> BinaryInfo:
         ])
         imports = [entry.dll.decode("ascii", "replace") for entry in getattr(pe, "DIRECTORY_ENTRY_IMPORT", [])]
         imports += [entry.dll.decode("ascii", "replace") for entry in getattr(pe, "DIRECTORY_ENTRY_DELAY_IMPORT", [])]
-        return BinaryInfo("pe", PE_MACHINES.get(pe.FILE_HEADER.Machine, hex(pe.FILE_HEADER.Machine)), tuple(imports), version=_file_version(pe))
+        strings = tuple((s.PointerToRawData, s.SizeOfRawData) for s in pe.sections if s.Name.rstrip(b"\x00") in (b".rdata", b".data"))
+        return BinaryInfo("pe", PE_MACHINES.get(pe.FILE_HEADER.Machine, hex(pe.FILE_HEADER.Machine)), tuple(imports), version=_file_version(pe),
+                          string_ranges=strings)
     finally:
         pe.close()
 

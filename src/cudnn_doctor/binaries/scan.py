@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import mmap
 import re
+from typing import Optional
 
 _FAMILIES = ("cudnn", "cublas", "cudart", "nvrtc", "zlibwapi", "nvcuda", "cufft", "curand", "cusolver", "cusparse", "nvjitlink", "libcuda.so", "libz.so")
 _NAME_CHARS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+")
@@ -19,16 +20,23 @@ _SUFFIXES = {"pe": (rb"\.dll", rb"\.DLL"), "elf": (rb"\.so",)}
 _TAIL = {"pe": re.compile(rb"^\.(?:dll|DLL)"), "elf": re.compile(rb"^\.so(?:\.\d+)*")}
 
 
-def library_names(path: str, binary_format: str) -> list[str]:
-    """Library names of the GPU-stack families that appear as strings in the file."""
+def library_names(path: str, binary_format: str, ranges: Optional[list[tuple[int, int]]] = None) -> list[str]:
+    """Library names of the GPU-stack families that appear as strings in the file.
+
+    `ranges` (offset, size) limits the scan to the read-only data sections where string
+    constants live; NVIDIA's largest libraries are mostly GPU code (.nv_fatbin), which then
+    is never touched.
+    """
     found: set[str] = set()
     try:
         with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            for suffix in _SUFFIXES[binary_format]:
-                for match in re.finditer(suffix, data):
-                    name = _widen(data, match.start(), binary_format)
-                    if name and any(family in name.lower() for family in _FAMILIES):
-                        found.add(name)
+            for start, size in ranges or [(0, len(data))]:
+                end = min(len(data), start + size)
+                for suffix in _SUFFIXES[binary_format]:
+                    for match in re.compile(suffix).finditer(data, start, end):
+                        name = _widen(data, match.start(), binary_format)
+                        if name and any(family in name.lower() for family in _FAMILIES):
+                            found.add(name)
     except (OSError, ValueError):  # empty or unreadable: nothing to report
         return []
     return sorted(found)

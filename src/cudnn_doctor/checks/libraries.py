@@ -130,3 +130,17 @@ def _logged_missing(facts: Facts) -> Iterator[Finding]:
                 names[name] = build.name
         for name, requester in names.items():
             yield _missing(facts, build, name, [requester], False, rules)
+
+
+@rule("loader-emulation-differs", Severity.WARNING, "The real loader picked another file than the emulation")
+def loader_emulation_differs(facts: Facts) -> Iterator[Finding]:
+    """The emulation models the documented search order; when a live load disagrees, both answers are shown so nobody trusts the wrong one."""
+    for confirmation in facts.confirmations:
+        if confirmation.agrees:
+            continue
+        real = confirmation.real or f"nothing ({confirmation.error or 'load failed'})"
+        yield finding("loader-emulation-differs",
+                      f"For {confirmation.name} in {confirmation.executable} the emulated search finds {confirmation.emulated or 'nothing'}, "
+                      f"but loading it for real gives {real}. Findings about this library rest on the emulation.",
+                      ["Trust the real load; please report this with `cudnn-doctor snapshot --redact` so the emulation can be fixed."],
+                      {"name": confirmation.name, "emulated": confirmation.emulated, "real": confirmation.real, "error": confirmation.error})

@@ -33,6 +33,7 @@ class _Request:
     how: str
     chain: tuple[tuple[tuple[str, ...], str], ...]  # (DT_RPATH, origin) from the requester up to the executable
     runpath: tuple[str, ...]
+    optional: bool = False
 
 
 class Resolver:
@@ -47,6 +48,8 @@ class Resolver:
         self._os_provided = re.compile(table["os_provided"]["windows" if self.windows else "linux"])
         self._driver_provided = re.compile(table["driver_provided"]["pattern"])
         self._optional = {row["name"] for row in knowledge.table("cudnn")["optional_loads"]}
+        for release in knowledge.table("cudnn")["releases"]:  # parts only later releases ship
+            self._optional |= {knowledge.cudnn_file_name(part, release["major"], system.os) for part in release["optional"]}
         self._known_loads = {self.system.paths.name_key(row["library"]): row["loads"] for row in knowledge.table("cudnn")["runtime_loads"]}
 
     def resolve(self, framework: str, executable: str, roots: Sequence[str], dll_directories: Sequence[str] = ()) -> Resolution:
@@ -70,19 +73,33 @@ class Resolver:
             if binary.soname:
                 loaded.setdefault(rules.name_key(binary.soname), step.winner)
             chain = ((tuple(binary.rpath), rules.dirname(step.winner)), *request.chain)
-            for name, how in self._dependencies(step.winner, binary):
-                queue.append(_Request(name, step.winner, how, chain, tuple(binary.runpath)))
-        return Resolution(framework, executable, tuple(steps))
+            for name, how, optional in self._dependencies(step.winner, binary):
+                queue.append(_Request(name, step.winner, how, chain, tuple(binary.runpath), optional))
+        return Resolution(framework, executable, tuple(self._settle_runtime_loads(steps, loaded)))
 
-    def _dependencies(self, path: str, binary: BinaryInfo) -> list[tuple[str, str]]:
-        deps = [(name, "import") for name in binary.imports]
+    def _settle_runtime_loads(self, steps: list[LoadStep], loaded: dict[str, str]) -> list[LoadStep]:
+        """A name loaded at run time is found if any part of the process loaded it: the order of
+        run-time loads is not known statically, and a loaded module is reused by name."""
+        rules = self.system.paths
+        settled = []
+        for step in steps:
+            key = rules.name_key(rules.basename(step.name))
+            if step.how == "load" and step.failed and not step.blocked_by and key in loaded:
+                step = step._replace(winner=loaded[key], reused=True)
+            settled.append(step)
+        return settled
+
+    def _dependencies(self, path: str, binary: BinaryInfo) -> list[tuple[str, str, bool]]:
+        """(name, import | load, optional). Unversioned `.so` names found by a scan are fallback
+        spellings (development links): a miss there is optional."""
+        deps = [(name, "import", False) for name in binary.imports]
         loads = list(binary.loads)
         if not binary.loads_complete:
             name = self.system.paths.name_key(self.system.paths.basename(path))
             soname = self.system.paths.name_key(binary.soname) if binary.soname else None
             extra = self._known_loads.get(name) or (self._known_loads.get(soname) if soname else None) or []
             loads += [n for n in extra if n not in loads]
-        deps += [(name, "load") for name in loads if name not in binary.imports]
+        deps += [(name, "load", not binary.loads_complete and name.endswith(".so")) for name in loads if name not in binary.imports]
         return deps
 
     def _places(self, request: _Request, executable: str, dll_directories: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -93,7 +110,7 @@ class Resolver:
 
     def _find(self, request: _Request, executable: str, dll_directories: tuple[str, ...]) -> tuple[LoadStep, Optional[BinaryInfo]]:
         rules = self.system.paths
-        optional = rules.basename(request.name) in self._optional
+        optional = request.optional or rules.basename(request.name) in self._optional
         if rules.is_abs(request.name):
             places = [("path", rules.dirname(request.name))]
             name = rules.basename(request.name)

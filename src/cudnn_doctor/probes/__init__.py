@@ -11,6 +11,7 @@ from typing import Callable, TypeVar
 
 from cudnn_doctor.facts import DriverFacts, EnvironmentFacts, Facts, ProbeFailure, ToolkitFacts
 from cudnn_doctor.loader.index import FolderIndex
+from cudnn_doctor.probes.confirm import probe_confirmations
 from cudnn_doctor.probes.cudnn import probe_cudnn
 from cudnn_doctor.probes.environment import probe_environment
 from cudnn_doctor.probes.gpu import probe_driver
@@ -44,4 +45,6 @@ def run_probes(system: System, with_frameworks: bool = True, framework_timeout: 
     index = FolderIndex(system)
     cudnn = guarded("cudnn", lambda: probe_cudnn(system, toolkits, pythons, index), ())
     resolutions = guarded("loader", lambda: probe_resolutions(system, pythons, index), ())
-    return Facts(system.os, system.arch, system.wsl, driver, toolkits, pythons, environment, libraries, wsl_driver, tuple(failures), cudnn, resolutions)
+    confirmations = guarded("loader check", lambda: probe_confirmations(system, resolutions), ()) if with_frameworks else ()
+    return Facts(system.os, system.arch, system.wsl, driver, toolkits, pythons, environment, libraries, wsl_driver, tuple(failures), cudnn, resolutions,
+                 confirmations)

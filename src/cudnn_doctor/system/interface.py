@@ -142,6 +142,10 @@ class System(ABC):
     def load_report(self, path: str) -> Optional[dict[str, Any]]:
         """Live: load a cuDNN library in a child process and ask its version; fixture: the recorded `load`."""
 
+    def mapped_libraries(self, executable: str, names: Sequence[str]) -> Optional[dict[str, Any]]:
+        """Live: load `names` in a child of `executable` and report the files really mapped; None when unknown (fixtures)."""
+        return None
+
     # Convenience built on the primitives above -------------------------------------------
 
     def exists(self, path: str) -> bool:

@@ -160,6 +160,19 @@ class LiveSystem(System):
         except (subprocess.TimeoutExpired, OSError, ValueError, IndexError):
             return {"ok": False, "error": "the loading process failed or timed out"}
 
+    def mapped_libraries(self, executable: str, names: Sequence[str]) -> Optional[dict[str, Any]]:
+        """Ask the real loader: dlopen/LoadLibrary each name in a child of `executable`, then read
+        /proc/self/maps (Linux) or the module list (Windows) for the file each name came from."""
+        import json
+
+        source = (Path(__file__).with_name("map_probe.py")).read_text(encoding="utf-8")
+        try:
+            done = subprocess.run([executable, "-c", source, *names], capture_output=True, text=True, timeout=60,
+                                  creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0))
+            return json.loads(done.stdout.strip().splitlines()[-1])
+        except (subprocess.TimeoutExpired, OSError, ValueError, IndexError):
+            return None
+
     def current_python(self) -> Optional[str]:
         return sys.executable or None
 
@@ -171,7 +184,7 @@ class LiveSystem(System):
         if not exe.is_file():
             return None
         prefix = pyenv.prefix_of(exe)
-        if _same_file(executable, sys.executable):
+        if _same_file(str(prefix), sys.prefix):  # venvs share the interpreter binary: compare environments
             version = platform.python_version()
             folders = [Path(p) for p in sys.path if p.endswith(("site-packages", "dist-packages")) and os.path.isdir(p)]
         else:

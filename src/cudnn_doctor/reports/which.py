@@ -1,0 +1,40 @@
+"""Text view of one resolution: the search order for the root, then the import tree."""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from cudnn_doctor.facts import Confirmation, Resolution
+
+
+def render(resolution: Resolution, confirmations: tuple[Confirmation, ...], out: TextIO) -> None:
+    if not resolution.steps:
+        return
+    root = resolution.steps[0]
+    out.write(f"{root.name} from {resolution.executable}\n")
+    out.write("search order:\n")
+    hits = {_folder_key(c.path): c for c in root.candidates}
+    for number, place in enumerate(root.searched, 1):
+        hit = hits.pop(place.rstrip("/\\").casefold(), None)
+        mark = ""
+        if hit is not None:
+            mark = "  ← used" if hit.path == root.winner else f"  (copy: {hit.problem or 'not used'})"
+        out.write(f"  {number:3d}. {place}{mark}\n")
+    out.write(f"result: {root.winner or ('BROKEN ' + root.blocked_by if root.blocked_by else 'NOT FOUND')}\n")
+    for confirmation in confirmations:
+        verdict = "agrees" if confirmation.agrees else "DISAGREES"
+        out.write(f"real load: {confirmation.real or confirmation.error} ({verdict} with the emulation)\n")
+    out.write("import tree:\n")
+    for step in resolution.steps[1:]:
+        if step.reused:
+            continue
+        provided = {"driver": "not found: a driver library (only a machine with the NVIDIA driver has it)", "os": "provided by the OS"}
+        where = step.winner or (f"BROKEN {step.blocked_by}" if step.blocked_by else provided[step.provided_by] if step.provided_by else
+                                "NOT FOUND" + (" (optional)" if step.optional else ""))
+        requester = step.requester.replace("\\", "/").rsplit("/", 1)[-1]
+        out.write(f"  {step.how:6} {step.name} ← {requester}: {where}\n")
+
+
+def _folder_key(path: str) -> str:
+    cut = max(path.rfind("/"), path.rfind("\\"))
+    return path[:cut].rstrip("/\\").casefold()

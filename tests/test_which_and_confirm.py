@@ -1,0 +1,51 @@
+"""`cudnn-doctor which`, and the live check of the emulation against a real load."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from cudnn_doctor.cli import main
+from cudnn_doctor.diagnose import diagnose
+from cudnn_doctor.system.fixture import FixtureSystem
+
+from .conftest import SHARED_FIXTURES
+
+needs_gcc = pytest.mark.skipif(sys.platform != "linux" or shutil.which("gcc") is None, reason="needs gcc on Linux")
+
+
+@needs_gcc
+def test_which_resolves_and_confirms_with_a_real_load(tmp_path, monkeypatch, capsys):
+    (tmp_path / "x.c").write_text("int x(void) { return 1; }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(tmp_path / "libdoctorx.so.1"), str(tmp_path / "x.c"), "-Wl,-soname,libdoctorx.so.1"], check=True)
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(tmp_path))
+    code = main(["which", "libdoctorx.so.1"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert f"{tmp_path}  ← used" in out
+    assert f"real load: {tmp_path / 'libdoctorx.so.1'} (agrees with the emulation)" in out
+
+
+def test_which_on_a_fixture_shows_the_shadowing_copy(capsys):
+    path = SHARED_FIXTURES / "seed" / "seed-win-cudnn-in-system32.yaml"
+    if not path.exists():
+        pytest.skip("shared fixtures not present")
+    code = main(["which", "cudnn64_8.dll", "--fixture", str(path)])
+    out = capsys.readouterr().out
+    assert "result: C:\\Windows\\System32\\cudnn64_8.dll" in out
+    assert "v11.7\\bin  (copy: not used)" in out
+    assert code == 0
+
+
+def test_a_disagreeing_real_load_is_reported(monkeypatch):
+    path = SHARED_FIXTURES / "seed" / "seed-win-tf25-cudnn82-healthy.yaml"
+    if not path.exists():
+        pytest.skip("shared fixtures not present")
+    system = FixtureSystem.from_file(path)
+    monkeypatch.setattr(system, "mapped_libraries", lambda exe, names: {"loaded": {n: "C:\\elsewhere\\" + n for n in names}, "errors": {}})
+    findings = {f.id: f for f in diagnose(system).findings}
+    finding = findings["loader-emulation-differs"]
+    assert "C:\\elsewhere\\cudnn64_8.dll" in finding.detail and finding.severity.value == "warning"

@@ -98,9 +98,9 @@ def max_cuda_for_driver(driver: Version, os_name: str) -> Optional[tuple[Version
     return Version(best["cuda"]), best["source"]
 
 
-def cudart_name(cuda: Version, os_name: str) -> Optional[str]:
-    """The CUDA runtime library a build against `cuda` loads (`cudart64_110.dll`, `libcudart.so.12`)."""
-    for row in table("cuda_libraries")["cudart"]:
+def cudart_name(cuda: Version, os_name: str, library: str = "cudart") -> Optional[str]:
+    """The file a build against `cuda` loads for a CUDA library (`cudart64_110.dll`, `libcudart.so.12`, `cublas64_11.dll`)."""
+    for row in table("cuda_libraries")[library]:
         key = Version(row["cuda"])
         if (len(key.release) == 1 and key.release[0] == cuda.release[0]) or key.release[:2] == cuda.release[:2]:
             return row["windows" if os_name == "windows" else "linux"]

@@ -2,7 +2,7 @@
 
 Roots by framework (from the knowledge data's loads_cuda):
 - frameworks that load CUDA from the system (TensorFlow, PaddlePaddle, ONNX Runtime): the
-  CUDA runtime and cuDNN front library of the CUDA / cuDNN version the build was made for,
+  CUDA runtime, cuBLAS and cuDNN front library of the CUDA / cuDNN version the build was made for,
   plus ONNX Runtime's CUDA provider library when it is installed;
 - PyTorch: `torch/lib/libtorch_cuda.so` on Linux (its RUNPATH reaches the nvidia-* wheels);
   on Windows every DLL in `torch\\lib`, which `torch/__init__.py` preloads with
@@ -48,8 +48,10 @@ def _roots(system: System, build: Build) -> tuple[list[str], list[str]]:
         return [], []
     roots = []
     cuda = build_cuda(build, system.os)
-    if cuda is not None and knowledge.cudart_name(cuda, system.os):
-        roots.append(knowledge.cudart_name(cuda, system.os))
+    for library in ("cudart", "cublas"):
+        name = knowledge.cudart_name(cuda, system.os, library) if cuda is not None else None
+        if name:
+            roots.append(name)
     if build.name == "onnxruntime":
         provider = "onnxruntime_providers_cuda.dll" if rules.windows else "libonnxruntime_providers_cuda.so"
         roots += [rules.join(site, "onnxruntime", "capi", provider) for site in sites if system.is_file(rules.join(site, "onnxruntime", "capi", provider))]

@@ -42,6 +42,7 @@ class FixtureSystem(System):
             self._files[rules.key(path)] = (path, entry or {})
             self._add_parent_chain(path)
         self._pythons = {rules.key(p["executable"]): p for p in document.get("pythons") or []}
+        self.env_writes: list[tuple[str, str, str]] = []
 
     @classmethod
     def from_file(cls, path: Path) -> FixtureSystem:
@@ -192,6 +193,17 @@ class FixtureSystem(System):
         if not real.is_file():
             raise InputError(f"{self.origin.name}: source file {entry['source']!r} does not exist next to the fixture")
         return read_binary(str(real))
+
+    def set_persistent_env(self, scope: str, name: str, value: str) -> None:
+        """Recorded in the document, where tests read it back through persistent_env()."""
+        persistent = self.document.setdefault("persistent_env", {"user": {}, "system": {}})
+        values = persistent.setdefault(scope, {})
+        existing = next((k for k in values if k.lower() == name.lower()), name)
+        values[existing] = value
+        self.env_writes.append((scope, existing, value))
+
+    def broadcast_environment_change(self) -> None:
+        self.env_writes.append(("broadcast", "WM_SETTINGCHANGE", "Environment"))
 
     def load_report(self, path: str) -> Optional[dict[str, Any]]:
         entry = self._entry(self._resolve(path))

@@ -142,6 +142,14 @@ class System(ABC):
     def load_report(self, path: str) -> Optional[dict[str, Any]]:
         """Live: load a cuDNN library in a child process and ask its version; fixture: the recorded `load`."""
 
+    @abstractmethod
+    def set_persistent_env(self, scope: str, name: str, value: str) -> None:
+        """Windows: write a user or system environment value to the registry (kept REG_EXPAND_SZ where it was, or when it holds %VARS%)."""
+
+    @abstractmethod
+    def broadcast_environment_change(self) -> None:
+        """Windows: tell running programs (Explorer) that the environment changed (WM_SETTINGCHANGE)."""
+
     def mapped_libraries(self, executable: str, names: Sequence[str]) -> Optional[dict[str, Any]]:
         """Live: load `names` in a child of `executable` and report the files really mapped; None when unknown (fixtures)."""
         return None

@@ -136,6 +136,30 @@ class LiveSystem(System):
             self._binaries[real] = read_binary(real)
         return self._binaries[real]
 
+    def set_persistent_env(self, scope: str, name: str, value: str) -> None:
+        if self.os != "windows":
+            raise NotImplementedError("the persistent environment is a Windows registry feature")
+        import winreg
+
+        hive, subkey = _REGISTRY_KEYS[scope]
+        with winreg.OpenKey(getattr(winreg, hive), subkey, 0, winreg.KEY_READ | winreg.KEY_SET_VALUE) as key:
+            try:
+                _, kind = winreg.QueryValueEx(key, name)
+            except OSError:
+                kind = winreg.REG_EXPAND_SZ if "%" in value else winreg.REG_SZ
+            if "%" in value:
+                kind = winreg.REG_EXPAND_SZ
+            winreg.SetValueEx(key, name, 0, kind, value)
+
+    def broadcast_environment_change(self) -> None:
+        if self.os != "windows":
+            return
+        import ctypes
+
+        result = ctypes.c_size_t()
+        HWND_BROADCAST, WM_SETTINGCHANGE, SMTO_ABORTIFHUNG = 0xFFFF, 0x001A, 0x0002
+        ctypes.windll.user32.SendMessageTimeoutW(HWND_BROADCAST, WM_SETTINGCHANGE, 0, "Environment", SMTO_ABORTIFHUNG, 5000, ctypes.byref(result))
+
     def load_report(self, path: str) -> Optional[dict[str, Any]]:
         """Load a cuDNN library in a child process (so a crash cannot take the doctor down) and ask its versions."""
         import json

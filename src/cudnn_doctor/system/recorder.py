@@ -131,6 +131,12 @@ class RecordingSystem(System):
                     entry["dt_rpath"] = list(info.rpath)
         return info
 
+    def set_persistent_env(self, scope: str, name: str, value: str) -> None:
+        self.inner.set_persistent_env(scope, name, value)
+
+    def broadcast_environment_change(self) -> None:
+        self.inner.broadcast_environment_change()
+
     def load_report(self, path: str) -> Optional[dict[str, Any]]:
         report = self.inner.load_report(path)
         if report is not None:

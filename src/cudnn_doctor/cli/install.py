@@ -1,0 +1,171 @@
+"""`cudnn-doctor install ARCHIVE`, `rollback` and `history`: put a cuDNN archive where it belongs, safely."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+
+def configure_parser(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser("install", help="install a cuDNN archive into the matching CUDA toolkit, with rollback")
+    parser.add_argument("archive", type=Path, help="a cuDNN .zip, .tar.xz, .tar.gz, or an extracted folder")
+    parser.add_argument("--into", type=Path, metavar="DIR", help="install into this folder instead of the matching toolkit")
+    parser.add_argument("--force", action="store_true", help="allow a target that is not a CUDA toolkit, or of another CUDA major")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan and stop")
+    parser.add_argument("-y", "--yes", action="store_true", help="do not ask before changing anything")
+    parser.add_argument("--set-cudnn-home", action="store_true", help="Windows: also set CUDNN_HOME to the toolkit folder")
+    parser.set_defaults(run=run_install)
+    rollback = commands.add_parser("rollback", help="undo the last install, restoring every replaced file")
+    rollback.set_defaults(run=run_rollback)
+    history = commands.add_parser("history", help="list the installs made with cudnn-doctor")
+    history.set_defaults(run=run_history)
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr)
+
+
+def run_install(args: argparse.Namespace) -> int:
+    from cudnn_doctor.errors import UsageError
+    from cudnn_doctor.install import environment, transaction
+    from cudnn_doctor.install.archive import Archive, inspect
+    from cudnn_doctor.install.plan import choose_target, make_plan
+    from cudnn_doctor.probes.toolkit import probe_toolkits
+    from cudnn_doctor.system import open_system
+    from cudnn_doctor.versions import parse_version
+
+    store = transaction.Store()
+    recovered = transaction.recover(store)
+    if recovered:
+        _say(f"cudnn-doctor: {recovered}")
+    system = open_system()
+    archive = Archive(args.archive)
+    try:
+        info = inspect(archive)
+        toolkits = probe_toolkits(system)
+        target = choose_target(info, toolkits, args.into, args.force, system.os, system.arch)
+        toolkit = toolkits.by_root(str(target))
+        major = parse_version(toolkit.version).release[0] if toolkit and toolkit.version else None
+        plan = make_plan(archive, info, target, major)
+        env_changes = environment.windows_changes(system, target, args.set_cudnn_home) if system.os == "windows" else []
+        _print_plan(plan, env_changes)
+        if not plan.writes and not env_changes:
+            print("Nothing to do: every file is already installed.")
+            return 0
+        if args.dry_run:
+            return 0
+        if not args.yes:
+            if not sys.stdin.isatty():
+                raise UsageError("not asking on a non-interactive input: pass --yes to install, or --dry-run to see the plan")
+            if input("Install? [y/N] ").strip().lower() not in ("y", "yes"):
+                print("Nothing changed.")
+                return 0
+        started = time.perf_counter()
+        with _progress(sum(a.member.size for a in plan.writes)) as advance:
+            transaction.apply(plan, archive, store, progress=advance, after_file=_test_hook())
+        print(f"Installed {len(plan.writes)} files into {target} in {time.perf_counter() - started:.1f} s (rollback: `cudnn-doctor rollback`).")
+        if system.os == "windows":
+            environment.apply_windows_changes(system, env_changes)
+            if env_changes:
+                print("The persistent environment changed: close and reopen terminals, IDEs and Jupyter so they see it.")
+        else:
+            lib_dir = next((a.dest.parent for a in plan.actions if ".so" in a.dest.name), None)
+            if lib_dir is not None:
+                notes, command = environment.linux_notes(system, lib_dir)
+                for note in notes:
+                    print(note)
+                if command:
+                    system.run(command, timeout=60)
+        return _verify(target)
+    finally:
+        archive.close()
+
+
+def _print_plan(plan, env_changes) -> None:
+    info = plan.archive
+    print(f"cuDNN {info.version or '?'} for CUDA {info.cuda_major or '?'} ({info.os or '?'} {info.arch or '?'}, layout {info.layout}) → {plan.target}")
+    for action in plan.actions:
+        label = {"add": "add    ", "replace": "replace", "same": "same   ", "link": "link   "}[action.kind]
+        extra = f" → {action.member.link}" if action.kind == "link" else f" ({action.member.size:,} bytes)"
+        if action.kind == "replace":
+            extra += f", replacing {action.replaced_size:,} bytes (backed up)"
+        print(f"  {label} {action.dest}{extra}")
+    for change in env_changes:
+        print(f"  env     {change.scope} {change.name}: {change.old or '(unset)'} → {change.new}")
+
+
+class _progress:
+    """A progress bar on a terminal (rich), nothing otherwise."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self._bar = None
+
+    def __enter__(self):
+        if not sys.stderr.isatty():
+            return None
+        from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
+        self._bar = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn(), transient=True)
+        self._bar.__enter__()
+        task = self._bar.add_task("copying", total=self.total)
+        return lambda n: self._bar.update(task, advance=n)
+
+    def __exit__(self, *exc) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(*exc)
+
+
+def _test_hook():
+    """Tests slow the copy down (to kill it half-way) with CUDNN_DOCTOR_TEST_DELAY seconds per file."""
+    import os
+
+    delay = float(os.environ.get("CUDNN_DOCTOR_TEST_DELAY", "0") or 0)
+    return (lambda index: time.sleep(delay)) if delay else None
+
+
+def _verify(target: Path) -> int:
+    """Run the cuDNN checks on the result and show what concerns this toolkit."""
+    from cudnn_doctor.diagnose import diagnose
+    from cudnn_doctor.findings import Severity
+    from cudnn_doctor.system import open_system
+
+    findings = [f for f in diagnose(open_system(), with_frameworks=False).findings
+                if f.id.startswith(("cudnn-", "library-", "dependency-")) and str(target) in f.detail]
+    if not findings:
+        print("Verified: the cuDNN checks find nothing wrong in the toolkit.")
+        return 0
+    for found in findings:
+        print(f"{found.severity.value}: {found.id}: {found.detail}")
+    return 1 if any(f.severity is Severity.ERROR for f in findings) else 0
+
+
+def run_rollback(args: argparse.Namespace) -> int:
+    from cudnn_doctor.install import transaction
+
+    store = transaction.Store()
+    recovered = transaction.recover(store)
+    if recovered:
+        print(f"cudnn-doctor: {recovered}")
+        return 0
+    entry = transaction.rollback_last(store)
+    print(f"Rolled back install {entry['id']} of {entry['archive']} into {entry['target']}: {len(entry['steps'])} files restored.")
+    return 0
+
+
+def run_history(args: argparse.Namespace) -> int:
+    from cudnn_doctor.install import transaction
+
+    store = transaction.Store()
+    recovered = transaction.recover(store)
+    if recovered:
+        print(f"cudnn-doctor: {recovered}")
+    history = store.history()
+    if not history:
+        print("No installs recorded.")
+    for entry in history:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(entry["started"]))
+        print(f"{entry['id']}  {when}  {entry['state']:11}  cuDNN {entry.get('version') or '?'}  {len(entry['steps'])} files  {entry['archive']} → {entry['target']}")
+    return 0

@@ -1,0 +1,59 @@
+"""The environment an install needs: the toolkit's bin on the persistent PATH (Windows), the loader path (Linux).
+
+All writes go through the System layer, so fixture machines show exactly what would change.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+from cudnn_doctor.install.plan import EnvChange
+from cudnn_doctor.probes.environment import expand_percent
+from cudnn_doctor.system.interface import System
+
+
+def windows_changes(system: System, target: Path, set_cudnn_home: bool) -> list[EnvChange]:
+    """Make `<target>\\bin` reachable by new processes: add it to the user PATH unless some PATH already has it."""
+    persistent = system.persistent_env() or {"user": {}, "system": {}}
+    rules = system.paths
+    user = {k.upper(): (k, v) for k, v in persistent.get("user", {}).items()}
+    machine = {k.upper(): v for k, v in persistent.get("system", {}).items()}
+    scope = {**{k.upper(): v for k, v in system.env().items()}, **machine, **{k: v for k, (_, v) in user.items()}}
+    bin_dir = str(target / "bin") if "\\" not in str(target) else f"{target}\\bin"
+    entries = [e for e in rules.split_list(expand_percent(";".join(filter(None, (machine.get("PATH", ""), user.get("PATH", ("", ""))[1]))), scope)) if e]
+    changes = []
+    if not any(rules.same(e, bin_dir) for e in entries):
+        name, old = user.get("PATH", ("Path", None))
+        new = f"{old.rstrip(';')};{bin_dir}" if old else bin_dir
+        changes.append(EnvChange("user", name, old, new))
+    if set_cudnn_home:
+        name, old = user.get("CUDNN_HOME", ("CUDNN_HOME", None))
+        if old is None or not rules.same(old, str(target)):
+            changes.append(EnvChange("user", name, old, str(target)))
+    return changes
+
+
+def apply_windows_changes(system: System, changes: list[EnvChange]) -> None:
+    for change in changes:
+        system.set_persistent_env(change.scope, change.name, change.new)
+    if changes:
+        system.broadcast_environment_change()
+
+
+def linux_notes(system: System, lib_dir: Path) -> tuple[list[str], Optional[list[str]]]:
+    """(sentences for the user, the command to run) so the loader finds the new libraries."""
+    cache_dirs = {os.path.dirname(p) for p in _cache_paths(system)}
+    if str(lib_dir) in cache_dirs:
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            return [f"{lib_dir} is in the loader cache: running ldconfig to refresh it."], ["ldconfig"]
+        return [f"{lib_dir} is in the loader cache; refresh it with: sudo ldconfig"], None
+    return [f"{lib_dir} is not on the loader's path. Either add it for your shell: export LD_LIBRARY_PATH={lib_dir}:$LD_LIBRARY_PATH",
+            f"or for everyone: echo {lib_dir} | sudo tee /etc/ld.so.conf.d/cudnn.conf && sudo ldconfig"], None
+
+
+def _cache_paths(system: System) -> list[str]:
+    from cudnn_doctor.loader.index import FolderIndex
+
+    return list(FolderIndex(system).cache.values())

@@ -1,0 +1,96 @@
+"""Builders of cuDNN archives in NVIDIA's real layouts, with small fake libraries and a real cudnn_version.h."""
+
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+import zipfile
+from pathlib import Path
+
+PARTS8 = ("ops_infer", "ops_train", "cnn_infer", "cnn_train", "adv_infer", "adv_train")
+
+
+def version_header(version: str) -> str:
+    major, minor, patch = version.split(".")[:3]
+    formula = "CUDNN_MAJOR * 10000 + CUDNN_MINOR * 100 + CUDNN_PATCHLEVEL" if int(major) >= 9 else "CUDNN_MAJOR * 1000 + CUDNN_MINOR * 100 + CUDNN_PATCHLEVEL"
+    return (f"/* cudnn_version.h */\n#ifndef CUDNN_VERSION_H_\n#define CUDNN_VERSION_H_\n\n#define CUDNN_MAJOR {major}\n#define CUDNN_MINOR {minor}\n"
+            f"#define CUDNN_PATCHLEVEL {patch}\n\n#define CUDNN_VERSION ({formula})\n\n#endif\n")
+
+
+def fake_library(name: str, size: int = 4096) -> bytes:
+    return (b"MZ" if name.endswith(".dll") else b"\x7fELF") + name.encode() + os.urandom(size)
+
+
+def windows_members(version: str = "8.5.0.96", cuda: int = 11, layout: str = "archive") -> dict[str, bytes]:
+    """{member name: bytes} for the 8.x `cuda/` zip, the 8.3+ `_archive` zip, or the 9.x layout."""
+    major = int(version.split(".")[0])
+    parts = PARTS8 if major == 8 else ("graph", "ops", "cnn", "adv", "engines_precompiled", "engines_runtime_compiled", "heuristic")
+    top = {"cuda": "cuda", "archive": f"cudnn-windows-x86_64-{version}_cuda{cuda}-archive", "v9": f"cudnn-windows-x86_64-{version}_cuda{cuda}-archive"}[layout]
+    bin_dir, include, lib = ("bin", "include", "lib/x64") if layout != "v9" else (f"bin/{cuda}.x", f"include/{cuda}.x", f"lib/{cuda}.x/x64")
+    members = {f"{top}/{bin_dir}/cudnn64_{major}.dll": fake_library("cudnn")}
+    for part in parts:
+        members[f"{top}/{bin_dir}/cudnn_{part}64_{major}.dll"] = fake_library(part)
+        members[f"{top}/{lib}/cudnn_{part}64_{major}.lib"] = b"lib" + part.encode()
+    members[f"{top}/{lib}/cudnn.lib"] = b"lib"
+    members[f"{top}/{include}/cudnn.h"] = b"#include \"cudnn_version.h\"\n"
+    members[f"{top}/{include}/cudnn_version.h"] = version_header(version).encode()
+    members[f"{top}/LICENSE"] = b"license text"
+    return members
+
+
+def write_zip(path: Path, members: dict[str, bytes]) -> Path:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return path
+
+
+def linux_tar(path: Path, version: str = "8.9.7.29", cuda: int = 12) -> Path:
+    """The Linux `.tar.xz` layout: include/ and lib/ with the real symlink chains."""
+    major = version.split(".")[0]
+    short = ".".join(version.split(".")[:3])
+    top = f"cudnn-linux-x86_64-{version}_cuda{cuda}-archive"
+    with tarfile.open(path, "w:xz") as archive:
+        def add(name: str, data: bytes) -> None:
+            info = tarfile.TarInfo(f"{top}/{name}")
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+
+        def link(name: str, target: str) -> None:
+            info = tarfile.TarInfo(f"{top}/{name}")
+            info.type = tarfile.SYMTYPE
+            info.linkname = target
+            archive.addfile(info)
+
+        add("include/cudnn_version.h", version_header(version).encode())
+        add("include/cudnn.h", b"#include \"cudnn_version.h\"\n")
+        for part in ("",) + tuple(f"_{p}" for p in PARTS8):
+            real = f"libcudnn{part}.so.{short}"
+            add(f"lib/{real}", fake_library(real))
+            link(f"lib/libcudnn{part}.so.{major}", real)
+            link(f"lib/libcudnn{part}.so", f"libcudnn{part}.so.{major}")
+        add("LICENSE", b"license")
+    return path
+
+
+def toolkit(root: Path, version: str = "12.6", windows: bool = False) -> Path:
+    """A CUDA toolkit folder the probes recognise."""
+    (root / "bin").mkdir(parents=True)
+    (root / "include").mkdir()
+    (root / ("lib/x64" if windows else "lib64")).mkdir(parents=True)
+    (root / "bin" / ("nvcc.exe" if windows else "nvcc")).write_bytes(b"nvcc")
+    (root / "include" / "cuda.h").write_text(f"#define CUDA_VERSION {int(version.split('.')[0]) * 1000 + int(version.split('.')[1]) * 10}\n")
+    (root / "version.json").write_text('{"cuda": {"version": "%s"}}' % version)
+    return root
+
+
+def tree(root: Path) -> dict[str, object]:
+    """Every file and link below root with its bytes or link target: equality means byte-identical."""
+    state: dict[str, object] = {}
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            path = Path(folder) / name
+            rel = path.relative_to(root).as_posix()
+            state[rel] = ("link", os.readlink(path)) if path.is_symlink() else path.read_bytes()
+    return state

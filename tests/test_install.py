@@ -1,0 +1,208 @@
+"""`cudnn-doctor install`: real archive layouts, transactions under faults and kill -9, hostile archives, the environment."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from cudnn_doctor.cli import main
+from cudnn_doctor.errors import InputError, UsageError
+from cudnn_doctor.facts import ToolkitFacts
+from cudnn_doctor.install import transaction
+from cudnn_doctor.install.archive import Archive, inspect
+from cudnn_doctor.install.environment import apply_windows_changes, windows_changes
+from cudnn_doctor.install.plan import choose_target, make_plan
+from cudnn_doctor.system.fixture import FixtureSystem
+
+from . import archives
+from .conftest import WINDOWS_BASE, machine
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the transaction tests use POSIX links and signals")
+
+
+@pytest.fixture(autouse=True)
+def state(tmp_path, monkeypatch):
+    folder = tmp_path / "state"
+    monkeypatch.setenv("CUDNN_DOCTOR_STATE_DIR", str(folder))
+    return folder
+
+
+def install_windows(archive_path: Path, target: Path, after_file=None):
+    """The library path of a Windows install (the host is Linux, so the CLI would refuse a Windows archive)."""
+    archive = Archive(archive_path)
+    info = inspect(archive)
+    plan = make_plan(archive, info, choose_target(info, ToolkitFacts(), target, False, "windows", "x86_64"), 11)
+    transaction.apply(plan, archive, transaction.Store(), after_file=after_file)
+    return plan
+
+
+@pytest.mark.parametrize(("layout", "version", "cuda"), [("cuda", "8.2.0.53", 11), ("archive", "8.5.0.96", 11), ("v9", "9.1.0.70", 12)])
+def test_windows_layouts_land_in_bin_include_and_lib_x64(tmp_path, layout, version, cuda):
+    members = archives.windows_members(version, cuda, layout)
+    path = archives.write_zip(tmp_path / f"cudnn-{layout}.zip", members)
+    target = archives.toolkit(tmp_path / "CUDA" / f"v{cuda}.8", f"{cuda}.8", windows=True)
+    info = inspect(Archive(path))
+    assert (info.version, info.os) == (".".join(version.split(".")[:3]), "windows")
+    assert info.cuda_major == (cuda if layout != "cuda" else None)
+    install_windows(path, target)
+    major = version.split(".")[0]
+    assert (target / "bin" / f"cudnn64_{major}.dll").read_bytes() == members[next(m for m in members if m.endswith(f"cudnn64_{major}.dll"))]
+    assert (target / "include" / "cudnn_version.h").exists() and (target / "lib" / "x64" / "cudnn.lib").exists()
+    assert not (target / "LICENSE").exists() and not list(target.rglob("*.cudnn-doctor-tmp"))
+
+
+def test_linux_tar_xz_keeps_symlink_chains_and_checksums(tmp_path, capsys):
+    path = archives.linux_tar(tmp_path / "cudnn-linux-x86_64-8.9.7.29_cuda12-archive.tar.xz")
+    target = archives.toolkit(tmp_path / "cuda-12.6")
+    assert main(["install", str(path), "--into", str(target), "--yes"]) in (0, 1)
+    lib = target / "lib64"
+    assert os.readlink(lib / "libcudnn.so") == "libcudnn.so.8" and os.readlink(lib / "libcudnn.so.8") == "libcudnn.so.8.9.7"
+    with tarfile.open(path) as archive:
+        real = archive.extractfile("cudnn-linux-x86_64-8.9.7.29_cuda12-archive/lib/libcudnn_ops_infer.so.8.9.7").read()
+    assert (lib / "libcudnn_ops_infer.so.8.9.7").read_bytes() == real
+    out = capsys.readouterr().out
+    assert "Installed" in out and "LD_LIBRARY_PATH" in out
+
+
+def test_second_install_is_a_no_op_and_rollback_returns_to_before_the_second(tmp_path, capsys):
+    target = archives.toolkit(tmp_path / "cuda-12.6")
+    first = archives.linux_tar(tmp_path / "a-cuda12-archive.tar.xz", "8.9.7.29")
+    second = archives.linux_tar(tmp_path / "b-cuda12-archive.tar.xz", "8.9.7.29")  # same names, new bytes
+    main(["install", str(first), "--into", str(target), "--yes"])
+    after_first = archives.tree(target)
+    capsys.readouterr()
+    assert main(["install", str(first), "--into", str(target), "--yes"]) == 0
+    assert "Nothing to do" in capsys.readouterr().out and archives.tree(target) == after_first
+    main(["install", str(second), "--into", str(target), "--yes"])
+    assert archives.tree(target) != after_first
+    assert main(["rollback"]) == 0
+    assert archives.tree(target) == after_first
+    main(["history"])
+    assert "rolled-back" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("failing_after", [0, 1, 3, 6])
+def test_a_failure_after_n_files_leaves_the_target_byte_identical(tmp_path, failing_after, state):
+    target = archives.toolkit(tmp_path / "CUDA" / "v11.8", "11.8", windows=True)
+    (target / "bin" / "cudnn64_8.dll").write_bytes(b"an older cudnn the user had")
+    before = archives.tree(target)
+    path = archives.write_zip(tmp_path / "cudnn-8.5.0.96_cuda11-archive.zip", archives.windows_members())
+
+    def fail(index):
+        if index == failing_after:
+            raise OSError("disk full (injected)")
+
+    with pytest.raises(transaction.InstallFailed, match="every file was restored"):
+        install_windows(path, target, after_file=fail)
+    assert archives.tree(target) == before
+    assert transaction.Store().journal()["state"] == "rolled-back"
+
+
+def test_kill_9_mid_copy_is_rolled_back_by_the_next_run(tmp_path, state):
+    target = archives.toolkit(tmp_path / "cuda-12.6")
+    (target / "lib64" / "libcudnn.so.8.9.7").write_bytes(b"the user's old library")
+    before = archives.tree(target)
+    path = archives.linux_tar(tmp_path / "cudnn-cuda12-archive.tar.xz")
+    env = dict(os.environ, CUDNN_DOCTOR_STATE_DIR=str(state), CUDNN_DOCTOR_TEST_DELAY="0.3")
+    child = subprocess.Popen([sys.executable, "-m", "cudnn_doctor", "install", str(path), "--into", str(target), "--yes"],
+                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        journal = transaction.Store(state).journal()
+        if journal and sum(s["done"] for s in journal["steps"]) >= 3:
+            break
+        time.sleep(0.05)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    assert transaction.Store(state).journal()["state"] == "in-progress" and archives.tree(target) != before
+    assert main(["history"]) == 0
+    assert archives.tree(target) == before
+    assert transaction.Store(state).journal()["state"] == "rolled-back"
+
+
+def _zip_with(tmp_path, name, data=b"x", link=None):
+    path = tmp_path / "hostile.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        info = zipfile.ZipInfo(name)
+        if link is not None:
+            info.external_attr = (0o120777 << 16)
+            data = link.encode()
+        archive.writestr(info, data)
+    return path
+
+
+@pytest.mark.parametrize(("name", "link", "message"), [
+    ("../../evil.dll", None, "climbs out"),
+    ("/etc/cron.d/evil", None, "absolute path"),
+    ("C:/Windows/System32/evil.dll", None, "absolute path"),
+    ("cudnn/bin/escape.dll", "../../../../etc/passwd", "points outside"),
+    ("cudnn/bin/abs.dll", "/etc/passwd", "absolute target"),
+])
+def test_hostile_members_are_refused_before_anything_is_written(tmp_path, name, link, message, capsys):
+    target = archives.toolkit(tmp_path / "cuda-12.6")
+    before = archives.tree(target)
+    assert main(["install", str(_zip_with(tmp_path, name, link=link)), "--into", str(target), "--yes"]) == 2
+    assert message in capsys.readouterr().err and archives.tree(target) == before
+
+
+def test_zip_bomb_and_truncated_archives_are_refused(tmp_path, capsys):
+    bomb = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("cudnn/lib/libcudnn.so.8", b"\0" * (64 * 1024 * 1024))
+    with pytest.raises(InputError, match="zip bomb"):
+        Archive(bomb)
+    truncated = tmp_path / "truncated.zip"
+    truncated.write_bytes(archives.write_zip(tmp_path / "ok.zip", archives.windows_members()).read_bytes()[:5000])
+    assert main(["install", str(truncated), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "corrupt or truncated" in err or "is not a .zip" in err, err
+
+
+def test_refusals(tmp_path):
+    path = archives.write_zip(tmp_path / "cudnn-8.9.7.29_cuda12-archive.zip", archives.windows_members("8.9.7.29", 12))
+    info = inspect(Archive(path))
+    with pytest.raises(UsageError, match="windows archive"):
+        choose_target(info, ToolkitFacts(), tmp_path, False, "linux", "x86_64")
+    with pytest.raises(UsageError, match="system folder"):
+        choose_target(info, ToolkitFacts(), Path("C:/Windows/System32"), True, "windows", "x86_64")
+    with pytest.raises(UsageError, match="not a CUDA toolkit"):
+        choose_target(info, ToolkitFacts(), tmp_path / "elsewhere", False, "windows", "x86_64")
+    with pytest.raises(UsageError, match="built for CUDA 12"):
+        choose_target(info, ToolkitFacts(), None, False, "windows", "x86_64")
+
+
+def test_permission_denied_names_the_file_and_changes_nothing(tmp_path, capsys):
+    if os.geteuid() == 0:
+        pytest.skip("root writes anywhere")
+    target = archives.toolkit(tmp_path / "cuda-12.6")
+    (target / "lib64").chmod(0o555)
+    before = archives.tree(target)
+    assert main(["install", str(archives.linux_tar(tmp_path / "c-cuda12-archive.tar.xz")), "--into", str(target), "--yes"]) == 2
+    assert "permission denied" in capsys.readouterr().err and archives.tree(target) == before
+
+
+def test_windows_path_is_added_once_to_the_user_path_keeping_expand_variables():
+    toolkit = "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v11.8"
+    persistent = {"user": {"Path": "%USERPROFILE%\\AppData\\Local\\Microsoft\\WindowsApps"}, "system": {"Path": "%SystemRoot%\\system32;%SystemRoot%"}}
+    system = FixtureSystem(machine(WINDOWS_BASE, persistent_env=persistent))
+    changes = windows_changes(system, Path(toolkit), set_cudnn_home=True)
+    apply_windows_changes(system, changes)
+    assert system.persistent_env()["user"]["Path"] == f"%USERPROFILE%\\AppData\\Local\\Microsoft\\WindowsApps;{toolkit}\\bin"
+    assert system.persistent_env()["user"]["CUDNN_HOME"] == toolkit
+    assert system.env_writes[-1] == ("broadcast", "WM_SETTINGCHANGE", "Environment")
+    assert windows_changes(system, Path(toolkit), set_cudnn_home=True) == []  # the second time: nothing to add
+
+
+def test_windows_path_already_reachable_through_a_system_variable():
+    toolkit = "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v11.8"
+    persistent = {"user": {}, "system": {"Path": "%CUDA_PATH%\\bin;%SystemRoot%\\system32", "CUDA_PATH": toolkit}}
+    system = FixtureSystem(machine(WINDOWS_BASE, persistent_env=persistent))
+    assert windows_changes(system, Path(toolkit), set_cudnn_home=False) == []

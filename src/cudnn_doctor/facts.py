@@ -100,15 +100,6 @@ class EnvironmentFacts(NamedTuple):
     persistent_path: tuple[str, ...] = ()  # what a new terminal gets: system PATH then user PATH, expanded
 
 
-class LibraryLookup(NamedTuple):
-    """Where the loader would find one library name for the current interpreter (or nowhere)."""
-
-    name: str
-    found: Optional[str]
-    searched: tuple[str, ...] = ()
-    elsewhere: tuple[str, ...] = ()  # copies on the machine that the search does not reach
-
-
 class ProbeFailure(NamedTuple):
     probe: str
     error: str
@@ -122,7 +113,6 @@ class Facts(NamedTuple):
     toolkits: ToolkitFacts
     pythons: tuple[PythonEnv, ...]
     environment: EnvironmentFacts
-    libraries: Mapping[str, LibraryLookup] = {}
     linux_driver_in_wsl: tuple[str, ...] = ()  # libcuda.so files outside /usr/lib/wsl/lib
     failures: tuple[ProbeFailure, ...] = ()
     cudnn: tuple[CudnnInstall, ...] = ()
@@ -136,11 +126,6 @@ class Facts(NamedTuple):
     @property
     def has_gpu(self) -> bool:
         return self.driver.present
-
-
-def lookup_key(executable: str, name: str) -> str:
-    """The key of `Facts.libraries`: one library name as seen from one interpreter's process."""
-    return f"{executable}|{name}"
 
 
 class Candidate(NamedTuple):
@@ -164,6 +149,7 @@ class LoadStep(NamedTuple):
     optional: bool = False
     provided_by: Optional[str] = None  # "os" / "driver": assumed present though no file was seen
     blocked_by: Optional[str] = None  # the broken file the loader took and failed on
+    elsewhere: tuple[str, ...] = ()  # roots not found: copies on the machine the search does not reach
 
     @property
     def failed(self) -> bool:

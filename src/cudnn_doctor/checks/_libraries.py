@@ -7,7 +7,7 @@ from typing import Iterator, NamedTuple, Optional
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.builds import Build, build_cuda, build_cudnn_major, builds, is_gpu_build
-from cudnn_doctor.facts import Facts, LibraryLookup, lookup_key
+from cudnn_doctor.facts import Facts, LoadStep
 from cudnn_doctor.knowledge import cudnn_names, loads_system_cuda
 from cudnn_doctor.paths import PathRules
 
@@ -43,8 +43,14 @@ def system_builds(facts: Facts) -> Iterator[SystemNeeds]:
         yield SystemNeeds(build, cuda, cudart, cudnn)
 
 
-def lookup(facts: Facts, build: Build, name: Optional[str]) -> Optional[LibraryLookup]:
-    return facts.libraries.get(lookup_key(build.python.executable, name)) if name else None
+def lookup(facts: Facts, build: Build, name: Optional[str]) -> Optional[LoadStep]:
+    """The loader's search for a root library of this build: where it looked, what it found."""
+    if not name:
+        return None
+    for resolution in facts.resolutions:
+        if resolution.executable == build.python.executable and resolution.framework == build.name:
+            return next((s for s in resolution.steps if s.how == "root" and s.name == name), None)
+    return None
 
 
 def failed_loads(build: Build) -> list[str]:

@@ -35,14 +35,14 @@ def cudnn_missing(facts: Facts) -> Iterator[Finding]:
         build = needs.build
         said = [n for n in failed_loads(build) if is_cudnn_front(n)]
         found = lookup(facts, build, needs.cudnn)
-        missing = found is not None and found.found is None and not sees_gpu(build)
+        missing = found is not None and found.winner is None and not sees_gpu(build)
         if not said and not missing:
             continue
         name = said[0] if said else needs.cudnn
         detail = f"{build.name} {build.version_text} in {build.python.executable} cannot load {name}"
         detail += " (its own log says so)." if said else "."
         fix = []
-        if found is not None and found.found is None:
+        if found is not None and found.winner is None:
             detail += f" Searched: {'; '.join(found.searched[:8])}{'; …' if len(found.searched) > 8 else ''}."
             if found.elsewhere:
                 detail += f" A copy exists at {found.elsewhere[0]}, outside the search path."

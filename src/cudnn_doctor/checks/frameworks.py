@@ -129,7 +129,7 @@ def framework_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
         if needs.cuda is None or needs.cudart is None:
             continue
         found = lookup(facts, build, needs.cudart)
-        if found is None or found.found is not None or sees_gpu(build):
+        if found is None or found.winner is not None or sees_gpu(build):
             continue
         toolkits = facts.toolkits.toolkits
         if any(_compatible(t.parsed_version, needs.cuda) for t in toolkits) or found.elsewhere:

@@ -25,7 +25,7 @@ def cuda_toolkit_missing(facts: Facts) -> Iterator[Finding]:
     """PyTorch and JAX wheels bring their own CUDA runtime; TensorFlow on Windows, PaddlePaddle and ONNX Runtime load the system's."""
     if facts.toolkits.toolkits:
         return
-    stranded = [n for n in system_builds(facts) if n.cudart and (lookup(facts, n.build, n.cudart) is None or lookup(facts, n.build, n.cudart).found is None)]
+    stranded = [n for n in system_builds(facts) if n.cudart and (lookup(facts, n.build, n.cudart) is None or lookup(facts, n.build, n.cudart).winner is None)]
     if stranded:
         needs = stranded[0]
         version = major_minor(needs.cuda) if needs.cuda else "?"
@@ -46,7 +46,7 @@ def cuda_libs_not_found(facts: Facts) -> Iterator[Finding]:
         build = needs.build
         said = [n for n in failed_loads(build) if is_cuda_library(n)]
         found = lookup(facts, build, needs.cudart)
-        missing = found is not None and found.found is None
+        missing = found is not None and found.winner is None
         if not said and not missing:
             continue
         names = said or [needs.cudart]
@@ -54,7 +54,7 @@ def cuda_libs_not_found(facts: Facts) -> Iterator[Finding]:
         if said:
             detail += " It says so itself in its log."
         fix = []
-        if found is not None and found.found is None:
+        if found is not None and found.winner is None:
             detail += f" The loader searched {len(found.searched)} places ({'; '.join(found.searched[:6])}{'; …' if len(found.searched) > 6 else ''}) and found no {needs.cudart}."
             if found.elsewhere:
                 folder = found.elsewhere[0].rsplit("\\" if facts.os == "windows" else "/", 1)[0]

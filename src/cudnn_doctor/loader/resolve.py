@@ -52,7 +52,9 @@ class Resolver:
             self._optional |= {knowledge.cudnn_file_name(part, release["major"], system.os) for part in release["optional"]}
         self._known_loads = {self.system.paths.name_key(row["library"]): row["loads"] for row in knowledge.table("cudnn")["runtime_loads"]}
 
-    def resolve(self, framework: str, executable: str, roots: Sequence[str], dll_directories: Sequence[str] = ()) -> Resolution:
+    def resolve(self, framework: str, executable: str, roots: Sequence[str], dll_directories: Sequence[str] = (),
+                elsewhere: Sequence[str] = ()) -> Resolution:
+        """`elsewhere`: folders to look in for copies of a root that the search does not reach (evidence for the fix)."""
         rules = self.system.paths
         exe_binary = self.system.binary(executable) if self.system.exists(executable) else None
         exe_chain = ((tuple(exe_binary.rpath) if exe_binary else (), rules.dirname(executable)),)
@@ -66,6 +68,9 @@ class Resolver:
                 steps.append(LoadStep(request.requester, request.name, request.how, loaded[key], reused=True))
                 continue
             step, binary = self._find(request, executable, tuple(dll_directories))
+            if request.how == "root" and step.winner is None and elsewhere:
+                copies = (self.index.find(folder, request.name) for folder in elsewhere)
+                step = step._replace(elsewhere=tuple(dict.fromkeys(c for c in copies if c)))
             steps.append(step)
             if step.winner is None or binary is None:
                 continue
@@ -121,8 +126,13 @@ class Resolver:
         winner: Optional[str] = None
         winner_binary: Optional[BinaryInfo] = None
         stopped: Optional[str] = None
-        searched = []
+        searched: list[str] = []
+        seen: set[str] = set()
         for label, folder in places:
+            key = label if label == "ld.so.cache" else rules.key(folder)
+            if key in seen:
+                continue  # a folder listed twice (PATH repeating System32) cannot find anything new
+            seen.add(key)
             searched.append(label if label == "ld.so.cache" else folder)
             path = self.index.cache.get(name) if label == "ld.so.cache" else self.index.find(folder, name)
             if path is None or (label == "ld.so.cache" and not self.system.exists(path)):

@@ -15,7 +15,6 @@ from cudnn_doctor.probes.confirm import probe_confirmations
 from cudnn_doctor.probes.cudnn import probe_cudnn
 from cudnn_doctor.probes.environment import probe_environment
 from cudnn_doctor.probes.gpu import probe_driver
-from cudnn_doctor.probes.libraries import probe_libraries
 from cudnn_doctor.probes.pythons import probe_pythons
 from cudnn_doctor.probes.resolution import probe_resolutions
 from cudnn_doctor.probes.toolkit import probe_toolkits
@@ -40,11 +39,9 @@ def run_probes(system: System, with_frameworks: bool = True, framework_timeout: 
     toolkits = guarded("toolkits", lambda: probe_toolkits(system), ToolkitFacts())
     pythons = guarded("pythons", lambda: probe_pythons(system, with_frameworks, framework_timeout), ())
     environment = guarded("environment", lambda: probe_environment(system), EnvironmentFacts())
-    libraries = guarded("libraries", lambda: probe_libraries(system, pythons, toolkits), {})
     wsl_driver = guarded("wsl", lambda: probe_linux_driver_in_wsl(system), ())
     index = FolderIndex(system)
     cudnn = guarded("cudnn", lambda: probe_cudnn(system, toolkits, pythons, index), ())
-    resolutions = guarded("loader", lambda: probe_resolutions(system, pythons, index), ())
+    resolutions = guarded("loader", lambda: probe_resolutions(system, pythons, toolkits, index), ())
     confirmations = guarded("loader check", lambda: probe_confirmations(system, resolutions), ()) if with_frameworks else ()
-    return Facts(system.os, system.arch, system.wsl, driver, toolkits, pythons, environment, libraries, wsl_driver, tuple(failures), cudnn, resolutions,
-                 confirmations)
+    return Facts(system.os, system.arch, system.wsl, driver, toolkits, pythons, environment, wsl_driver, tuple(failures), cudnn, resolutions, confirmations)

@@ -13,21 +13,26 @@ from __future__ import annotations
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.builds import Build, build_cuda, build_cudnn_major, builds_of, is_gpu_build
-from cudnn_doctor.facts import PythonEnv, Resolution
+from cudnn_doctor.facts import PythonEnv, Resolution, ToolkitFacts
 from cudnn_doctor.loader.index import FolderIndex
 from cudnn_doctor.loader.resolve import Resolver
 from cudnn_doctor.probes.cudnn import site_packages
 from cudnn_doctor.system.interface import System
 
 
-def probe_resolutions(system: System, pythons: tuple[PythonEnv, ...], index: FolderIndex) -> tuple[Resolution, ...]:
+def probe_resolutions(system: System, pythons: tuple[PythonEnv, ...], toolkits: ToolkitFacts, index: FolderIndex) -> tuple[Resolution, ...]:
     resolver = Resolver(system, index)
+    rules = system.paths
+    # where a root that is not found may still lie: the toolkits' library folders
+    elsewhere = [t.bin_dir for t in toolkits.toolkits]
+    if not rules.windows:
+        elsewhere += [rules.join(t.root, sub) for t in toolkits.toolkits for sub in ("lib64", "lib")]
     resolutions = []
     for python in pythons:
         for build in builds_of(python):
             roots, dll_directories = _roots(system, build)
             if roots:
-                resolutions.append(resolver.resolve(build.name, python.executable, roots, dll_directories))
+                resolutions.append(resolver.resolve(build.name, python.executable, roots, dll_directories, elsewhere))
     return tuple(resolutions)
 
 

@@ -38,7 +38,7 @@ def _short(version: Optional[str]) -> str:
 def _cudnn_summary(facts: Facts) -> str:
     """Each installation (release, CUDA major, folder), and which one each framework's load picks."""
     if not facts.cudnn:
-        if facts.libraries:
+        if any(s.how == "root" and _is_cudnn_front(s.name) for r in facts.resolutions for s in r.steps):
             return "none found; the frameworks that load cuDNN from the system will fail"
         return "none installed on the system (framework wheels bring their own)"
     parts = []

@@ -51,7 +51,7 @@ def test_windows_layouts_land_in_bin_include_and_lib_x64(tmp_path, layout, versi
     target = archives.toolkit(tmp_path / "CUDA" / f"v{cuda}.8", f"{cuda}.8", windows=True)
     info = inspect(Archive(path))
     assert (info.version, info.os) == (".".join(version.split(".")[:3]), "windows")
-    assert info.cuda_major == (cuda if layout != "cuda" else None)
+    assert info.cuda_major == (cuda if layout != "cuda" else None)  # an old `cuda/` zip with its name changed says nothing
     install_windows(path, target)
     major = version.split(".")[0]
     assert (target / "bin" / f"cudnn64_{major}.dll").read_bytes() == members[next(m for m in members if m.endswith(f"cudnn64_{major}.dll"))]
@@ -206,3 +206,20 @@ def test_windows_path_already_reachable_through_a_system_variable():
     persistent = {"user": {}, "system": {"Path": "%CUDA_PATH%\\bin;%SystemRoot%\\system32", "CUDA_PATH": toolkit}}
     system = FixtureSystem(machine(WINDOWS_BASE, persistent_env=persistent))
     assert windows_changes(system, Path(toolkit), set_cudnn_home=False) == []
+
+
+def test_cuda_major_from_the_old_name_or_from_the_cublas_the_ops_library_loads(tmp_path):
+    members = archives.windows_members("8.2.0.53", 11, "cuda")
+    assert inspect(Archive(archives.write_zip(tmp_path / "cudnn-11.3-windows-x64-v8.2.0.53.zip", members))).cuda_major == 11
+    members["cuda/bin/cudnn_ops_infer64_8.dll"] += b"\0cublas64_12.dll\0"
+    assert inspect(Archive(archives.write_zip(tmp_path / "renamed.zip", members))).cuda_major == 12
+
+
+def test_the_plan_names_the_release_it_replaces(tmp_path, capsys):
+    target = archives.toolkit(tmp_path / "cuda-12.6")
+    (target / "include" / "cudnn_version.h").write_text(archives.version_header("8.6.0.163"))
+    path = archives.linux_tar(tmp_path / "cudnn-cuda12-archive.tar.xz")
+    assert main(["install", str(path), "--into", str(target), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "replace" in out and "of cuDNN 8.6.0 (backed up)" in out
+    assert "#define CUDNN_MINOR 6" in (target / "include" / "cudnn_version.h").read_text()  # a dry run changes nothing

@@ -90,7 +90,7 @@ def _print_plan(plan, env_changes) -> None:
         label = {"add": "add    ", "replace": "replace", "same": "same   ", "link": "link   "}[action.kind]
         extra = f" → {action.member.link}" if action.kind == "link" else f" ({action.member.size:,} bytes)"
         if action.kind == "replace":
-            extra += f", replacing {action.replaced_size:,} bytes (backed up)"
+            extra += f", replacing {action.replaced_size:,} bytes of cuDNN {plan.replaced_version or '(unknown release)'} (backed up)"
         print(f"  {label} {action.dest}{extra}")
     for change in env_changes:
         print(f"  env     {change.scope} {change.name}: {change.old or '(unset)'} → {change.new}")

@@ -22,7 +22,9 @@ MAX_TOTAL_BYTES = 64 * 1024**3  # the largest cuDNN release is a few GB uncompre
 MAX_RATIO = 200  # NVIDIA's libraries compress 2-4x; a bomb compresses thousands of times
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _VERSION_DEFINE = re.compile(r"#define\s+CUDNN_(MAJOR|MINOR|PATCHLEVEL)\s+(\d+)")
-_ARCHIVE_CUDA = re.compile(r"(?i)_cuda(\d+)(?:\.\d+)?[-_]archive|cuda(\d+)\.\d+-|[\\/](\d+)\.x[\\/]")
+# cudnn-windows-x86_64-8.5.0.96_cuda11-archive, cudnn-11.3-windows-x64-v8.2.0.53, bin/12.x/
+_ARCHIVE_CUDA = re.compile(r"(?i)_cuda(\d+)(?:\.\d+)?[-_]archive|cudnn-(\d+)\.\d+-(?:windows|linux)|[\\/](\d+)\.x[\\/]")
+_CUBLAS_NAME = re.compile(rb"cublas(?:Lt)?64_(\d+)\.dll|libcublas(?:Lt)?\.so\.(\d+)")
 
 
 @dataclass(frozen=True)
@@ -193,7 +195,7 @@ def inspect(archive: Archive) -> ArchiveInfo:
         if "MAJOR" in values:
             version = f"{values['MAJOR']}.{values.get('MINOR', '0')}.{values.get('PATCHLEVEL', '0')}"
     cuda = _ARCHIVE_CUDA.search(f"/{archive.path.name}/" + " ".join(m.name for m in files[:50]))
-    cuda_major = int(next(g for g in cuda.groups() if g)) if cuda else None
+    cuda_major = int(next(g for g in cuda.groups() if g)) if cuda else _cuda_from_libraries(archive, files)
     os_name = "windows" if any(m.name.lower().endswith(".dll") for m in files) else "linux" if any(".so" in m.name for m in archive.members) else None
     arch = _arch(archive, files, os_name)
     return ArchiveInfo(archive.path, top, layout, version, cuda_major, os_name, arch, archive.members)
@@ -239,3 +241,19 @@ def _arch(archive: Archive, files: list[Member], os_name: Optional[str]) -> Opti
 
 def iter_files(info: ArchiveInfo) -> Iterator[Member]:
     yield from (m for m in info.members if not m.is_dir)
+
+
+def _cuda_from_libraries(archive: Archive, files: list[Member]) -> Optional[int]:
+    """The cuBLAS major the cuDNN ops library names (cublas64_11.dll / libcublas.so.12), read as a stream."""
+    ops = next((m for m in files if re.search(r"(?i)cudnn_ops(_infer)?(64_\d+\.dll|\.so\.\d+[.\d]*)$", m.name) and not m.link), None)
+    if ops is None:
+        return None
+    tail = b""
+    with archive.open(ops) as stream:
+        for block in iter(lambda: stream.read(8 << 20), b""):
+            match = _CUBLAS_NAME.search(tail + block)
+            if match:
+                digits = (match.group(1) or match.group(2)).decode()
+                return int(digits[:-1]) if int(digits) >= 20 else int(digits)
+            tail = block[-64:]
+    return None

@@ -44,6 +44,7 @@ class Plan:
     actions: tuple[Action, ...]
     env_changes: tuple[EnvChange, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    replaced_version: Optional[str] = None  # the cuDNN release already in the target, from its header
 
     @property
     def writes(self) -> list[Action]:
@@ -128,7 +129,17 @@ def make_plan(archive: Archive, info: ArchiveInfo, target: Path, toolkit_major: 
             actions.append(Action(member, dest, "add"))
     if not actions:
         raise UsageError(f"{info.path.name} holds no cuDNN files for this target (layout {info.layout})")
-    return Plan(info, target, tuple(actions))
+    return Plan(info, target, tuple(actions), replaced_version=_installed_version(target))
+
+
+def _installed_version(target: Path) -> Optional[str]:
+    for name in ("cudnn_version.h", "cudnn.h"):
+        header = target / "include" / name
+        if header.is_file():
+            values = dict(re.findall(r"#define\s+CUDNN_(MAJOR|MINOR|PATCHLEVEL)\s+(\d+)", header.read_text(encoding="utf-8", errors="replace")[:256 * 1024]))
+            if "MAJOR" in values:
+                return f"{values['MAJOR']}.{values.get('MINOR', '0')}.{values.get('PATCHLEVEL', '0')}"
+    return None
 
 
 def _readlink(path: Path) -> str:

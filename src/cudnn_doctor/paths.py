@@ -68,11 +68,6 @@ class PathRules:
             return bool(drive) and rest[:1] in ("\\", "/")
         return path.startswith("/")
 
-    def is_under(self, path: str, folder: str) -> bool:
-        """True when `path` is `folder` or lies below it."""
-        p, f = self.key(path), self.key(folder)
-        return p == f or p.startswith(f.rstrip(self.sep) + self.sep)
-
     def split_list(self, value: str) -> list[str]:
         """The entries of a PATH-like value, in order, empty entries kept as ''."""
         if not value:

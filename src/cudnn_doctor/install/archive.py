@@ -14,7 +14,7 @@ import tarfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Iterator, Optional
+from typing import IO, Optional
 
 from cudnn_doctor.errors import InputError
 
@@ -237,10 +237,6 @@ def _arch(archive: Archive, files: list[Member], os_name: Optional[str]) -> Opti
     except Exception:  # a library too odd to read its header: the platform stays unknown
         return None
     return None
-
-
-def iter_files(info: ArchiveInfo) -> Iterator[Member]:
-    yield from (m for m in info.members if not m.is_dir)
 
 
 def _cuda_from_libraries(archive: Archive, files: list[Member]) -> Optional[int]:

@@ -17,7 +17,6 @@ from packaging.version import Version
 
 from cudnn_doctor.errors import KnowledgeError
 from cudnn_doctor.versions import canonical_name as canonicalize_name
-from cudnn_doctor.versions import parse_version
 
 DATA = Path(__file__).with_name("data")
 
@@ -76,14 +75,6 @@ def driver_requirement(cuda: Version, os_name: str) -> Optional[DriverRequiremen
     return DriverRequirement(cuda, Version(release[os_name]), "toolkit release", release["source"])
 
 
-def full_driver_requirement(cuda: Version, os_name: str) -> Optional[DriverRequirement]:
-    """The driver the toolkit release itself ships with (all features, PTX JIT included)."""
-    release = _toolkit_row(cuda)
-    if release is None or Version(release["cuda"]).release[:2] != cuda.release[:2]:
-        return None
-    return DriverRequirement(cuda, Version(release[os_name]), "toolkit release", release["source"])
-
-
 def _toolkit_row(cuda: Version) -> Optional[dict[str, Any]]:
     rows = [r for r in table("cuda_driver")["toolkits"] if Version(r["cuda"]) <= Version(f"{cuda.release[0]}.{(cuda.release + (0,))[1]}")]
     return max(rows, key=lambda r: Version(r["cuda"])) if rows else None
@@ -105,11 +96,6 @@ def cudart_name(cuda: Version, os_name: str, library: str = "cudart") -> Optiona
         if (len(key.release) == 1 and key.release[0] == cuda.release[0]) or key.release[:2] == cuda.release[:2]:
             return row["windows" if os_name == "windows" else "linux"]
     return None
-
-
-def cudart_names(os_name: str) -> dict[str, str]:
-    """Every known CUDA runtime file name → the CUDA version (or major) it belongs to."""
-    return {row["windows" if os_name == "windows" else "linux"]: row["cuda"] for row in table("cuda_libraries")["cudart"]}
 
 
 def tensorflow_build(version: Version, os_name: str) -> Optional[dict[str, Any]]:
@@ -197,10 +183,6 @@ def known_variables() -> frozenset[str]:
 
 def reviewed_dates() -> dict[str, str]:
     return {path.stem: str(table(path.stem)["reviewed"]) for path in sorted(DATA.glob("*.yaml"))}
-
-
-def as_version(value: Any) -> Optional[Version]:
-    return parse_version(value)
 
 
 CUDNN_MAJORS = range(5, 10)

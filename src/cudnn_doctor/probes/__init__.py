@@ -15,7 +15,7 @@ from cudnn_doctor.probes.confirm import probe_confirmations
 from cudnn_doctor.probes.cudnn import probe_cudnn
 from cudnn_doctor.probes.environment import probe_environment
 from cudnn_doctor.probes.gpu import probe_driver
-from cudnn_doctor.probes.pythons import probe_pythons
+from cudnn_doctor.probes.pythons import probe_frameworks, probe_pythons
 from cudnn_doctor.probes.resolution import probe_resolutions
 from cudnn_doctor.probes.toolkit import probe_toolkits
 from cudnn_doctor.probes.wsl import probe_linux_driver_in_wsl
@@ -35,13 +35,23 @@ def run_probes(system: System, with_frameworks: bool = True, framework_timeout: 
             failures.append(ProbeFailure(name, f"{type(error).__name__}: {error} ({last.filename.rsplit('/', 1)[-1]}:{last.lineno})"))
             return fallback
 
+    pythons = guarded("pythons", lambda: probe_pythons(system), ())
+    # the framework imports take seconds: they run in the background while everything else is probed
+    pool = None
+    if with_frameworks and pythons:
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(max_workers=1)
+    reports = pool.submit(probe_frameworks, system, pythons, framework_timeout) if pool else None
     driver = guarded("driver", lambda: probe_driver(system), DriverFacts(None))
     toolkits = guarded("toolkits", lambda: probe_toolkits(system), ToolkitFacts())
-    pythons = guarded("pythons", lambda: probe_pythons(system, with_frameworks, framework_timeout), ())
     environment = guarded("environment", lambda: probe_environment(system), EnvironmentFacts())
     wsl_driver = guarded("wsl", lambda: probe_linux_driver_in_wsl(system), ())
     index = FolderIndex(system)
     cudnn = guarded("cudnn", lambda: probe_cudnn(system, toolkits, pythons, index), ())
+    if reports is not None and pool is not None:
+        pythons = guarded("frameworks", reports.result, pythons)
+        pool.shutdown()
     resolutions = guarded("loader", lambda: probe_resolutions(system, pythons, toolkits, index), ())
     confirmations = guarded("loader check", lambda: probe_confirmations(system, resolutions), ()) if with_frameworks else ()
     return Facts(system.os, system.arch, system.wsl, driver, toolkits, pythons, environment, wsl_driver, tuple(failures), cudnn, resolutions, confirmations)

@@ -15,7 +15,8 @@ from cudnn_doctor.system.interface import System
 from cudnn_doctor.versions import canonical_name as canonicalize_name
 
 
-def probe_pythons(system: System, with_frameworks: bool = True, timeout: float = 60.0) -> tuple[PythonEnv, ...]:
+def probe_pythons(system: System) -> tuple[PythonEnv, ...]:
+    """The interpreters and their distributions (fast: no framework is imported here)."""
     rules = system.paths
     current = system.current_python()
     seen: dict[str, str] = {}
@@ -23,30 +24,32 @@ def probe_pythons(system: System, with_frameworks: bool = True, timeout: float =
         if candidate and _environment_key(system, candidate) not in seen:
             seen[_environment_key(system, candidate)] = candidate
     infos = [info for info in (system.python_info(exe) for exe in seen.values()) if info is not None]
-
-    wanted: dict[str, list[str]] = {}
-    for info in infos:
-        installed = {canonicalize_name(name) for name in info.packages}
-        wanted[info.executable] = [
-            f["name"] for f in knowledge.frameworks() if installed & {canonicalize_name(d) for d in f["distributions"]}
-        ]
-    reports: dict[str, dict[str, dict[str, Any]]] = {}
-    if with_frameworks and infos:
-        from concurrent.futures import ThreadPoolExecutor
-
-        # every interpreter at once; the System imports each framework of one interpreter in parallel too
-        with ThreadPoolExecutor(max_workers=len(infos)) as pool:
-            results = pool.map(lambda info: system.framework_reports(info.executable, wanted[info.executable], timeout), infos)
-            reports = {info.executable: result for info, result in zip(infos, results)}
     return tuple(
         PythonEnv(
             info.executable, info.version, info.kind,
             current is not None and rules.same(info.executable, current),
             {canonicalize_name(k): v for k, v in info.packages.items()},
-            reports.get(info.executable, {}),
         )
         for info in infos
     )
+
+
+def probe_frameworks(system: System, pythons: tuple[PythonEnv, ...], timeout: float = 60.0) -> tuple[PythonEnv, ...]:
+    """The same interpreters with what each installed GPU framework reports when imported.
+
+    Every interpreter at once, and the System imports the frameworks of one interpreter in
+    parallel too, so the whole probe takes about as long as the slowest single import.
+    """
+    if not pythons:
+        return pythons
+    from concurrent.futures import ThreadPoolExecutor
+
+    def wanted(python: PythonEnv) -> list[str]:
+        return [f["name"] for f in knowledge.frameworks() if set(python.packages) & {canonicalize_name(d) for d in f["distributions"]}]
+
+    with ThreadPoolExecutor(max_workers=len(pythons)) as pool:
+        reports: list[dict[str, dict[str, Any]]] = list(pool.map(lambda p: system.framework_reports(p.executable, wanted(p), timeout), pythons))
+    return tuple(python._replace(frameworks=report) for python, report in zip(pythons, reports))
 
 
 def _environment_key(system: System, executable: str) -> str:

@@ -21,7 +21,7 @@ from cudnn_doctor.system.interface import System
 
 
 def probe_resolutions(system: System, pythons: tuple[PythonEnv, ...], toolkits: ToolkitFacts, index: FolderIndex) -> tuple[Resolution, ...]:
-    resolver = Resolver(system, index)
+    resolver = None
     rules = system.paths
     # where a root that is not found may still lie: the toolkits' library folders
     elsewhere = [t.bin_dir for t in toolkits.toolkits]
@@ -32,6 +32,7 @@ def probe_resolutions(system: System, pythons: tuple[PythonEnv, ...], toolkits: 
         for build in builds_of(python):
             roots, dll_directories = _roots(system, build)
             if roots:
+                resolver = resolver or Resolver(system, index)
                 resolutions.append(resolver.resolve(build.name, python.executable, roots, dll_directories, elsewhere))
     return tuple(resolutions)
 

@@ -143,3 +143,24 @@ def build_cudnn_major(build: Build, os_name: str) -> Optional[int]:
         row = knowledge.onnxruntime_build(version) if version else None
         return int(row["cudnn"]) if row else None
     return None
+
+
+class SystemLibraries(NamedTuple):
+    """The CUDA runtime, cuBLAS and cuDNN file names a build loads from the system, and its CUDA version."""
+
+    cuda: Optional[Version]
+    cudart: Optional[str]
+    cublas: Optional[str]
+    cudnn: Optional[str]
+
+
+def system_libraries(build: Build, os_name: str) -> Optional[SystemLibraries]:
+    """What a GPU build that takes CUDA from the system will ask the loader for; None for builds that bundle it."""
+    if not knowledge.loads_system_cuda(build.name, build.python.packages) or is_gpu_build(build, os_name) is False:
+        return None
+    cuda = build_cuda(build, os_name)
+    cudart = knowledge.cudart_name(cuda, os_name) if cuda else None
+    cublas = knowledge.cudart_name(cuda, os_name, "cublas") if cuda else None
+    major = build_cudnn_major(build, os_name)
+    cudnn = knowledge.cudnn_file_name("", major, os_name) if major is not None else None
+    return SystemLibraries(cuda, cudart, cublas, cudnn)

@@ -5,10 +5,8 @@ from __future__ import annotations
 import re
 from typing import Iterator, NamedTuple, Optional
 
-from cudnn_doctor import knowledge
-from cudnn_doctor.builds import Build, build_cuda, build_cudnn_major, builds, is_gpu_build
+from cudnn_doctor.builds import Build, builds, system_libraries
 from cudnn_doctor.facts import Facts, LoadStep
-from cudnn_doctor.knowledge import cudnn_names, loads_system_cuda
 from cudnn_doctor.paths import PathRules
 
 _LOAD_FAILURES = (
@@ -32,15 +30,9 @@ class SystemNeeds(NamedTuple):
 
 def system_builds(facts: Facts) -> Iterator[SystemNeeds]:
     for build in builds(facts):
-        if build.name not in {"tensorflow", "paddle", "onnxruntime"} or not loads_system_cuda(build.name, build.python.packages):
-            continue
-        if is_gpu_build(build, facts.os) is False:
-            continue
-        cuda = build_cuda(build, facts.os)
-        cudart = knowledge.cudart_name(cuda, facts.os) if cuda else None
-        cudnn_major = build_cudnn_major(build, facts.os)
-        cudnn = next((n for n in cudnn_names(facts.os) if n.endswith((f"_{cudnn_major}.dll", f".so.{cudnn_major}"))), None) if cudnn_major else None
-        yield SystemNeeds(build, cuda, cudart, cudnn)
+        libraries = system_libraries(build, facts.os)
+        if libraries is not None:
+            yield SystemNeeds(build, libraries.cuda, libraries.cudart, libraries.cudnn)
 
 
 def lookup(facts: Facts, build: Build, name: Optional[str]) -> Optional[LoadStep]:

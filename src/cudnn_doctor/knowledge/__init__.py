@@ -185,16 +185,6 @@ def reviewed_dates() -> dict[str, str]:
     return {path.stem: str(table(path.stem)["reviewed"]) for path in sorted(DATA.glob("*.yaml"))}
 
 
-CUDNN_MAJORS = range(5, 10)
-
-
-def cudnn_names(os_name: str) -> list[str]:
-    """The file names of cuDNN's front library, one per major release."""
-    if os_name == "windows":
-        return [f"cudnn64_{major}.dll" for major in CUDNN_MAJORS]
-    return [f"libcudnn.so.{major}" for major in CUDNN_MAJORS]
-
-
 def loads_system_cuda(framework_name: str, packages: Any) -> bool:
     """Whether a framework, given the distributions installed beside it, loads CUDA from the system."""
     entry = framework(framework_name)

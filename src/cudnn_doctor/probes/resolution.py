@@ -11,8 +11,7 @@ Roots by framework (from the knowledge data's loads_cuda):
 
 from __future__ import annotations
 
-from cudnn_doctor import knowledge
-from cudnn_doctor.builds import Build, build_cuda, build_cudnn_major, builds_of, is_gpu_build
+from cudnn_doctor.builds import Build, builds_of, system_libraries
 from cudnn_doctor.facts import PythonEnv, Resolution, ToolkitFacts
 from cudnn_doctor.loader.index import FolderIndex
 from cudnn_doctor.loader.resolve import Resolver
@@ -50,18 +49,11 @@ def _roots(system: System, build: Build) -> tuple[list[str], list[str]]:
             if system.is_file(cuda):
                 return [cuda], []
         return [], []
-    if not knowledge.loads_system_cuda(build.name, build.python.packages) or is_gpu_build(build, system.os) is False:
+    libraries = system_libraries(build, system.os)
+    if libraries is None:
         return [], []
-    roots = []
-    cuda = build_cuda(build, system.os)
-    for library in ("cudart", "cublas"):
-        name = knowledge.cudart_name(cuda, system.os, library) if cuda is not None else None
-        if name:
-            roots.append(name)
+    roots = [name for name in (libraries.cudart, libraries.cublas) if name]
     if build.name == "onnxruntime":
         provider = "onnxruntime_providers_cuda.dll" if rules.windows else "libonnxruntime_providers_cuda.so"
         roots += [rules.join(site, "onnxruntime", "capi", provider) for site in sites if system.is_file(rules.join(site, "onnxruntime", "capi", provider))]
-    major = build_cudnn_major(build, system.os)
-    if major is not None:
-        roots.append(knowledge.cudnn_file_name("", major, system.os))
-    return roots, []
+    return roots + ([libraries.cudnn] if libraries.cudnn else []), []

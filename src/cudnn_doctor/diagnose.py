@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Collection
+from typing import Collection, NamedTuple
 
-from cudnn_doctor.checks import run_checks
 from cudnn_doctor.facts import Facts
 from cudnn_doctor.findings import Finding, exit_code
 from cudnn_doctor.probes import run_probes
 from cudnn_doctor.system.interface import System
 
 
-@dataclass(frozen=True)
-class Diagnosis:
+class Diagnosis(NamedTuple):
     facts: Facts
     findings: list[Finding]
 
@@ -23,5 +20,12 @@ class Diagnosis:
 
 
 def diagnose(system: System, with_frameworks: bool = True, framework_timeout: float = 60.0, ignore: Collection[str] = ()) -> Diagnosis:
-    facts = run_probes(system, with_frameworks, framework_timeout)
+    facts = run_probes(system, with_frameworks, framework_timeout, while_waiting=_load_checks)
+    from cudnn_doctor.checks import run_checks
+
     return Diagnosis(facts, run_checks(facts, ignore))
+
+
+def _load_checks() -> None:
+    """Import the rules while the framework imports run in child processes, not after them."""
+    import cudnn_doctor.checks  # noqa: F401

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
-from typing import Any, Iterable
+from types import MappingProxyType
+from typing import Any, Iterable, Mapping, NamedTuple
 
 
 class Severity(str, enum.Enum):
@@ -19,8 +19,7 @@ class Severity(str, enum.Enum):
         return {"error": 0, "warning": 1, "info": 2}[self.value]
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     """One problem, with the facts that prove it and the steps that fix it."""
 
     id: str
@@ -28,7 +27,7 @@ class Finding:
     title: str
     detail: str
     fix: tuple[str, ...] = ()
-    evidence: dict[str, Any] = field(default_factory=dict)
+    evidence: Mapping[str, Any] = MappingProxyType({})
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -37,7 +36,7 @@ class Finding:
             "title": self.title,
             "detail": self.detail,
             "fix": list(self.fix),
-            "evidence": self.evidence,
+            "evidence": dict(self.evidence),
         }
 
 

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import ntpath
 import posixpath
-from dataclasses import dataclass
 from types import ModuleType
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class PathRules:
+class PathRules(NamedTuple):
     """How paths behave on one OS: separators, case, the PATH list separator."""
 
     os: str

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
-from typing import Optional
+from typing import NamedTuple, Optional
 
 
-@dataclass(frozen=True)
-class BinaryInfo:
+class BinaryInfo(NamedTuple):
     """What a library's headers say about it."""
 
     format: Optional[str]  # "pe" | "elf" | None when unreadable or not a binary
@@ -55,7 +53,7 @@ def read_binary(path: str, scan_loads: bool = True) -> BinaryInfo:
         own = {os.path.basename(path).lower(), (info.soname or "").lower()}
         found = _version_like_requester(library_names(path, info.format, list(info.string_ranges) or None), info.soname)
         names = [n for n in found if n not in info.imports and n.lower() not in own and not _has_versioned_twin(n, found)]
-        info = BinaryInfo(**{**info.__dict__, "loads": tuple(names)})
+        info = info._replace(loads=tuple(names))
     return info
 
 

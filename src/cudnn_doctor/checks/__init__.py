@@ -7,7 +7,6 @@ is linked to the findings that explain it.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Collection
 
 from cudnn_doctor.checks import cudnn, driver, environment, frameworks, libraries, toolkit  # noqa: F401 - registers rules
@@ -42,7 +41,7 @@ def _link_explanations(findings: list[Finding]) -> list[Finding]:
         if rule is not None and rule.explained_by:
             causes = [i for i in rule.explained_by if i in present]
             note = f" Explained by: {', '.join(causes)}." if causes else " No other finding explains it; run the framework's own check for its message."
-            found = dataclasses.replace(found, detail=found.detail + note, evidence={**found.evidence, "explained_by": causes})
+            found = found._replace(detail=found.detail + note, evidence={**found.evidence, "explained_by": causes})
         linked.append(found)
     return linked
 

@@ -8,12 +8,13 @@ validated on load against their invariants, so a bad edit fails loudly in the te
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, NamedTuple, Optional
 
-from packaging.specifiers import SpecifierSet
 from packaging.version import Version
+
+if TYPE_CHECKING:
+    from packaging.specifiers import SpecifierSet
 
 from cudnn_doctor.errors import KnowledgeError
 from cudnn_doctor.versions import canonical_name as canonicalize_name
@@ -52,8 +53,7 @@ def _validate_cuda_driver(document: dict[str, Any]) -> None:
 _VALIDATORS = {"cuda_driver": _validate_cuda_driver}
 
 
-@dataclass(frozen=True)
-class DriverRequirement:
+class DriverRequirement(NamedTuple):
     """The oldest driver that runs code built with one CUDA version, and why."""
 
     cuda: Version
@@ -126,6 +126,8 @@ def torch_index_url(cuda: Version) -> str:
 
 def python_range(text: str) -> SpecifierSet:
     """"3.8-3.11" → >=3.8, <3.12 (every patch release of the last minor included)."""
+    from packaging.specifiers import SpecifierSet
+
     low, _, high = text.partition("-")
     high_v = Version(high or low)
     return SpecifierSet(f">={low},<{high_v.release[0]}.{high_v.release[1] + 1}")
@@ -160,6 +162,8 @@ def framework(name: str) -> dict[str, Any]:
 
 
 def onnxruntime_build(version: Version) -> Optional[dict[str, Any]]:
+    from packaging.specifiers import SpecifierSet
+
     for row in table("frameworks")["onnxruntime_builds"]:
         if version in SpecifierSet(row["versions"]):
             return row

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import NamedTuple, Optional, Sequence
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.binaries import BinaryInfo
@@ -26,8 +25,7 @@ SKIPPED_BY_LD_SO = ("wrong architecture", "unreadable")
 PROCESS_MACHINE = {("windows", "x86_64"): "x64", ("windows", "aarch64"): "arm64"}
 
 
-@dataclass
-class _Request:
+class _Request(NamedTuple):
     name: str
     requester: str
     how: str

@@ -7,7 +7,7 @@ finding that names it), never a crash of the whole diagnosis.
 from __future__ import annotations
 
 import traceback
-from typing import Callable, TypeVar
+from typing import Callable, Optional, TypeVar
 
 from cudnn_doctor.facts import DriverFacts, EnvironmentFacts, Facts, ProbeFailure, ToolkitFacts
 from cudnn_doctor.loader.index import FolderIndex
@@ -24,7 +24,9 @@ from cudnn_doctor.system.interface import System
 T = TypeVar("T")
 
 
-def run_probes(system: System, with_frameworks: bool = True, framework_timeout: float = 60.0) -> Facts:
+def run_probes(system: System, with_frameworks: bool = True, framework_timeout: float = 60.0,
+               while_waiting: Optional[Callable[[], None]] = None) -> Facts:
+    """All facts about the machine. `while_waiting` runs in this thread while the frameworks are being imported."""
     failures: list[ProbeFailure] = []
 
     def guarded(name: str, probe: Callable[[], T], fallback: T) -> T:
@@ -50,6 +52,8 @@ def run_probes(system: System, with_frameworks: bool = True, framework_timeout: 
     index = FolderIndex(system)
     cudnn = guarded("cudnn", lambda: probe_cudnn(system, toolkits, pythons, index), ())
     if reports is not None and pool is not None:
+        if while_waiting is not None:
+            while_waiting()
         pythons = guarded("frameworks", reports.result, pythons)
         pool.shutdown()
     resolutions = guarded("loader", lambda: probe_resolutions(system, pythons, toolkits, index), ())

@@ -8,8 +8,7 @@ names are cut to fit the cell ("NVIDIA GeForce ..."). These parsers accept every
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Optional
+from typing import NamedTuple, Optional
 
 _DRIVER = re.compile(r"Driver Version:\s*([0-9][0-9.]*)")
 _CUDA = re.compile(r"CUDA Version:\s*([0-9][0-9.]*)")
@@ -18,8 +17,7 @@ _GPU_ROW = re.compile(r"^\|\s+(\d+)\s+(.+?)\s+(WDDM|TCC|MCDM|On|Off|N/A)\s*\|")
 _MEMORY = re.compile(r"(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
 
 
-@dataclass(frozen=True)
-class SmiGpu:
+class SmiGpu(NamedTuple):
     index: int
     name: str
     memory_mib: Optional[int] = None
@@ -30,8 +28,7 @@ class SmiGpu:
         return self.name.endswith("...")
 
 
-@dataclass(frozen=True)
-class SmiReport:
+class SmiReport(NamedTuple):
     driver_version: Optional[str]
     cuda_version: Optional[str]
     gpus: tuple[SmiGpu, ...]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from typing import Any, TextIO
 
@@ -14,8 +13,6 @@ REPORT_SCHEMA = "cudnn-doctor-report/1"
 def _plain(value: Any) -> Any:
     if isinstance(value, tuple) and hasattr(value, "_asdict"):  # a facts NamedTuple
         return {k: _plain(v) for k, v in value._asdict().items()}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

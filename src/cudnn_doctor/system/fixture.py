@@ -176,7 +176,7 @@ class FixtureSystem(System):
         if base is None and self._size(entry) == 0:
             return BinaryInfo(None, error="file too short (0 bytes)")
         default_machine = {"windows": {"x86_64": "x64", "aarch64": "arm64"}, "linux": {}}[self.os].get(self.arch, self.arch)
-        fields: dict[str, Any] = dict(base.__dict__) if base else {"format": "pe" if self.paths.windows else "elf", "machine": default_machine}
+        fields: dict[str, Any] = base._asdict() if base else {"format": "pe" if self.paths.windows else "elf", "machine": default_machine}
         for key, name in (("imports", "imports"), ("loads", "loads"), ("rpath", "runpath"), ("dt_rpath", "rpath")):
             if key in entry:
                 fields[name] = tuple(entry[key])

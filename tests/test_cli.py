@@ -128,3 +128,14 @@ def test_shared_fixture_through_the_cli(capsys):
     finding = next(f for f in json.loads(out)["findings"] if f["id"] == "torch-cpu-build")
     assert code == 1
     assert any("--index-url https://download.pytorch.org/whl/cu118" in step and "torch==2.0.0 torchvision==0.15.1" in step for step in finding["fix"])
+
+
+def test_explain_one_id_and_all(capsys):
+    assert main(["explain", "cudnn-shadowed"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("cudnn-shadowed (warning): An earlier copy of a cuDNN library wins the search")
+    assert main(["explain", "--all", "--format", "json"]) == 0
+    pages = json.loads(capsys.readouterr().out)
+    assert all(page["why"] for page in pages), [p["id"] for p in pages if not p["why"]]
+    assert {"no-nvidia-gpu", "dependency-missing", "env-var-ineffective"} <= {p["id"] for p in pages}
+    assert main(["explain", "cudnn-shadow"]) == 2

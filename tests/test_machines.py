@@ -48,3 +48,19 @@ def test_full_expected_diagnosis(path):
     expect = _expect(path)
     found = {f.id for f in run(load_fixture(path)).findings}
     assert set(expect.get("findings") or []) <= found
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
+def test_json_report_follows_its_schema(path):
+    """Every report a shared fixture produces validates against the versioned schema scripts rely on."""
+    import io
+    import json
+    from pathlib import Path
+
+    jsonschema = pytest.importorskip("jsonschema")
+    from cudnn_doctor.reports import json_report
+
+    out = io.StringIO()
+    json_report.render(run(load_fixture(path)), out)
+    schema = json.loads((Path(json_report.__file__).with_name("report.schema.json")).read_text())
+    jsonschema.validate(json.loads(out.getvalue()), schema)

@@ -18,7 +18,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     from cudnn_doctor import __version__
-    from cudnn_doctor.cli import check, install, snapshot, which
+    from cudnn_doctor.cli import check, explain, install, snapshot, which
 
     parser = _Parser(prog="cudnn-doctor", description="Find and fix problems in the NVIDIA driver → CUDA → cuDNN → framework stack.")
     parser.add_argument("--version", action="version", version=f"cudnn-doctor {__version__}")
@@ -27,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     snapshot.configure_parser(commands)
     which.configure_parser(commands)
     install.configure_parser(commands)
+    explain.configure_parser(commands)
     return parser
 
 

@@ -15,6 +15,8 @@ FORBIDDEN = {
     "knowledge": ("cudnn_doctor.system", "cudnn_doctor.probes", "cudnn_doctor.checks", "cudnn_doctor.reports", "cudnn_doctor.cli"),
     "reports": ("cudnn_doctor.system", "cudnn_doctor.probes", "cudnn_doctor.cli"),
     "system": ("cudnn_doctor.probes", "cudnn_doctor.checks", "cudnn_doctor.reports", "cudnn_doctor.cli"),
+    "install": ("cudnn_doctor.system.live", "cudnn_doctor.probes", "cudnn_doctor.checks", "cudnn_doctor.reports", "cudnn_doctor.cli"),
+    "binaries": ("cudnn_doctor.system", "cudnn_doctor.probes", "cudnn_doctor.checks", "cudnn_doctor.loader", "cudnn_doctor.reports", "cudnn_doctor.cli"),
 }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ntpath
 import posixpath
+import re
 from types import ModuleType
 from typing import NamedTuple
 
@@ -76,3 +77,11 @@ class PathRules(NamedTuple):
     def name_key(self, name: str) -> str:
         """Compare file names: case-insensitive on Windows."""
         return name.casefold() if self.windows else name
+
+
+_PERCENT_VAR = re.compile(r"%([^%]+)%")
+
+
+def expand_percent(value: str, scope: dict[str, str]) -> str:
+    """Expand Windows `%NAME%` references the way a REG_EXPAND_SZ value is expanded."""
+    return _PERCENT_VAR.sub(lambda m: scope.get(m.group(1).upper(), m.group(0)), value)

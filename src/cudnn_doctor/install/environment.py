@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Optional
 
 from cudnn_doctor.install.plan import EnvChange
-from cudnn_doctor.probes.environment import expand_percent
+from cudnn_doctor.paths import expand_percent
 from cudnn_doctor.system.interface import System
 
 

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import re
-
 from cudnn_doctor.facts import EnvironmentFacts, PathEntry
+from cudnn_doctor.paths import expand_percent
 from cudnn_doctor.system.interface import System
-
-_PERCENT_VAR = re.compile(r"%([^%]+)%")
 
 
 def probe_environment(system: System) -> EnvironmentFacts:
@@ -32,8 +29,3 @@ def probe_environment(system: System) -> EnvironmentFacts:
         persistent=persistent,
         persistent_path=persistent_path,
     )
-
-
-def expand_percent(value: str, scope: dict[str, str]) -> str:
-    """Expand Windows `%NAME%` references the way a REG_EXPAND_SZ value is expanded."""
-    return _PERCENT_VAR.sub(lambda m: scope.get(m.group(1).upper(), m.group(0)), value)

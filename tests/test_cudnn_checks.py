@@ -117,3 +117,29 @@ def test_linux_optional_nvrtc_is_a_warning_and_system_copy_owned_by_dpkg_is_fine
     result = found(machine(LINUX_BASE, files=files, pythons=pythons))
     assert result["dependency-missing"].severity is Severity.WARNING and "libnvrtc.so" in result["dependency-missing"].detail
     assert "cudnn-in-system-dir" not in result
+
+
+def _linux_python(frameworks, packages):
+    return [{"executable": "/v/bin/python", "version": "3.11.7", "current": True, "kind": "venv", "packages": packages, "frameworks": frameworks}]
+
+
+def test_version_mismatch_from_jax_and_torch_messages():
+    jax = {"jax": {"version": "0.4.30", "devices": ["CpuDevice(id=0)"],
+                   "warning": "CUDA backend failed to initialize: Found cuDNN version 8600, but JAX was built against version 8906, which is newer."}}
+    finding = found(machine(LINUX_BASE, pythons=_linux_python(jax, {"jax": "0.4.30"})))["cudnn-version-mismatch"]
+    assert "loaded 8.6.0, compiled with 8.9.6" in finding.detail
+    torch = {"torch": {"version": "2.0.1+cu118", "cuda": "11.8", "cuda_available": True, "device_count": 1, "arch_list": ["sm_89"],
+                       "error": "RuntimeError: cuDNN version incompatibility: PyTorch was compiled  against (8, 7, 0) but found runtime version (8, 5, 0)."}}
+    assert "loaded 8.5.0, compiled with 8.7.0" in found(machine(LINUX_BASE, pythons=_linux_python(torch, {"torch": "2.0.1+cu118"})))["cudnn-version-mismatch"].detail
+
+
+def test_missing_library_named_in_an_import_error_is_a_missing_dependency():
+    torch = {"torch": {"import_error": "OSError: libcudnn_ops_infer.so.8: cannot open shared object file: No such file or directory"}}
+    finding = found(machine(LINUX_BASE, pythons=_linux_python(torch, {"torch": "2.0.1"})))["dependency-missing"]
+    assert "libcudnn_ops_infer.so.8" in finding.detail and "cuDNN" in finding.detail
+
+
+def test_tensorflow_without_kernels_for_the_gpu():
+    tf = {"tensorflow": {"version": "2.4.0", "built_with_cuda": True, "gpus": ["/physical_device:GPU:0"],
+                         "log": "E tensorflow/stream_executor/cuda/cuda_driver.cc] failed to run cuBLAS routine: CUDA_ERROR_NO_BINARY_FOR_GPU"}}
+    assert "gpu-arch-unsupported" in found(machine(LINUX_BASE, pythons=_linux_python(tf, {"tensorflow": "2.4.0"})))

@@ -16,6 +16,8 @@ from cudnn_doctor.versions import parse_cudnn_version, parse_version
 CUDNN_NAME = re.compile(r"(?i)^(lib)?cudnn")
 _TF_LOADED = re.compile(r"Loaded runtime CuDNN library:\s*([\d.]+).*?source was compiled with:?\s*([\d.]+)", re.DOTALL)
 _PADDLE = re.compile(r"compiled with CUDNN ([\d.]+), but CUDNN version in your machine is ([\d.]+)")
+_JAX = re.compile(r"Found cuDNN version (\d+), but JAX was built against version (\d+)")
+_TORCH = re.compile(r"PyTorch was compiled\s+against \((\d+), (\d+), (\d+)\) but found runtime version \((\d+), (\d+), (\d+)\)")
 _FINE = re.compile(r"Loaded cuDNN version|cuDNN Version: \d|works well on \d+ GPU")
 
 
@@ -73,11 +75,19 @@ def wanted_cudnn(build: Build, os_name: str) -> Optional[Wanted]:
 
 
 def logged_mismatch(build: Build) -> Optional[tuple[str, str]]:
-    """(loaded, compiled with) when the framework's own log says the cuDNN versions do not match."""
+    """(loaded, compiled with) when the framework's own messages say the cuDNN versions do not match
+    (TensorFlow, PaddlePaddle, JAX, and PyTorch when a system cuDNN shadows its own)."""
+    text = build.text
     for pattern, order in ((_TF_LOADED, (1, 2)), (_PADDLE, (2, 1))):
-        match = pattern.search(build.text)
+        match = pattern.search(text)
         if match:
             return match.group(order[0]), match.group(order[1])
+    match = _JAX.search(text)
+    if match:
+        return str(parse_cudnn_version(int(match.group(1)))), str(parse_cudnn_version(int(match.group(2))))
+    match = _TORCH.search(text)
+    if match:
+        return ".".join(match.group(4, 5, 6)), ".".join(match.group(1, 2, 3))
     return None
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Iterator, Optional
 
 from cudnn_doctor import knowledge
-from cudnn_doctor.builds import sees_gpu
+from cudnn_doctor.builds import builds, sees_gpu
 from cudnn_doctor.checks._cudnn import (
     build_cuda_major,
     cudnn_steps,
@@ -68,18 +68,16 @@ def _where(facts: Facts, path: Optional[str]) -> str:
 @rule("cudnn-version-mismatch", Severity.ERROR, "The cuDNN that would be loaded is not the version the framework needs")
 def cudnn_version_mismatch(facts: Facts) -> Iterator[Finding]:
     """A framework needs cuDNN of the major it was built with, at least as new as the one it was built with; anything else fails at the first convolution."""
-    seen = set()
-    for resolution, build in resolutions_with_builds(facts):
-        if build.name == "torch":
-            continue
-        want = wanted_cudnn(build, facts.os)
-        step = front_step(resolution)
+    resolved = {(r.executable, r.framework): r for r, _ in resolutions_with_builds(facts)}
+    for build in builds(facts):
+        resolution = resolved.get((build.python.executable, build.name))
+        want = wanted_cudnn(build, facts.os) if build.name != "torch" else None
+        step = front_step(resolution) if resolution is not None and build.name != "torch" else None
         loaded = library_release(facts, step.winner) if step and step.winner else None
         logged = logged_mismatch(build)
         bad = loaded is not None and want is not None and (loaded.release[0] != want.major or (want.minimum is not None and loaded < want.minimum))
         if not bad and not logged:
             continue
-        seen.add((build.python.executable, build.name))
         need = f"cuDNN {want.minimum or want.major}" if want else "another cuDNN"
         detail = f"{build.name} {build.version_text} needs {need} (same major, this version or newer)"
         if step and step.winner:

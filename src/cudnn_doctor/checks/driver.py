@@ -15,7 +15,7 @@ from cudnn_doctor.findings import Finding, Severity
 from cudnn_doctor.versions import major_minor, parse_version
 
 DRIVER_TOO_OLD_TEXT = re.compile(r"driver on your system is too old|CUDA driver version is insufficient", re.IGNORECASE)
-NO_KERNEL_TEXT = re.compile(r"no kernel image is available|is not compatible with the current PyTorch installation", re.IGNORECASE)
+NO_KERNEL_TEXT = re.compile(r"no kernel image is available|is not compatible with the current PyTorch installation|CUDA_ERROR_NO_BINARY_FOR_GPU", re.IGNORECASE)
 
 
 @rule("no-nvidia-gpu", Severity.ERROR, "No NVIDIA driver or GPU found")
@@ -120,6 +120,12 @@ def _supported_by_arch_list(cc: Version, arch_list: list[str]) -> bool:
 def gpu_arch_unsupported(facts: Facts) -> Iterator[Finding]:
     """A framework or toolkit built without kernels for the GPU's compute capability fails with "no kernel image is available"."""
     gpus = [g for g in facts.driver.gpus if g.compute_capability]
+    for build in builds(facts):
+        said = NO_KERNEL_TEXT.search(build.text)
+        if build.name != "torch" and said:
+            yield finding("gpu-arch-unsupported", f"{build.name} {build.version_text} in {build.python.executable} has no code for this GPU: \"{_line_with(build.text, said)}\"",
+                          [f"Install a {build.name} build for a CUDA version that supports compute capability "
+                           f"{', '.join(g.compute_capability for g in gpus) or 'of this GPU'}."], {"framework": build.name})
     for build in builds(facts, "torch"):
         arch_list = list(build.report.get("arch_list") or [])
         bad: list[Gpu] = [g for g in gpus if arch_list and not _supported_by_arch_list(Version(g.compute_capability), arch_list)]

@@ -125,9 +125,8 @@ def _logged_missing(facts: Facts) -> Iterator[Finding]:
         names = {m.group(2): m.group(1) for m in _DEPENDENCY_OF.finditer(text)}
         for name in failed_loads(build):
             if name in names or (_TF_ROOT_FAILURE.search(text) and f"'{name}'" in text):
-                continue
-            if (name.lower().endswith(".dll") and not GPU_LIBRARY.search(name)) or name.lower() == "zlibwapi.dll":
-                names[name] = build.name
+                continue  # a library the framework itself asks for: cuda-libs-not-found / cudnn-missing say it
+            names[name] = build.name
         for name, requester in names.items():
             yield _missing(facts, build, name, [requester], False, rules)
 

@@ -22,17 +22,20 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import archives
 
+TOP = "cudnn-linux-x86_64-8.9.7.29_cuda12-archive"
+
 
 def build(path: Path, gigabytes: float) -> None:
-    members = archives.windows_members("8.9.7.29", 12, "archive")
-    top = next(iter(members)).split("/", 1)[0]
+    """NVIDIA's Linux layout (include/, lib/) as a zip, with 8 big libraries making up the size."""
     chunk = os.urandom(1 << 20)
     per_file = int(gigabytes * 1024) // 8  # MiB in each of 8 big libraries
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
+        archive.writestr(f"{TOP}/include/cudnn_version.h", archives.version_header("8.9.7.29"))
+        archive.writestr(f"{TOP}/include/cudnn.h", "#include \"cudnn_version.h\"\n")
+        for part in archives.PARTS8:
+            archive.writestr(f"{TOP}/lib/libcudnn_{part}.so.8.9.7", archives.fake_library(part))
         for index in range(8):
-            with archive.open(f"{top}/bin/cudnn_engines_big{index}64_8.dll", "w", force_zip64=True) as handle:
+            with archive.open(f"{TOP}/lib/libcudnn_engines_big{index}.so.8.9.7", "w", force_zip64=True) as handle:
                 for _ in range(per_file):
                     handle.write(chunk)
 
@@ -43,34 +46,38 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="cudnn-doctor-install-bench-") as root:
         base = Path(root)
-        archive = base / "cudnn-windows-x86_64-8.9.7.29_cuda12-archive.zip"
+        archive = base / f"{TOP}.zip"
         started = time.perf_counter()
         build(archive, args.gigabytes)
         print(f"built {archive.stat().st_size / 1e9:.2f} GB archive in {time.perf_counter() - started:.1f} s")
 
-        plain = archives.toolkit(base / "plain" / "v12.6", "12.6", windows=True)
+        plain = archives.toolkit(base / "plain" / "cuda-12.6", "12.6")
         started = time.perf_counter()
         subprocess.run(["unzip", "-q", str(archive), "-d", str(base / "unzipped")], check=True)
-        top = next((base / "unzipped").iterdir())
-        for sub in ("bin", "include", "lib"):
-            subprocess.run(["cp", "-r", str(top / sub), str(plain)], check=True)
+        top = base / "unzipped" / TOP
+        subprocess.run(["cp", "-r", str(top / "include"), str(plain)], check=True)
+        subprocess.run(["cp", "-r", str(top / "lib") + "/.", str(plain / "lib64")], check=True)
         subprocess.run(["sync"], check=True)
         peer = time.perf_counter() - started
 
-        target = archives.toolkit(base / "doctor" / "v12.6", "12.6", windows=True)
+        target = archives.toolkit(base / "doctor" / "cuda-12.6", "12.6")
         os.environ["CUDNN_DOCTOR_STATE_DIR"] = str(base / "state")
         from cudnn_doctor.facts import ToolkitFacts
         from cudnn_doctor.install import transaction
         from cudnn_doctor.install.archive import Archive, inspect
         from cudnn_doctor.install.plan import choose_target, make_plan
+        from cudnn_doctor.system.live import LiveSystem
 
         started = time.perf_counter()
+        system = LiveSystem()
         source = Archive(archive)
         info = inspect(source)
-        plan = make_plan(source, info, choose_target(info, ToolkitFacts(), target, False, "windows", "x86_64"), 12)
-        transaction.apply(plan, source, transaction.Store())
+        plan = make_plan(system, source, info, choose_target(system, info, ToolkitFacts(), str(target), False), 12)
+        transaction.apply(plan, source, transaction.Store(system))
         ours = time.perf_counter() - started
         shutil.rmtree(base / "unzipped")
+        if archives.tree(plain) != archives.tree(target):
+            sys.exit("the two installs differ: the comparison is void")
         print(f"unzip + cp + sync                 {peer:6.2f} s")
         print(f"cudnn-doctor install (verified)   {ours:6.2f} s   ratio {ours / peer:4.2f}  (target 1.50)")
 

@@ -21,6 +21,7 @@ from cudnn_doctor.install.archive import Archive, inspect
 from cudnn_doctor.install.environment import apply_windows_changes, windows_changes
 from cudnn_doctor.install.plan import choose_target, make_plan
 from cudnn_doctor.system.fixture import FixtureSystem
+from cudnn_doctor.system.live import LiveSystem
 
 from . import archives
 from .conftest import WINDOWS_BASE, machine
@@ -35,12 +36,36 @@ def state(tmp_path, monkeypatch):
     return folder
 
 
-def install_windows(archive_path: Path, target: Path, after_file=None):
-    """The library path of a Windows install (the host is Linux, so the CLI would refuse a Windows archive)."""
+CUDA = "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA"
+STATE = "C:\\Users\\dev\\AppData\\Local\\cudnn-doctor"
+
+
+def windows_machine(version: str = "11.8") -> FixtureSystem:
+    """A Windows fixture machine with one CUDA toolkit; the install writes into it in memory."""
+    root = f"{CUDA}\\v{version}"
+    files = {f"{root}\\bin\\nvcc.exe": {}, f"{root}\\include\\cuda.h": {"text": "#define CUDA_VERSION 11080\n"},
+             f"{root}\\lib\\x64\\cudart.lib": {}, f"{root}\\version.json": {"text": '{"cuda": {"version": "%s.0"}}' % version}}
+    return FixtureSystem(machine(WINDOWS_BASE, files=files))
+
+
+def fixture_tree(system: FixtureSystem, root: str) -> dict:
+    """Every file below root with its bytes or link target, read through the System."""
+    state = {}
+    for entry in system.list_dir(root) or []:
+        if entry.is_dir:
+            state.update(fixture_tree(system, entry.path))
+        else:
+            link = system.link_target(entry.path)
+            state[entry.path.lower()] = ("link", link) if link else system.open_read(entry.path).read()
+    return state
+
+
+def install_windows(system: FixtureSystem, archive_path: Path, target: str, after_file=None):
+    """A Windows install into a fixture machine (the host is Linux: the live CLI would refuse a Windows archive)."""
     archive = Archive(archive_path)
     info = inspect(archive)
-    plan = make_plan(archive, info, choose_target(info, ToolkitFacts(), target, False, "windows", "x86_64"), 11)
-    transaction.apply(plan, archive, transaction.Store(), after_file=after_file)
+    plan = make_plan(system, archive, info, choose_target(system, info, ToolkitFacts(), target, False), 11)
+    transaction.apply(plan, archive, transaction.Store(system, STATE), after_file=after_file)
     return plan
 
 
@@ -48,15 +73,18 @@ def install_windows(archive_path: Path, target: Path, after_file=None):
 def test_windows_layouts_land_in_bin_include_and_lib_x64(tmp_path, layout, version, cuda):
     members = archives.windows_members(version, cuda, layout)
     path = archives.write_zip(tmp_path / f"cudnn-{layout}.zip", members)
-    target = archives.toolkit(tmp_path / "CUDA" / f"v{cuda}.8", f"{cuda}.8", windows=True)
+    system = windows_machine(f"{cuda}.8")
+    target = f"{CUDA}\\v{cuda}.8"
     info = inspect(Archive(path))
     assert (info.version, info.os) == (".".join(version.split(".")[:3]), "windows")
     assert info.cuda_major == (cuda if layout != "cuda" else None)  # an old `cuda/` zip with its name changed says nothing
-    install_windows(path, target)
+    install_windows(system, path, target)
     major = version.split(".")[0]
-    assert (target / "bin" / f"cudnn64_{major}.dll").read_bytes() == members[next(m for m in members if m.endswith(f"cudnn64_{major}.dll"))]
-    assert (target / "include" / "cudnn_version.h").exists() and (target / "lib" / "x64" / "cudnn.lib").exists()
-    assert not (target / "LICENSE").exists() and not list(target.rglob("*.cudnn-doctor-tmp"))
+    front = members[next(m for m in members if m.endswith(f"cudnn64_{major}.dll"))]
+    assert system.open_read(f"{target}\\bin\\cudnn64_{major}.dll").read() == front
+    assert system.is_file(f"{target}\\include\\cudnn_version.h") and system.is_file(f"{target}\\lib\\x64\\cudnn.lib")
+    files = fixture_tree(system, target)
+    assert not any(name.endswith(("license", ".cudnn-doctor-tmp")) for name in files)
 
 
 def test_linux_tar_xz_keeps_symlink_chains_and_checksums(tmp_path, capsys):
@@ -90,10 +118,12 @@ def test_second_install_is_a_no_op_and_rollback_returns_to_before_the_second(tmp
 
 
 @pytest.mark.parametrize("failing_after", [0, 1, 3, 6])
-def test_a_failure_after_n_files_leaves_the_target_byte_identical(tmp_path, failing_after, state):
-    target = archives.toolkit(tmp_path / "CUDA" / "v11.8", "11.8", windows=True)
-    (target / "bin" / "cudnn64_8.dll").write_bytes(b"an older cudnn the user had")
-    before = archives.tree(target)
+def test_a_failure_after_n_files_leaves_the_target_byte_identical(tmp_path, failing_after):
+    system = windows_machine()
+    target = f"{CUDA}\\v11.8"
+    with system.open_write(f"{target}\\bin\\cudnn64_8.dll") as old:
+        old.write(b"an older cudnn the user had")
+    before = fixture_tree(system, target)
     path = archives.write_zip(tmp_path / "cudnn-8.5.0.96_cuda11-archive.zip", archives.windows_members())
 
     def fail(index):
@@ -101,9 +131,9 @@ def test_a_failure_after_n_files_leaves_the_target_byte_identical(tmp_path, fail
             raise OSError("disk full (injected)")
 
     with pytest.raises(transaction.InstallFailed, match="every file was restored"):
-        install_windows(path, target, after_file=fail)
-    assert archives.tree(target) == before
-    assert transaction.Store().journal()["state"] == "rolled-back"
+        install_windows(system, path, target, after_file=fail)
+    assert fixture_tree(system, target) == before
+    assert transaction.Store(system, STATE).journal()["state"] == "rolled-back"
 
 
 def test_kill_9_mid_copy_is_rolled_back_by_the_next_run(tmp_path, state):
@@ -116,16 +146,17 @@ def test_kill_9_mid_copy_is_rolled_back_by_the_next_run(tmp_path, state):
                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 30
     while time.time() < deadline:
-        journal = transaction.Store(state).journal()
+        journal = transaction.Store(LiveSystem(), str(state)).journal()
         if journal and sum(s["done"] for s in journal["steps"]) >= 3:
             break
         time.sleep(0.05)
     os.kill(child.pid, signal.SIGKILL)
     child.wait()
-    assert transaction.Store(state).journal()["state"] == "in-progress" and archives.tree(target) != before
+    store = transaction.Store(LiveSystem(), str(state))
+    assert store.journal()["state"] == "in-progress" and archives.tree(target) != before
     assert main(["history"]) == 0
     assert archives.tree(target) == before
-    assert transaction.Store(state).journal()["state"] == "rolled-back"
+    assert store.journal()["state"] == "rolled-back"
 
 
 def _zip_with(tmp_path, name, data=b"x", link=None):
@@ -169,14 +200,15 @@ def test_zip_bomb_and_truncated_archives_are_refused(tmp_path, capsys):
 def test_refusals(tmp_path):
     path = archives.write_zip(tmp_path / "cudnn-8.9.7.29_cuda12-archive.zip", archives.windows_members("8.9.7.29", 12))
     info = inspect(Archive(path))
+    system = windows_machine()
     with pytest.raises(UsageError, match="windows archive"):
-        choose_target(info, ToolkitFacts(), tmp_path, False, "linux", "x86_64")
+        choose_target(LiveSystem(), info, ToolkitFacts(), str(tmp_path), False)
     with pytest.raises(UsageError, match="system folder"):
-        choose_target(info, ToolkitFacts(), Path("C:/Windows/System32"), True, "windows", "x86_64")
+        choose_target(system, info, ToolkitFacts(), "C:\\Windows\\System32", True)
     with pytest.raises(UsageError, match="not a CUDA toolkit"):
-        choose_target(info, ToolkitFacts(), tmp_path / "elsewhere", False, "windows", "x86_64")
+        choose_target(system, info, ToolkitFacts(), "C:\\elsewhere", False)
     with pytest.raises(UsageError, match="built for CUDA 12"):
-        choose_target(info, ToolkitFacts(), None, False, "windows", "x86_64")
+        choose_target(system, info, ToolkitFacts(), None, False)
 
 
 def test_permission_denied_names_the_file_and_changes_nothing(tmp_path, capsys):
@@ -193,19 +225,19 @@ def test_windows_path_is_added_once_to_the_user_path_keeping_expand_variables():
     toolkit = "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v11.8"
     persistent = {"user": {"Path": "%USERPROFILE%\\AppData\\Local\\Microsoft\\WindowsApps"}, "system": {"Path": "%SystemRoot%\\system32;%SystemRoot%"}}
     system = FixtureSystem(machine(WINDOWS_BASE, persistent_env=persistent))
-    changes = windows_changes(system, Path(toolkit), set_cudnn_home=True)
+    changes = windows_changes(system, toolkit, set_cudnn_home=True)
     apply_windows_changes(system, changes)
     assert system.persistent_env()["user"]["Path"] == f"%USERPROFILE%\\AppData\\Local\\Microsoft\\WindowsApps;{toolkit}\\bin"
     assert system.persistent_env()["user"]["CUDNN_HOME"] == toolkit
     assert system.env_writes[-1] == ("broadcast", "WM_SETTINGCHANGE", "Environment")
-    assert windows_changes(system, Path(toolkit), set_cudnn_home=True) == []  # the second time: nothing to add
+    assert windows_changes(system, toolkit, set_cudnn_home=True) == []  # the second time: nothing to add
 
 
 def test_windows_path_already_reachable_through_a_system_variable():
     toolkit = "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v11.8"
     persistent = {"user": {}, "system": {"Path": "%CUDA_PATH%\\bin;%SystemRoot%\\system32", "CUDA_PATH": toolkit}}
     system = FixtureSystem(machine(WINDOWS_BASE, persistent_env=persistent))
-    assert windows_changes(system, Path(toolkit), set_cudnn_home=False) == []
+    assert windows_changes(system, toolkit, set_cudnn_home=False) == []
 
 
 def test_cuda_major_from_the_old_name_or_from_the_cublas_the_ops_library_loads(tmp_path):

@@ -36,19 +36,19 @@ def run_install(args: argparse.Namespace) -> int:
     from cudnn_doctor.system import open_system
     from cudnn_doctor.versions import parse_version
 
-    store = transaction.Store()
+    system = open_system()
+    store = transaction.Store(system)
     recovered = transaction.recover(store)
     if recovered:
         _say(f"cudnn-doctor: {recovered}")
-    system = open_system()
     archive = Archive(args.archive)
     try:
         info = inspect(archive)
         toolkits = probe_toolkits(system)
-        target = choose_target(info, toolkits, args.into, args.force, system.os, system.arch)
-        toolkit = toolkits.by_root(str(target))
+        target = choose_target(system, info, toolkits, str(args.into.resolve()) if args.into else None, args.force)
+        toolkit = toolkits.by_root(target)
         major = parse_version(toolkit.version).release[0] if toolkit and toolkit.version else None
-        plan = make_plan(archive, info, target, major)
+        plan = make_plan(system, archive, info, target, major)
         env_changes = environment.windows_changes(system, target, args.set_cudnn_home) if system.os == "windows" else []
         _print_plan(plan, env_changes)
         if not plan.writes and not env_changes:
@@ -71,7 +71,7 @@ def run_install(args: argparse.Namespace) -> int:
             if env_changes:
                 print("The persistent environment changed: close and reopen terminals, IDEs and Jupyter so they see it.")
         else:
-            lib_dir = next((a.dest.parent for a in plan.actions if ".so" in a.dest.name), None)
+            lib_dir = next((system.paths.dirname(a.dest) for a in plan.actions if ".so" in system.paths.basename(a.dest)), None)
             if lib_dir is not None:
                 notes, command = environment.linux_notes(system, lib_dir)
                 for note in notes:
@@ -126,14 +126,14 @@ def _test_hook():
     return (lambda index: time.sleep(delay)) if delay else None
 
 
-def _verify(target: Path) -> int:
+def _verify(target: str) -> int:
     """Run the cuDNN checks on the result and show what concerns this toolkit."""
     from cudnn_doctor.diagnose import diagnose
     from cudnn_doctor.findings import Severity
     from cudnn_doctor.system import open_system
 
     findings = [f for f in diagnose(open_system(), with_frameworks=False).findings
-                if f.id.startswith(("cudnn-", "library-", "dependency-")) and str(target) in f.detail]
+                if f.id.startswith(("cudnn-", "library-", "dependency-")) and target in f.detail]
     if not findings:
         print("Verified: the cuDNN checks find nothing wrong in the toolkit.")
         return 0
@@ -144,8 +144,9 @@ def _verify(target: Path) -> int:
 
 def run_rollback(args: argparse.Namespace) -> int:
     from cudnn_doctor.install import transaction
+    from cudnn_doctor.system import open_system
 
-    store = transaction.Store()
+    store = transaction.Store(open_system())
     recovered = transaction.recover(store)
     if recovered:
         print(f"cudnn-doctor: {recovered}")
@@ -157,8 +158,9 @@ def run_rollback(args: argparse.Namespace) -> int:
 
 def run_history(args: argparse.Namespace) -> int:
     from cudnn_doctor.install import transaction
+    from cudnn_doctor.system import open_system
 
-    store = transaction.Store()
+    store = transaction.Store(open_system())
     recovered = transaction.recover(store)
     if recovered:
         print(f"cudnn-doctor: {recovered}")

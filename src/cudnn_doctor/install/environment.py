@@ -6,7 +6,6 @@ All writes go through the System layer, so fixture machines show exactly what wo
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Optional
 
 from cudnn_doctor.install.plan import EnvChange
@@ -14,14 +13,14 @@ from cudnn_doctor.paths import expand_percent
 from cudnn_doctor.system.interface import System
 
 
-def windows_changes(system: System, target: Path, set_cudnn_home: bool) -> list[EnvChange]:
+def windows_changes(system: System, target: str, set_cudnn_home: bool) -> list[EnvChange]:
     """Make `<target>\\bin` reachable by new processes: add it to the user PATH unless some PATH already has it."""
     persistent = system.persistent_env() or {"user": {}, "system": {}}
     rules = system.paths
     user = {k.upper(): (k, v) for k, v in persistent.get("user", {}).items()}
     machine = {k.upper(): v for k, v in persistent.get("system", {}).items()}
     scope = {**{k.upper(): v for k, v in system.env().items()}, **machine, **{k: v for k, (_, v) in user.items()}}
-    bin_dir = str(target / "bin") if "\\" not in str(target) else f"{target}\\bin"
+    bin_dir = rules.join(target, "bin")
     entries = [e for e in rules.split_list(expand_percent(";".join(filter(None, (machine.get("PATH", ""), user.get("PATH", ("", ""))[1]))), scope)) if e]
     changes = []
     if not any(rules.same(e, bin_dir) for e in entries):
@@ -30,8 +29,8 @@ def windows_changes(system: System, target: Path, set_cudnn_home: bool) -> list[
         changes.append(EnvChange("user", name, old, new))
     if set_cudnn_home:
         name, old = user.get("CUDNN_HOME", ("CUDNN_HOME", None))
-        if old is None or not rules.same(old, str(target)):
-            changes.append(EnvChange("user", name, old, str(target)))
+        if old is None or not rules.same(old, target):
+            changes.append(EnvChange("user", name, old, target))
     return changes
 
 
@@ -42,10 +41,10 @@ def apply_windows_changes(system: System, changes: list[EnvChange]) -> None:
         system.broadcast_environment_change()
 
 
-def linux_notes(system: System, lib_dir: Path) -> tuple[list[str], Optional[list[str]]]:
+def linux_notes(system: System, lib_dir: str) -> tuple[list[str], Optional[list[str]]]:
     """(sentences for the user, the command to run) so the loader finds the new libraries."""
     cache_dirs = {os.path.dirname(p) for p in _cache_paths(system)}
-    if str(lib_dir) in cache_dirs:
+    if lib_dir in cache_dirs:
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             return [f"{lib_dir} is in the loader cache: running ldconfig to refresh it."], ["ldconfig"]
         return [f"{lib_dir} is in the loader cache; refresh it with: sudo ldconfig"], None

@@ -6,6 +6,9 @@ temporary name beside its destination, checked (size and SHA-256 against the arc
 and renamed into place; links are created as links. Any failure rolls back every step the
 journal lists, in reverse. A run killed half-way (crash, `kill -9`) leaves a journal in state
 "in-progress", and the next run of install, rollback or history rolls it back first.
+
+Every file operation goes through the System, so a fixture machine can be installed into
+(in memory) exactly as a live one.
 """
 
 from __future__ import annotations
@@ -13,15 +16,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import time
 import uuid
-from pathlib import Path
 from typing import Any, Callable, Optional
 
 from cudnn_doctor.errors import CudnnDoctorError, InputError
 from cudnn_doctor.install.archive import Archive
 from cudnn_doctor.install.plan import Action, Plan
+from cudnn_doctor.system.interface import System
 
 TEMP_SUFFIX = ".cudnn-doctor-tmp"
 BLOCK = 4 << 20
@@ -33,47 +35,50 @@ class InstallFailed(CudnnDoctorError):
     exit_code = 1
 
 
-def state_dir() -> Path:
+def state_dir() -> str:
     """Where journals, backups and the history live (the user's state folder, per platformdirs)."""
     override = os.environ.get("CUDNN_DOCTOR_STATE_DIR")
     if override:
-        return Path(override)
+        return override
     import platformdirs
 
-    return Path(platformdirs.user_state_dir("cudnn-doctor", appauthor=False))
+    return platformdirs.user_state_dir("cudnn-doctor", appauthor=False)
 
 
 class Store:
     """The journal of the install in progress, the backups, and the history of installs."""
 
-    def __init__(self, root: Optional[Path] = None) -> None:
-        self.root = root or state_dir()
-        self.journal_path = self.root / "journal.json"
-        self.history_path = self.root / "history.json"
+    def __init__(self, system: System, root: Optional[str] = None) -> None:
+        self.system = system
+        self.root = system.paths.norm(root or state_dir())
+        self.journal_path = system.paths.join(self.root, "journal.json")
+        self.history_path = system.paths.join(self.root, "history.json")
 
-    def _write(self, path: Path, document: Any) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
-        temp = path.with_suffix(".tmp")
-        with open(temp, "w", encoding="utf-8") as handle:
-            json.dump(document, handle, indent=1)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
+    def backup_path(self, txid: str, index: int, name: str) -> str:
+        return self.system.paths.join(self.root, "backups", txid, f"{index:05d}-{name}")
 
-    def journal(self) -> Optional[dict[str, Any]]:
+    def _write(self, path: str, document: Any) -> None:
+        self.system.make_dirs(self.root)
+        temp = path + TEMP_SUFFIX
+        with self.system.open_write(temp) as handle:
+            handle.write(json.dumps(document, indent=1).encode("utf-8"))
+        self.system.replace(temp, path)
+
+    def _read(self, path: str) -> Any:
         try:
-            return json.loads(self.journal_path.read_text(encoding="utf-8"))
+            with self.system.open_read(path) as handle:
+                return json.loads(handle.read().decode("utf-8"))
         except (FileNotFoundError, ValueError):
             return None
+
+    def journal(self) -> Optional[dict[str, Any]]:
+        return self._read(self.journal_path)
 
     def save_journal(self, journal: dict[str, Any]) -> None:
         self._write(self.journal_path, journal)
 
     def history(self) -> list[dict[str, Any]]:
-        try:
-            return json.loads(self.history_path.read_text(encoding="utf-8"))
-        except (FileNotFoundError, ValueError):
-            return []
+        return self._read(self.history_path) or []
 
     def save_history(self, history: list[dict[str, Any]]) -> None:
         self._write(self.history_path, history)
@@ -84,7 +89,7 @@ def recover(store: Store) -> Optional[str]:
     journal = store.journal()
     if journal is None or journal.get("state") != "in-progress":
         return None
-    undo(journal["steps"])
+    undo(store.system, journal["steps"])
     journal["state"] = "rolled-back"
     store.save_journal(journal)
     return f"rolled back an interrupted install of {journal['archive']} into {journal['target']} ({sum(1 for s in journal['steps'] if s['started'])} files restored)"
@@ -93,30 +98,29 @@ def recover(store: Store) -> Optional[str]:
 def apply(plan: Plan, archive: Archive, store: Store, progress: Optional[Callable[[int], None]] = None,
           after_file: Optional[Callable[[int], None]] = None) -> dict[str, Any]:
     """Apply the plan; on any failure undo everything and raise InstallFailed (or the input error)."""
+    system = store.system
     txid = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
-    backups = store.root / "backups" / txid
-    steps = [{"dest": str(a.dest), "kind": a.kind, "backup": None, "started": False, "done": False} for a in plan.writes]
-    journal = {"id": txid, "state": "in-progress", "archive": str(plan.archive.path), "target": str(plan.target), "version": plan.archive.version,
+    steps = [{"dest": a.dest, "kind": a.kind, "backup": None, "started": False, "done": False} for a in plan.writes]
+    journal = {"id": txid, "state": "in-progress", "archive": str(plan.archive.path), "target": plan.target, "version": plan.archive.version,
                "started": time.time(), "steps": steps}
     store.save_journal(journal)
     try:
         for index, (action, step) in enumerate(zip(plan.writes, steps)):
             step["started"] = True
-            if action.dest.exists() or action.dest.is_symlink():
-                step["backup"] = str(backups / f"{index:05d}-{action.dest.name}")
+            if system.stat(action.dest) is not None or system.link_target(action.dest) is not None:
+                step["backup"] = store.backup_path(txid, index, system.paths.basename(action.dest))
             store.save_journal(journal)
             if step["backup"]:
-                backup = Path(step["backup"])
-                backup.parent.mkdir(parents=True, exist_ok=True)
-                _copy_exact(action.dest, backup.with_name(backup.name + TEMP_SUFFIX))
-                os.replace(backup.with_name(backup.name + TEMP_SUFFIX), backup)  # a backup exists only once complete
-            _write_one(archive, action, progress)
+                system.make_dirs(system.paths.dirname(step["backup"]))
+                _copy_exact(system, action.dest, step["backup"] + TEMP_SUFFIX)
+                system.replace(step["backup"] + TEMP_SUFFIX, step["backup"])  # a backup exists only once complete
+            _write_one(system, archive, action, progress)
             step["done"] = True
             store.save_journal(journal)
             if after_file is not None:
                 after_file(index)
     except BaseException as error:
-        undo(steps)
+        undo(system, steps)
         journal["state"] = "rolled-back"
         store.save_journal(journal)
         if isinstance(error, PermissionError):
@@ -130,68 +134,70 @@ def apply(plan: Plan, archive: Archive, store: Store, progress: Optional[Callabl
     journal["finished"] = time.time()
     store.save_journal(journal)
     history = store.history()
-    history.append({k: journal[k] for k in ("id", "archive", "target", "version", "started", "finished", "steps")} | {"state": "installed"})
+    history.append({**{k: journal[k] for k in ("id", "archive", "target", "version", "started", "finished", "steps")}, "state": "installed"})
     store.save_history(history)
     return journal
 
 
-def _write_one(archive: Archive, action: Action, progress: Optional[Callable[[int], None]]) -> None:
+def _write_one(system: System, archive: Archive, action: Action, progress: Optional[Callable[[int], None]]) -> None:
     dest = action.dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    temp = dest.with_name(dest.name + TEMP_SUFFIX)
+    system.make_dirs(system.paths.dirname(dest))
+    temp = dest + TEMP_SUFFIX
+    _discard(system, temp)
     if action.kind == "link":
-        if temp.is_symlink() or temp.exists():
-            temp.unlink()
-        os.symlink(action.member.link, temp)
-        os.replace(temp, dest)
+        system.symlink(action.member.link or "", temp)
+        system.replace(temp, dest)
         return
     digest = hashlib.sha256()
     written = 0
-    with archive.open(action.member) as source, open(temp, "wb") as target:
-        while True:
-            block = source.read(BLOCK)
-            if not block:
-                break
+    with archive.open(action.member) as source, system.open_write(temp) as target:
+        for block in iter(lambda: source.read(BLOCK), b""):
             digest.update(block)
             target.write(block)
             written += len(block)
             if progress:
                 progress(len(block))
-        target.flush()
-        os.fsync(target.fileno())
     check = hashlib.sha256()
-    with open(temp, "rb") as handle:  # what is on disk, not what we meant to write (antivirus, full disks)
+    with system.open_read(temp) as handle:  # what is on disk, not what we meant to write (antivirus, full disks)
         for block in iter(lambda: handle.read(BLOCK), b""):
             check.update(block)
-    if written != action.member.size or os.path.getsize(temp) != action.member.size or check.hexdigest() != digest.hexdigest():
-        temp.unlink(missing_ok=True)
-        raise InstallFailed(f"{dest.name} did not verify after writing (size {os.path.getsize(temp) if temp.exists() else 0} of {action.member.size})")
-    os.replace(temp, dest)
+    on_disk = system.stat(temp)
+    if written != action.member.size or on_disk is None or on_disk.size != action.member.size or check.hexdigest() != digest.hexdigest():
+        _discard(system, temp)
+        raise InstallFailed(f"{system.paths.basename(dest)} did not verify after writing ({on_disk.size if on_disk else 0} of {action.member.size} bytes)")
+    system.replace(temp, dest)
 
 
-def _copy_exact(source: Path, backup: Path) -> None:
-    if source.is_symlink():
-        os.symlink(os.readlink(source), backup)
-    else:
-        shutil.copy2(source, backup)
+def _copy_exact(system: System, source: str, target: str) -> None:
+    """A byte-for-byte copy, or the same link."""
+    _discard(system, target)
+    link = system.link_target(source)
+    if link is not None:
+        system.symlink(link, target)
+        return
+    with system.open_read(source) as reader, system.open_write(target) as writer:
+        for block in iter(lambda: reader.read(BLOCK), b""):
+            writer.write(block)
 
 
-def undo(steps: list[dict[str, Any]]) -> None:
+def _discard(system: System, path: str) -> None:
+    if system.stat(path) is not None or system.link_target(path) is not None:
+        system.remove(path)
+
+
+def undo(system: System, steps: list[dict[str, Any]]) -> None:
     """Restore every started step, newest first: backups back in place, new files removed, temp files gone."""
     for step in reversed(steps):
         if not step.get("started"):
             continue
-        dest = Path(step["dest"])
-        temp = dest.with_name(dest.name + TEMP_SUFFIX)
-        if temp.exists() or temp.is_symlink():
-            temp.unlink()
-        backup = Path(step["backup"]) if step.get("backup") else None
-        if backup is not None and (backup.exists() or backup.is_symlink()):
-            restore = dest.with_name(dest.name + TEMP_SUFFIX)
-            _copy_exact(backup, restore)
-            os.replace(restore, dest)
-        elif backup is None and (dest.exists() or dest.is_symlink()) and step.get("kind") in ("add", "link"):
-            dest.unlink()
+        dest = step["dest"]
+        _discard(system, dest + TEMP_SUFFIX)
+        backup = step.get("backup")
+        if backup is not None and (system.stat(backup) is not None or system.link_target(backup) is not None):
+            _copy_exact(system, backup, dest + TEMP_SUFFIX)
+            system.replace(dest + TEMP_SUFFIX, dest)
+        elif backup is None and step.get("kind") in ("add", "link"):
+            _discard(system, dest)
 
 
 def rollback_last(store: Store) -> dict[str, Any]:
@@ -200,7 +206,7 @@ def rollback_last(store: Store) -> dict[str, Any]:
     entry = next((h for h in reversed(history) if h.get("state") == "installed"), None)
     if entry is None:
         raise InputError("nothing to roll back: no install is recorded")
-    undo([dict(s, started=True) for s in entry["steps"]])
+    undo(store.system, [dict(s, started=True) for s in entry["steps"]])
     entry["state"] = "rolled-back"
     entry["rolled_back"] = time.time()
     store.save_history(history)

@@ -8,8 +8,9 @@ command behaving as "not installed".
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, BinaryIO, Optional, Sequence
 
 from cudnn_doctor.binaries import BinaryInfo, read_binary
 from cudnn_doctor.errors import InputError
@@ -43,6 +44,7 @@ class FixtureSystem(System):
             self._add_parent_chain(path)
         self._pythons = {rules.key(p["executable"]): p for p in document.get("pythons") or []}
         self.env_writes: list[tuple[str, str, str]] = []
+        self._data: dict[str, bytes] = {}
 
     @classmethod
     def from_file(cls, path: Path) -> FixtureSystem:
@@ -193,6 +195,72 @@ class FixtureSystem(System):
         if not real.is_file():
             raise InputError(f"{self.origin.name}: source file {entry['source']!r} does not exist next to the fixture")
         return read_binary(str(real))
+
+    # Writes live in memory: the document's file map is updated, the bytes kept beside it ------
+
+    def open_read(self, path: str) -> BinaryIO:
+        resolved = self._resolve(path)
+        key = self.paths.key(resolved)
+        entry = self._entry(resolved)
+        if entry is None:
+            raise FileNotFoundError(path)
+        if key in self._data:
+            return io.BytesIO(self._data[key])
+        if "text" in entry:
+            return io.BytesIO(entry["text"].encode("utf-8"))
+        return io.BytesIO(bytes(self._size(entry)))  # a file the fixture describes only by its size
+
+    def open_write(self, path: str) -> BinaryIO:
+        system = self
+
+        class _Writer(io.BytesIO):
+            def close(self) -> None:
+                if not self.closed:
+                    system._put(path, {"size": len(self.getvalue())}, self.getvalue())
+                super().close()
+
+        return _Writer()
+
+    def make_dirs(self, path: str) -> None:
+        self._add_dir(self.paths.norm(path))
+
+    def replace(self, source: str, target: str) -> None:
+        key = self.paths.key(source)
+        if key not in self._files:
+            raise FileNotFoundError(source)
+        _, entry = self._files[key]
+        data = self._data.get(key)
+        self._drop(source)
+        self._put(target, entry, data)
+
+    def remove(self, path: str) -> None:
+        if self.paths.key(path) not in self._files:
+            raise FileNotFoundError(path)
+        self._drop(path)
+
+    def symlink(self, target: str, path: str) -> None:
+        self._put(path, {"link": target})
+
+    def link_target(self, path: str) -> Optional[str]:
+        entry = self._entry(path)
+        return entry.get("link") if entry else None
+
+    def _put(self, path: str, entry: dict[str, Any], data: Optional[bytes] = None) -> None:
+        rules = self.paths
+        path = rules.norm(path)
+        key = rules.key(path)
+        self._files[key] = (path, entry)
+        self._data.pop(key, None)
+        if data is not None:
+            self._data[key] = data
+        self._add_parent_chain(path)
+
+    def _drop(self, path: str) -> None:
+        rules = self.paths
+        key = rules.key(path)
+        self._files.pop(key, None)
+        self._data.pop(key, None)
+        self._children.get(rules.key(rules.dirname(rules.norm(path))), {}).pop(key, None)
 
     def set_persistent_env(self, scope: str, name: str, value: str) -> None:
         """Recorded in the document, where tests read it back through persistent_env()."""

@@ -8,7 +8,7 @@ diagnosis replayed from a fixture takes exactly the code path it takes live.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Iterator, Mapping, NamedTuple, Optional, Sequence
+from typing import Any, BinaryIO, Iterator, Mapping, NamedTuple, Optional, Sequence
 
 from cudnn_doctor.binaries import BinaryInfo
 from cudnn_doctor.paths import PathRules
@@ -149,6 +149,36 @@ class System(ABC):
     @abstractmethod
     def broadcast_environment_change(self) -> None:
         """Windows: tell running programs (Explorer) that the environment changed (WM_SETTINGCHANGE)."""
+
+    # Writing, for `install`: the fixture implementation keeps the writes in memory ------------
+
+    @abstractmethod
+    def open_read(self, path: str) -> BinaryIO:
+        """The bytes of a file."""
+
+    @abstractmethod
+    def open_write(self, path: str) -> BinaryIO:
+        """A new file (replacing any); its bytes are on disk (fsync) once the handle is closed."""
+
+    @abstractmethod
+    def make_dirs(self, path: str) -> None:
+        """Create a folder and its parents."""
+
+    @abstractmethod
+    def replace(self, source: str, target: str) -> None:
+        """Rename `source` over `target` in one step."""
+
+    @abstractmethod
+    def remove(self, path: str) -> None:
+        """Delete a file or a symbolic link (not what it points to)."""
+
+    @abstractmethod
+    def symlink(self, target: str, path: str) -> None:
+        """Create `path` as a symbolic link to `target`."""
+
+    @abstractmethod
+    def link_target(self, path: str) -> Optional[str]:
+        """The raw target when `path` itself is a symbolic link (dangling or not), else None."""
 
     def mapped_libraries(self, executable: str, names: Sequence[str]) -> Optional[dict[str, Any]]:
         """Live: load `names` in a child of `executable` and report the files really mapped; None when unknown (fixtures)."""

@@ -15,7 +15,7 @@ import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, BinaryIO, Optional, Sequence
 
 from cudnn_doctor.binaries import BinaryInfo, read_binary
 from cudnn_doctor.system import pyenv
@@ -197,6 +197,27 @@ class LiveSystem(System):
         except (subprocess.TimeoutExpired, OSError, ValueError, IndexError):
             return None
 
+    def open_read(self, path: str) -> BinaryIO:
+        return open(path, "rb")
+
+    def open_write(self, path: str) -> BinaryIO:
+        return _DurableFile(path)  # type: ignore[return-value]
+
+    def make_dirs(self, path: str) -> None:
+        os.makedirs(path, exist_ok=True)
+
+    def replace(self, source: str, target: str) -> None:
+        os.replace(source, target)
+
+    def remove(self, path: str) -> None:
+        os.unlink(path)
+
+    def symlink(self, target: str, path: str) -> None:
+        os.symlink(target, path)
+
+    def link_target(self, path: str) -> Optional[str]:
+        return os.readlink(path) if os.path.islink(path) else None
+
     def current_python(self) -> Optional[str]:
         return sys.executable or None
 
@@ -225,6 +246,28 @@ class LiveSystem(System):
         with ThreadPoolExecutor(max_workers=len(frameworks)) as pool:
             results = pool.map(lambda name: _probe_framework(executable, name, timeout), frameworks)
             return dict(zip(frameworks, results))
+
+
+class _DurableFile:
+    """A file opened for writing whose close() also flushes it to the disk (fsync)."""
+
+    def __init__(self, path: str) -> None:
+        self._handle = open(path, "wb")  # noqa: SIM115 - closed by close()
+
+    def write(self, data: bytes) -> int:
+        return self._handle.write(data)
+
+    def close(self) -> None:
+        if not self._handle.closed:
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
+            self._handle.close()
+
+    def __enter__(self) -> _DurableFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _is_wsl() -> bool:

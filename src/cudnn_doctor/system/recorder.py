@@ -7,7 +7,7 @@ gives the probes the same answers, hence the same findings.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, BinaryIO, Optional, Sequence
 
 from cudnn_doctor.binaries import BinaryInfo
 from cudnn_doctor.system.fixture_format import SCHEMA_ID
@@ -130,6 +130,27 @@ class RecordingSystem(System):
                 if info.rpath:
                     entry["dt_rpath"] = list(info.rpath)
         return info
+
+    def open_read(self, path: str) -> BinaryIO:
+        return self.inner.open_read(path)
+
+    def open_write(self, path: str) -> BinaryIO:
+        return self.inner.open_write(path)
+
+    def make_dirs(self, path: str) -> None:
+        self.inner.make_dirs(path)
+
+    def replace(self, source: str, target: str) -> None:
+        self.inner.replace(source, target)
+
+    def remove(self, path: str) -> None:
+        self.inner.remove(path)
+
+    def symlink(self, target: str, path: str) -> None:
+        self.inner.symlink(target, path)
+
+    def link_target(self, path: str) -> Optional[str]:
+        return self.inner.link_target(path)
 
     def set_persistent_env(self, scope: str, name: str, value: str) -> None:
         self.inner.set_persistent_env(scope, name, value)

@@ -107,7 +107,7 @@ def apply(plan: Plan, archive: Archive, store: Store, progress: Optional[Callabl
     try:
         for index, (action, step) in enumerate(zip(plan.writes, steps)):
             step["started"] = True
-            if system.stat(action.dest) is not None or system.link_target(action.dest) is not None:
+            if _present(system, action.dest):
                 step["backup"] = store.backup_path(txid, index, system.paths.basename(action.dest))
             store.save_journal(journal)
             if step["backup"]:
@@ -180,8 +180,13 @@ def _copy_exact(system: System, source: str, target: str) -> None:
             writer.write(block)
 
 
+def _present(system: System, path: str) -> bool:
+    """A file or a link (even one that dangles) is at path."""
+    return system.stat(path) is not None or system.link_target(path) is not None
+
+
 def _discard(system: System, path: str) -> None:
-    if system.stat(path) is not None or system.link_target(path) is not None:
+    if _present(system, path):
         system.remove(path)
 
 
@@ -193,7 +198,7 @@ def undo(system: System, steps: list[dict[str, Any]]) -> None:
         dest = step["dest"]
         _discard(system, dest + TEMP_SUFFIX)
         backup = step.get("backup")
-        if backup is not None and (system.stat(backup) is not None or system.link_target(backup) is not None):
+        if backup is not None and _present(system, backup):
             _copy_exact(system, backup, dest + TEMP_SUFFIX)
             system.replace(dest + TEMP_SUFFIX, dest)
         elif backup is None and step.get("kind") in ("add", "link"):

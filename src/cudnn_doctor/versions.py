@@ -14,6 +14,15 @@ from packaging.version import InvalidVersion, Version
 
 _TF_WINDOWS_TAG = re.compile(r"^64_(\d+)$")
 _LEADING_VERSION = re.compile(r"(\d+(?:\.\d+)*)")
+_HEADER_DEFINE = re.compile(r"#define\s+CUDNN_(MAJOR|MINOR|PATCHLEVEL)\s+(\d+)")
+
+
+def cudnn_header_version(text: str) -> Optional[str]:
+    """"MAJOR.MINOR.PATCHLEVEL" from the #defines of cudnn_version.h (or cudnn.h before 8), None without CUDNN_MAJOR."""
+    values = dict(_HEADER_DEFINE.findall(text))
+    if "MAJOR" not in values:
+        return None
+    return f"{values['MAJOR']}.{values.get('MINOR', '0')}.{values.get('PATCHLEVEL', '0')}"
 
 
 def parse_version(value: object) -> Optional[Version]:

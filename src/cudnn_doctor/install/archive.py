@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import IO, Optional
 
 from cudnn_doctor.errors import InputError
+from cudnn_doctor.versions import cudnn_header_version
 
 MAX_TOTAL_BYTES = 64 * 1024**3  # the largest cuDNN release is a few GB uncompressed
 MAX_RATIO = 200  # NVIDIA's libraries compress 2-4x; a bomb compresses thousands of times
 _DRIVE = re.compile(r"^[A-Za-z]:")
-_VERSION_DEFINE = re.compile(r"#define\s+CUDNN_(MAJOR|MINOR|PATCHLEVEL)\s+(\d+)")
 # cudnn-windows-x86_64-8.5.0.96_cuda11-archive, cudnn-11.3-windows-x64-v8.2.0.53, bin/12.x/
 _ARCHIVE_CUDA = re.compile(r"(?i)_cuda(\d+)(?:\.\d+)?[-_]archive|cudnn-(\d+)\.\d+-(?:windows|linux)|[\\/](\d+)\.x[\\/]")
 _CUBLAS_NAME = re.compile(rb"cublas(?:Lt)?64_(\d+)\.dll|libcublas(?:Lt)?\.so\.(\d+)")
@@ -188,12 +188,8 @@ def inspect(archive: Archive) -> ArchiveInfo:
         layout = "linux-archive" if any(r.endswith(".so") or ".so." in r for r in rel) else "archive-folder"
     else:
         layout = "flat"
-    version = None
     header = next((m for m in files if m.name.endswith(("cudnn_version.h",))), None) or next((m for m in files if m.name.endswith("/cudnn.h")), None)
-    if header is not None:
-        values = dict(_VERSION_DEFINE.findall(archive.read_text(header, 256 * 1024)))
-        if "MAJOR" in values:
-            version = f"{values['MAJOR']}.{values.get('MINOR', '0')}.{values.get('PATCHLEVEL', '0')}"
+    version = cudnn_header_version(archive.read_text(header, 256 * 1024)) if header is not None else None
     cuda = _ARCHIVE_CUDA.search(f"/{archive.path.name}/" + " ".join(m.name for m in files[:50]))
     cuda_major = int(next(g for g in cuda.groups() if g)) if cuda else _cuda_from_libraries(archive, files)
     os_name = "windows" if any(m.name.lower().endswith(".dll") for m in files) else "linux" if any(".so" in m.name for m in archive.members) else None

@@ -16,6 +16,7 @@ from cudnn_doctor.errors import UsageError
 from cudnn_doctor.facts import ToolkitFacts
 from cudnn_doctor.install.archive import Archive, ArchiveInfo, Member
 from cudnn_doctor.system.interface import System
+from cudnn_doctor.versions import cudnn_header_version
 
 _INSTALLER_SUB = re.compile(r"^(?P<kind>bin|include|lib)/(?P<cuda>\d+)\.x/(?P<rest>.+)$")
 SYSTEM_FOLDERS = ("windows/system32", "windows/syswow64")
@@ -136,9 +137,9 @@ def make_plan(system: System, archive: Archive, info: ArchiveInfo, target: str, 
 def _installed_version(system: System, target: str) -> Optional[str]:
     for name in ("cudnn_version.h", "cudnn.h"):
         text = system.read_text(system.paths.join(target, "include", name), limit=256 * 1024)
-        values = dict(re.findall(r"#define\s+CUDNN_(MAJOR|MINOR|PATCHLEVEL)\s+(\d+)", text or ""))
-        if "MAJOR" in values:
-            return f"{values['MAJOR']}.{values.get('MINOR', '0')}.{values.get('PATCHLEVEL', '0')}"
+        version = cudnn_header_version(text or "")
+        if version is not None:
+            return version
     return None
 
 

@@ -15,10 +15,10 @@ from cudnn_doctor import knowledge
 from cudnn_doctor.facts import CudnnInstall, CudnnLibrary, PythonEnv, ToolkitFacts
 from cudnn_doctor.loader.index import FolderIndex
 from cudnn_doctor.system.interface import FileInfo, System
+from cudnn_doctor.versions import cudnn_header_version
 
 _WINDOWS_NAME = re.compile(r"^cudnn(?:_([a-z_]+?))?64_(\d+)\.dll$", re.IGNORECASE)
 _LINUX_NAME = re.compile(r"^libcudnn(?:_([a-z_]+))?\.so\.(\d+)((?:\.\d+)*)$")
-_DEFINE = re.compile(r"#define\s+CUDNN_(MAJOR|MINOR|PATCHLEVEL)\s+(\d+)")
 _CUBLAS = re.compile(r"(?i)^(?:lib)?cublas(?:Lt)?(?:64_(\d+)\.dll|\.so\.(\d+))")
 _CUDA_IN_PATH = re.compile(r"(?i)(?:[\\/](\d+)\.x(?:[\\/]|$)|_cuda(\d+)[-_]|cudnn-cu(\d+)|[\\/]cu(\d+)[\\/])")
 STANDARD_TOOLKIT_FOLDERS = {"bin", "include", "lib", "lib64", "libnvvp", "nvvm", "extras", "doc", "share", "src", "tools", "nsight", "compute-sanitizer",
@@ -186,9 +186,9 @@ def _header(system: System, folder: str, toolkit: Optional[str], major: int) -> 
             text = system.read_text(path, limit=64 * 1024)
             if not text:
                 continue
-            values = dict(_DEFINE.findall(text))
-            if "MAJOR" in values and int(values["MAJOR"]) == major:
-                return path, f"{values['MAJOR']}.{values.get('MINOR', '0')}.{values.get('PATCHLEVEL', '0')}"
+            version = cudnn_header_version(text)
+            if version is not None and int(version.split(".")[0]) == major:
+                return path, version
     return None, None
 
 

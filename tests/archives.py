@@ -19,6 +19,7 @@ def version_header(version: str) -> str:
 
 
 def fake_library(name: str, size: int = 4096) -> bytes:
+    """The file's magic (MZ for a .dll, ELF for a .so) and random bytes: too short to parse, so the machine stays unknown."""
     return (b"MZ" if name.endswith(".dll") else b"\x7fELF") + name.encode() + os.urandom(size)
 
 
@@ -28,9 +29,9 @@ def windows_members(version: str = "8.5.0.96", cuda: int = 11, layout: str = "ar
     parts = PARTS8 if major == 8 else ("graph", "ops", "cnn", "adv", "engines_precompiled", "engines_runtime_compiled", "heuristic")
     top = {"cuda": "cuda", "archive": f"cudnn-windows-x86_64-{version}_cuda{cuda}-archive", "v9": f"cudnn-windows-x86_64-{version}_cuda{cuda}-archive"}[layout]
     bin_dir, include, lib = ("bin", "include", "lib/x64") if layout != "v9" else (f"bin/{cuda}.x", f"include/{cuda}.x", f"lib/{cuda}.x/x64")
-    members = {f"{top}/{bin_dir}/cudnn64_{major}.dll": fake_library("cudnn")}
+    members = {f"{top}/{bin_dir}/cudnn64_{major}.dll": fake_library(f"cudnn64_{major}.dll")}
     for part in parts:
-        members[f"{top}/{bin_dir}/cudnn_{part}64_{major}.dll"] = fake_library(part)
+        members[f"{top}/{bin_dir}/cudnn_{part}64_{major}.dll"] = fake_library(f"cudnn_{part}64_{major}.dll")
         members[f"{top}/{lib}/cudnn_{part}64_{major}.lib"] = b"lib" + part.encode()
     members[f"{top}/{lib}/cudnn.lib"] = b"lib"
     members[f"{top}/{include}/cudnn.h"] = b"#include \"cudnn_version.h\"\n"

@@ -147,16 +147,18 @@ def test_kill_9_mid_copy_is_rolled_back_by_the_next_run(tmp_path, state):
     deadline = time.time() + 30
     while time.time() < deadline:
         journal = transaction.Store(LiveSystem(), str(state)).journal()
-        if journal and sum(s["done"] for s in journal["steps"]) >= 3:
+        if journal and sum(bool(s.get("new")) for s in journal["steps"]) >= 3:
             break
         time.sleep(0.05)
     os.kill(child.pid, signal.SIGKILL)
     child.wait()
     store = transaction.Store(LiveSystem(), str(state))
     assert store.journal()["state"] == "in-progress" and archives.tree(target) != before
-    assert main(["history"]) == 0
+    assert main(["history"]) == 0 and archives.tree(target) != before  # history only reads
+    assert main(["rollback"]) == 0
     assert archives.tree(target) == before
     assert store.journal()["state"] == "rolled-back"
+    assert not (state / "backups").exists()  # an undone install's backups are not kept
 
 
 def _zip_with(tmp_path, name, data=b"x", link=None):
@@ -255,3 +257,27 @@ def test_the_plan_names_the_release_it_replaces(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "replace" in out and "of cuDNN 8.6.0 (backed up)" in out
     assert "#define CUDNN_MINOR 6" in (target / "include" / "cudnn_version.h").read_text()  # a dry run changes nothing
+
+
+def test_one_install_at_a_time_and_history_changes_nothing_while_one_runs(tmp_path, state):
+    """A second terminal: `history` only reads (it used to "recover" the install under way), install and rollback wait their turn."""
+    target = archives.toolkit(tmp_path / "cuda-12.6")
+    path = archives.linux_tar(tmp_path / "cudnn-cuda12-archive.tar.xz")
+    env = dict(os.environ, CUDNN_DOCTOR_STATE_DIR=str(state), CUDNN_DOCTOR_TEST_DELAY="0.2")
+    first = subprocess.Popen([sys.executable, "-m", "cudnn_doctor", "install", str(path), "--into", str(target), "--yes"],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    store = transaction.Store(LiveSystem(), str(state))
+    deadline = time.time() + 30
+    while time.time() < deadline and not ((journal := store.journal()) and any(s.get("new") for s in journal["steps"])):
+        time.sleep(0.05)
+    copying = archives.tree(target)
+    second = [sys.executable, "-m", "cudnn_doctor"]
+    history = subprocess.run([*second, "history"], env=env, capture_output=True, text=True, timeout=60)
+    assert history.returncode == 0 and "is running or was interrupted" in history.stdout
+    assert store.journal()["state"] == "in-progress" and set(archives.tree(target)) >= set(copying)
+    for argv in (["install", str(path), "--into", str(target), "--yes"], ["rollback"]):
+        other = subprocess.run([*second, *argv], env=env, capture_output=True, text=True, timeout=60)
+        assert other.returncode == 2 and "another cudnn-doctor install or rollback is running" in other.stderr, other.stderr
+    out, err = first.communicate(timeout=60)
+    assert first.returncode in (0, 1) and "Installed" in out, err
+    assert store.journal()["state"] == "committed" and (target / "lib64" / "libcudnn.so.8.9.7").is_file()

@@ -21,6 +21,10 @@ class InputError(CudnnDoctorError):
     """A file the user gave (fixture, archive) is missing, unreadable or invalid."""
 
 
+class Busy(CudnnDoctorError):
+    """Another cudnn-doctor process holds the install lock; nothing was changed."""
+
+
 class KnowledgeError(CudnnDoctorError):
     """A knowledge data file breaks one of its invariants: a packaging bug, not a user error."""
 

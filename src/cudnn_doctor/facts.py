@@ -23,6 +23,9 @@ class Gpu(NamedTuple):
     capability_source: Optional[str] = None  # nvml | nvidia-smi | name-table
 
 
+SMI_NOT_UNDERSTOOD = "nvidia-smi: output not understood"  # smi_error when nvidia-smi exits 0 but names no driver version
+
+
 class DriverFacts(NamedTuple):
     """The NVIDIA driver and GPUs, from NVML when it loads, else from nvidia-smi."""
 

@@ -56,6 +56,11 @@ class PathRules(NamedTuple):
     def join(self, *parts: str) -> str:
         return self.norm(self._mod.join(*parts))
 
+    def inside(self, path: str, root: str) -> bool:
+        """`path` is `root` or lies below it (compared as the target OS compares names)."""
+        child, parent = self.key(path), self.key(root)
+        return child == parent or child.startswith(parent.rstrip(self.sep) + self.sep)
+
     def dirname(self, path: str) -> str:
         return self._mod.dirname(self.norm(path))
 

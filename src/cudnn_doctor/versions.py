@@ -40,10 +40,10 @@ def parse_version(value: object) -> Optional[Version]:
 
 def parse_cuda_version(value: Union[str, int, None]) -> Optional[Version]:
     """A CUDA version from NVML's integer (12040), TF's Windows tag ("64_112") or text ("11.2")."""
-    if value is None or value == "":
+    if value is None or value == "" or isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return Version(f"{value // 1000}.{(value % 1000) // 10}")
+        return Version(f"{value // 1000}.{(value % 1000) // 10}") if value >= 0 else None
     text = str(value).strip()
     tag = _TF_WINDOWS_TAG.match(text)
     if tag:
@@ -51,7 +51,7 @@ def parse_cuda_version(value: Union[str, int, None]) -> Optional[Version]:
         if len(digits) == 1:
             return Version(f"{digits}.0")
         return Version(f"{int(digits[:-1])}.{digits[-1]}")
-    if text.isdigit() and len(text) >= 4:
+    if text.isascii() and text.isdigit() and len(text) >= 4:
         return parse_cuda_version(int(text))
     return parse_version(text)
 
@@ -62,10 +62,12 @@ def parse_cudnn_version(value: Union[str, int, None]) -> Optional[Version]:
     The integer changed encoding with cuDNN 9: MAJOR*1000+MINOR*100+PATCH up to 8,
     MAJOR*10000+MINOR*100+PATCH from 9 on.
     """
-    if value is None or value == "":
+    if value is None or value == "" or isinstance(value, bool):
         return None
-    if isinstance(value, int) or (isinstance(value, str) and value.isdigit() and len(value) >= 4):
+    if isinstance(value, int) or (isinstance(value, str) and value.isascii() and value.isdigit() and len(value) >= 4):
         number = int(value)
+        if number < 0:
+            return None
         major, rest = (number // 10000, number % 10000) if number >= 10000 else (number // 1000, number % 1000)
         return Version(f"{major}.{rest // 100}.{rest % 100}")
     text = str(value).strip()

@@ -181,7 +181,7 @@ def cudnn_mixed_versions(facts: Facts) -> Iterator[Finding]:
                           ["Make one complete cuDNN release the only one on the search path (see cudnn-shadowed), or install the missing release's files beside the front library."],
                           {"libraries": {p: str(v) for p, v in used.items() if v}})
     for install in facts.cudnn:
-        versions = {release(lib.version) for lib in install.libraries if lib.version}
+        versions = {found for found in (release(lib.version) for lib in install.libraries if lib.version) if found is not None}
         if len(versions) > 1 and not all(lib.path in reported for lib in install.libraries):
             yield finding("cudnn-mixed-versions", f"{install.folder} holds cuDNN libraries of releases {', '.join(map(str, sorted(versions)))}: "
                           + "; ".join(f"{lib.path} ({lib.version})" for lib in install.libraries if lib.version) + ".",

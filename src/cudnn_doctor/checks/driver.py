@@ -10,7 +10,7 @@ from packaging.version import Version
 from cudnn_doctor import knowledge
 from cudnn_doctor.builds import build_cuda, builds, is_gpu_build, sees_gpu
 from cudnn_doctor.checks.registry import finding, rule
-from cudnn_doctor.facts import Facts, Gpu
+from cudnn_doctor.facts import SMI_NOT_UNDERSTOOD, Facts, Gpu
 from cudnn_doctor.findings import Finding, Severity
 from cudnn_doctor.versions import major_minor, parse_version
 
@@ -33,6 +33,10 @@ def no_nvidia_gpu(facts: Facts) -> Iterator[Finding]:
         fix = ["Install the NVIDIA driver, e.g. `sudo ubuntu-drivers install` (Ubuntu) or your distribution's nvidia-driver package, then reboot.",
                "In a container, start it with the GPU passed through: `docker run --gpus all ...`.",
                "Check with `nvidia-smi`."]
+    if (facts.driver.smi_error or "").startswith(SMI_NOT_UNDERSTOOD):
+        locate = "where nvidia-smi" if facts.os == "windows" else "command -v nvidia-smi"
+        answered = f"If it does not, find which program answered (`{locate}`): a wrapper or stub earlier on PATH, or a broken driver install."
+        fix = [f'Run `nvidia-smi` yourself: it should print a table with "Driver Version". {answered}', *fix]
     yield finding("no-nvidia-gpu", f"NVML could not be loaded and {facts.driver.smi_error or 'nvidia-smi failed'}.",
                   fix, {"nvml": None, "nvidia_smi": facts.driver.smi_error})
 
@@ -106,7 +110,7 @@ def _supported_by_arch_list(cc: Version, arch_list: list[str]) -> bool:
     major, minor = cc.release[0], (cc.release + (0,))[1]
     for arch in arch_list:
         kind, _, number = arch.partition("_")
-        if not number.isdigit():
+        if not re.fullmatch(r"[0-9]{2,}", number):  # "sm_86"; not "sm_", "sm_1" or "sm_8a"
             continue
         a_major, a_minor = int(number[:-1]), int(number[-1])
         if kind == "sm" and a_major == major and a_minor <= minor:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import NoReturn, Optional, Sequence
+from typing import Any, NoReturn, Optional, Sequence, TextIO
 
 from cudnn_doctor.errors import CudnnDoctorError, UsageError
 
@@ -38,18 +38,84 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args = parser.parse_args(argv)
         if args.command is None:
             raise UsageError("missing COMMAND, e.g. `cudnn-doctor check` (see `cudnn-doctor --help`)")
-        return args.run(args)
+        if sys.stdout is not None:  # None under pythonw: nothing to guard
+            _tolerate_unencodable(sys.stdout)
+            sys.stdout = _Output(sys.stdout)  # type: ignore[assignment]
+        code = args.run(args)
+        if sys.stdout is not None:
+            sys.stdout.flush()  # a closed pipe or a full disk shows here, not in a traceback at interpreter exit
+        return code
     except CudnnDoctorError as error:
-        print(f"cudnn-doctor: error: {error}", file=sys.stderr)
+        message = str(error).replace("\r", "\\r").replace("\n", "\\n")  # one line, whatever a path or key holds
+        print(f"cudnn-doctor: error: {message}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:
+        from cudnn_doctor.system.child import kill_all
+
+        kill_all()  # children lead their own process groups: the terminal's Ctrl-C did not reach them
         print("cudnn-doctor: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `cudnn-doctor check | head`: the reader left, which is fine
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _discard_stdout()
         return 0
+    except _OutputFailed as failed:
+        _discard_stdout()
+        print(f"cudnn-doctor: error: cannot write to standard output: {failed.error.strerror or failed.error}", file=sys.stderr)
+        return 2
+    finally:
+        if isinstance(sys.stdout, _Output):
+            sys.stdout = sys.stdout.stream
+
+
+class _OutputFailed(Exception):
+    """Writing to stdout failed (a full disk, an I/O error): the user's problem to hear of in one line, not a bug."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class _Output:
+    """sys.stdout while a command runs: a failed write or flush is told apart from any other OSError."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as error:
+            raise _OutputFailed(error) from error
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as error:
+            raise _OutputFailed(error) from error
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def _tolerate_unencodable(stream: object) -> None:
+    """The real stdout writes "?" for a character its encoding lacks (cp1252 has no →) instead of raising."""
+    if stream is sys.__stdout__ and getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+        stream.reconfigure(errors="replace")
+
+
+def _discard_stdout() -> None:
+    """Point stdout at the null device, so the interpreter's own flush at exit has nowhere to fail."""
+    import os
+
+    stream = sys.stdout.stream if isinstance(sys.stdout, _Output) else sys.stdout
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+    except (OSError, ValueError, AttributeError):  # not a real file (tests capture it): nothing left to flush
+        pass
 
 
 def entrypoint() -> None:

@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
     from cudnn_doctor.system import open_system
 
     ignore = finding_ids(args.ignore)
-    system = open_system(args.fixture)
+    system = open_system(args.fixture, limit=args.framework_timeout)
     diagnosis = diagnose(system, with_frameworks=not args.no_frameworks, framework_timeout=args.framework_timeout, ignore=ignore)
     if args.format == "json":
         from cudnn_doctor.reports import json_report

@@ -6,6 +6,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 
 def configure_parser(commands: argparse._SubParsersAction) -> None:
@@ -28,59 +29,83 @@ def _say(text: str) -> None:
 
 
 def run_install(args: argparse.Namespace) -> int:
-    from cudnn_doctor.errors import UsageError
-    from cudnn_doctor.install import environment, transaction
-    from cudnn_doctor.install.archive import Archive, inspect
-    from cudnn_doctor.install.plan import choose_target, make_plan
-    from cudnn_doctor.probes.toolkit import probe_toolkits
+    from cudnn_doctor.install import transaction
+    from cudnn_doctor.install.archive import Archive
     from cudnn_doctor.system import open_system
-    from cudnn_doctor.versions import parse_version
 
     system = open_system()
     store = transaction.Store(system)
-    recovered = transaction.recover(store)
-    if recovered:
-        _say(f"cudnn-doctor: {recovered}")
-    archive = Archive(args.archive)
+    archive = Archive(args.archive)  # every member is judged here, before the lock or any write
     try:
-        info = inspect(archive)
-        toolkits = probe_toolkits(system)
-        target = choose_target(system, info, toolkits, str(args.into.resolve()) if args.into else None, args.force)
-        toolkit = toolkits.by_root(target)
-        major = parse_version(toolkit.version).release[0] if toolkit and toolkit.version else None
-        plan = make_plan(system, archive, info, target, major)
-        env_changes = environment.windows_changes(system, target, args.set_cudnn_home) if system.os == "windows" else []
-        _print_plan(plan, env_changes)
-        if not plan.writes and not env_changes:
-            print("Nothing to do: every file is already installed.")
-            return 0
         if args.dry_run:
+            journal = store.journal()
+            if journal is not None and journal.get("state") == "in-progress":
+                _say(f"cudnn-doctor: an install into {journal['target']} is running or was interrupted; the next install or rollback finishes or undoes it")
+            _plan_and_print(system, archive, args)
             return 0
-        if not args.yes:
-            if not sys.stdin.isatty():
-                raise UsageError("not asking on a non-interactive input: pass --yes to install, or --dry-run to see the plan")
-            if input("Install? [y/N] ").strip().lower() not in ("y", "yes"):
-                print("Nothing changed.")
-                return 0
-        started = time.perf_counter()
-        with _progress(sum(a.member.size for a in plan.writes)) as advance:
-            transaction.apply(plan, archive, store, progress=advance, after_file=_test_hook())
-        print(f"Installed {len(plan.writes)} files into {target} in {time.perf_counter() - started:.1f} s (rollback: `cudnn-doctor rollback`).")
-        if system.os == "windows":
-            environment.apply_windows_changes(system, env_changes)
-            if env_changes:
-                print("The persistent environment changed: close and reopen terminals, IDEs and Jupyter so they see it.")
-        else:
-            lib_dir = next((system.paths.dirname(a.dest) for a in plan.actions if ".so" in system.paths.basename(a.dest)), None)
-            if lib_dir is not None:
-                notes, command = environment.linux_notes(system, lib_dir)
-                for note in notes:
-                    print(note)
-                if command:
-                    system.run(command, timeout=60)
-        return _verify(target)
+        with store.locked():
+            recovered = transaction.recover(store)
+            if recovered:
+                _say(f"cudnn-doctor: {recovered}")
+            target = _install(system, store, archive, args)
     finally:
         archive.close()
+    return _verify(target) if target is not None else 0
+
+
+def _plan_and_print(system, archive, args):
+    """The plan and the environment changes, printed; (plan, env changes)."""
+    from cudnn_doctor.install import environment
+    from cudnn_doctor.install.archive import inspect
+    from cudnn_doctor.install.plan import choose_target, make_plan
+    from cudnn_doctor.probes.toolkit import probe_toolkits
+    from cudnn_doctor.versions import parse_version
+
+    info = inspect(archive)
+    toolkits = probe_toolkits(system)
+    target = choose_target(system, info, toolkits, str(args.into.resolve()) if args.into else None, args.force)
+    toolkit = toolkits.by_root(target)
+    major = parse_version(toolkit.version).release[0] if toolkit and toolkit.version else None
+    plan = make_plan(system, archive, info, target, major)
+    env_changes = environment.windows_changes(system, target, args.set_cudnn_home) if system.os == "windows" else []
+    _print_plan(plan, env_changes)
+    if not plan.writes and not env_changes:
+        print("Nothing to do: every file is already installed.")
+    return plan, env_changes
+
+
+def _install(system, store, archive, args) -> Optional[str]:
+    """Plan, ask, copy, set up the environment; the target, or None when nothing was installed."""
+    from cudnn_doctor.errors import UsageError
+    from cudnn_doctor.install import environment, transaction
+
+    plan, env_changes = _plan_and_print(system, archive, args)
+    if not plan.writes and not env_changes:
+        return None
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise UsageError("not asking on a non-interactive input: pass --yes to install, or --dry-run to see the plan")
+        if input("Install? [y/N] ").strip().lower() not in ("y", "yes"):
+            print("Nothing changed.")
+            return None
+    notes: list[str] = []
+    command = None
+    if system.os != "windows":
+        lib_dir = next((system.paths.dirname(a.dest) for a in plan.actions if ".so" in system.paths.basename(a.dest)), None)
+        if lib_dir is not None:
+            notes, command = environment.linux_notes(system, lib_dir)
+    started = time.perf_counter()
+    with _progress(plan.bytes_written) as advance:
+        transaction.apply(plan, archive, store, progress=advance, after_file=_test_hook(), env_changes=env_changes, ldconfig=command is not None)
+    print(f"Installed {len(plan.writes)} files into {plan.target} in {time.perf_counter() - started:.1f} s (rollback: `cudnn-doctor rollback`).")
+    if env_changes:
+        environment.apply_windows_changes(system, env_changes)
+        print("The persistent environment changed: close and reopen terminals, IDEs and Jupyter so they see it.")
+    for note in notes:
+        print(note)
+    if command:
+        system.run(command, timeout=60)
+    return plan.target
 
 
 def _print_plan(plan, env_changes) -> None:
@@ -90,7 +115,8 @@ def _print_plan(plan, env_changes) -> None:
         label = {"add": "add    ", "replace": "replace", "same": "same   ", "link": "link   "}[action.kind]
         extra = f" → {action.member.link}" if action.kind == "link" else f" ({action.member.size:,} bytes)"
         if action.kind == "replace":
-            extra += f", replacing {action.replaced_size:,} bytes of cuDNN {plan.replaced_version or '(unknown release)'} (backed up)"
+            replaced = f"{action.replaced_size:,} bytes" if action.replaced_size is not None else "a link"
+            extra += f", replacing {replaced} of cuDNN {plan.replaced_version or '(unknown release)'} (backed up)"
         print(f"  {label} {action.dest}{extra}")
     for change in env_changes:
         print(f"  env     {change.scope} {change.name}: {change.old or '(unset)'} → {change.new}")
@@ -127,7 +153,7 @@ def _test_hook():
 
 
 def _verify(target: str) -> int:
-    """Run the cuDNN checks on the result and show what concerns this toolkit."""
+    """Run the cuDNN checks on the result (a fresh look at the machine) and show what concerns the toolkit."""
     from cudnn_doctor.diagnose import diagnose
     from cudnn_doctor.findings import Severity
     from cudnn_doctor.system import open_system
@@ -147,27 +173,36 @@ def run_rollback(args: argparse.Namespace) -> int:
     from cudnn_doctor.system import open_system
 
     store = transaction.Store(open_system())
-    recovered = transaction.recover(store)
-    if recovered:
-        print(f"cudnn-doctor: {recovered}")
-        return 0
-    entry = transaction.rollback_last(store)
-    print(f"Rolled back install {entry['id']} of {entry['archive']} into {entry['target']}: {len(entry['steps'])} files restored.")
+    with store.locked():
+        recovered = transaction.recover(store)
+        if recovered:
+            print(f"cudnn-doctor: {recovered}")
+            return 0
+        entry, report = transaction.rollback_last(store)
+    print(f"Rolled back install {entry['id']} of {entry['archive']} into {entry['target']}: {len(report.restored)} files restored.")
+    for sentence in entry.get("env_restored") or []:
+        print(f"  {sentence}")
+    if not report.complete:
+        _say(f"cudnn-doctor: {report.summary()}" + ("; run `cudnn-doctor rollback` again once that is fixed" if report.failed else ""))
+        return 1
     return 0
 
 
 def run_history(args: argparse.Namespace) -> int:
+    """List the installs; reads only (recovery is for install and rollback, which hold the lock)."""
     from cudnn_doctor.install import transaction
     from cudnn_doctor.system import open_system
 
     store = transaction.Store(open_system())
-    recovered = transaction.recover(store)
-    if recovered:
-        print(f"cudnn-doctor: {recovered}")
+    journal = store.journal()
+    if journal is not None and journal.get("state") == "in-progress":
+        print(f"An install of {journal['archive']} into {journal['target']} is running or was interrupted; "
+              "the next `cudnn-doctor install` or `rollback` finishes or undoes it.")
     history = store.history()
     if not history:
         print("No installs recorded.")
     for entry in history:
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(entry["started"]))
+        started = entry.get("started")
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(started)) if isinstance(started, (int, float)) else "?"
         print(f"{entry['id']}  {when}  {entry['state']:11}  cuDNN {entry.get('version') or '?'}  {len(entry['steps'])} files  {entry['archive']} → {entry['target']}")
     return 0

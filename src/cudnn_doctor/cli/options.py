@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import math
 from pathlib import Path
 
 from cudnn_doctor.errors import UsageError
@@ -12,7 +13,32 @@ from cudnn_doctor.errors import UsageError
 def add_system_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fixture", type=Path, metavar="FILE", help="diagnose the machine described by a machine-fixture/1 file instead of this one")
     parser.add_argument("--no-frameworks", action="store_true", help="do not import the GPU frameworks (faster; fewer facts)")
-    parser.add_argument("--framework-timeout", type=float, default=60.0, metavar="S", help="seconds allowed for each framework import (default 60)")
+    add_timeout_option(parser)
+
+
+MAX_TIMEOUT = 24 * 3600.0
+
+
+def seconds(text: str) -> float:
+    """A positive, finite number of seconds (argparse turns the ValueError into a one-line usage error)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0 or value > MAX_TIMEOUT:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0 and at most {MAX_TIMEOUT:.0f}, got {text!r}")
+    return value
+
+
+def add_timeout_option(parser: argparse.ArgumentParser) -> None:
+    """`--framework-timeout S`: the longest any child process of the run may take, framework imports included."""
+    parser.add_argument(
+        "--framework-timeout",
+        type=seconds,
+        default=60.0,
+        metavar="S",
+        help="seconds allowed for each framework import, and for any other program the run starts (default 60)",
+    )
 
 
 def finding_ids(values: list[str]) -> set[str]:

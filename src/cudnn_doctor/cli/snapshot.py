@@ -3,23 +3,27 @@
 from __future__ import annotations
 
 import argparse
+import codecs
 import getpass
 import json
 import os
 import platform
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
-from cudnn_doctor.errors import InputError
+from cudnn_doctor.cli.options import add_timeout_option
+from cudnn_doctor.errors import InputError, UsageError
 
 
 def configure_parser(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser("snapshot", help="write this machine as a fixture file for bug reports")
     parser.add_argument("-o", "--output", type=Path, metavar="FILE", help="write here (.yaml or .json) instead of standard output")
+    parser.add_argument("--force", action="store_true", help="replace FILE when it exists (a symbolic link there is replaced itself, never followed)")
     parser.add_argument("--redact", action="store_true", help="replace the user name and home folder")
     parser.add_argument("--no-frameworks", action="store_true", help="do not import the GPU frameworks")
-    parser.add_argument("--framework-timeout", type=float, default=60.0, metavar="S")
+    add_timeout_option(parser)
     parser.set_defaults(run=run)
 
 
@@ -29,7 +33,7 @@ def take_snapshot(with_frameworks: bool = True, framework_timeout: float = 60.0,
     from cudnn_doctor.system.live import LiveSystem
     from cudnn_doctor.system.recorder import RecordingSystem
 
-    recorder = RecordingSystem(LiveSystem())
+    recorder = RecordingSystem(LiveSystem(limit=framework_timeout))
     run_probes(recorder, with_frameworks, framework_timeout)
     document = recorder.document(f"snapshot-{platform.node() or 'machine'}", "Recorded by cudnn-doctor snapshot.")
     return redact_document(document, os.path.expanduser("~"), getpass.getuser()) if redact else document
@@ -58,22 +62,61 @@ def redact_document(document: Any, home: str, user: str) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.output is not None:
+        _check_output(args.output, args.force)  # before the probes run: a refusal costs nothing
     document = take_snapshot(not args.no_frameworks, args.framework_timeout, args.redact)
-    text = _serialize(document, args.output)
     if args.output is None:
-        sys.stdout.write(text)
+        encoding = getattr(sys.stdout, "encoding", None) or "ascii"
+        sys.stdout.write(_serialize(document, None, unicode=codecs.lookup(encoding).name == "utf-8"))
         return 0
-    try:
-        args.output.write_text(text, encoding="utf-8")
-    except OSError as error:
-        raise InputError(f"cannot write {args.output}: {error.strerror or error}") from None
+    _write_new(args.output, _serialize(document, args.output), args.force)
     print(f"wrote {args.output}", file=sys.stderr)
     return 0
 
 
-def _serialize(document: dict[str, Any], output: Optional[Path]) -> str:
+def _check_output(output: Path, force: bool) -> None:
+    if os.path.isdir(output) and not os.path.islink(output):
+        raise UsageError(f"{output} is a folder; give a file name for the snapshot")
+    if os.path.lexists(output) and not force:
+        what = "a symbolic link" if os.path.islink(output) else "a file"
+        raise UsageError(f"{output} is already there ({what}); pass --force to replace it")
+
+
+def _write_new(output: Path, text: str, force: bool) -> None:
+    """Write a temporary file beside `output`, then rename it over `output`: a link there is replaced, never written through."""
+    _check_output(output, force)
+    folder = os.path.dirname(os.path.abspath(output))
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=".snapshot-", suffix=".tmp", dir=folder)
+    except OSError as error:
+        raise InputError(f"cannot write {output}: {error.strerror or error}") from None
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
+            stream.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)  # what a plain open() would have made, not mkstemp's 0600
+        if not force and os.path.lexists(output):
+            raise UsageError(f"{output} appeared while the snapshot was taken; pass --force to replace it")
+        os.replace(temporary, output)
+    except OSError as error:
+        raise InputError(f"cannot write {output}: {error.strerror or error}") from None
+    finally:
+        if os.path.lexists(temporary):
+            os.unlink(temporary)
+
+
+def _serialize(document: dict[str, Any], output: Optional[Path], unicode: bool = True) -> str:
+    """YAML or JSON text of the document. Strings that came from undecodable bytes (surrogate escapes) are
+    written as `\\udcXX` escapes, which both formats read back to the same string: nothing is lost."""
     if output is not None and output.suffix.lower() == ".json":
         return json.dumps(document, indent=2) + "\n"
     import yaml
 
-    return yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=1000)
+    class _Dumper(yaml.SafeDumper):
+        """No anchors or aliases in a snapshot: fixture loading refuses them (an alias bomb is a denial of service)."""
+
+        def ignore_aliases(self, data: Any) -> bool:
+            return True
+
+    return yaml.dump(document, Dumper=_Dumper, sort_keys=False, allow_unicode=unicode, width=1000)

@@ -28,6 +28,9 @@ def run(args: argparse.Namespace) -> int:
     executable = args.python or system.current_python()
     if not executable:
         raise UsageError("no interpreter to resolve from; pass --python EXE")
+    if args.python and not (system.is_file(executable) or any(system.paths.same(executable, p) for p in system.known_pythons())):
+        where = "in the fixture" if args.fixture else "on this machine"
+        raise UsageError(f"--python {executable}: no such interpreter {where}" + (" (it is a folder)" if system.is_dir(executable) else ""))
     resolution = Resolver(system).resolve("which", executable, [args.name])
     confirmations = probe_confirmations(system, (resolution,))
     if args.format == "json":

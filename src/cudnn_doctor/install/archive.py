@@ -1,12 +1,16 @@
 """Reading a cuDNN archive (.zip, .tar.xz, .tar.gz or an extracted folder) without extracting it blindly.
 
-Every member name is checked before anything is written: absolute paths, drive letters, `..`
-components and links that leave the archive are refused, and so are archives whose
-uncompressed size or compression ratio is absurd (zip bombs) or that are truncated.
+Every member is judged before anything is written, the way `tarfile`'s `data` filter does:
+absolute paths, drive letters, `..` components, names no file system takes, duplicates,
+members below a link of the same archive, links that leave the archive or climb with `..`
+after a folder name, hard links to anything but a file of the archive, devices and FIFOs,
+too many members, and archives whose size or compression ratio is absurd (bombs) or that are
+truncated or hold no cuDNN file at all. Where a link lands once installed is judged by the plan.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import posixpath
 import re
@@ -20,8 +24,13 @@ from cudnn_doctor.errors import InputError
 from cudnn_doctor.versions import cudnn_header_version
 
 MAX_TOTAL_BYTES = 64 * 1024**3  # the largest cuDNN release is a few GB uncompressed
-MAX_RATIO = 200  # NVIDIA's libraries compress 2-4x; a bomb compresses thousands of times
+MAX_RATIO = 200  # NVIDIA's libraries compress 2-10x; a bomb compresses hundreds to millions of times
+RATIO_FLOOR = 1 << 20  # below this a member (or 64x this, an archive) is too small to be judged by its ratio
+MAX_MEMBERS = 20_000  # a cuDNN release has about 100 files
 _DRIVE = re.compile(r"^[A-Za-z]:")
+_UNUSABLE = re.compile(r'[\x00-\x1f<>:"|?*]')  # control characters and what Windows refuses in a name
+_CUDNN_FILE = re.compile(r"(?i)(^|/)(lib)?cudnn[^/]*\.(h|dll|lib|a|so(\.\d+)*)$")
+_LIBRARY = re.compile(r"(?i)\.(dll|so(\.\d+)*)$")
 # cudnn-windows-x86_64-8.5.0.96_cuda11-archive, cudnn-11.3-windows-x64-v8.2.0.53, bin/12.x/
 _ARCHIVE_CUDA = re.compile(r"(?i)_cuda(\d+)(?:\.\d+)?[-_]archive|cudnn-(\d+)\.\d+-(?:windows|linux)|[\\/](\d+)\.x[\\/]")
 _CUBLAS_NAME = re.compile(rb"cublas(?:Lt)?64_(\d+)\.dll|libcublas(?:Lt)?\.so\.(\d+)")
@@ -34,8 +43,13 @@ class Member:
     name: str  # posix-style, relative, no top folder removed
     size: int
     compressed: int
-    link: Optional[str] = None  # symbolic link target (tar)
+    link: Optional[str] = None  # symbolic link target, relative to the link's folder
     is_dir: bool = False
+    hardlink: Optional[str] = None  # tar hard link: the name of the archive file whose bytes this is
+
+    @property
+    def is_file(self) -> bool:
+        return not self.is_dir and self.link is None
 
 
 @dataclass(frozen=True)
@@ -59,50 +73,75 @@ class Archive:
         if not path.exists():
             raise InputError(f"no such archive: {path}")
         self.path = path
+        self.kind = "folder"
         try:
             if path.is_dir():
-                self.kind = "folder"
                 self._members = self._folder_members()
+                self._packed = None
+            elif not path.is_file():
+                raise InputError(f"{path.name} is not a regular file (a device or FIFO?)")
             elif zipfile.is_zipfile(path):
                 self.kind = "zip"
                 self._zip = zipfile.ZipFile(path)
-                self._zip_names = {_clean(n): n for n in self._zip.namelist()}
-                self._members = self._zip_members()
+                infos = self._zip.infolist()
+                self._check_count(len(infos))
+                self._zip_names = {_clean(i.filename): i for i in infos}
+                self._members = self._zip_members(infos)
+                self._packed = sum(i.compress_size for i in infos)
             elif tarfile.is_tarfile(path):
                 self.kind = "tar"
                 self._tar = tarfile.open(path)  # noqa: SIM115 - closed by Archive.close()
-                self._tar_infos = {_clean(m.name): m for m in self._tar.getmembers()}
-                self._members = self._tar_members()
+                infos = []
+                for info in self._tar:  # counted while reading, so a million members stop early
+                    infos.append(info)
+                    self._check_count(len(infos))
+                self._tar_infos = {_clean(m.name): m for m in infos}
+                self._members = self._tar_members(infos)
+                self._packed = path.stat().st_size
             else:
                 raise InputError(f"{path.name} is not a .zip, .tar.xz or .tar.gz archive (or it is truncated)")
-        except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError) as error:
+        except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError, UnicodeDecodeError) as error:
             raise InputError(f"{path.name} is corrupt or truncated: {error}") from None
+        self._by_name = {m.name: m for m in self._members}
         self._validate()
 
     @property
     def members(self) -> tuple[Member, ...]:
         return self._members
 
-    def _zip_members(self) -> tuple[Member, ...]:
+    def _check_count(self, count: int) -> None:
+        if count > MAX_MEMBERS:
+            raise InputError(f"{self.path.name}: refusing an archive of more than {MAX_MEMBERS:,} members (a cuDNN release has about 100)")
+
+    def _zip_members(self, infos: list[zipfile.ZipInfo]) -> tuple[Member, ...]:
         members = []
-        for info in self._zip.infolist():
+        for info in infos:
             mode = (info.external_attr >> 16) & 0o170000
             if mode == 0o120000:  # a symbolic link stored in a zip: its target is the data
-                target = self._zip.read(info).decode("utf-8", "replace")
+                target = self._zip.read(info)[:4096].decode("utf-8", "replace")
                 members.append(Member(_clean(info.filename), 0, info.compress_size, link=target))
+            elif mode not in (0, 0o100000, 0o040000):
+                raise InputError(f"{self.path.name}: {info.filename!r} is a device, FIFO or socket, not a file")
             else:
                 members.append(Member(_clean(info.filename), info.file_size, info.compress_size, is_dir=info.is_dir()))
         return tuple(members)
 
-    def _tar_members(self) -> tuple[Member, ...]:
+    def _tar_members(self, infos: list[tarfile.TarInfo]) -> tuple[Member, ...]:
         members = []
-        for info in self._tar.getmembers():
-            if info.issym() or info.islnk():
-                members.append(Member(_clean(info.name), 0, 0, link=info.linkname))
+        regular = {_clean(i.name): i.size for i in infos if i.isfile()}
+        for info in infos:
+            name = _clean(info.name)
+            if info.issym():
+                members.append(Member(name, 0, 0, link=info.linkname))
+            elif info.islnk():  # a hard link names another member by its path in the archive
+                source = _clean(info.linkname)
+                if source not in regular or source == name:
+                    raise InputError(f"{self.path.name}: refusing hard link {name!r} → {info.linkname!r} (it names no file of the archive)")
+                members.append(Member(name, regular[source], 0, hardlink=source))
             elif info.isdir():
-                members.append(Member(_clean(info.name), 0, 0, is_dir=True))
+                members.append(Member(name, 0, 0, is_dir=True))
             elif info.isfile():
-                members.append(Member(_clean(info.name), info.size, info.size))
+                members.append(Member(name, info.size, info.size))
             else:
                 raise InputError(f"{self.path.name}: {info.name!r} is a device or FIFO, not a file")
         return tuple(members)
@@ -118,32 +157,53 @@ class Archive:
                 elif full.is_file():
                     size = full.stat().st_size
                     members.append(Member(rel, size, size))
+                    self._check_count(len(members))
         return tuple(members)
 
+    def _refuse(self, message: str) -> InputError:
+        return InputError(f"{self.path.name}: refusing {message}")
+
     def _validate(self) -> None:
-        total = compressed = 0
+        links = {m.name for m in self._members if m.link is not None}
+        seen: set[str] = set()
+        total = 0
         for member in self._members:
             name = member.name
             if not name or name.startswith("/") or _DRIVE.match(name):
-                raise InputError(f"{self.path.name}: refusing member with an absolute path: {name!r}")
-            if ".." in name.split("/"):
-                raise InputError(f"{self.path.name}: refusing member that climbs out of the archive: {name!r}")
+                raise self._refuse(f"member with an absolute path: {name!r}")
+            parts = name.split("/")
+            if ".." in parts:
+                raise self._refuse(f"member that climbs out of the archive: {name!r}")
+            if _UNUSABLE.search(name):
+                raise self._refuse(f"member {name!r}: its name has a control character or one of <>:\"|?*")
+            if name in seen:
+                raise self._refuse(f"an archive that holds {name!r} twice")
+            seen.add(name)
+            below = next(("/".join(parts[:i]) for i in range(1, len(parts)) if "/".join(parts[:i]) in links), None)
+            if below is not None:
+                raise self._refuse(f"{name!r}: it would be written through the link {below!r} of the same archive")
             if member.link is not None:
-                target = member.link
-                if target.startswith("/") or _DRIVE.match(target):
-                    raise InputError(f"{self.path.name}: refusing link {name!r} → {target!r} (absolute target)")
-                resolved = posixpath.normpath(posixpath.join(posixpath.dirname(name), target))
-                if resolved.startswith("../") or resolved == "..":
-                    raise InputError(f"{self.path.name}: refusing link {name!r} → {target!r} (points outside the archive)")
-            total += member.size
-            compressed += member.compressed
-            if member.compressed and member.size / max(member.compressed, 1) > MAX_RATIO and member.size > 16 * 1024**2:
-                raise InputError(f"{self.path.name}: refusing {name!r}: it expands {member.size // max(member.compressed, 1)}x (a zip bomb?)")
+                problem = link_problem(member.link)
+                resolved = posixpath.normpath(posixpath.join(posixpath.dirname(name), member.link.replace("\\", "/")))
+                if problem is None and (resolved.startswith("../") or resolved == ".."):
+                    problem = "points outside the archive"
+                if problem is not None:
+                    raise self._refuse(f"link {name!r} → {member.link!r} ({problem})")
+            if member.is_file and member.hardlink is None:
+                total += member.size
+                if member.size > RATIO_FLOOR and member.size > MAX_RATIO * max(member.compressed, 1) and self.kind == "zip":
+                    raise self._refuse(f"{name!r}: it expands {member.size // max(member.compressed, 1)}x (a zip bomb?)")
         if total > MAX_TOTAL_BYTES:
-            raise InputError(f"{self.path.name}: refusing an archive that expands to {total / 1024**3:.0f} GB")
+            raise self._refuse(f"an archive that expands to {total / 1024**3:.0f} GB")
+        if self._packed is not None and total > 64 * RATIO_FLOOR and total > MAX_RATIO * max(self._packed, 1):
+            raise self._refuse(f"an archive that expands {total // max(self._packed, 1)}x, to {total / 1024**2:,.0f} MB (an archive bomb?)")
+        if not any(_CUDNN_FILE.search(m.name) for m in self._members if m.is_file):
+            raise InputError(f"{self.path.name} holds no cuDNN library or header: it is not a cuDNN archive")
 
     def open(self, member: Member) -> IO[bytes]:
-        """A stream of the member's bytes."""
+        """A stream of the member's bytes (a hard link's are those of the file it names)."""
+        if member.hardlink is not None:
+            member = self._by_name[member.hardlink]
         try:
             if self.kind == "zip":
                 return self._zip.open(self._zip_names[member.name])
@@ -171,6 +231,65 @@ class Archive:
                 handle.close()
 
 
+def link_problem(target: str) -> Optional[str]:
+    """Why a link target is unsafe wherever it lands, or None: absolute, or `..` after a folder name
+    (`sub/../..` climbs from wherever `sub` points, not from where it stands)."""
+    text = target.replace("\\", "/")
+    if not text or text.startswith("/") or _DRIVE.match(text) or "\x00" in text:
+        return "absolute target"
+    named = False
+    for part in text.split("/"):
+        if part == "..":
+            if named:
+                return "a '..' after a folder name"
+        elif part not in ("", "."):
+            named = True
+    return None
+
+
+def library_problem(name: str, head: bytes, os_name: str, arch: Optional[str]) -> Optional[str]:
+    """Why the first bytes of a library do not fit its name and the target OS and machine, or None."""
+    if not _LIBRARY.search(name):
+        return None
+    wanted = "pe" if name.lower().endswith(".dll") else "elf"
+    if wanted != ("pe" if os_name == "windows" else "elf"):
+        return f"a {'.dll' if wanted == 'pe' else '.so'} file is no library on {os_name}"
+    found = binary_machine(head)
+    if found is None or found[0] != wanted:
+        return f"it is not {'a PE (MZ)' if wanted == 'pe' else 'an ELF'} file"
+    if arch is not None and found[1] is not None and found[1] != arch:
+        return f"it is built for {found[1]}, this machine is {arch}"
+    return None
+
+
+def binary_machine(head: bytes) -> Optional[tuple[str, Optional[str]]]:
+    """(pe | elf, machine) from a library's first bytes (pefile / pyelftools), None when neither."""
+    try:
+        if head[:2] == b"MZ":
+            offset = int.from_bytes(head[0x3C:0x40], "little") if len(head) >= 0x40 else -1
+            if not 0 <= offset <= len(head) - 24 or head[offset:offset + 4] != b"PE\0\0":
+                return ("pe", None)  # a DOS stub only: pefile would refuse it (and its failure path runs gc.collect(), 25 ms)
+            import pefile
+
+            try:
+                machine = pefile.PE(data=head, fast_load=True).FILE_HEADER.Machine
+            except pefile.PEFormatError:
+                return ("pe", None)
+            return ("pe", {0x8664: "x86_64", 0xAA64: "aarch64", 0x14C: "x86"}.get(machine, hex(machine)))
+        if head[:4] == b"\x7fELF":
+            from elftools.common.exceptions import ELFError
+            from elftools.elf.elffile import ELFFile
+
+            try:
+                machine = ELFFile(io.BytesIO(head))["e_machine"]
+            except (ELFError, ValueError, KeyError):
+                return ("elf", None)
+            return ("elf", {"EM_X86_64": "x86_64", "EM_AARCH64": "aarch64", "EM_386": "x86"}.get(machine, str(machine)))
+    except Exception:  # a header too odd for the parsers: the format is known, the machine is not
+        return ("pe" if head[:2] == b"MZ" else "elf", None)
+    return None
+
+
 def _clean(name: str) -> str:
     return name.replace("\\", "/").rstrip("/")
 
@@ -188,13 +307,13 @@ def inspect(archive: Archive) -> ArchiveInfo:
         layout = "linux-archive" if any(r.endswith(".so") or ".so." in r for r in rel) else "archive-folder"
     else:
         layout = "flat"
-    header = next((m for m in files if m.name.endswith(("cudnn_version.h",))), None) or next((m for m in files if m.name.endswith("/cudnn.h")), None)
+    real = [m for m in files if m.is_file]  # a header or library given as a link (dangling, perhaps) is not read
+    header = next((m for m in real if m.name.endswith("cudnn_version.h")), None) or next((m for m in real if m.name.endswith("/cudnn.h")), None)
     version = cudnn_header_version(archive.read_text(header, 256 * 1024)) if header is not None else None
     cuda = _ARCHIVE_CUDA.search(f"/{archive.path.name}/" + " ".join(m.name for m in files[:50]))
-    cuda_major = int(next(g for g in cuda.groups() if g)) if cuda else _cuda_from_libraries(archive, files)
-    os_name = "windows" if any(m.name.lower().endswith(".dll") for m in files) else "linux" if any(".so" in m.name for m in archive.members) else None
-    arch = _arch(archive, files, os_name)
-    return ArchiveInfo(archive.path, top, layout, version, cuda_major, os_name, arch, archive.members)
+    cuda_major = int(next(g for g in cuda.groups() if g)) if cuda else _cuda_from_libraries(archive, real)
+    os_name = "windows" if any(m.name.lower().endswith(".dll") for m in files) else "linux" if any(".so" in m.name for m in files) else None
+    return ArchiveInfo(archive.path, top, layout, version, cuda_major, os_name, _arch(archive, real), archive.members)
 
 
 def _common_top(files: list[Member]) -> str:
@@ -212,32 +331,16 @@ def _common_top(files: list[Member]) -> str:
     return "/".join(top)
 
 
-def _arch(archive: Archive, files: list[Member], os_name: Optional[str]) -> Optional[str]:
-    """The machine of the first library, from its header bytes (pefile / pyelftools on the first 64 KB)."""
-    import io
-
-    candidate = next((m for m in files if m.name.lower().endswith(".dll") or re.search(r"\.so(\.\d+)*$", m.name)), None)
-    if candidate is None or candidate.link:
-        return None
-    head = archive.read_head(candidate)
-    try:
-        if head[:2] == b"MZ":
-            import pefile
-
-            machine = pefile.PE(data=head, fast_load=True).FILE_HEADER.Machine
-            return {0x8664: "x86_64", 0xAA64: "aarch64", 0x14C: "x86"}.get(machine)
-        if head[:4] == b"\x7fELF":
-            from elftools.elf.elffile import ELFFile
-
-            return {"EM_X86_64": "x86_64", "EM_AARCH64": "aarch64"}.get(ELFFile(io.BytesIO(head))["e_machine"])
-    except Exception:  # a library too odd to read its header: the platform stays unknown
-        return None
-    return None
+def _arch(archive: Archive, real: list[Member]) -> Optional[str]:
+    """The machine of the first library that is a real file, from its first 64 KB (never from a link member)."""
+    candidate = next((m for m in real if _LIBRARY.search(m.name)), None)
+    found = binary_machine(archive.read_head(candidate)) if candidate is not None else None
+    return found[1] if found and found[1] in ("x86_64", "aarch64", "x86") else None
 
 
 def _cuda_from_libraries(archive: Archive, files: list[Member]) -> Optional[int]:
     """The cuBLAS major the cuDNN ops library names (cublas64_11.dll / libcublas.so.12), read as a stream."""
-    ops = next((m for m in files if re.search(r"(?i)cudnn_ops(_infer)?(64_\d+\.dll|\.so\.\d+[.\d]*)$", m.name) and not m.link), None)
+    ops = next((m for m in files if re.search(r"(?i)cudnn_ops(_infer)?(64_\d+\.dll|\.so\.\d+[.\d]*)$", m.name)), None)
     if ops is None:
         return None
     tail = b""

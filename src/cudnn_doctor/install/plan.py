@@ -14,7 +14,7 @@ from typing import IO, Optional
 
 from cudnn_doctor.errors import UsageError
 from cudnn_doctor.facts import ToolkitFacts
-from cudnn_doctor.install.archive import Archive, ArchiveInfo, Member
+from cudnn_doctor.install.archive import Archive, ArchiveInfo, Member, link_problem
 from cudnn_doctor.system.interface import System
 from cudnn_doctor.versions import cudnn_header_version
 
@@ -50,6 +50,14 @@ class Plan:
     @property
     def writes(self) -> list[Action]:
         return [a for a in self.actions if a.kind != "same"]
+
+    @property
+    def bytes_written(self) -> int:
+        return sum(a.member.size for a in self.writes if a.kind != "link")
+
+    @property
+    def bytes_backed_up(self) -> int:
+        return sum(a.replaced_size or 0 for a in self.writes)
 
 
 def choose_target(system: System, info: ArchiveInfo, toolkits: ToolkitFacts, into: Optional[str], force: bool) -> str:
@@ -113,25 +121,78 @@ def destination(system: System, info: ArchiveInfo, member: Member, target: str, 
 
 
 def make_plan(system: System, archive: Archive, info: ArchiveInfo, target: str, toolkit_major: Optional[int]) -> Plan:
-    actions = []
+    """What each member does to the target; every refusal (a one-line UsageError) comes before anything is written."""
+    rules = system.paths
+    real_target = system.realpath(target)
+    actions: list[Action] = []
+    by_key: dict[str, Member] = {}
     for member in info.members:
         if member.is_dir:
             continue
         dest = destination(system, info, member, target, info.cuda_major or toolkit_major)
         if dest is None:
             continue
+        key = rules.key(dest)
+        if key in by_key:
+            raise UsageError(f"{info.path.name}: {by_key[key].name!r} and {member.name!r} would both be installed as {dest}")
+        by_key[key] = member
+        _check_destination(system, info, member, dest, target, real_target)
         link = system.link_target(dest)
         existing = system.stat(dest)
+        if existing is not None and existing.is_dir and link is None:
+            raise UsageError(f"{info.path.name}: {member.name!r} would replace the folder {dest} with a file; nothing was changed")
+        if existing is not None and not existing.readable and link is None:
+            raise UsageError(f"cannot read {dest} to back it up (permission denied): run the install again with sudo / as administrator; nothing was changed")
         if member.link is not None:
-            actions.append(Action(member, dest, "same" if link == member.link else "link"))
+            actions.append(Action(member, dest, "same" if link == member.link else "link", existing.size if existing and not existing.is_dir else None))
         elif existing is not None or link is not None:
-            same = link is None and existing is not None and existing.size == member.size and _sha256(system.open_read(dest)) == _sha256(archive.open(member))
-            actions.append(Action(member, dest, "same" if same else "replace", existing.size if existing else None))
+            same = link is None and existing is not None and existing.size == member.size and _same_bytes(system, archive, member, dest)
+            actions.append(Action(member, dest, "same" if same else "replace", existing.size if existing and not existing.is_dir else None))
         else:
             actions.append(Action(member, dest, "add"))
     if not actions:
         raise UsageError(f"{info.path.name} holds no cuDNN files for this target (layout {info.layout})")
+    link_dests = {rules.key(a.dest) for a in actions if a.member.link is not None}
+    for action in actions:
+        parent = rules.dirname(action.dest)
+        while rules.inside(parent, target) and not rules.same(parent, target):
+            if rules.key(parent) in link_dests:
+                raise UsageError(f"{info.path.name}: {action.member.name!r} would be written through the link {parent} that the same archive creates")
+            parent = rules.dirname(parent)
     return Plan(info, target, tuple(actions), replaced_version=_installed_version(system, target))
+
+
+def _check_destination(system: System, info: ArchiveInfo, member: Member, dest: str, target: str, real_target: str) -> None:
+    """A member may land only inside the target, seen through every link already there, and a link
+    it creates must point inside the target from where it lands, not from where it stood in the archive."""
+    rules = system.paths
+    folder = system.realpath(rules.dirname(dest))
+    if not rules.inside(folder, real_target):
+        raise UsageError(f"{info.path.name}: {member.name!r} would be written to {folder}, outside {target} (a link on the way leads out)")
+    name = rules.basename(dest).lower()
+    if info.os is not None and (name.endswith(".dll") if info.os == "linux" else re.search(r"\.so(\.\d+)*$", name)):
+        raise UsageError(f"{info.path.name}: {member.name!r} is no {info.os} library")
+    if member.link is None:
+        return
+    problem = link_problem(member.link)
+    if problem is None:
+        lands = rules.norm(rules.join(folder, *member.link.replace("\\", "/").split("/")))
+        if not rules.inside(lands, real_target):
+            problem = f"once installed it points to {lands}, outside {target}"
+    if problem is not None:
+        raise UsageError(f"{info.path.name}: refusing link {member.name!r} → {member.link!r} ({problem})")
+
+
+def _same_bytes(system: System, archive: Archive, member: Member, dest: str) -> bool:
+    """The installed file already holds the member's bytes; a file that cannot be read is a one-line refusal."""
+    try:
+        return _sha256(system.open_read(dest)) == _sha256(archive.open(member))
+    except PermissionError:
+        raise UsageError(f"cannot read {dest} to back it up (permission denied): run the install again with sudo / as administrator; nothing was changed") from None
+    except IsADirectoryError:
+        raise UsageError(f"{dest} is a folder; the archive has a file of that name. Nothing was changed") from None
+    except OSError as error:
+        raise UsageError(f"cannot read {dest} ({error.strerror or error}); nothing was changed") from None
 
 
 def _installed_version(system: System, target: str) -> Optional[str]:

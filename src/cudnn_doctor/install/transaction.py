@@ -1,36 +1,40 @@
-"""Applying a plan so that it either happens completely or not at all.
+"""Applying a plan so that it happens completely or not at all, and undoing it later.
 
-Before a file is touched the journal (JSON, replaced atomically) says so; every file that
-would be overwritten is first copied into a backup folder; each new file is written under a
-temporary name beside its destination, checked (size and SHA-256 against the archive member)
-and renamed into place; links are created as links. Any failure rolls back every step the
-journal lists, in reverse. A run killed half-way (crash, `kill -9`) leaves a journal in state
-"in-progress", and the next run of install, rollback or history rolls it back first.
-
-Every file operation goes through the System, so a fixture machine can be installed into
-(in memory) exactly as a live one.
+The journal is a JSON-lines file: a header listing every planned step, then one short record
+per event, appended and fsynced before the change it announces ("dest is about to change; its
+old content is X, backed up at B; folders F are new", "the new file Y is staged", "done"), so
+its cost is linear in the number of files. Every file's old and new identity (SHA-256, or a
+link's target) is kept, so an undo touches only what the install wrote and still holds what it
+wrote: a file changed since is skipped and named, never overwritten. A run killed half-way
+leaves the journal "in-progress"; the next install or rollback, holding the state folder's
+lock, finishes it (the history already has it) or undoes it. Every file operation goes
+through the System, so a fixture machine is installed into, in memory, exactly as a live one.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import errno
 import hashlib
 import json
 import os
 import time
 import uuid
-from typing import Any, Callable, Optional
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, NamedTuple, Optional, Sequence
 
 from cudnn_doctor.errors import CudnnDoctorError, InputError
-from cudnn_doctor.install.archive import Archive
-from cudnn_doctor.install.plan import Action, Plan
+from cudnn_doctor.install.archive import Archive, library_problem
+from cudnn_doctor.install.plan import Action, EnvChange, Plan
 from cudnn_doctor.system.interface import System
 
 TEMP_SUFFIX = ".cudnn-doctor-tmp"
 BLOCK = 4 << 20
+SPACE_MARGIN = 16 << 20  # the journal, the history and the file system's own rounding
 
 
 class InstallFailed(CudnnDoctorError):
-    """The install failed and everything it did was rolled back."""
+    """The install failed and what it did was undone."""
 
     exit_code = 1
 
@@ -45,144 +49,550 @@ def state_dir() -> str:
     return platformdirs.user_state_dir("cudnn-doctor", appauthor=False)
 
 
+def identity(system: System, path: str) -> Optional[str]:
+    """What is at `path`: "sha256:…" for a file, "link:…" for a symbolic link, "folder", or None."""
+    link = system.link_target(path)
+    if link is not None:
+        return f"link:{link}"
+    info = system.stat(path)
+    if info is None:
+        return None
+    if info.is_dir:
+        return "folder"
+    digest = hashlib.sha256()
+    with system.open_read(path) as handle:
+        for block in iter(lambda: handle.read(BLOCK), b""):
+            digest.update(block)
+    return f"sha256:{digest.hexdigest()}"
+
+
 class Store:
-    """The journal of the install in progress, the backups, and the history of installs."""
+    """The state folder: the journal of the install in progress, the backups, the history, the lock."""
 
     def __init__(self, system: System, root: Optional[str] = None) -> None:
         self.system = system
         self.root = system.paths.norm(root or state_dir())
-        self.journal_path = system.paths.join(self.root, "journal.json")
+        self.journal_path = system.paths.join(self.root, "journal.jsonl")
         self.history_path = system.paths.join(self.root, "history.json")
+        self.lock_path = system.paths.join(self.root, "lock")
 
     def backup_path(self, txid: str, index: int, name: str) -> str:
         return self.system.paths.join(self.root, "backups", txid, f"{index:05d}-{name}")
 
-    def _write(self, path: str, document: Any) -> None:
-        self.system.make_dirs(self.root)
-        temp = path + TEMP_SUFFIX
-        with self.system.open_write(temp) as handle:
-            handle.write(json.dumps(document, indent=1).encode("utf-8"))
-        self.system.replace(temp, path)
+    @contextmanager
+    def _writing(self, path: str) -> Iterator[None]:
+        """Any failure to write in the state folder becomes one line that names the file and what to do."""
+        try:
+            yield
+        except (NotADirectoryError, FileExistsError):
+            raise InputError(f"the state folder {self.root} is not a folder: move that file away, or set CUDNN_DOCTOR_STATE_DIR to another folder") from None
+        except OSError as error:
+            why = "the disk is full" if error.errno == errno.ENOSPC else error.strerror or str(error)
+            raise InputError(
+                f"cannot write {path} ({why}): make the state folder {self.root} writable and free, or set CUDNN_DOCTOR_STATE_DIR to another folder"
+            ) from None
 
-    def _read(self, path: str) -> Any:
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """One install, rollback or recovery at a time, on this machine."""
+        with self._writing(self.lock_path):
+            self.system.make_dirs(self.root)
+            lock = self.system.lock(self.lock_path)
+            lock.__enter__()
+        try:
+            yield
+        finally:
+            lock.__exit__(None, None, None)
+
+    def _replace_file(self, path: str, data: bytes) -> None:
+        temp = path + TEMP_SUFFIX
+        with self._writing(path):
+            try:
+                self.system.make_dirs(self.root)
+                with self.system.open_write(temp) as handle:
+                    handle.write(data)
+                self.system.replace(temp, path)
+            except BaseException:
+                try:
+                    _discard(self.system, temp)
+                except OSError:
+                    pass  # the next recovery removes it
+                raise
+
+    def remove_leftovers(self) -> None:
+        """Temporary files of the journal and the history that a killed run left."""
+        for path in (self.journal_path, self.history_path):
+            with self._writing(path):
+                _discard(self.system, path + TEMP_SUFFIX)
+
+    def _read(self, path: str) -> Optional[bytes]:
         try:
             with self.system.open_read(path) as handle:
-                return json.loads(handle.read().decode("utf-8"))
-        except (FileNotFoundError, ValueError):
+                return handle.read(256 << 20)
+        except FileNotFoundError:
             return None
+        except OSError as error:
+            raise InputError(f"cannot read {path} ({error.strerror or error}): make the state folder {self.root} readable") from None
+
+    def _damaged(self, path: str, why: str) -> InputError:
+        return InputError(
+            f"{path} is damaged ({why}): rename it (to {self.system.paths.basename(path)}.bad, say) and run again; "
+            f"what it lists can then be undone only by hand, from {self.system.paths.join(self.root, 'backups')}"
+        )
+
+    # The journal -------------------------------------------------------------------------
+
+    def begin(self, header: dict[str, Any]) -> None:
+        self._replace_file(self.journal_path, (json.dumps(header) + "\n").encode("utf-8"))
+
+    def record(self, event: dict[str, Any]) -> None:
+        with self._writing(self.journal_path):
+            self.system.append(self.journal_path, (json.dumps(event) + "\n").encode("utf-8"))
 
     def journal(self) -> Optional[dict[str, Any]]:
-        return self._read(self.journal_path)
+        """The last install's header with every recorded event applied to its steps, and its state."""
+        data = self._read(self.journal_path)
+        if data is None:
+            return None
+        lines = [line for line in data.split(b"\n") if line.strip()]
+        records = []
+        for number, line in enumerate(lines):
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                if number == len(lines) - 1 and not data.endswith(b"\n"):
+                    break  # the last line, torn by a crash while it was being written
+                raise self._damaged(self.journal_path, f"line {number + 1} is not JSON") from None
+        if not records:
+            return None
+        header = records[0]
+        if not _valid_entry(header):
+            raise self._damaged(self.journal_path, "its first line is not an install header")
+        steps = [dict(s, started=False, done=False) for s in header["steps"]]
+        journal = {**header, "steps": steps, "state": "in-progress"}
+        for event in records[1:]:
+            if not isinstance(event, dict):
+                raise self._damaged(self.journal_path, "a line is not an object")
+            if isinstance(event.get("state"), str):
+                journal["state"] = event["state"]
+                continue
+            index = event.get("step")
+            if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(steps):
+                raise self._damaged(self.journal_path, f"an event names step {index!r}")
+            steps[index].update({k: v for k, v in event.items() if k in _STEP_FIELDS})
+        return journal
 
-    def save_journal(self, journal: dict[str, Any]) -> None:
-        self._write(self.journal_path, journal)
+    # The history -------------------------------------------------------------------------
 
     def history(self) -> list[dict[str, Any]]:
-        return self._read(self.history_path) or []
+        data = self._read(self.history_path)
+        if data is None:
+            return []
+        try:
+            history = json.loads(data)
+        except ValueError:
+            raise self._damaged(self.history_path, "it is not JSON") from None
+        if not isinstance(history, list) or not all(_valid_entry(e) and isinstance(e.get("state"), str) for e in history):
+            raise self._damaged(self.history_path, "it is not a list of installs")
+        return history
 
     def save_history(self, history: list[dict[str, Any]]) -> None:
-        self._write(self.history_path, history)
+        self._replace_file(self.history_path, json.dumps(history, indent=1).encode("utf-8"))
+
+    def remove_backups(self, txid: str) -> None:
+        """Backups of an install that is fully undone are not needed any more (they can be gigabytes)."""
+        system = self.system
+        folder = system.paths.join(self.root, "backups", txid)
+        for entry in system.list_dir(folder, sizes=False) or []:
+            if not entry.is_dir or system.link_target(entry.path) is not None:
+                system.remove(entry.path)
+        system.remove_dir(folder)
+        system.remove_dir(system.paths.dirname(folder))
 
 
-def recover(store: Store) -> Optional[str]:
-    """Roll back an install that a crash interrupted; returns a sentence when it did."""
-    journal = store.journal()
-    if journal is None or journal.get("state") != "in-progress":
-        return None
-    undo(store.system, journal["steps"])
-    journal["state"] = "rolled-back"
-    store.save_journal(journal)
-    return f"rolled back an interrupted install of {journal['archive']} into {journal['target']} ({sum(1 for s in journal['steps'] if s['started'])} files restored)"
+_STEP_FIELDS = ("started", "backup", "old", "dirs", "new")
 
 
-def apply(plan: Plan, archive: Archive, store: Store, progress: Optional[Callable[[int], None]] = None,
-          after_file: Optional[Callable[[int], None]] = None) -> dict[str, Any]:
-    """Apply the plan; on any failure undo everything and raise InstallFailed (or the input error)."""
+def _valid_entry(entry: Any) -> bool:
+    return (
+        isinstance(entry, dict)
+        and all(isinstance(entry.get(k), str) for k in ("id", "archive", "target"))
+        and isinstance(entry.get("steps"), list)
+        and all(isinstance(s, dict) and isinstance(s.get("dest"), str) and isinstance(s.get("kind"), str) for s in entry["steps"])
+    )
+
+
+# Installing ------------------------------------------------------------------------------
+
+
+def apply(
+    plan: Plan,
+    archive: Archive,
+    store: Store,
+    progress: Optional[Callable[[int], None]] = None,
+    after_file: Optional[Callable[[int], None]] = None,
+    env_changes: Sequence[EnvChange] = (),
+    ldconfig: bool = False,
+) -> dict[str, Any]:
+    """Apply the plan (the caller holds `store.locked()`); on any failure undo it and raise a one-line error."""
     system = store.system
+    _check_space(system, plan, store.root)
     txid = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
-    steps = [{"dest": a.dest, "kind": a.kind, "backup": None, "started": False, "done": False} for a in plan.writes]
-    journal = {"id": txid, "state": "in-progress", "archive": str(plan.archive.path), "target": plan.target, "version": plan.archive.version,
-               "started": time.time(), "steps": steps}
-    store.save_journal(journal)
+    header = {
+        "journal": 1,
+        "id": txid,
+        "archive": str(plan.archive.path),
+        "target": plan.target,
+        "version": plan.archive.version,
+        "started": time.time(),
+        "steps": [{"dest": a.dest, "kind": a.kind} for a in plan.writes],
+        "env": [dataclasses.asdict(change) for change in env_changes],
+        "ldconfig": ldconfig,
+    }
+    store.begin(header)
+    steps: list[dict[str, Any]] = [dict(s, started=False, done=False) for s in header["steps"]]
+    entry: Optional[dict[str, Any]] = None
     try:
+        real_target = system.realpath(plan.target)
         for index, (action, step) in enumerate(zip(plan.writes, steps)):
-            step["started"] = True
-            if _present(system, action.dest):
-                step["backup"] = store.backup_path(txid, index, system.paths.basename(action.dest))
-            store.save_journal(journal)
-            if step["backup"]:
-                system.make_dirs(system.paths.dirname(step["backup"]))
-                _copy_exact(system, action.dest, step["backup"] + TEMP_SUFFIX)
-                system.replace(step["backup"] + TEMP_SUFFIX, step["backup"])  # a backup exists only once complete
-            _write_one(system, archive, action, progress)
-            step["done"] = True
-            store.save_journal(journal)
+            _apply_one(store, archive, plan, action, step, index, txid, real_target, progress)
             if after_file is not None:
                 after_file(index)
+        entry = {**{k: v for k, v in header.items() if k != "journal"}, "steps": steps, "state": "installed", "finished": time.time()}
+        history = store.history()
+        store.save_history([*history, entry])  # before the journal commits: a kill in between leaves an install that rollback knows
+        store.record({"state": "committed"})
     except BaseException as error:
-        undo(system, steps)
-        journal["state"] = "rolled-back"
-        store.save_journal(journal)
-        if isinstance(error, PermissionError):
-            raise InputError(_permission_message(error)) from None
-        if isinstance(error, CudnnDoctorError):
-            raise
-        if isinstance(error, KeyboardInterrupt):
-            raise InstallFailed("interrupted; every file was restored") from None
-        raise InstallFailed(f"{type(error).__name__}: {error}; every file was restored") from None
-    journal["state"] = "committed"
-    journal["finished"] = time.time()
-    store.save_journal(journal)
-    history = store.history()
-    history.append({**{k: journal[k] for k in ("id", "archive", "target", "version", "started", "finished", "steps")}, "state": "installed"})
-    store.save_history(history)
-    return journal
+        report = undo(system, steps)
+        _after_failed_apply(store, txid, steps, report, entry)
+        raise _failure(error, report, system.os) from None
+    return {**header, "steps": steps, "state": "committed"}
 
 
-def _write_one(system: System, archive: Archive, action: Action, progress: Optional[Callable[[int], None]]) -> None:
-    dest = action.dest
-    system.make_dirs(system.paths.dirname(dest))
+def _apply_one(
+    store: Store,
+    archive: Archive,
+    plan: Plan,
+    action: Action,
+    step: dict[str, Any],
+    index: int,
+    txid: str,
+    real_target: str,
+    progress: Optional[Callable[[int], None]],
+) -> None:
+    system, rules = store.system, store.system.paths
+    dest, folder = action.dest, rules.dirname(action.dest)
+    backup, old = None, None
+    if _present(system, dest):  # the backup is taken first: copying it also gives the old identity
+        backup = store.backup_path(txid, index, rules.basename(dest))
+        with store._writing(backup):
+            system.make_dirs(rules.dirname(backup))
+            old = _copy(system, dest, backup + TEMP_SUFFIX)
+            system.replace(backup + TEMP_SUFFIX, backup)  # a backup exists only once complete
+    step.update(started=True, backup=backup, old=old, dirs=_missing_dirs(system, folder))
+    store.record({"step": index, **{k: step[k] for k in ("started", "backup", "old", "dirs")}})  # durable before dest is touched
+    system.make_dirs(folder)
+    if not rules.inside(system.realpath(folder), real_target):  # checked again at each write: links may have changed since the plan
+        raise InputError(f"refusing to write {dest}: its folder leads to {system.realpath(folder)}, outside {plan.target}")
     temp = dest + TEMP_SUFFIX
+    step["new"] = _stage(system, archive, plan, action, temp, progress)
+    store.record({"step": index, "new": step["new"]})  # durable before the rename: undo must know what it wrote
+    system.replace(temp, dest)
+    step["done"] = True
+
+
+def _stage(system: System, archive: Archive, plan: Plan, action: Action, temp: str, progress: Optional[Callable[[int], None]]) -> str:
+    """Write the member beside its destination, check what is on disk, and return its identity."""
     _discard(system, temp)
     if action.kind == "link":
         system.symlink(action.member.link or "", temp)
-        system.replace(temp, dest)
-        return
+        return f"link:{action.member.link}"
     digest = hashlib.sha256()
     written = 0
+    first = True
     with archive.open(action.member) as source, system.open_write(temp) as target:
         for block in iter(lambda: source.read(BLOCK), b""):
+            if first:  # the bytes must be the library its name says, for this OS and machine
+                problem = library_problem(action.member.name, block, system.os, plan.archive.arch or system.arch)
+                if problem is not None:
+                    raise InputError(f"{archive.path.name}: refusing {action.member.name!r}: {problem}")
+                first = False
             digest.update(block)
             target.write(block)
             written += len(block)
             if progress:
                 progress(len(block))
-    check = hashlib.sha256()
-    with system.open_read(temp) as handle:  # what is on disk, not what we meant to write (antivirus, full disks)
-        for block in iter(lambda: handle.read(BLOCK), b""):
-            check.update(block)
-    on_disk = system.stat(temp)
-    if written != action.member.size or on_disk is None or on_disk.size != action.member.size or check.hexdigest() != digest.hexdigest():
-        _discard(system, temp)
-        raise InstallFailed(f"{system.paths.basename(dest)} did not verify after writing ({on_disk.size if on_disk else 0} of {action.member.size} bytes)")
-    system.replace(temp, dest)
+    on_disk = identity(system, temp)
+    if written != action.member.size or on_disk != f"sha256:{digest.hexdigest()}":  # what is on disk, not what we meant (antivirus, full disks)
+        info = system.stat(temp)
+        raise InstallFailed(f"{system.paths.basename(action.dest)} did not verify after writing ({info.size if info else 0} of {action.member.size} bytes)")
+    return on_disk
 
 
-def _copy_exact(system: System, source: str, target: str) -> None:
-    """A byte-for-byte copy, or the same link."""
+def _check_space(system: System, plan: Plan, state_root: str) -> None:
+    """Both the new files and the backups must fit before the first byte is written."""
+    for folder, need, what in ((plan.target, plan.bytes_written, "the new files"), (state_root, plan.bytes_backed_up, "the backups")):
+        free = system.free_bytes(folder)
+        if need and free is not None and need + SPACE_MARGIN > free:
+            raise InputError(f"{what} need {_mb(need + SPACE_MARGIN)} in {folder}, which has {_mb(free)} free: free some space; nothing was changed")
+
+
+def _mb(size: int) -> str:
+    return f"{size / 1024**2:,.0f} MB"
+
+
+def _missing_dirs(system: System, folder: str) -> list[str]:
+    """The folders `make_dirs(folder)` will create, outermost first."""
+    rules, missing = system.paths, []
+    while not system.is_dir(folder) and rules.dirname(folder) != folder:
+        missing.append(folder)
+        folder = rules.dirname(folder)
+    return missing[::-1]
+
+
+def _after_failed_apply(store: Store, txid: str, steps: list[dict[str, Any]], report: UndoReport, entry: Optional[dict[str, Any]]) -> None:
+    """Close the journal (and the history entry, if written) as rolled back; a still broken state folder is left for recovery."""
+    if not report.complete:
+        return  # the journal stays in progress: the next install or rollback tries again
+    try:
+        store.remove_backups(txid)
+        if entry is not None:
+            history = store.history()
+            for item in history:
+                if item.get("id") == txid:
+                    item["state"] = "rolled-back"
+            store.save_history(history)
+        store.record({"state": "rolled-back"})
+    except (OSError, CudnnDoctorError):
+        pass  # the target is restored; recovery finds nothing left to undo
+
+
+def _failure(error: BaseException, report: UndoReport, os_name: str) -> CudnnDoctorError:
+    """The one line the user sees: what went wrong, and whether everything was restored."""
+    restored = "nothing was changed" if not report.restored else "every file was restored"
+    if not report.complete:
+        restored = report.summary()
+    if isinstance(error, PermissionError) or (isinstance(error, OSError) and error.errno == errno.EROFS):
+        return InputError(f"{_permission_message(error, os_name)}; {restored}")
+    if isinstance(error, CudnnDoctorError):
+        error.args = (f"{error}; {restored}" if report.restored or not report.complete else str(error),)
+        return error
+    if isinstance(error, KeyboardInterrupt):
+        return InstallFailed(f"interrupted; {restored}")
+    if isinstance(error, OSError):
+        return InstallFailed(f"{error.strerror or error} ({error.filename or 'a file'}); {restored}")
+    return InstallFailed(f"{type(error).__name__}: {error}; {restored}")
+
+
+# Undoing ---------------------------------------------------------------------------------
+
+
+class UndoReport(NamedTuple):
+    """What an undo did: files put back, files changed since (left alone), files it could not restore."""
+
+    restored: list[str]
+    changed: list[str]
+    failed: list[tuple[str, str]]
+
+    @property
+    def complete(self) -> bool:
+        return not self.changed and not self.failed
+
+    def summary(self) -> str:
+        parts = []
+        if self.changed:
+            parts.append(f"{len(self.changed)} file(s) changed since the install were left as they are: {', '.join(self.changed[:5])}")
+        if self.failed:
+            parts.append(f"{len(self.failed)} file(s) could not be restored: " + ", ".join(f"{p} ({why})" for p, why in self.failed[:5]))
+        return "; ".join(parts) or f"{len(self.restored)} file(s) restored"
+
+
+def _undo_action(system: System, step: dict[str, Any]) -> str:
+    """keep (already as before) | changed (not what the install wrote) | remove | restore | legacy."""
+    if not step.get("started"):
+        return "keep"
+    if "old" not in step:  # history written before identities were recorded
+        return "legacy"
+    current = identity(system, step["dest"])
+    if current == step["old"]:
+        return "keep"
+    if current != step.get("new"):
+        return "changed"
+    return "remove" if step["old"] is None else "restore"
+
+
+def missing_backups(system: System, steps: Sequence[dict[str, Any]]) -> list[str]:
+    """Backups an undo would need that are gone or altered, found before anything is touched."""
+    problems = []
+    for step in steps:
+        if _undo_action(system, step) == "restore":
+            found = identity(system, step["backup"]) if step.get("backup") else None
+            if found != step["old"]:
+                problems.append(f"the backup of {step['dest']} ({step.get('backup')}) is {'missing' if found is None else 'altered'}")
+    return problems
+
+
+def undo(system: System, steps: Sequence[dict[str, Any]]) -> UndoReport:
+    """Put back what the install changed, newest first; skip what changed since; then remove the folders it created."""
+    report = UndoReport([], [], [])
+    for step in reversed(steps):
+        if not step.get("started"):
+            continue
+        dest = step["dest"]
+        try:
+            _discard(system, dest + TEMP_SUFFIX)
+            action = _undo_action(system, step)
+            if action == "changed":
+                report.changed.append(dest)
+            elif action == "remove" or (action == "legacy" and not step.get("backup") and step.get("kind") in ("add", "link")):
+                _discard(system, dest)
+                report.restored.append(dest)
+            elif action in ("restore", "legacy") and step.get("backup"):
+                expected = step["old"] if action == "restore" else identity(system, step["backup"])
+                if _copy(system, step["backup"], dest + TEMP_SUFFIX) != expected:
+                    _discard(system, dest + TEMP_SUFFIX)
+                    report.failed.append((dest, f"its backup {step['backup']} is altered"))
+                    continue
+                system.replace(dest + TEMP_SUFFIX, dest)
+                report.restored.append(dest)
+        except (OSError, CudnnDoctorError) as error:
+            report.failed.append((dest, getattr(error, "strerror", None) or str(error)))
+    for step in reversed(steps):
+        for folder in reversed(step.get("dirs") or []):
+            try:
+                system.remove_dir(folder)
+            except OSError:
+                pass
+    return report
+
+
+@contextmanager
+def _one_line(what: str) -> Iterator[None]:
+    """A file that cannot be read or written while undoing is one line naming it, never a traceback."""
+    try:
+        yield
+    except OSError as error:
+        raise InputError(f"{what}: {error.strerror or error} ({error.filename or 'a file'}); run it again once that is fixed") from None
+
+
+def recover(store: Store) -> Optional[str]:
+    """Finish or undo an install that a crash interrupted (the caller holds the lock); a sentence when it did."""
+    with _one_line("could not finish or undo an interrupted install"):
+        return _recover(store)
+
+
+def _recover(store: Store) -> Optional[str]:
+    store.remove_leftovers()
+    journal = store.journal()
+    if journal is None or journal.get("state") != "in-progress":
+        return None
+    history = store.history()
+    entry = next((h for h in history if h.get("id") == journal["id"]), None)
+    steps = journal["steps"]
+    whole = all(s.get("started") and identity(store.system, s["dest"]) == s.get("new") for s in steps)
+    if entry is not None and entry.get("state") == "installed" and whole:  # killed after the history was written: the install is whole
+        store.record({"state": "committed"})
+        return f"an interrupted install of {journal['archive']} into {journal['target']} had finished; it is kept (undo it with `cudnn-doctor rollback`)"
+    report = undo(store.system, steps)
+    if report.failed:
+        raise InputError(
+            f"could not undo the interrupted install into {journal['target']}: {report.summary()}; "
+            "fix that (run as administrator / with sudo?) and run `cudnn-doctor rollback` again"
+        )
+    store.remove_backups(journal["id"])  # first: a crash after it finds every file already restored
+    if entry is not None:
+        entry["state"] = "rolled-back"
+        store.save_history(history)
+    store.record({"state": "rolled-back"})
+    said = f"rolled back an interrupted install of {journal['archive']} into {journal['target']} ({len(report.restored)} files restored)"
+    return said + (f"; {report.summary()}" if report.changed else "")
+
+
+def rollback_last(store: Store) -> tuple[dict[str, Any], UndoReport]:
+    """Undo the most recent install still in place (the caller holds the lock).
+
+    A missing or altered backup is found before anything is touched (exit 2, naming it); files
+    changed since the install are left alone and named; the entry is closed only when nothing failed.
+    """
+    with _one_line("could not roll back"):
+        return _rollback_last(store)
+
+
+def _rollback_last(store: Store) -> tuple[dict[str, Any], UndoReport]:
+    system = store.system
+    history = store.history()
+    entry = next((h for h in reversed(history) if h.get("state") == "installed"), None)
+    if entry is None:
+        raise InputError("nothing to roll back: no install is recorded")
+    steps = [dict(s, started=True) for s in entry["steps"] if s.get("started", True)]
+    problems = missing_backups(system, steps)
+    if problems:
+        raise InputError(
+            f"cannot roll back install {entry['id']}: {'; '.join(problems[:5])}"
+            f"{f' (and {len(problems) - 5} more)' if len(problems) > 5 else ''}; nothing was changed"
+        )
+    report = undo(system, steps)
+    entry["env_restored"] = restore_environment(system, entry)
+    if report.complete:
+        store.remove_backups(entry["id"])  # first: a crash after it finds every file already restored
+    if not report.failed:  # files changed since stay as they are, and so do their backups
+        entry["state"] = "rolled-back"
+        entry["rolled_back"] = time.time()
+        entry["left_as_changed"] = report.changed
+    store.save_history(history)
+    return entry, report
+
+
+def restore_environment(system: System, entry: dict[str, Any]) -> list[str]:
+    """Undo the persistent PATH / CUDNN_HOME changes and refresh the loader cache the install refreshed; sentences saying what."""
+    said = []
+    changes = [c for c in entry.get("env") or [] if isinstance(c, dict) and {"scope", "name", "new"} <= set(c)]
+    persistent = system.persistent_env() if changes else None
+    for change in changes:
+        values = (persistent or {}).get(change["scope"], {})
+        name = next((k for k in values if k.upper() == change["name"].upper()), change["name"])
+        current = values.get(name)
+        if current == change["new"]:
+            system.set_persistent_env(change["scope"], name, change.get("old"))
+            said.append(f"{change['scope']} {name} restored to {change.get('old') or '(unset)'}")
+        elif current is not None and name.upper() == "PATH":
+            rules = system.paths
+            added = [e for e in rules.split_list(change["new"]) if e and not any(rules.same(e, o) for o in rules.split_list(change.get("old") or "") if o)]
+            kept = [e for e in current.split(";") if not any(e and rules.same(e, a) for a in added)]
+            if len(kept) != len(current.split(";")):
+                system.set_persistent_env(change["scope"], name, ";".join(kept))
+                said.append(f"{change['scope']} {name}: removed {', '.join(added)}")
+        else:
+            said.append(f"{change['scope']} {name} was changed since the install; left as it is")
+    if changes:
+        system.broadcast_environment_change()
+    if entry.get("ldconfig") and system.os == "linux":
+        system.run(["ldconfig"], timeout=60)
+        said.append("refreshed the loader cache (ldconfig)")
+    return said
+
+
+# File helpers ----------------------------------------------------------------------------
+
+
+def _copy(system: System, source: str, target: str) -> Optional[str]:
+    """A byte-for-byte copy, or the same link; returns the identity of what was copied."""
     _discard(system, target)
     link = system.link_target(source)
     if link is not None:
         system.symlink(link, target)
-        return
+        return f"link:{link}"
+    digest = hashlib.sha256()
     with system.open_read(source) as reader, system.open_write(target) as writer:
         for block in iter(lambda: reader.read(BLOCK), b""):
+            digest.update(block)
             writer.write(block)
+    return f"sha256:{digest.hexdigest()}"
 
 
 def _present(system: System, path: str) -> bool:
     """A file or a link (even one that dangles) is at path."""
-    return system.stat(path) is not None or system.link_target(path) is not None
+    return system.link_target(path) is not None or system.stat(path) is not None
 
 
 def _discard(system: System, path: str) -> None:
@@ -190,38 +600,12 @@ def _discard(system: System, path: str) -> None:
         system.remove(path)
 
 
-def undo(system: System, steps: list[dict[str, Any]]) -> None:
-    """Restore every started step, newest first: backups back in place, new files removed, temp files gone."""
-    for step in reversed(steps):
-        if not step.get("started"):
-            continue
-        dest = step["dest"]
-        _discard(system, dest + TEMP_SUFFIX)
-        backup = step.get("backup")
-        if backup is not None and _present(system, backup):
-            _copy_exact(system, backup, dest + TEMP_SUFFIX)
-            system.replace(dest + TEMP_SUFFIX, dest)
-        elif backup is None and step.get("kind") in ("add", "link"):
-            _discard(system, dest)
-
-
-def rollback_last(store: Store) -> dict[str, Any]:
-    """Undo the most recent install that is still in place."""
-    history = store.history()
-    entry = next((h for h in reversed(history) if h.get("state") == "installed"), None)
-    if entry is None:
-        raise InputError("nothing to roll back: no install is recorded")
-    undo(store.system, [dict(s, started=True) for s in entry["steps"]])
-    entry["state"] = "rolled-back"
-    entry["rolled_back"] = time.time()
-    store.save_history(history)
-    return entry
-
-
-def _permission_message(error: PermissionError) -> str:
+def _permission_message(error: OSError, os_name: str) -> str:
     path = error.filename or "a file"
     if getattr(error, "winerror", None) == 32:
-        return f"{path} is in use by a running program: close Python, Jupyter and the IDE, then run the install again (nothing was changed)"
-    if os.name == "nt":
-        return f"permission denied writing {path}: run the install again from an elevated terminal (Run as administrator); nothing was changed"
-    return f"permission denied writing {path}: run the install again with sudo; nothing was changed"
+        return f"{path} is in use by a running program: close Python, Jupyter and the IDE, then run the install again"
+    if error.errno == errno.EROFS:
+        return f"{path} is on a read-only file system"
+    if os_name == "windows":
+        return f"permission denied writing {path}: run the install again from an elevated terminal (Run as administrator)"
+    return f"permission denied writing {path}: run the install again with sudo"

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import re
+from typing import Optional
+
 from cudnn_doctor import knowledge
-from cudnn_doctor.facts import DriverFacts, Gpu
+from cudnn_doctor.facts import SMI_NOT_UNDERSTOOD, DriverFacts, Gpu
 from cudnn_doctor.system.interface import System
 from cudnn_doctor.versions import major_minor, parse_cuda_version, parse_version
+
+_CAPABILITY = re.compile(r"^[0-9]{1,3}\.[0-9]{1,3}$")
 
 
 def probe_driver(system: System) -> DriverFacts:
     nvml = system.nvml()
     if nvml is not None:
-        gpus = tuple(
-            Gpu(g["name"], g.get("compute_capability"), g.get("memory_total_mib"), "nvml" if g.get("compute_capability") else None)
-            for g in nvml.get("gpus", [])
-        )
+        gpus = tuple(_nvml_gpu(g) for g in nvml.get("gpus") or [])
         cuda = parse_cuda_version(nvml.get("cuda_driver_version"))
         facts = DriverFacts("nvml", nvml.get("driver_version"), major_minor(cuda) if cuda else None, "nvml" if cuda else None, gpus)
     else:
@@ -25,17 +27,32 @@ def probe_driver(system: System) -> DriverFacts:
             reason = "not found" if smi.not_found else "timed out" if smi.timed_out else (smi.stderr or smi.stdout).strip()
             return DriverFacts(None, smi_error=f"nvidia-smi: {reason or f'exit code {smi.returncode}'}")
         table = nvidia_smi.parse_table(smi.stdout)
+        if table.driver_version is None:  # exit code 0 is not a driver: say what it printed instead of reporting "driver None"
+            first = next((line.strip() for line in smi.stdout.splitlines() if line.strip()), "")
+            said = f": {first[:200]!r}" if first else " (it printed nothing)"
+            return DriverFacts(None, smi_error=f"{SMI_NOT_UNDERSTOOD}{said}")
         by_index = {g.index: g for g in table.gpus}
         query = system.run(["nvidia-smi", *nvidia_smi.QUERY_ARGS], timeout=15)
         if query.ok:
             for gpu in nvidia_smi.parse_query(query.stdout):
                 by_index[gpu.index] = gpu
         gpus = tuple(
-            Gpu(g.name, g.compute_capability, g.memory_mib, "nvidia-smi" if g.compute_capability else None)
+            Gpu(g.name, _capability(g.compute_capability), g.memory_mib, "nvidia-smi" if _capability(g.compute_capability) else None)
             for g in sorted(by_index.values(), key=lambda g: g.index)
         )
         facts = DriverFacts("nvidia-smi", table.driver_version, table.cuda_version, "nvidia-smi" if table.cuda_version else None, gpus)
     return _complete(facts, system.os)
+
+
+def _nvml_gpu(gpu: dict) -> Gpu:
+    """One GPU as NVML described it; a fixture may leave out any field."""
+    capability = _capability(gpu.get("compute_capability"))
+    return Gpu(gpu.get("name") or "NVIDIA GPU (no name reported)", capability, gpu.get("memory_total_mib"), "nvml" if capability else None)
+
+
+def _capability(value: object) -> Optional[str]:
+    """The compute capability as drivers write it ("8.6"); anything else ("", "x", "-1.0") is none, and the name table may know better."""
+    return value if isinstance(value, str) and _CAPABILITY.match(value) else None
 
 
 def _complete(facts: DriverFacts, os_name: str) -> DriverFacts:

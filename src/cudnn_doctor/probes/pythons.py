@@ -7,12 +7,14 @@ imported only in child processes of each interpreter, all of them at once, each 
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional, TypeVar
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.facts import PythonEnv
 from cudnn_doctor.system.interface import System
 from cudnn_doctor.versions import canonical_name as canonicalize_name
+
+T = TypeVar("T")
 
 
 def probe_pythons(system: System) -> tuple[PythonEnv, ...]:
@@ -23,7 +25,7 @@ def probe_pythons(system: System) -> tuple[PythonEnv, ...]:
     for candidate in [current, *_discover(system), *system.known_pythons()]:
         if candidate and _environment_key(system, candidate) not in seen:
             seen[_environment_key(system, candidate)] = candidate
-    infos = [info for info in (system.python_info(exe) for exe in seen.values()) if info is not None]
+    infos = [info for info in _in_parallel(system.python_info, list(seen.values())) if info is not None]
     return tuple(
         PythonEnv(
             info.executable, info.version, info.kind,
@@ -32,6 +34,16 @@ def probe_pythons(system: System) -> tuple[PythonEnv, ...]:
         )
         for info in infos
     )
+
+
+def _in_parallel(ask: Callable[[str], T], executables: list[str]) -> list[T]:
+    """One answer per interpreter, all asked at once: one that hangs costs one deadline, not one each."""
+    if len(executables) < 2:
+        return [ask(exe) for exe in executables]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(len(executables), 16)) as pool:
+        return list(pool.map(ask, executables))
 
 
 def probe_frameworks(system: System, pythons: tuple[PythonEnv, ...], timeout: float = 60.0) -> tuple[PythonEnv, ...]:

@@ -7,11 +7,12 @@ text is printed plain, so it can be pasted into a bug report.
 from __future__ import annotations
 
 import os
-from typing import Iterable, Optional, TextIO
+from typing import Any, Iterable, Mapping, Optional, TextIO
 
 from cudnn_doctor.diagnose import Diagnosis
 from cudnn_doctor.facts import Facts
 from cudnn_doctor.findings import Finding, Severity
+from cudnn_doctor.reports.encoding import Fitter
 
 AREAS = (
     ("driver", "NVIDIA driver and GPU", ("no-nvidia-gpu", "driver-too-old", "gpu-arch-unsupported", "wsl-linux-driver-installed")),
@@ -21,6 +22,7 @@ AREAS = (
     ("environment", "Environment", ("env-", "path-")),
 )
 MARKS = {None: ("✓", "green"), Severity.INFO: ("•", "blue"), Severity.WARNING: ("!", "yellow"), Severity.ERROR: ("✗", "red")}
+ASCII_MARKS = {None: ("OK", "green"), Severity.INFO: ("i", "blue"), Severity.WARNING: ("!", "yellow"), Severity.ERROR: ("X", "red")}
 
 
 def _area_of(finding_id: str) -> str:
@@ -64,7 +66,7 @@ def _summaries(facts: Facts) -> dict[str, str]:
     d, tk = facts.driver, facts.toolkits
     if d.present:
         gpus = ", ".join(f"{g.name} (sm_{g.compute_capability.replace('.', '')})" if g.compute_capability else g.name for g in d.gpus)
-        driver = f"driver {d.version} · CUDA {d.cuda or '?'} max" + (f" · {gpus}" if gpus else "")
+        driver = f"driver {d.version or '?'} · CUDA {d.cuda or '?'} max" + (f" · {gpus}" if gpus else "")
     else:
         driver = "no driver found"
     if tk.toolkits:
@@ -78,7 +80,7 @@ def _summaries(facts: Facts) -> dict[str, str]:
         for name, report in python.frameworks.items():
             version = report.get("version") or python.packages.get(name, "?")
             where = "current" if python.current else python.executable
-            state = "GPU" if report.get("cuda_available") or report.get("gpus") else "import failed" if report.get("import_error") else "no GPU"
+            state = _state(report)
             frameworks.append(f"{name} {version} in {where} ({state})")
     current = facts.current_python
     python = f"Python {current.version} at {current.executable}" if current else "no current interpreter"
@@ -91,10 +93,21 @@ def _summaries(facts: Facts) -> dict[str, str]:
     }
 
 
+def _state(report: Mapping[str, Any]) -> str:
+    """What one framework probe came to, in a word or two."""
+    if report.get("cuda_available") or report.get("gpus"):
+        return "GPU"
+    if report.get("import_error"):
+        return "import failed"
+    if str(report.get("error") or "").startswith("TimeoutError"):
+        return "timed out"
+    return "no GPU"
+
+
 Segment = tuple[str, str]  # (text, rich style or "")
 
 
-def _lines(diagnosis: Diagnosis, verbose: bool) -> Iterable[list[Segment]]:
+def _lines(diagnosis: Diagnosis, verbose: bool, marks: dict = MARKS) -> Iterable[list[Segment]]:
     """The report as lines of styled segments; the same lines print with or without colour."""
     summaries = _summaries(diagnosis.facts)
     by_area: dict[str, list[Finding]] = {}
@@ -104,18 +117,18 @@ def _lines(diagnosis: Diagnosis, verbose: bool) -> Iterable[list[Segment]]:
     yield []
     for key, title, _ in AREAS:
         worst = min(by_area.get(key, []), key=lambda f: f.severity.rank, default=None)
-        mark, style = MARKS[worst.severity if worst else None]
+        mark, style = marks[worst.severity if worst else None]
         yield [(f"[{mark}]", style), (f" {title}: {summaries[key]}", "")]
         if verbose:
             for line in _facts_lines(diagnosis.facts, key):
                 yield [(f"      {line}", "dim")]
     if not diagnosis.findings:
         yield []
-        yield [("• No issues found!", "green")]
+        yield [(f"{'•' if marks is MARKS else '*'} No issues found!", "green")]
         return
     yield []
     for found in diagnosis.findings:
-        mark, style = MARKS[found.severity]
+        mark, style = marks[found.severity]
         yield [(f"{mark} {found.severity.value}", style), (" ", ""), (found.id, "bold"), (f": {found.title}", "")]
         yield [(f"    {found.detail}", "")]
         for number, step in enumerate(found.fix, 1):
@@ -127,17 +140,18 @@ def _lines(diagnosis: Diagnosis, verbose: bool) -> Iterable[list[Segment]]:
 
 
 def render(diagnosis: Diagnosis, out: TextIO, verbose: bool = False, color: bool = True) -> None:
-    lines = _lines(diagnosis, verbose)
+    fit = Fitter(out)  # ASCII marks where the output encoding has no ✓ (cp1252 in `check > report.txt` on Windows)
+    lines = _lines(diagnosis, verbose, MARKS if fit.unicode else ASCII_MARKS)
     if not (color and out.isatty() and "NO_COLOR" not in os.environ):
         for line in lines:  # plain text: no need to load rich at all
-            out.write("".join(text for text, _ in line) + "\n")
+            out.write(fit("".join(text for text, _ in line)) + "\n")
         return
     from rich.console import Console
     from rich.text import Text
 
     console = Console(file=out, highlight=False, soft_wrap=True)
     for line in lines:
-        console.print(Text.assemble(*((text, style) for text, style in line)))
+        console.print(Text.assemble(*((fit(text), style) for text, style in line)))
 
 
 def _facts_lines(facts: Facts, area: str) -> Iterable[str]:

@@ -2,29 +2,36 @@
 
 from __future__ import annotations
 
-from typing import TextIO
+from typing import Iterator, TextIO
 
 from cudnn_doctor.facts import Confirmation, Resolution
+from cudnn_doctor.reports.encoding import Fitter
 
 
 def render(resolution: Resolution, confirmations: tuple[Confirmation, ...], out: TextIO) -> None:
+    fit = Fitter(out)
+    for line in _lines(resolution, confirmations):
+        out.write(fit(line))
+
+
+def _lines(resolution: Resolution, confirmations: tuple[Confirmation, ...]) -> Iterator[str]:
     if not resolution.steps:
         return
     root = resolution.steps[0]
-    out.write(f"{root.name} from {resolution.executable}\n")
-    out.write("search order:\n")
+    yield (f"{root.name} from {resolution.executable}\n")
+    yield ("search order:\n")
     hits = {_folder_key(c.path): c for c in root.candidates}
     for number, place in enumerate(root.searched, 1):
         hit = hits.pop(place.rstrip("/\\").casefold(), None)
         mark = ""
         if hit is not None:
             mark = "  ← used" if hit.path == root.winner else f"  (copy: {hit.problem or 'not used'})"
-        out.write(f"  {number:3d}. {place}{mark}\n")
-    out.write(f"result: {root.winner or ('BROKEN ' + root.blocked_by if root.blocked_by else 'NOT FOUND')}\n")
+        yield (f"  {number:3d}. {place}{mark}\n")
+    yield (f"result: {root.winner or ('BROKEN ' + root.blocked_by if root.blocked_by else 'NOT FOUND')}\n")
     for confirmation in confirmations:
         verdict = "agrees" if confirmation.agrees else "DISAGREES"
-        out.write(f"real load: {confirmation.real or confirmation.error} ({verdict} with the emulation)\n")
-    out.write("import tree:\n")
+        yield (f"real load: {confirmation.real or confirmation.error} ({verdict} with the emulation)\n")
+    yield ("import tree:\n")
     for step in resolution.steps[1:]:
         if step.reused:
             continue
@@ -32,7 +39,7 @@ def render(resolution: Resolution, confirmations: tuple[Confirmation, ...], out:
         where = step.winner or (f"BROKEN {step.blocked_by}" if step.blocked_by else provided[step.provided_by] if step.provided_by else
                                 "NOT FOUND" + (" (optional)" if step.optional else ""))
         requester = step.requester.replace("\\", "/").rsplit("/", 1)[-1]
-        out.write(f"  {step.how:6} {step.name} ← {requester}: {where}\n")
+        yield (f"  {step.how:6} {step.name} ← {requester}: {where}\n")
 
 
 def _folder_key(path: str) -> str:

@@ -8,12 +8,14 @@ command behaving as "not installed".
 
 from __future__ import annotations
 
+import errno
 import io
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO, Optional, Sequence
+from typing import Any, BinaryIO, Iterator, Optional, Sequence
 
 from cudnn_doctor.binaries import BinaryInfo, read_binary
-from cudnn_doctor.errors import InputError
+from cudnn_doctor.errors import Busy, InputError
 from cudnn_doctor.system.fixture_format import load_fixture
 from cudnn_doctor.system.interface import CommandResult, Env, FileInfo, PythonInfo, System
 
@@ -43,12 +45,18 @@ class FixtureSystem(System):
             self._files[rules.key(path)] = (path, entry or {})
             self._add_parent_chain(path)
         self._pythons = {rules.key(p["executable"]): p for p in document.get("pythons") or []}
-        self.env_writes: list[tuple[str, str, str]] = []
+        self.env_writes: list[tuple[str, str, Optional[str]]] = []
         self._data: dict[str, bytes] = {}
+        self._locks: set[str] = set()
+        self.free_space: Optional[int] = None
 
     @classmethod
     def from_file(cls, path: Path) -> FixtureSystem:
-        return cls(load_fixture(path), origin=path)
+        system = cls(load_fixture(path), origin=path)
+        for name, entry in system.document["files"].items():  # a missing `source` is the fixture's fault: say so now, in one line
+            if isinstance(entry, dict) and "source" in entry and not _regular_file(path.parent / entry["source"]):
+                raise InputError(f"{path.name}: files[{name!r}].source: {entry['source']!r} is not a file next to the fixture")
+        return system
 
     # Index ------------------------------------------------------------------------------
 
@@ -71,11 +79,13 @@ class FixtureSystem(System):
         found = self._files.get(self.paths.key(path))
         return found[1] if found else None
 
-    def _resolve(self, path: str, depth: int = 0) -> str:
+    def _lookup(self, path: str) -> Optional[str]:
+        """`path` with every link resolved; None when that takes more than 40 links in all: a loop (the kernel's ELOOP)."""
+        return self._walk(self.paths.norm(path), [_MAX_LINK_HOPS])
+
+    def _walk(self, path: str, budget: list[int]) -> Optional[str]:
+        """Resolve component by component; every link followed, at any depth, spends the one shared `budget`."""
         rules = self.paths
-        path = rules.norm(path)
-        if depth > _MAX_LINK_HOPS:
-            return path
         chain: list[str] = []
         while True:
             parent = rules.dirname(path)
@@ -86,17 +96,25 @@ class FixtureSystem(System):
         resolved = path
         for part in reversed(chain):
             candidate = rules.join(resolved, part)
-            hops = 0
             entry = self._entry(candidate)
-            while entry is not None and "link" in entry and hops < _MAX_LINK_HOPS:
+            while entry is not None and "link" in entry:
+                if budget[0] <= 0:
+                    return None
+                budget[0] -= 1
                 target = entry["link"]
                 if not rules.is_abs(target):
                     target = rules.join(rules.dirname(candidate), target)
-                candidate = self._resolve(target, depth + 1)
-                entry = self._entry(candidate)
-                hops += 1
+                found = self._walk(rules.norm(target), budget)
+                if found is None:
+                    return None
+                candidate, entry = found, self._entry(found)
             resolved = candidate
         return resolved
+
+    def _resolve(self, path: str) -> str:
+        """`path` with every link resolved; a looping path is left as it is, as os.path.realpath leaves one."""
+        resolved = self._lookup(path)
+        return resolved if resolved is not None else self.paths.norm(path)
 
     # System -----------------------------------------------------------------------------
 
@@ -113,7 +131,9 @@ class FixtureSystem(System):
         rules = self.paths
         own = self._entry(path)
         link = own.get("link") if own else None
-        resolved = self._resolve(path)
+        resolved = self._lookup(path)
+        if resolved is None:
+            return None
         entry = self._entry(resolved)
         if entry is not None and "link" not in entry:
             return FileInfo(resolved, False, self._size(entry), link, entry.get("readable", True))
@@ -121,10 +141,16 @@ class FixtureSystem(System):
             return FileInfo(self._dirs[rules.key(resolved)], True, 0, link)
         return None
 
+    def _resolved_entry(self, path: str) -> Optional[dict[str, Any]]:
+        """The file entry `path` leads to; None for nothing, a folder, a dangling link or a loop."""
+        resolved = self._lookup(path)
+        entry = self._entry(resolved) if resolved is not None else None
+        return entry if entry is not None and "link" not in entry else None
+
     def _size(self, entry: dict[str, Any]) -> int:
         if "size" in entry:
             return entry["size"]
-        if "source" in entry and self.origin is not None and (self.origin.parent / entry["source"]).is_file():
+        if "source" in entry and self.origin is not None and _regular_file(self.origin.parent / entry["source"]):
             return (self.origin.parent / entry["source"]).stat().st_size
         if "text" in entry:
             return len(entry["text"].encode("utf-8"))
@@ -143,7 +169,7 @@ class FixtureSystem(System):
         ]
 
     def read_text(self, path: str, limit: int = 1 << 20) -> Optional[str]:
-        entry = self._entry(self._resolve(path))
+        entry = self._resolved_entry(path)
         if entry is None or not entry.get("readable", True):
             return None
         text = entry.get("text")
@@ -169,7 +195,7 @@ class FixtureSystem(System):
 
     def binary(self, path: str) -> Optional[BinaryInfo]:
         """The entry's fields; with `source`, the real bytes parsed as live, explicit fields winning."""
-        entry = self._entry(self._resolve(path))
+        entry = self._resolved_entry(path)
         if entry is None:
             return None
         if not entry.get("readable", True):
@@ -192,18 +218,22 @@ class FixtureSystem(System):
         if self.origin is None:
             raise InputError(f"a file entry names source {entry['source']!r}, but the fixture was not read from a file")
         real = self.origin.parent / entry["source"]
-        if not real.is_file():
+        if not _regular_file(real):
             raise InputError(f"{self.origin.name}: source file {entry['source']!r} does not exist next to the fixture")
         return read_binary(str(real))
 
     # Writes live in memory: the document's file map is updated, the bytes kept beside it ------
 
     def open_read(self, path: str) -> BinaryIO:
-        resolved = self._resolve(path)
+        resolved = self._lookup(path)
+        if resolved is None:
+            raise OSError(errno.ELOOP, "Too many levels of symbolic links", path)
         key = self.paths.key(resolved)
         entry = self._entry(resolved)
         if entry is None:
             raise FileNotFoundError(path)
+        if not entry.get("readable", True):
+            raise PermissionError(13, "Permission denied", path)
         if key in self._data:
             return io.BytesIO(self._data[key])
         if "text" in entry:
@@ -245,6 +275,36 @@ class FixtureSystem(System):
         entry = self._entry(path)
         return entry.get("link") if entry else None
 
+    def append(self, path: str, data: bytes) -> None:
+        key = self.paths.key(self.paths.norm(path))
+        old = self._data.get(key, b"") if key in self._files else b""
+        self._put(path, {"size": len(old) + len(data)}, old + data)
+
+    def remove_dir(self, path: str) -> bool:
+        rules = self.paths
+        key = rules.key(rules.norm(path))
+        if key not in self._dirs or self._children.get(key):
+            return False
+        del self._dirs[key]
+        self._children.pop(key, None)
+        self._children.get(rules.key(rules.dirname(rules.norm(path))), {}).pop(key, None)
+        return True
+
+    def free_bytes(self, path: str) -> Optional[int]:
+        """What a test set in `free_space` (None: unknown, as the fixture format does not record it)."""
+        return self.free_space
+
+    @contextmanager
+    def lock(self, path: str) -> Iterator[None]:
+        key = self.paths.key(self.paths.norm(path))
+        if key in self._locks:
+            raise Busy(f"another cudnn-doctor install or rollback is running (it holds {path}); wait for it to finish")
+        self._locks.add(key)
+        try:
+            yield
+        finally:
+            self._locks.discard(key)
+
     def _put(self, path: str, entry: dict[str, Any], data: Optional[bytes] = None) -> None:
         rules = self.paths
         path = rules.norm(path)
@@ -262,19 +322,22 @@ class FixtureSystem(System):
         self._data.pop(key, None)
         self._children.get(rules.key(rules.dirname(rules.norm(path))), {}).pop(key, None)
 
-    def set_persistent_env(self, scope: str, name: str, value: str) -> None:
+    def set_persistent_env(self, scope: str, name: str, value: Optional[str]) -> None:
         """Recorded in the document, where tests read it back through persistent_env()."""
         persistent = self.document.setdefault("persistent_env", {"user": {}, "system": {}})
         values = persistent.setdefault(scope, {})
         existing = next((k for k in values if k.lower() == name.lower()), name)
-        values[existing] = value
+        if value is None:
+            values.pop(existing, None)
+        else:
+            values[existing] = value
         self.env_writes.append((scope, existing, value))
 
     def broadcast_environment_change(self) -> None:
         self.env_writes.append(("broadcast", "WM_SETTINGCHANGE", "Environment"))
 
     def load_report(self, path: str) -> Optional[dict[str, Any]]:
-        entry = self._entry(self._resolve(path))
+        entry = self._resolved_entry(path)
         return dict(entry["load"]) if entry and "load" in entry else None
 
     def current_python(self) -> Optional[str]:
@@ -296,3 +359,10 @@ class FixtureSystem(System):
         python = self._pythons.get(self.paths.key(executable)) or {}
         reports = python.get("frameworks") or {}
         return {name: dict(report or {}) for name, report in reports.items()}
+
+
+def _regular_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except (OSError, ValueError):  # a name with a NUL byte, or one too long for the file system
+        return False

@@ -11,9 +11,10 @@ from __future__ import annotations
 import difflib
 import json
 from pathlib import Path
-from typing import Any, Callable, Union
+from typing import Any, Callable, Iterable, Union
 
 from cudnn_doctor.errors import InputError
+from cudnn_doctor.system.regular import NotRegularFile, read_regular
 
 SCHEMA_ID = "machine-fixture/1"
 
@@ -21,16 +22,17 @@ Spec = Union[type, tuple, dict, list, Callable[[Any, str], None]]
 
 _STR_LIST = [str]
 _STR_MAP = ("map", str)
+_COUNT = ("count",)  # an integer >= 0: a size or a version number; -5 bytes is no file
 
-LOAD = {"ok": bool, "error": str, "cudnn_version": int, "cudart_version": int}
+LOAD = {"ok": bool, "error": str, "cudnn_version": _COUNT, "cudart_version": _COUNT}
 FILE = {
-    "size": int, "text": str, "imports": _STR_LIST, "loads": _STR_LIST, "soname": str,
+    "size": _COUNT, "text": str, "imports": _STR_LIST, "loads": _STR_LIST, "soname": str,
     "rpath": _STR_LIST, "dt_rpath": _STR_LIST, "version": str, "machine": str, "link": str,
     "readable": bool, "exports": _STR_LIST, "load": LOAD, "source": str,
 }
 COMMAND = {"returncode": int, "stdout": str, "stderr": str, "timeout": bool}
-GPU = {"name": str, "compute_capability": str, "memory_total_mib": int, "uuid": str}
-NVML = {"driver_version": str, "cuda_driver_version": int, "gpus": [GPU]}
+GPU = {"name": str, "compute_capability": str, "memory_total_mib": _COUNT, "uuid": str}
+NVML = {"driver_version": str, "cuda_driver_version": _COUNT, "gpus": [GPU]}
 FRAMEWORK = ("open", {
     "version": str, "cuda": str, "cudnn": (int, str), "cuda_available": bool, "device_count": int,
     "arch_list": _STR_LIST, "error": str, "import_error": str, "warning": str, "log": str,
@@ -63,6 +65,12 @@ def _type_name(spec: Any) -> str:
     return _TYPE_NAMES.get(spec, getattr(spec, "__name__", str(spec)))
 
 
+def _show(value: Any) -> str:
+    """A value in a message: its repr (one line, whatever it holds), cut short."""
+    shown = repr(value)
+    return shown if len(shown) <= 120 else shown[:117] + "..."
+
+
 def _fail(where: str, message: str) -> None:
     raise InputError(f"{where or 'top level'}: {message}")
 
@@ -73,10 +81,13 @@ def _check(value: Any, spec: Any, where: str, nullable: bool = False) -> None:
     if isinstance(spec, type):
         ok = isinstance(value, spec) and not (spec is int and isinstance(value, bool))
         if not ok:
-            _fail(where, f"expected {_type_name(spec)}, got {type(value).__name__} {value!r}")
+            _fail(where, f"expected {_type_name(spec)}, got {type(value).__name__} {_show(value)}")
+    elif spec is _COUNT:
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            _fail(where, f"expected an integer of 0 or more, got {type(value).__name__} {_show(value)}")
     elif isinstance(spec, tuple) and spec and spec[0] == "enum":
         if value not in spec[1:]:
-            _fail(where, f"expected one of {', '.join(spec[1:])}, got {value!r}")
+            _fail(where, f"expected one of {', '.join(spec[1:])}, got {_show(value)}")
     elif isinstance(spec, tuple) and spec and spec[0] == "map":
         if not isinstance(value, dict):
             _fail(where, f"expected a mapping, got {type(value).__name__}")
@@ -87,7 +98,7 @@ def _check(value: Any, spec: Any, where: str, nullable: bool = False) -> None:
         _check_object(value, spec[1], where, open_keys=True, nullable_values=True)
     elif isinstance(spec, tuple):
         if not any(isinstance(value, s) and not (s is int and isinstance(value, bool)) for s in spec):
-            _fail(where, f"expected {_type_name(spec)}, got {type(value).__name__} {value!r}")
+            _fail(where, f"expected {_type_name(spec)}, got {type(value).__name__} {_show(value)}")
     elif isinstance(spec, list):
         if not isinstance(value, list):
             _fail(where, f"expected a list, got {type(value).__name__}")
@@ -122,33 +133,98 @@ def validate(document: Any) -> dict[str, Any]:
         raise InputError("a machine fixture must be a mapping at the top level")
     _check_object(document, TOP, "")
     if document["schema"] != SCHEMA_ID:
-        raise InputError(f"schema: expected {SCHEMA_ID!r}, got {document['schema']!r}")
+        raise InputError(f"schema: expected {SCHEMA_ID!r}, got {_show(document['schema'])}")
     currents = [p for p in document.get("pythons") or [] if p.get("current")]
     if len(currents) > 1:
         raise InputError("pythons: more than one interpreter has current: true")
     return document
 
 
+MAX_FIXTURE_BYTES = 64 << 20
+
+
 def load_fixture(path: Path) -> dict[str, Any]:
     """Read, parse and validate a fixture file; every failure is a one-line `InputError`."""
     try:
-        text = path.read_text(encoding="utf-8")
+        data = read_regular(str(path), MAX_FIXTURE_BYTES + 1)
     except FileNotFoundError:
         raise InputError(f"no such fixture file: {path}") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(f"cannot read fixture {path}: {error}") from None
+    except NotRegularFile:
+        raise InputError(f"cannot read fixture {path}: not a regular file") from None
+    except OSError as error:
+        raise InputError(f"cannot read fixture {path}: {error.strerror or error}") from None
+    if len(data) > MAX_FIXTURE_BYTES:
+        raise InputError(f"cannot read fixture {path}: larger than {MAX_FIXTURE_BYTES >> 20} MiB")
     try:
-        if path.suffix.lower() == ".json":
-            document = json.loads(text)
-        else:
-            import yaml
-
-            loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-            document = yaml.load(text, Loader=loader)
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError(f"cannot read fixture {path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+    is_json = path.suffix.lower() == ".json"
+    try:
+        document = json.loads(text) if is_json else _load_yaml(text)
+    except InputError as error:
+        raise InputError(f"{path.name}: {error}") from None
+    except RecursionError:
+        raise InputError(f"{path.name} is nested too deeply to read") from None
     except Exception as error:  # yaml.YAMLError / json.JSONDecodeError: malformed input
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise InputError(f"{path.name} is not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {first_line}") from None
+        raise InputError(f"{path.name} is not valid {'JSON' if is_json else 'YAML'}: {first_line}") from None
     try:
         return validate(document)
     except InputError as error:
         raise InputError(f"{path.name}: {error}") from None
+    except RecursionError:
+        raise InputError(f"{path.name} is nested too deeply to read") from None
+
+
+MAX_ALIAS_NODES = 100_000
+
+
+def _load_yaml(text: str) -> Any:
+    """Safe YAML whose aliases add at most MAX_ALIAS_NODES values when expanded.
+
+    `yaml.safe_dump` writes a list that appears twice as `&id001` / `*id001`, so fixtures hold
+    aliases; an alias bomb ("billion laughs") holds nine aliases of nine aliases of nine..., tiny
+    on disk and endless to walk. The events are counted before anything is built. libyaml reads
+    fast; the pure-Python reader reads what libyaml refuses, such as the `\\udcXX` escapes a
+    snapshot writes for undecodable bytes.
+    """
+    import yaml
+
+    fast = getattr(yaml, "CSafeLoader", None)
+    if fast is not None:
+        try:
+            _check_aliases(yaml.parse(text, Loader=fast))
+            return yaml.load(text, Loader=fast)
+        except yaml.YAMLError:
+            pass  # read it again below: the pure-Python reader accepts more, and words its errors better
+    _check_aliases(yaml.parse(text, Loader=yaml.SafeLoader))
+    return yaml.load(text, Loader=yaml.SafeLoader)
+
+
+def _check_aliases(events: Iterable[Any]) -> None:
+    """Refuse a document whose aliases, expanded, would add more than MAX_ALIAS_NODES values, or that contains itself."""
+    import yaml
+
+    sizes: dict[str, int] = {}  # anchor → values in the anchored node, its own aliases expanded
+    stack: list[list[Any]] = [[None, 0]]  # [anchor, values so far] of each open collection
+    added = 0
+    for event in events:
+        if isinstance(event, yaml.AliasEvent):
+            if event.anchor not in sizes:
+                raise InputError(f"the YAML alias *{event.anchor} refers to a value that contains it")
+            stack[-1][1] += sizes[event.anchor]
+            added += sizes[event.anchor]
+            if added > MAX_ALIAS_NODES:
+                raise InputError(f"YAML aliases expand to more than {MAX_ALIAS_NODES:,} values (an alias bomb?); write the values out")
+        elif isinstance(event, yaml.ScalarEvent):
+            stack[-1][1] += 1
+            if event.anchor is not None:
+                sizes[event.anchor] = 1
+        elif isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            stack.append([event.anchor, 1])
+        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)) and len(stack) > 1:
+            anchor, size = stack.pop()
+            stack[-1][1] += size
+            if anchor is not None:
+                sizes[anchor] = size

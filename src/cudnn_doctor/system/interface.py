@@ -8,7 +8,7 @@ diagnosis replayed from a fixture takes exactly the code path it takes live.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, BinaryIO, Iterator, Mapping, NamedTuple, Optional, Sequence
+from typing import Any, BinaryIO, ContextManager, Iterator, Mapping, NamedTuple, Optional, Sequence
 
 from cudnn_doctor.binaries import BinaryInfo
 from cudnn_doctor.paths import PathRules
@@ -143,8 +143,8 @@ class System(ABC):
         """Live: load a cuDNN library in a child process and ask its version; fixture: the recorded `load`."""
 
     @abstractmethod
-    def set_persistent_env(self, scope: str, name: str, value: str) -> None:
-        """Windows: write a user or system environment value to the registry (kept REG_EXPAND_SZ where it was, or when it holds %VARS%)."""
+    def set_persistent_env(self, scope: str, name: str, value: Optional[str]) -> None:
+        """Windows: write a user or system environment value to the registry (kept REG_EXPAND_SZ where it was, or when it holds %VARS%); None deletes it."""
 
     @abstractmethod
     def broadcast_environment_change(self) -> None:
@@ -179,6 +179,22 @@ class System(ABC):
     @abstractmethod
     def link_target(self, path: str) -> Optional[str]:
         """The raw target when `path` itself is a symbolic link (dangling or not), else None."""
+
+    @abstractmethod
+    def append(self, path: str, data: bytes) -> None:
+        """Add bytes at the end of a file (creating it); they are on disk (fsync) when this returns. The journal's write."""
+
+    @abstractmethod
+    def remove_dir(self, path: str) -> bool:
+        """Delete an empty folder; False, and nothing changed, when it is not empty or not there."""
+
+    @abstractmethod
+    def free_bytes(self, path: str) -> Optional[int]:
+        """Free space on the file system that holds `path` (or its nearest existing parent); None when unknown."""
+
+    @abstractmethod
+    def lock(self, path: str) -> ContextManager[None]:
+        """Hold the exclusive lock file `path` while the block runs; raises `errors.Busy` at once when another process holds it."""
 
     def mapped_libraries(self, executable: str, names: Sequence[str]) -> Optional[dict[str, Any]]:
         """Live: load `names` in a child of `executable` and report the files really mapped; None when unknown (fixtures)."""

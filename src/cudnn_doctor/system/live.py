@@ -10,16 +10,20 @@ from __future__ import annotations
 import os
 import platform
 import shutil
-import subprocess
+import stat
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO, Optional, Sequence
+from typing import Any, BinaryIO, Iterator, Optional, Sequence
 
 from cudnn_doctor.binaries import BinaryInfo, read_binary
+from cudnn_doctor.errors import Busy
 from cudnn_doctor.system import pyenv
+from cudnn_doctor.system.child import ChildResult, run_child
 from cudnn_doctor.system.interface import CommandResult, Env, FileInfo, PythonInfo, System
+from cudnn_doctor.system.regular import open_regular, read_regular
 
 _ARCH_NAMES = {"amd64": "x86_64", "x86_64": "x86_64", "arm64": "aarch64", "aarch64": "aarch64"}
 _REGISTRY_KEYS = {
@@ -32,12 +36,29 @@ _MARKER = "@@cudnn-doctor-report@@"
 class LiveSystem(System):
     """The machine the doctor runs on."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: Optional[float] = None) -> None:
+        """`limit`: seconds any one child process may take (`--framework-timeout`), below each call's own timeout."""
         self.os = "windows" if sys.platform == "win32" else "linux"
         self.arch = _ARCH_NAMES.get(platform.machine().lower(), platform.machine().lower())
         self.wsl = self.os == "linux" and _is_wsl()
         self._nvml_cache: Optional[tuple[Optional[dict[str, Any]]]] = None
         self._binaries: dict[str, BinaryInfo] = {}
+        self.limit = limit
+        self._hung: dict[str, float] = {}  # program or interpreter → the deadline it missed: never asked again this run
+
+    def _deadline(self, own: float) -> float:
+        return min(own, self.limit) if self.limit is not None else own
+
+    def _child(self, argv: Sequence[str], own_timeout: float, **options: Any) -> ChildResult:
+        """Run one child under the run's deadline; remember a program that missed it, and do not start it again."""
+        key = os.path.abspath(argv[0])
+        if key in self._hung:
+            return ChildResult(None, timed_out=True)
+        timeout = self._deadline(own_timeout)
+        result = run_child(argv, timeout, **options)
+        if result.timed_out:
+            self._hung[key] = timeout
+        return result
 
     def env(self) -> Env:
         return Env(os.environ, case_insensitive=self.os == "windows")
@@ -71,6 +92,8 @@ class LiveSystem(System):
             st = os.stat(path)
         except (OSError, ValueError):
             return None
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+            return None  # a FIFO, socket or device is no library, header or program: the doctor never opens one
         link = None
         if os.path.islink(path):
             try:
@@ -90,6 +113,8 @@ class LiveSystem(System):
         for entry in entries:
             try:
                 is_dir = entry.is_dir()
+                if not is_dir and not entry.is_file():
+                    continue  # FIFOs, sockets, devices, dangling links: nothing the doctor reads
                 size = entry.stat().st_size if sizes and not is_dir else 0
             except OSError:
                 continue
@@ -98,9 +123,8 @@ class LiveSystem(System):
         return sorted(listing, key=lambda info: info.path)
 
     def read_text(self, path: str, limit: int = 1 << 20) -> Optional[str]:
-        try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                return handle.read(limit)
+        try:  # `limit` counts characters: read up to 4 bytes each, then cut
+            return read_regular(path, 4 * limit).decode("utf-8", errors="replace")[:limit]
         except (OSError, ValueError):
             return None
 
@@ -111,16 +135,12 @@ class LiveSystem(System):
         program = shutil.which(argv[0])
         if program is None:
             return CommandResult(None, not_found=True)
-        flags = getattr(subprocess, "CREATE_NO_WINDOW", 0)
         try:
-            done = subprocess.run(
-                [program, *argv[1:]], capture_output=True, text=True, errors="replace",
-                timeout=timeout, creationflags=flags,
-            )
-        except subprocess.TimeoutExpired:
-            return CommandResult(None, timed_out=True)
+            done = self._child([program, *argv[1:]], timeout)
         except OSError:
             return CommandResult(None, not_found=True)
+        if done.timed_out:
+            return CommandResult(None, timed_out=True)
         return CommandResult(done.returncode, done.stdout, done.stderr)
 
     def nvml(self) -> Optional[dict[str, Any]]:
@@ -136,13 +156,19 @@ class LiveSystem(System):
             self._binaries[real] = read_binary(real)
         return self._binaries[real]
 
-    def set_persistent_env(self, scope: str, name: str, value: str) -> None:
+    def set_persistent_env(self, scope: str, name: str, value: Optional[str]) -> None:
         if self.os != "windows":
             raise NotImplementedError("the persistent environment is a Windows registry feature")
         import winreg
 
         hive, subkey = _REGISTRY_KEYS[scope]
         with winreg.OpenKey(getattr(winreg, hive), subkey, 0, winreg.KEY_READ | winreg.KEY_SET_VALUE) as key:
+            if value is None:
+                try:
+                    winreg.DeleteValue(key, name)
+                except FileNotFoundError:
+                    pass
+                return
             try:
                 _, kind = winreg.QueryValueEx(key, name)
             except OSError:
@@ -177,12 +203,14 @@ class LiveSystem(System):
             "    out = {'ok': False, 'error': '%s: %s' % (type(error).__name__, error)}\n"
             "print(json.dumps(out))\n"
         )
-        try:
-            done = subprocess.run([sys.executable, "-c", script, path], capture_output=True, text=True, timeout=60,
-                                  creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0))
-            return json.loads(done.stdout.strip().splitlines()[-1])
-        except (subprocess.TimeoutExpired, OSError, ValueError, IndexError):
-            return {"ok": False, "error": "the loading process failed or timed out"}
+        try:  # a library whose load hangs says nothing about the interpreter: not remembered as hung
+            done = run_child([sys.executable, "-c", script, path], self._deadline(60), encoding="utf-8")
+            if done.timed_out:
+                return {"ok": False, "error": f"loading it took longer than {self._deadline(60):g} s"}
+            report = json.loads(done.stdout.strip().splitlines()[-1])
+            return report if isinstance(report, dict) else {"ok": False, "error": "the loading process said nothing usable"}
+        except (OSError, ValueError, IndexError):
+            return {"ok": False, "error": "the loading process failed"}
 
     def mapped_libraries(self, executable: str, names: Sequence[str]) -> Optional[dict[str, Any]]:
         """Ask the real loader: dlopen/LoadLibrary each name in a child of `executable`, then read
@@ -191,14 +219,14 @@ class LiveSystem(System):
 
         source = (Path(__file__).with_name("map_probe.py")).read_text(encoding="utf-8")
         try:
-            done = subprocess.run([executable, "-c", source, *names], capture_output=True, text=True, timeout=60,
-                                  creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0))
-            return json.loads(done.stdout.strip().splitlines()[-1])
-        except (subprocess.TimeoutExpired, OSError, ValueError, IndexError):
+            done = self._child([executable, "-c", source, *names], 60, encoding="utf-8")
+            report = json.loads(done.stdout.strip().splitlines()[-1]) if not done.timed_out else None
+        except (OSError, ValueError, IndexError):
             return None
+        return report if isinstance(report, dict) else None
 
     def open_read(self, path: str) -> BinaryIO:
-        return open(path, "rb")
+        return open_regular(path)
 
     def open_write(self, path: str) -> BinaryIO:
         return _DurableFile(path)  # type: ignore[return-value]
@@ -218,6 +246,42 @@ class LiveSystem(System):
     def link_target(self, path: str) -> Optional[str]:
         return os.readlink(path) if os.path.islink(path) else None
 
+    def append(self, path: str, data: bytes) -> None:
+        with open(path, "ab") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def remove_dir(self, path: str) -> bool:
+        try:
+            os.rmdir(path)
+        except OSError:
+            return False
+        return True
+
+    def free_bytes(self, path: str) -> Optional[int]:
+        folder = os.path.abspath(path)
+        while not os.path.isdir(folder) and os.path.dirname(folder) != folder:
+            folder = os.path.dirname(folder)
+        try:
+            return shutil.disk_usage(folder).free
+        except OSError:
+            return None
+
+    @contextmanager
+    def lock(self, path: str) -> Iterator[None]:
+        import filelock
+
+        held = filelock.FileLock(path, timeout=0)
+        try:
+            held.acquire()
+        except filelock.Timeout:
+            raise Busy(f"another cudnn-doctor install or rollback is running (it holds {path}); wait for it to finish") from None
+        try:
+            yield
+        finally:
+            held.release()
+
     def current_python(self) -> Optional[str]:
         return sys.executable or None
 
@@ -233,7 +297,7 @@ class LiveSystem(System):
             version = platform.python_version()
             folders = [Path(p) for p in sys.path if p.endswith(("site-packages", "dist-packages")) and os.path.isdir(p)]
         else:
-            found = pyenv.version_of(exe, prefix)
+            found = pyenv.version_of(exe, prefix, self._ask)
             if found is None:
                 return None
             version = found
@@ -243,9 +307,46 @@ class LiveSystem(System):
     def framework_reports(self, executable: str, frameworks: Sequence[str], timeout: float) -> dict[str, dict[str, Any]]:
         if not frameworks:
             return {}
+        key = os.path.abspath(executable)
+        if key in self._hung:  # it missed a deadline already: every import would too
+            return {name: {"error": f"TimeoutError: {executable} did not answer within {self._hung[key]:g} s"} for name in frameworks}
         with ThreadPoolExecutor(max_workers=len(frameworks)) as pool:
-            results = pool.map(lambda name: _probe_framework(executable, name, timeout), frameworks)
+            results = pool.map(lambda name: self._probe_framework(executable, name, self._deadline(timeout)), frameworks)
             return dict(zip(frameworks, results))
+
+    def _ask(self, argv: Sequence[str], timeout: float) -> str:
+        """What a child printed; "" when it could not start or missed its deadline."""
+        try:
+            done = self._child(argv, timeout)
+        except OSError:
+            return ""
+        return "" if done.timed_out else done.stdout
+
+    def _probe_framework(self, executable: str, name: str, timeout: float) -> dict[str, Any]:
+        """Import one framework in a child of `executable` and parse its report."""
+        import json
+
+        source = (Path(__file__).with_name("framework_probe.py")).read_text(encoding="utf-8")
+        sandbox = tempfile.mkdtemp(prefix="cudnn-doctor-probe-")
+        try:
+            done = self._child([executable, "-c", source, name], timeout, cwd=sandbox, env=no_trace_environment(sandbox), encoding="utf-8")
+        except OSError as error:
+            return {"import_error": f"{type(error).__name__}: {error}"}
+        finally:
+            shutil.rmtree(sandbox, ignore_errors=True)
+        if done.timed_out:
+            return {"error": f"TimeoutError: importing {name} took longer than {timeout:g} s"}
+        _, marker, tail = done.stdout.rpartition(_MARKER)
+        try:
+            report = json.loads(tail.strip().splitlines()[0]) if marker else None
+        except (ValueError, IndexError):
+            report = None
+        if not isinstance(report, dict):
+            message = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+            return {"import_error": f"probe failed: {message}", "log": done.stderr[-4000:]}
+        if done.stderr.strip():
+            report["log"] = done.stderr[-8000:]
+        return report
 
 
 class _DurableFile:
@@ -364,31 +465,3 @@ def no_trace_environment(sandbox: str) -> dict[str, str]:
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["PYTHONIOENCODING"] = "utf-8"
     return env
-
-
-def _probe_framework(executable: str, name: str, timeout: float) -> dict[str, Any]:
-    """Import one framework in a child of `executable` and parse its report."""
-    import json
-
-    source = (Path(__file__).with_name("framework_probe.py")).read_text(encoding="utf-8")
-    sandbox = tempfile.mkdtemp(prefix="cudnn-doctor-probe-")
-    try:
-        done = subprocess.run(
-            [executable, "-c", source, name], capture_output=True, text=True, errors="replace",
-            timeout=timeout, cwd=sandbox, env=no_trace_environment(sandbox),
-            creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0),
-        )
-    except subprocess.TimeoutExpired:
-        return {"error": f"TimeoutError: importing {name} took longer than {timeout:.0f} s"}
-    except OSError as error:
-        return {"import_error": f"{type(error).__name__}: {error}"}
-    finally:
-        shutil.rmtree(sandbox, ignore_errors=True)
-    _, marker, tail = done.stdout.rpartition(_MARKER)
-    if not marker:
-        message = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
-        return {"import_error": f"probe failed: {message}", "log": done.stderr[-4000:]}
-    report = json.loads(tail.strip().splitlines()[0])
-    if done.stderr.strip():
-        report["log"] = done.stderr[-8000:]
-    return report

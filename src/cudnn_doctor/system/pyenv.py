@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
+from cudnn_doctor.system.regular import read_regular
 from cudnn_doctor.versions import canonical_name as canonicalize_name
 
 _PYVENV_VERSION = re.compile(r"^\s*version(?:_info)?\s*=\s*(\d+\.\d+(?:\.\d+)?)", re.MULTILINE)
 _CONDA_PYTHON = re.compile(r"^python-(\d+\.\d+\.\d+)-")
+_LIB_PYTHON = re.compile(r"^python(\d+\.\d+)t?$")
+_ANSWER = re.compile(r"^\d+\.\d+(?:\.\d+)?[a-z0-9+]*$")
 
 
 def prefix_of(executable: Path) -> Path:
@@ -35,11 +37,11 @@ def kind_of(prefix: Path) -> str:
     return "system"
 
 
-def version_of(executable: Path, prefix: Path) -> Optional[str]:
-    """From pyvenv.cfg, conda-meta, or (last resort) by asking the interpreter."""
+def version_of(executable: Path, prefix: Path, ask: Callable[[list[str], float], str]) -> Optional[str]:
+    """From pyvenv.cfg or conda-meta; else by asking the interpreter (`ask(argv, timeout)` → its stdout), else from its `lib/pythonX.Y` folder."""
     cfg = prefix / "pyvenv.cfg"
     if cfg.is_file():
-        match = _PYVENV_VERSION.search(cfg.read_text(encoding="utf-8", errors="replace"))
+        match = _PYVENV_VERSION.search(_read(cfg))
         if match:
             return match.group(1)
     meta = prefix / "conda-meta"
@@ -48,14 +50,27 @@ def version_of(executable: Path, prefix: Path) -> Optional[str]:
             match = _CONDA_PYTHON.match(entry.name)
             if match:
                 return match.group(1)
+    answer = ask([str(executable), "-c", "import platform; print(platform.python_version())"], 10).strip()
+    if _ANSWER.match(answer):
+        return answer
+    # no answer (it hung, or printed something else): one `lib/python3.11/site-packages` still tells the version
+    lib = [m.group(1) for m in map(_LIB_PYTHON.match, _names(prefix / "lib")) if m and (prefix / "lib" / m.group(0) / "site-packages").is_dir()]
+    return lib[0] if len(lib) == 1 else None
+
+
+def _names(folder: Path) -> list[str]:
     try:
-        result = subprocess.run(
-            [str(executable), "-c", "import platform; print(platform.python_version())"],
-            capture_output=True, text=True, timeout=10,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return result.stdout.strip() or None
+        return os.listdir(folder)
+    except OSError:
+        return []
+
+
+def _read(path: Path, limit: int = 64 * 1024) -> str:
+    """The start of a small text file; "" when it is missing, unreadable or not a regular file."""
+    try:
+        return read_regular(str(path), limit).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def site_packages(prefix: Path, version: str) -> list[Path]:
@@ -99,16 +114,12 @@ def _parse_dist_folder(entry: os.DirEntry) -> Optional[tuple[str, str]]:
 
 def _from_metadata(folder: Path) -> Optional[tuple[str, str]]:
     for filename in ("METADATA", "PKG-INFO"):
-        try:
-            with open(folder / filename, encoding="utf-8", errors="replace") as handle:
-                headers = {}
-                for line in handle:
-                    if not line.strip():
-                        break
-                    key, _, value = line.partition(":")
-                    headers[key.strip().lower()] = value.strip()
-        except OSError:
-            continue
+        headers = {}
+        for line in _read(folder / filename).splitlines():
+            if not line.strip():
+                break
+            key, _, value = line.partition(":")
+            headers[key.strip().lower()] = value.strip()
         if "name" in headers and "version" in headers:
             return canonicalize_name(headers["name"]), headers["version"]
     return None

@@ -7,7 +7,7 @@ gives the probes the same answers, hence the same findings.
 
 from __future__ import annotations
 
-from typing import Any, BinaryIO, Optional, Sequence
+from typing import Any, BinaryIO, ContextManager, Optional, Sequence
 
 from cudnn_doctor.binaries import BinaryInfo
 from cudnn_doctor.system.fixture_format import SCHEMA_ID
@@ -152,7 +152,19 @@ class RecordingSystem(System):
     def link_target(self, path: str) -> Optional[str]:
         return self.inner.link_target(path)
 
-    def set_persistent_env(self, scope: str, name: str, value: str) -> None:
+    def append(self, path: str, data: bytes) -> None:
+        self.inner.append(path, data)
+
+    def remove_dir(self, path: str) -> bool:
+        return self.inner.remove_dir(path)
+
+    def free_bytes(self, path: str) -> Optional[int]:
+        return self.inner.free_bytes(path)
+
+    def lock(self, path: str) -> ContextManager[None]:
+        return self.inner.lock(path)
+
+    def set_persistent_env(self, scope: str, name: str, value: Optional[str]) -> None:
         self.inner.set_persistent_env(scope, name, value)
 
     def broadcast_environment_change(self) -> None:
@@ -212,6 +224,6 @@ class RecordingSystem(System):
             if self._current is not None and self.paths.same(executable, self._current):
                 entry["current"] = True
             pythons.append(entry)
-        if pythons:
-            document["pythons"] = pythons
+        if pythons:  # interpreters are probed in parallel: a stable order, the current one first
+            document["pythons"] = sorted(pythons, key=lambda p: (not p.get("current"), p["executable"]))
         return document

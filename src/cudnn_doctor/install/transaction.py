@@ -421,27 +421,36 @@ def _undo_action(system: System, step: dict[str, Any]) -> str:
     return "remove" if step["old"] is None else "restore"
 
 
-def missing_backups(system: System, steps: Sequence[dict[str, Any]]) -> list[str]:
+def undo_actions(system: System, steps: Sequence[dict[str, Any]]) -> list[str]:
+    """What undo would do to each step; computed once, as it reads every installed file."""
+    return [_undo_action(system, step) for step in steps]
+
+
+def missing_backups(system: System, steps: Sequence[dict[str, Any]], actions: Sequence[str]) -> list[str]:
     """Backups an undo would need that are gone or altered, found before anything is touched."""
     problems = []
-    for step in steps:
-        if _undo_action(system, step) == "restore":
+    for step, action in zip(steps, actions):
+        if action == "restore":
             found = identity(system, step["backup"]) if step.get("backup") else None
             if found != step["old"]:
                 problems.append(f"the backup of {step['dest']} ({step.get('backup')}) is {'missing' if found is None else 'altered'}")
     return problems
 
 
-def undo(system: System, steps: Sequence[dict[str, Any]]) -> UndoReport:
-    """Put back what the install changed, newest first; skip what changed since; then remove the folders it created."""
+def undo(system: System, steps: Sequence[dict[str, Any]], actions: Optional[Sequence[str]] = None) -> UndoReport:
+    """Put back what the install changed, newest first; skip what changed since; then remove the folders it created.
+
+    Never raises for a file: what cannot be restored is in the report (`actions`, when given, are `undo_actions(steps)`).
+    """
     report = UndoReport([], [], [])
-    for step in reversed(steps):
+    for index in reversed(range(len(steps))):
+        step = steps[index]
         if not step.get("started"):
             continue
         dest = step["dest"]
         try:
             _discard(system, dest + TEMP_SUFFIX)
-            action = _undo_action(system, step)
+            action = actions[index] if actions is not None else _undo_action(system, step)
             if action == "changed":
                 report.changed.append(dest)
             elif action == "remove" or (action == "legacy" and not step.get("backup") and step.get("kind") in ("add", "link")):
@@ -489,11 +498,12 @@ def _recover(store: Store) -> Optional[str]:
     history = store.history()
     entry = next((h for h in history if h.get("id") == journal["id"]), None)
     steps = journal["steps"]
-    whole = all(s.get("started") and identity(store.system, s["dest"]) == s.get("new") for s in steps)
+    actions = undo_actions(store.system, steps)
+    whole = all(s.get("started") for s in steps) and all(a in ("remove", "restore") for a in actions)  # every file is what the install wrote
     if entry is not None and entry.get("state") == "installed" and whole:  # killed after the history was written: the install is whole
         store.record({"state": "committed"})
         return f"an interrupted install of {journal['archive']} into {journal['target']} had finished; it is kept (undo it with `cudnn-doctor rollback`)"
-    report = undo(store.system, steps)
+    report = undo(store.system, steps, actions)
     if report.failed:
         raise InputError(
             f"could not undo the interrupted install into {journal['target']}: {report.summary()}; "
@@ -525,13 +535,14 @@ def _rollback_last(store: Store) -> tuple[dict[str, Any], UndoReport]:
     if entry is None:
         raise InputError("nothing to roll back: no install is recorded")
     steps = [dict(s, started=True) for s in entry["steps"] if s.get("started", True)]
-    problems = missing_backups(system, steps)
+    actions = undo_actions(system, steps)
+    problems = missing_backups(system, steps, actions)
     if problems:
         raise InputError(
             f"cannot roll back install {entry['id']}: {'; '.join(problems[:5])}"
             f"{f' (and {len(problems) - 5} more)' if len(problems) > 5 else ''}; nothing was changed"
         )
-    report = undo(system, steps)
+    report = undo(system, steps, actions)
     entry["env_restored"] = restore_environment(system, entry)
     if report.complete:
         store.remove_backups(entry["id"])  # first: a crash after it finds every file already restored

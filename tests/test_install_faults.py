@@ -467,3 +467,19 @@ def test_names_that_collide_on_windows_are_refused(tmp_path, monkeypatch, capsys
         err = capsys.readouterr().err
         assert "would both be installed as" in err and len(err.strip().splitlines()) == 1
         assert tree(system, TARGET) == before
+
+
+def test_a_registry_that_refuses_the_path_change_is_one_line(monkeypatch, capsys, archive_path):
+    system = windows_machine()
+    system.document["persistent_env"] = {"user": {}, "system": {}}
+
+    def refuse(scope: str, name: str, value: Optional[str]) -> None:
+        raise PermissionError(errno.EACCES, "Access is denied")
+
+    monkeypatch.setattr(system, "set_persistent_env", refuse)
+    assert cli(monkeypatch, system, "install", str(archive_path), "--yes") == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "the files are installed" in err and "cudnn-doctor rollback" in err
+    monkeypatch.undo()
+    assert cli(monkeypatch, system, "rollback") == 0
+    assert tree(system, TARGET) == tree(windows_machine(), TARGET)

@@ -6,7 +6,13 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from cudnn_doctor.install.archive import Archive
+    from cudnn_doctor.install.plan import EnvChange, Plan
+    from cudnn_doctor.install.transaction import Store
+    from cudnn_doctor.system.interface import System
 
 
 def configure_parser(commands: argparse._SubParsersAction) -> None:
@@ -53,8 +59,8 @@ def run_install(args: argparse.Namespace) -> int:
     return _verify(target) if target is not None else 0
 
 
-def _plan_and_print(system, archive, args):
-    """The plan and the environment changes, printed; (plan, env changes)."""
+def _plan_and_print(system: System, archive: Archive, args: argparse.Namespace) -> tuple[Plan, list[EnvChange]]:
+    """The plan and the environment changes, printed."""
     from cudnn_doctor.install import environment
     from cudnn_doctor.install.archive import inspect
     from cudnn_doctor.install.plan import choose_target, make_plan
@@ -74,7 +80,7 @@ def _plan_and_print(system, archive, args):
     return plan, env_changes
 
 
-def _install(system, store, archive, args) -> Optional[str]:
+def _install(system: System, store: Store, archive: Archive, args: argparse.Namespace) -> Optional[str]:
     """Plan, ask, copy, set up the environment; the target, or None when nothing was installed."""
     from cudnn_doctor.errors import UsageError
     from cudnn_doctor.install import environment, transaction
@@ -99,7 +105,11 @@ def _install(system, store, archive, args) -> Optional[str]:
         transaction.apply(plan, archive, store, progress=advance, after_file=_test_hook(), env_changes=env_changes, ldconfig=command is not None)
     print(f"Installed {len(plan.writes)} files into {plan.target} in {time.perf_counter() - started:.1f} s (rollback: `cudnn-doctor rollback`).")
     if env_changes:
-        environment.apply_windows_changes(system, env_changes)
+        try:
+            environment.apply_windows_changes(system, env_changes)
+        except OSError as error:
+            raise UsageError(f"the files are installed, but the persistent environment could not be changed ({error.strerror or error}): "
+                             f"add {plan.target}\\bin to PATH by hand, or undo the install with `cudnn-doctor rollback`") from None
         print("The persistent environment changed: close and reopen terminals, IDEs and Jupyter so they see it.")
     for note in notes:
         print(note)
@@ -108,7 +118,7 @@ def _install(system, store, archive, args) -> Optional[str]:
     return plan.target
 
 
-def _print_plan(plan, env_changes) -> None:
+def _print_plan(plan: Plan, env_changes: list[EnvChange]) -> None:
     info = plan.archive
     print(f"cuDNN {info.version or '?'} for CUDA {info.cuda_major or '?'} ({info.os or '?'} {info.arch or '?'}, layout {info.layout}) → {plan.target}")
     for action in plan.actions:

@@ -488,14 +488,14 @@ def test_snapshot_of_a_non_utf8_environment_writes_and_replays(tmp_path, suffix)
     odd_dir = os.fsencode(str(tmp_path)) + b"/caf\xe9-\xff"
     os.mkdir(odd_dir)
     env = {k: v for k, v in os.environb.items() if not k.startswith((b"CONDA", b"VIRTUAL_ENV"))}
-    env.update({b"DOCTOR_ODD": b"caf\xe9\xff", b"PATH": odd_dir + b":" + os.environb.get(b"PATH", b"/usr/bin"), b"CUDNN_AUTOTUNE": b"\xff"})
+    env.update({b"CUDA_DOCTOR_ODD": b"caf\xe9\xff", b"PATH": odd_dir + b":" + os.environb.get(b"PATH", b"/usr/bin"), b"CUDNN_AUTOTUNE": b"\xff"})
     out = tmp_path / f"machine{suffix}"
     done = doctor(["snapshot", "--no-frameworks", "-o", str(out)], env=env)
     assert done.returncode == 0, done.stderr
     from cudnn_doctor.system.fixture_format import load_fixture
 
     document = load_fixture(out)
-    assert os.fsencode(document["env"]["DOCTOR_ODD"]) == b"caf\xe9\xff"  # lossless
+    assert os.fsencode(document["env"]["CUDA_DOCTOR_ODD"]) == b"caf\xe9\xff"  # lossless
     assert os.fsencode(document["env"]["PATH"]).startswith(odd_dir)
     for args in (["--no-color", "-v"], ["--format", "json"]):
         replay = doctor(["check", "--fixture", str(out), *args], env={**os.environ, "PYTHONIOENCODING": "utf-8"})

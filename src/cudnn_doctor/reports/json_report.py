@@ -6,6 +6,8 @@ import json
 from typing import Any, TextIO
 
 from cudnn_doctor.diagnose import Diagnosis
+from cudnn_doctor.facts import Facts
+from cudnn_doctor.privacy import kept_environment, kept_persistent
 
 REPORT_SCHEMA = "cudnn-doctor-report/1"
 
@@ -20,6 +22,13 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _private_parts_removed(facts: Facts) -> Facts:
+    """Only the variables the diagnosis reads leave the machine, secret-looking values replaced."""
+    environment = facts.environment
+    return facts._replace(environment=environment._replace(variables=kept_environment(environment.variables),
+                                                           persistent=kept_persistent(environment.persistent)))
+
+
 def render(diagnosis: Diagnosis, out: TextIO) -> None:
     from cudnn_doctor import __version__
 
@@ -28,7 +37,7 @@ def render(diagnosis: Diagnosis, out: TextIO) -> None:
         "tool": {"name": "cudnn-doctor", "version": __version__},
         "exit_code": diagnosis.exit_code,
         "findings": [f.to_json() for f in diagnosis.findings],
-        "facts": _plain(diagnosis.facts),
+        "facts": _plain(_private_parts_removed(diagnosis.facts)),
     }
     json.dump(document, out, indent=2, default=str)
     out.write("\n")

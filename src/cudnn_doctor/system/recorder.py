@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, BinaryIO, ContextManager, Optional, Sequence
 
 from cudnn_doctor.binaries import BinaryInfo
+from cudnn_doctor.privacy import kept_environment, kept_persistent
 from cudnn_doctor.system.fixture_format import SCHEMA_ID
 from cudnn_doctor.system.interface import CommandResult, Env, FileInfo, PythonInfo, System
 
@@ -208,8 +209,8 @@ class RecordingSystem(System):
         document.update(os=self.os, arch=self.arch)
         if self.wsl:
             document["wsl"] = True
-        document["env"] = dict(self.inner.env())
-        persistent = self.inner.persistent_env()
+        document["env"] = kept_environment(self.inner.env())  # what the diagnosis reads, never a token
+        persistent = kept_persistent(self.inner.persistent_env())
         if persistent is not None:
             document["persistent_env"] = persistent
         document["files"] = dict(sorted(self._files.items()))

@@ -8,6 +8,7 @@ import getpass
 import json
 import os
 import platform
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -21,7 +22,7 @@ def configure_parser(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser("snapshot", help="write this machine as a fixture file for bug reports")
     parser.add_argument("-o", "--output", type=Path, metavar="FILE", help="write here (.yaml or .json) instead of standard output")
     parser.add_argument("--force", action="store_true", help="replace FILE when it exists (a symbolic link there is replaced itself, never followed)")
-    parser.add_argument("--redact", action="store_true", help="replace the user name and home folder")
+    parser.add_argument("--redact", action="store_true", help="replace the user name, home folder, host name and GPU UUIDs")
     parser.add_argument("--no-frameworks", action="store_true", help="do not import the GPU frameworks")
     add_timeout_option(parser)
     parser.set_defaults(run=run)
@@ -36,21 +37,33 @@ def take_snapshot(with_frameworks: bool = True, framework_timeout: float = 60.0,
     recorder = RecordingSystem(LiveSystem(limit=framework_timeout))
     run_probes(recorder, with_frameworks, framework_timeout)
     document = recorder.document(f"snapshot-{platform.node() or 'machine'}", "Recorded by cudnn-doctor snapshot.")
-    return redact_document(document, os.path.expanduser("~"), getpass.getuser()) if redact else document
+    return redact_document(document, os.path.expanduser("~"), getpass.getuser(), platform.node()) if redact else document
 
 
-def redact_document(document: Any, home: str, user: str) -> Any:
-    """Replace the home folder and the user name everywhere, keys included."""
-    placeholder_home = "C:\\Users\\user" if "\\" in home else "/home/user"
+_GPU_UUID = re.compile(r"(?i)\b(GPU|MIG)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+
+
+def redact_document(document: Any, home: str, user: str, host: str = "") -> Any:
+    """Replace the home folder, the user name, the host name and GPU UUIDs everywhere, keys included.
+
+    Windows names are compared without regard to case (`C:\\Users\\Alice` and `c:\\users\\alice` are one
+    folder), and the user name is replaced wherever it is a whole path component (`%HOMEPATH%` is `\\Users\\alice`).
+    """
+    windows = "\\" in home or ":" in home[:2]
+    flags = re.IGNORECASE if windows else 0
+    placeholder_home = "C:\\Users\\user" if windows else "/home/user"
+    rules: list[tuple[re.Pattern[str], str]] = [(re.compile(re.escape(home), flags), placeholder_home.replace("\\", "\\\\"))] if home else []
+    if user and len(user) > 1:
+        rules.append((re.compile(rf"(?<=[\\/]){re.escape(user)}(?=[\\/]|$)|^{re.escape(user)}$", flags), "user"))
+    if host and len(host) > 1:
+        # whole values only (the snapshot's name, HOSTNAME, COMPUTERNAME, LOGONSERVER's \\\\HOST): a host called "cuda" must not rewrite paths
+        rules.append((re.compile(rf"^(snapshot-|\\\\)?{re.escape(host)}$", re.IGNORECASE), r"\1host"))
+    rules.append((_GPU_UUID, r"\1-00000000-0000-0000-0000-000000000000"))
 
     def clean(value: Any) -> Any:
         if isinstance(value, str):
-            value = value.replace(home, placeholder_home)
-            if user and len(user) > 1:
-                for sep in ("/", "\\"):
-                    value = value.replace(f"{sep}{user}{sep}", f"{sep}user{sep}")
-                if value == user:
-                    value = "user"
+            for pattern, replacement in rules:
+                value = pattern.sub(replacement, value)
             return value
         if isinstance(value, dict):
             return {clean(k): clean(v) for k, v in value.items()}

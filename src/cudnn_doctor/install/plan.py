@@ -186,7 +186,7 @@ def _check_destination(system: System, info: ArchiveInfo, member: Member, dest: 
 def _same_bytes(system: System, archive: Archive, member: Member, dest: str) -> bool:
     """The installed file already holds the member's bytes; a file that cannot be read is a one-line refusal."""
     try:
-        return _sha256(system.open_read(dest)) == _sha256(archive.open(member))
+        return sha256_of(system.open_read(dest)) == sha256_of(archive.open(member))
     except PermissionError:
         raise UsageError(f"cannot read {dest} to back it up (permission denied): run the install again with sudo / as administrator; nothing was changed") from None
     except IsADirectoryError:
@@ -204,9 +204,10 @@ def _installed_version(system: System, target: str) -> Optional[str]:
     return None
 
 
-def _sha256(stream: IO[bytes]) -> str:
+def sha256_of(stream: IO[bytes]) -> str:
+    """The hex SHA-256 of a stream, read in blocks and then closed: the one hash of install's plan, backups and checks."""
     digest = hashlib.sha256()
     with stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
+        for block in iter(lambda: stream.read(4 << 20), b""):
             digest.update(block)
     return digest.hexdigest()

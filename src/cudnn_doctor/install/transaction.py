@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterator, NamedTuple, Optional, Sequence
 
 from cudnn_doctor.errors import CudnnDoctorError, InputError
 from cudnn_doctor.install.archive import Archive, library_problem
-from cudnn_doctor.install.plan import Action, EnvChange, Plan
+from cudnn_doctor.install.plan import Action, EnvChange, Plan, sha256_of
 from cudnn_doctor.system.interface import System
 
 TEMP_SUFFIX = ".cudnn-doctor-tmp"
@@ -59,11 +59,7 @@ def identity(system: System, path: str) -> Optional[str]:
         return None
     if info.is_dir:
         return "folder"
-    digest = hashlib.sha256()
-    with system.open_read(path) as handle:
-        for block in iter(lambda: handle.read(BLOCK), b""):
-            digest.update(block)
-    return f"sha256:{digest.hexdigest()}"
+    return f"sha256:{sha256_of(system.open_read(path))}"
 
 
 class Store:

@@ -188,7 +188,6 @@ class LiveSystem(System):
 
     def load_report(self, path: str) -> Optional[dict[str, Any]]:
         """Load a cuDNN library in a child process (so a crash cannot take the doctor down) and ask its versions."""
-        import json
 
         script = (
             "import ctypes, json, sys\n"
@@ -207,23 +206,20 @@ class LiveSystem(System):
             done = run_child([sys.executable, "-c", script, path], self._deadline(60), encoding="utf-8")
             if done.timed_out:
                 return {"ok": False, "error": f"loading it took longer than {self._deadline(60):g} s"}
-            report = json.loads(done.stdout.strip().splitlines()[-1])
-            return report if isinstance(report, dict) else {"ok": False, "error": "the loading process said nothing usable"}
-        except (OSError, ValueError, IndexError):
+            return _last_line_json(done.stdout) or {"ok": False, "error": "the loading process said nothing usable"}
+        except OSError:
             return {"ok": False, "error": "the loading process failed"}
 
     def mapped_libraries(self, executable: str, names: Sequence[str]) -> Optional[dict[str, Any]]:
         """Ask the real loader: dlopen/LoadLibrary each name in a child of `executable`, then read
         /proc/self/maps (Linux) or the module list (Windows) for the file each name came from."""
-        import json
 
         source = (Path(__file__).with_name("map_probe.py")).read_text(encoding="utf-8")
         try:
             done = self._child([executable, "-c", source, *names], 60, encoding="utf-8")
-            report = json.loads(done.stdout.strip().splitlines()[-1]) if not done.timed_out else None
-        except (OSError, ValueError, IndexError):
+        except OSError:
             return None
-        return report if isinstance(report, dict) else None
+        return _last_line_json(done.stdout) if not done.timed_out else None
 
     def open_read(self, path: str) -> BinaryIO:
         return open_regular(path)
@@ -369,6 +365,17 @@ class _DurableFile:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _last_line_json(stdout: str) -> Optional[dict[str, Any]]:
+    """The JSON object a probe child prints on its last line; None when it printed anything else."""
+    import json
+
+    try:
+        report = json.loads(stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return None
+    return report if isinstance(report, dict) else None
 
 
 def _is_wsl() -> bool:

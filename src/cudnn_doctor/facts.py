@@ -103,6 +103,102 @@ class EnvironmentFacts(NamedTuple):
     persistent_path: tuple[str, ...] = ()  # what a new terminal gets: system PATH then user PATH, expanded
 
 
+class Known(NamedTuple):
+    """A value and how it is known, so a report can say whether the machine or a table said it."""
+
+    value: str
+    how: str  # LIVE | WHEEL_METADATA | DIST_VERSION | KNOWLEDGE
+    source: Optional[str] = None  # the knowledge row's vendor URL, when how == KNOWLEDGE
+
+    @property
+    def version(self) -> Optional[Version]:
+        return parse_version(self.value)
+
+
+LIVE = "live report"  # the framework said so when imported in its interpreter
+WHEEL_METADATA = "wheel build metadata"  # a file the wheel ships (torch/version.py, build_info.py)
+DIST_VERSION = "distribution version"  # the local version tag of the installed distribution (+cu118, .post112)
+KNOWLEDGE = "knowledge table"  # a row of the shipped version tables
+
+
+class LoadFailure(NamedTuple):
+    """A library the framework's own output says it could not load, whatever the framework's log format."""
+
+    library: str  # the file name, as the message names it
+    message: str  # the line that says so
+    needed_by: Optional[str] = None  # the library whose dependency it is, when the message says
+    direct: bool = False  # the framework asked for it itself (TensorFlow's "Could not load dynamic library")
+
+
+class CudnnMismatch(NamedTuple):
+    """The framework says the cuDNN it loaded is not the one it was compiled with."""
+
+    loaded: str
+    compiled: str
+    message: str
+
+
+class SystemLibraries(NamedTuple):
+    """The file names a build that takes CUDA from the system asks the loader for."""
+
+    cudart: Optional[str]
+    cublas: Optional[str]
+    cudnn: Optional[str]
+
+
+class FrameworkBuild(NamedTuple):
+    """One GPU framework installed in one interpreter: what it was built with and what it said, typed once.
+
+    The probes read the framework's live report, its distribution version and the knowledge
+    tables; checks compare these fields and never read the report or the log text themselves.
+    """
+
+    name: str  # torch | tensorflow | paddle | jax | onnxruntime
+    executable: str
+    version: Optional[str]
+    imported: bool = False  # the live import succeeded
+    import_error: Optional[str] = None
+    timed_out: bool = False
+    gpu_build: Optional[bool] = None  # built with CUDA; None when nothing says
+    cuda: Optional[Known] = None  # the CUDA version it was built with
+    cudnn: Optional[Known] = None  # the cuDNN it needs ("8.1": that major, this release or newer; "9": the major only)
+    cudnn_loaded: Optional[str] = None  # the cuDNN version the running framework reported
+    cuda_from: Optional[str] = None  # SYSTEM | BUNDLED: where its CUDA and cuDNN libraries come from
+    system_libraries: Optional[SystemLibraries] = None  # when cuda_from == SYSTEM: the names it asks the loader for
+    cuda_available: Optional[bool] = None  # its own "can I use a GPU" answer (torch.cuda.is_available())
+    sees_gpu: bool = False  # its live report lists a GPU device
+    arch_list: tuple[str, ...] = ()  # the GPU architectures it has kernels for (sm_86, compute_90)
+    supported_python: Optional[Known] = None  # a PEP 440 specifier of the Pythons the release supports
+    load_failures: tuple[LoadFailure, ...] = ()
+    driver_complaint: Optional[str] = None  # its message saying the driver is too old
+    no_kernel_complaint: Optional[str] = None  # its message saying it has no kernel for this GPU
+    cudnn_mismatch: Optional[CudnnMismatch] = None
+    cudnn_works: bool = False  # its own output says cuDNN loaded: that outranks the emulation
+    warning: Optional[str] = None  # the first line of what it warned when imported
+
+    @property
+    def parsed_version(self) -> Optional[Version]:
+        return parse_version(self.version)
+
+    @property
+    def cuda_version(self) -> Optional[Version]:
+        return parse_cuda_version(self.cuda.value) if self.cuda else None
+
+    @property
+    def cuda_major(self) -> Optional[int]:
+        version = self.cuda_version
+        return version.release[0] if version else None
+
+    @property
+    def uses_gpu(self) -> bool:
+        """A GPU build, or one whose own report shows a GPU."""
+        return bool(self.gpu_build) or self.sees_gpu
+
+
+SYSTEM = "system"  # found by the OS loader: toolkit, PATH / LD_LIBRARY_PATH
+BUNDLED = "bundled"  # shipped in its wheel or pulled in as pip nvidia-* wheels
+
+
 class ProbeFailure(NamedTuple):
     probe: str
     error: str
@@ -121,6 +217,13 @@ class Facts(NamedTuple):
     cudnn: tuple[CudnnInstall, ...] = ()
     resolutions: tuple[Resolution, ...] = ()
     confirmations: tuple[Confirmation, ...] = ()
+    builds: tuple[FrameworkBuild, ...] = ()
+
+    def python(self, executable: str) -> Optional[PythonEnv]:
+        return next((p for p in self.pythons if p.executable == executable), None)
+
+    def builds_of(self, name: str) -> tuple[FrameworkBuild, ...]:
+        return tuple(b for b in self.builds if b.name == name)
 
     @property
     def current_python(self) -> Optional[PythonEnv]:
@@ -131,12 +234,28 @@ class Facts(NamedTuple):
         return self.driver.present
 
 
+EMPTY = "0 bytes"
+UNREADABLE = "unreadable"
+NOT_A_BINARY = "not a loadable binary"
+WRONG_ARCHITECTURE = "wrong architecture"
+
+
+class Unusable(NamedTuple):
+    """Why a file of the wanted name cannot be loaded: a kind checks compare, and the particulars."""
+
+    kind: str  # EMPTY | UNREADABLE | NOT_A_BINARY | WRONG_ARCHITECTURE
+    detail: str = ""  # "permission denied", "x86, the process is x64", the parser's error
+
+    def __str__(self) -> str:
+        return f"{self.kind} ({self.detail})" if self.detail else self.kind
+
+
 class Candidate(NamedTuple):
     """One file of the wanted name found along the search, and why it cannot be used (if so)."""
 
     path: str
     place: str  # the label of the place it was found (PATH, DT_RUNPATH, ld.so.cache, ...)
-    problem: Optional[str] = None  # "0 bytes", "unreadable", "wrong architecture (x86)", "not a binary: ..."
+    problem: Optional[Unusable] = None
 
 
 class LoadStep(NamedTuple):

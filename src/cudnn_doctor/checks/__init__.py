@@ -1,8 +1,8 @@
 """Checks: pure functions from facts (and knowledge) to findings with stable ids.
 
-`run_checks` runs every registered rule. A rule that raises is reported as an internal
-failure that names it, never swallowed; a symptom-level finding (torch-cuda-unavailable)
-is linked to the findings that explain it.
+`run_checks` runs every registered rule. A rule that raises, or a probe that failed, is
+reported as `doctor-internal-error` naming it, never swallowed; findings that share a root
+cause are linked so the report says the cause once, with the rest as its symptoms.
 """
 
 from __future__ import annotations
@@ -10,40 +10,42 @@ from __future__ import annotations
 from typing import Collection
 
 from cudnn_doctor.checks import cudnn, driver, environment, frameworks, libraries, toolkit  # noqa: F401 - registers rules
-from cudnn_doctor.checks.registry import RULES, Rule
+from cudnn_doctor.checks.causes import link_causes
+from cudnn_doctor.checks.registry import RULES, Rule, finding, register
 from cudnn_doctor.facts import Facts
-from cudnn_doctor.findings import Finding, Severity, sort_findings
+from cudnn_doctor.findings import Area, Finding, Severity, sort_findings
 
 INTERNAL_ERROR = "doctor-internal-error"
+register(Rule(INTERNAL_ERROR, Severity.WARNING, "A check or probe of cudnn-doctor itself failed", Area.ENVIRONMENT, None,
+              why="A bug in the doctor must show, not vanish: the findings that depend on the failed part may be missing."))
 
 
 def run_checks(facts: Facts, ignore: Collection[str] = ()) -> list[Finding]:
     findings: list[Finding] = []
     for rule in RULES.values():
+        if rule.check is None:
+            continue
         try:
             findings.extend(rule.check(facts))
         except Exception as error:  # a broken rule must show, not vanish
-            findings.append(Finding(INTERNAL_ERROR, Severity.WARNING, f"The {rule.id} check failed",
-                                    f"{type(error).__name__}: {error}. Please report this with `cudnn-doctor snapshot`.",
-                                    evidence={"rule": rule.id}))
+            findings.append(finding(INTERNAL_ERROR, f"{type(error).__name__}: {error}. Please report this with `cudnn-doctor snapshot --redact`.",
+                                    evidence={"rule": rule.id}, title=f"The {rule.id} check failed"))
     for failure in facts.failures:
-        findings.append(Finding(INTERNAL_ERROR, Severity.WARNING, f"The {failure.probe} probe failed",
-                                f"{failure.error}. Findings that depend on it may be missing.", evidence={"probe": failure.probe}))
-    findings = _link_explanations(findings)
-    return sort_findings(f for f in findings if f.id not in ignore)
+        findings.append(finding(INTERNAL_ERROR, f"{failure.error}. Findings that depend on it may be missing.",
+                                evidence={"probe": failure.probe}, title=f"The {failure.probe} probe failed"))
+    kept = sort_findings(_once(f for f in findings if f.id not in ignore))
+    return link_causes(kept, RULES)
 
 
-def _link_explanations(findings: list[Finding]) -> list[Finding]:
-    present = {f.id for f in findings if f.severity is not Severity.INFO}
-    linked = []
+def _once(findings) -> list[Finding]:
+    """The same finding said twice (two routes to one fact) is said once."""
+    seen: set[tuple[str, str]] = set()
+    unique = []
     for found in findings:
-        rule: Rule | None = RULES.get(found.id)
-        if rule is not None and rule.explained_by:
-            causes = [i for i in rule.explained_by if i in present]
-            note = f" Explained by: {', '.join(causes)}." if causes else " No other finding explains it; run the framework's own check for its message."
-            found = found._replace(detail=found.detail + note, evidence={**found.evidence, "explained_by": causes})
-        linked.append(found)
-    return linked
+        if (found.id, found.detail) not in seen:
+            seen.add((found.id, found.detail))
+            unique.append(found)
+    return unique
 
 
-__all__ = ["RULES", "run_checks"]
+__all__ = ["INTERNAL_ERROR", "RULES", "run_checks"]

@@ -1,75 +1,98 @@
-"""Which system libraries a framework build needs, and what the framework itself said about loading them."""
+"""Library names as checks see them: which family a file belongs to, what a build asks the loader for,
+and the keys that tie findings about one missing runtime together."""
 
 from __future__ import annotations
 
 import re
-from typing import Iterator, NamedTuple, Optional
+from typing import Iterator, Optional
 
-from cudnn_doctor.builds import Build, builds, system_libraries
-from cudnn_doctor.facts import Facts, LoadStep
+from cudnn_doctor import knowledge
+from cudnn_doctor.facts import Facts, FrameworkBuild, LoadStep
+from cudnn_doctor.findings import Area
 from cudnn_doctor.paths import PathRules
 
-_LOAD_FAILURES = (
-    re.compile(r"Could not load dynamic library '([^']+)'"),
-    re.compile(r"([\w.+-]+\.so[.\d]*): cannot open shared object file"),
-    re.compile(r"Could not find the DLL\(s\) '([^']+)'"),
-    re.compile(r"Could not locate ([\w.]+\.dll)"),
-)
 _CUDA_LIBRARY = re.compile(r"^(lib)?(cudart|cublas|cublasLt|cufft|curand|cusolver|cusparse|nvrtc|cupti|nvJitLink|nppc)", re.IGNORECASE)
+_CUDA_RUNTIME_MAJOR = re.compile(r"(?i)^(?:lib)?(?:cudart|cublas|cublasLt|nvrtc)(?:64_(\d+)(?:_\d+)?\.dll|\.so\.(\d+))")
+_CUDNN = re.compile(r"(?i)^(lib)?cudnn")
 _CUDNN_FRONT = re.compile(r"^(libcudnn\.so(\.\d+)*|cudnn64_\d+\.dll)$", re.IGNORECASE)
+STALE_SESSION = "env:stale-session"  # the cause key of everything a restarted terminal would fix
 
 
-class SystemNeeds(NamedTuple):
-    """A GPU build that loads CUDA from the system, and the libraries it will ask for."""
-
-    build: Build
-    cuda: Optional[object]
-    cudart: Optional[str]
-    cudnn: Optional[str]
+def system_builds(facts: Facts) -> Iterator[FrameworkBuild]:
+    """GPU builds that load CUDA and cuDNN from the system, with the names they ask for."""
+    return (b for b in facts.builds if b.system_libraries is not None)
 
 
-def system_builds(facts: Facts) -> Iterator[SystemNeeds]:
-    for build in builds(facts):
-        libraries = system_libraries(build, facts.os)
-        if libraries is not None:
-            yield SystemNeeds(build, libraries.cuda, libraries.cudart, libraries.cudnn)
-
-
-def lookup(facts: Facts, build: Build, name: Optional[str]) -> Optional[LoadStep]:
+def lookup(facts: Facts, build: FrameworkBuild, name: Optional[str]) -> Optional[LoadStep]:
     """The loader's search for a root library of this build: where it looked, what it found."""
     if not name:
         return None
     for resolution in facts.resolutions:
-        if resolution.executable == build.python.executable and resolution.framework == build.name:
+        if resolution.executable == build.executable and resolution.framework == build.name:
             return next((s for s in resolution.steps if s.how == "root" and s.name == name), None)
     return None
 
 
-def failed_loads(build: Build) -> list[str]:
-    """Library names the framework's own output says it could not load."""
-    names: list[str] = []
-    for pattern in _LOAD_FAILURES:
-        for match in pattern.finditer(build.text):
-            for name in match.group(1).split("', '"):
-                if name not in names:
-                    names.append(name)
-    return names
+def basename(name: str) -> str:
+    return name.replace("\\", "/").rsplit("/", 1)[-1]
 
 
 def is_cuda_library(name: str) -> bool:
-    return bool(_CUDA_LIBRARY.match(name))
+    return bool(_CUDA_LIBRARY.match(basename(name)))
+
+
+def is_cudnn(name: str) -> bool:
+    return bool(_CUDNN.match(basename(name)))
 
 
 def is_cudnn_front(name: str) -> bool:
-    return bool(_CUDNN_FRONT.match(name))
+    return bool(_CUDNN_FRONT.match(basename(name)))
 
 
-def reach_folder_fix(facts: Facts, folder: str) -> str:
-    """The step that puts `folder` on the library search path, or says why it is not there yet."""
+def area_of_library(name: str, requester: Optional[str] = None) -> Area:
+    """The report line a library's problem belongs on: cuDNN's files and dependencies, the toolkit's, the driver's."""
+    if is_cudnn(name):
+        return Area.CUDNN
+    if is_cuda_library(name):
+        return Area.TOOLKIT
+    if re.match(knowledge.table("libraries")["driver_provided"]["pattern"], basename(name)):
+        return Area.DRIVER
+    if requester is not None and requester != name:
+        return area_of_library(requester)
+    return Area.ENVIRONMENT
+
+
+def cuda_key(major: Optional[int]) -> Optional[str]:
+    """The cause key "the CUDA <major> runtime is missing or wrong"."""
+    return f"cuda:{major}" if major is not None else None
+
+
+def cuda_key_of_library(name: str) -> Optional[str]:
+    """cuda:11 for cudart64_110.dll, cublas64_11.dll, libcublasLt.so.11: the runtime a missing file belongs to."""
+    match = _CUDA_RUNTIME_MAJOR.match(basename(name))
+    if match is None:
+        return None
+    digits = match.group(1) or match.group(2)
+    major = knowledge._cuda_major_of_dll_digits(digits) if match.group(1) else digits
+    return cuda_key(int(major)) if major else None
+
+
+def build_key(build: FrameworkBuild) -> str:
+    """The cause key "this build cannot get the libraries it was made for"."""
+    return f"build:{build.name}@{build.executable}"
+
+
+def cudnn_key(facts: Facts, folder: str) -> str:
+    """The cause key "this cuDNN installation is incomplete or wrong"."""
+    return f"cudnn:{PathRules(facts.os).key(folder)}"
+
+
+def reach_folder_fix(facts: Facts, folder: str) -> tuple[str, Optional[str]]:
+    """The step that puts `folder` on the library search path, and STALE_SESSION when a restart is all it takes."""
     rules = PathRules(facts.os)
     if any(rules.same(folder, entry) for entry in facts.environment.persistent_path):
         return (f"{folder} is already on the saved (registry) PATH, but this process started before it was added: "
-                "close and reopen the terminal, restart the IDE or Jupyter completely.")
+                "close and reopen the terminal, restart the IDE or Jupyter completely."), STALE_SESSION
     if facts.os == "windows":
-        return f"Add {folder} to PATH (System Properties → Environment Variables → Path → New), then open a new terminal / restart the IDE."
-    return f"export LD_LIBRARY_PATH={folder}:$LD_LIBRARY_PATH  (add it to ~/.bashrc, or to the environment's activate script)"
+        return f"Add {folder} to PATH (System Properties → Environment Variables → Path → New), then open a new terminal / restart the IDE.", None
+    return f"export LD_LIBRARY_PATH={folder}:$LD_LIBRARY_PATH  (add it to ~/.bashrc, or to the environment's activate script)", None

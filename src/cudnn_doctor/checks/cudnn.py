@@ -9,49 +9,46 @@ from __future__ import annotations
 from typing import Iterator, Optional
 
 from cudnn_doctor import knowledge
-from cudnn_doctor.builds import builds, sees_gpu
 from cudnn_doctor.checks._cudnn import (
-    build_cuda_major,
     cudnn_steps,
     front_step,
     library_release,
-    logged_mismatch,
     owner,
     release,
     resolutions_with_builds,
     wanted_cudnn,
 )
-from cudnn_doctor.checks._libraries import failed_loads, is_cudnn_front, lookup, reach_folder_fix, system_builds
+from cudnn_doctor.checks._libraries import build_key, cuda_key, cudnn_key, is_cudnn_front, lookup, reach_folder_fix, system_builds
 from cudnn_doctor.checks.registry import finding, rule
-from cudnn_doctor.facts import Facts, LoadStep
-from cudnn_doctor.findings import Finding, Severity
+from cudnn_doctor.facts import SYSTEM, Facts, LoadStep
+from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.paths import PathRules
 
 
-@rule("cudnn-missing", Severity.ERROR, "The framework finds no cuDNN library")
+@rule("cudnn-missing", Severity.ERROR, "The framework finds no cuDNN library", Area.CUDNN, explained_by=("env-stale-session",))
 def cudnn_missing(facts: Facts) -> Iterator[Finding]:
     """TensorFlow, PaddlePaddle and ONNX Runtime load cuDNN by name from the system; without it every convolution runs on the CPU or fails."""
-    for needs in system_builds(facts):
-        build = needs.build
-        said = [n for n in failed_loads(build) if is_cudnn_front(n)]
-        found = lookup(facts, build, needs.cudnn)
-        missing = found is not None and found.winner is None and not sees_gpu(build)
+    for build in system_builds(facts):
+        said = [f.library for f in build.load_failures if is_cudnn_front(f.library)]
+        found = lookup(facts, build, build.system_libraries.cudnn)
+        missing = found is not None and found.winner is None and not build.sees_gpu
         if not said and not missing:
             continue
-        name = said[0] if said else needs.cudnn
-        detail = f"{build.name} {build.version_text} in {build.python.executable} cannot load {name}"
+        name = said[0] if said else build.system_libraries.cudnn
+        detail = f"{build.name} {build.version} in {build.executable} cannot load {name}"
         detail += " (its own log says so)." if said else "."
-        fix = []
+        fix, causes = [], []
         if found is not None and found.winner is None:
             detail += f" Searched: {'; '.join(found.searched[:8])}{'; …' if len(found.searched) > 8 else ''}."
             if found.elsewhere:
                 detail += f" A copy exists at {found.elsewhere[0]}, outside the search path."
-                folder = found.elsewhere[0].rsplit("\\" if facts.os == "windows" else "/", 1)[0]
-                fix.append(reach_folder_fix(facts, folder))
+                step, stale = reach_folder_fix(facts, PathRules(facts.os).dirname(found.elsewhere[0]))
+                fix.append(step)
+                causes.append(stale)
         if not fix:
             fix.append("Download the cuDNN release that matches the framework's CUDA version from https://developer.nvidia.com/rdp/cudnn-archive "
                        "and copy its bin, include and lib folders into the CUDA toolkit folder (or run `cudnn-doctor install ARCHIVE`).")
-        yield finding("cudnn-missing", detail, fix, {"framework": build.name, "library": name})
+        yield finding("cudnn-missing", detail, fix, {"framework": build.name, "library": name}, causes=causes)
 
 
 def _where(facts: Facts, path: Optional[str]) -> str:
@@ -65,58 +62,60 @@ def _where(facts: Facts, path: Optional[str]) -> str:
     return f"{path} ({', '.join(extra)})" if extra else f"{path}"
 
 
-@rule("cudnn-version-mismatch", Severity.ERROR, "The cuDNN that would be loaded is not the version the framework needs")
+@rule("cudnn-version-mismatch", Severity.ERROR, "The cuDNN that would be loaded is not the version the framework needs", Area.CUDNN)
 def cudnn_version_mismatch(facts: Facts) -> Iterator[Finding]:
     """A framework needs cuDNN of the major it was built with, at least as new as the one it was built with; anything else fails at the first convolution."""
     resolved = {(r.executable, r.framework): r for r, _ in resolutions_with_builds(facts)}
-    for build in builds(facts):
-        resolution = resolved.get((build.python.executable, build.name))
-        want = wanted_cudnn(build, facts.os) if build.name != "torch" else None
-        step = front_step(resolution) if resolution is not None and build.name != "torch" else None
+    for build in facts.builds:
+        resolution = resolved.get((build.executable, build.name))
+        want = wanted_cudnn(build)
+        step = front_step(resolution) if resolution is not None and build.cuda_from == SYSTEM else None
         loaded = library_release(facts, step.winner) if step and step.winner else None
-        logged = logged_mismatch(build)
+        logged = build.cudnn_mismatch
         bad = loaded is not None and want is not None and (loaded.release[0] != want.major or (want.minimum is not None and loaded < want.minimum))
         if not bad and not logged:
             continue
         need = f"cuDNN {want.minimum or want.major}" if want else "another cuDNN"
-        detail = f"{build.name} {build.version_text} needs {need} (same major, this version or newer)"
+        detail = f"{build.name} {build.version} needs {need} (same major, this version or newer)"
         if step and step.winner:
             detail += f"; the loader picks {_where(facts, step.winner)}."
         if logged:
-            detail += f" Its log says: loaded {logged[0]}, compiled with {logged[1]}."
+            detail += f" Its log says: loaded {logged.loaded}, compiled with {logged.compiled}."
         good = [i for i in facts.cudnn if want and i.major == want.major and release(i.version) and (want.minimum is None or release(i.version) >= want.minimum)]
         fix = [f"Put {good[0].folder} (cuDNN {good[0].version}) first on the search path, or remove the older copy {step.winner if step else ''}."] if good else []
-        fix.append(f"Install cuDNN {want.minimum if want and want.minimum else want.major if want else ''} or newer of the same major for CUDA {build_cuda_major(build, facts.os) or ''} "
+        fix.append(f"Install cuDNN {want.minimum if want and want.minimum else want.major if want else ''} or newer of the same major for CUDA {build.cuda_major or ''} "
                    "(https://developer.nvidia.com/rdp/cudnn-archive), e.g. with `cudnn-doctor install ARCHIVE`.")
         yield finding("cudnn-version-mismatch", detail, fix, {"framework": build.name, "loaded": str(loaded) if loaded else None,
                                                               "wanted": str(want.minimum or want.major) if want else None, "source": want.source if want else None})
 
 
-@rule("cudnn-cuda-mismatch", Severity.ERROR, "The cuDNN that would be loaded was built for another CUDA major")
+@rule("cudnn-cuda-mismatch", Severity.ERROR, "The cuDNN that would be loaded was built for another CUDA major", Area.CUDNN,
+      explained_by=("framework-cuda-mismatch",))
 def cudnn_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
     """cuDNN builds exist per CUDA major (cuda11 / cuda12 archives); the wrong one looks for cuBLAS DLLs that are not there."""
     for resolution, build in resolutions_with_builds(facts):
-        if build.name == "torch":
-            continue
+        if build.cuda_from != SYSTEM:
+            continue  # a build that bundles its cuDNN brings the one made for its CUDA
         step = front_step(resolution)
         install, _ = owner(facts, step.winner if step else None)
-        major = build_cuda_major(build, facts.os)
+        major = build.cuda_major
         if install is None or install.cuda_major is None or major is None or install.cuda_major == major:
             continue
         yield finding("cudnn-cuda-mismatch",
-                      f"{build.name} {build.version_text} uses CUDA {major}, but the cuDNN it loads from {install.folder} (cuDNN {install.version}) was built for "
+                      f"{build.name} {build.version} uses CUDA {major}, but the cuDNN it loads from {install.folder} (cuDNN {install.version}) was built for "
                       f"CUDA {install.cuda_major} ({install.cuda_source}).",
                       [f"Replace it with the cuDNN {install.major}.x build for CUDA {major} (archive name ends in _cuda{major}-archive), "
                        "e.g. `cudnn-doctor install cudnn-windows-x86_64-<version>_cuda{major}-archive.zip`.".replace("{major}", str(major))],
-                      {"cudnn": install.folder, "cudnn_cuda": install.cuda_major, "framework_cuda": major})
+                      {"cudnn": install.folder, "cudnn_cuda": install.cuda_major, "framework_cuda": major},
+                      causes=(cuda_key(install.cuda_major), build_key(build)))
 
 
-@rule("cudnn-shadowed", Severity.WARNING, "An earlier copy of a cuDNN library wins the search")
+@rule("cudnn-shadowed", Severity.WARNING, "An earlier copy of a cuDNN library wins the search", Area.CUDNN)
 def cudnn_shadowed(facts: Facts) -> Iterator[Finding]:
     """With several copies of a cuDNN library on the search path the first one wins, whatever its version; users install a new cuDNN and keep loading the old one."""
     rules = PathRules(facts.os)
     for resolution, build in resolutions_with_builds(facts):
-        want = wanted_cudnn(build, facts.os) if build.name != "torch" else None
+        want = wanted_cudnn(build)
         for step in cudnn_steps(resolution):
             if step.winner is None:
                 continue
@@ -136,7 +135,7 @@ def cudnn_shadowed(facts: Facts) -> Iterator[Finding]:
                 pass
             listing = "; ".join(f"{i + 1}. {_where(facts, c)}{' ← used' if rules.same(c, step.winner) else ''}" for i, c in enumerate(copies))
             note = f" The copy beside {step.requester} is not on the search path of that library." if sibling else ""
-            yield finding("cudnn-shadowed", f"{build.name} in {build.python.executable} loads {step.name} from {step.winner}; copies in search order: {listing}.{note}",
+            yield finding("cudnn-shadowed", f"{build.name} in {build.executable} loads {step.name} from {step.winner}; copies in search order: {listing}.{note}",
                           [f"Remove or rename the copy you do not want ({', '.join(c for c in copies if not rules.same(c, step.winner))} or {step.winner}), "
                            "or reorder PATH / LD_LIBRARY_PATH so the right folder comes first."]
                           + ([f"export LD_LIBRARY_PATH={rules.dirname(sibling)}:$LD_LIBRARY_PATH"] if sibling and not rules.windows else []),
@@ -153,7 +152,7 @@ def _siblings(facts: Facts, step: LoadStep) -> list[str]:
             if rules.same(rules.dirname(lib.path), folder) and rules.name_key(rules.basename(lib.path)) == wanted]
 
 
-@rule("cudnn-partial-install", Severity.ERROR, "A cuDNN installation lacks some of its release's libraries")
+@rule("cudnn-partial-install", Severity.ERROR, "A cuDNN installation lacks some of its release's libraries", Area.CUDNN)
 def cudnn_partial_install(facts: Facts) -> Iterator[Finding]:
     """cuDNN 8 and 9 are split into several libraries loaded at run time; copying only cudnn64_8.dll fails later with "Could not load library cudnn_cnn_infer64_8.dll"."""
     for install in facts.cudnn:
@@ -164,10 +163,10 @@ def cudnn_partial_install(facts: Facts) -> Iterator[Finding]:
                       f"{install.folder} has cuDNN {install.version or install.major} but lacks {', '.join(names)}.",
                       [f"Copy every file of the cuDNN {install.version or install.major} archive's {'bin' if facts.os == 'windows' else 'lib'} folder into {install.folder} "
                        "(or run `cudnn-doctor install ARCHIVE`)."],
-                      {"folder": install.folder, "missing": names})
+                      {"folder": install.folder, "missing": names}, causes=(cudnn_key(facts, install.folder),))
 
 
-@rule("cudnn-mixed-versions", Severity.ERROR, "cuDNN libraries from different releases are combined")
+@rule("cudnn-mixed-versions", Severity.ERROR, "cuDNN libraries from different releases are combined", Area.CUDNN)
 def cudnn_mixed_versions(facts: Facts) -> Iterator[Finding]:
     """The front library and its sub-libraries must come from one release; mixed, they fail with undefined symbols or CUDNN_STATUS_VERSION_MISMATCH."""
     reported = set()
@@ -177,7 +176,7 @@ def cudnn_mixed_versions(facts: Facts) -> Iterator[Finding]:
         if len(versions) > 1:
             listing = "; ".join(f"{p} ({v})" for p, v in used.items() if v)
             reported.update(used)
-            yield finding("cudnn-mixed-versions", f"One load of cuDNN by {build.name} in {build.python.executable} combines releases {', '.join(map(str, sorted(versions)))}: {listing}.",
+            yield finding("cudnn-mixed-versions", f"One load of cuDNN by {build.name} in {build.executable} combines releases {', '.join(map(str, sorted(versions)))}: {listing}.",
                           ["Make one complete cuDNN release the only one on the search path (see cudnn-shadowed), or install the missing release's files beside the front library."],
                           {"libraries": {p: str(v) for p, v in used.items() if v}})
     for install in facts.cudnn:
@@ -188,7 +187,7 @@ def cudnn_mixed_versions(facts: Facts) -> Iterator[Finding]:
                           [f"Replace every cuDNN file in {install.folder} with those of one release."], {"folder": install.folder})
 
 
-@rule("cudnn-header-missing", Severity.WARNING, "cuDNN headers are missing from the toolkit's include folder")
+@rule("cudnn-header-missing", Severity.WARNING, "cuDNN headers are missing from the toolkit's include folder", Area.CUDNN)
 def cudnn_header_missing(facts: Facts) -> Iterator[Finding]:
     """Building CUDA extensions (darknet, apex, custom ops) needs cudnn.h and, since cuDNN 8, the cudnn_version.h it includes."""
     rules = PathRules(facts.os)
@@ -204,7 +203,7 @@ def cudnn_header_missing(facts: Facts) -> Iterator[Finding]:
                           [f"Copy all cudnn*.h files of the same cuDNN archive's include folder into {include}."], {"include": include, "missing": missing})
 
 
-@rule("cudnn-import-lib-missing", Severity.WARNING, "cuDNN import libraries are missing from the toolkit's lib\\x64")
+@rule("cudnn-import-lib-missing", Severity.WARNING, "cuDNN import libraries are missing from the toolkit's lib\\x64", Area.CUDNN)
 def cudnn_import_lib_missing(facts: Facts) -> Iterator[Finding]:
     """Linking against cuDNN on Windows needs cudnn.lib (and the per-library .lib files) in lib\\x64."""
     if facts.os != "windows":
@@ -216,7 +215,7 @@ def cudnn_import_lib_missing(facts: Facts) -> Iterator[Finding]:
                           [f"Copy the archive's lib\\x64\\*.lib (or lib\\*.lib) files into {target}."], {"folder": target})
 
 
-@rule("cudnn-nested-layout", Severity.ERROR, "A cuDNN archive was copied with its top folder")
+@rule("cudnn-nested-layout", Severity.ERROR, "A cuDNN archive was copied with its top folder", Area.CUDNN)
 def cudnn_nested_layout(facts: Facts) -> Iterator[Finding]:
     """Copying the archive's top folder (cuda\\ or cudnn-...-archive\\) into the toolkit puts every file one level too deep, where neither the loader nor the compiler looks."""
     rules = PathRules(facts.os)
@@ -232,7 +231,7 @@ def cudnn_nested_layout(facts: Facts) -> Iterator[Finding]:
                       {"folder": install.folder, "top": top, "toolkit": install.toolkit})
 
 
-@rule("cudnn-in-system-dir", Severity.ERROR, "cuDNN was copied into a system folder")
+@rule("cudnn-in-system-dir", Severity.ERROR, "cuDNN was copied into a system folder", Area.CUDNN)
 def cudnn_in_system_dir(facts: Facts) -> Iterator[Finding]:
     """System32 is searched before PATH, so a cuDNN copied there wins over every other copy, forever, and no uninstaller removes it."""
     for install in facts.cudnn:

@@ -3,25 +3,23 @@
 from __future__ import annotations
 
 import re
-from typing import Iterator, Optional
+from typing import Iterator
 
 from packaging.version import Version
 
 from cudnn_doctor import knowledge
-from cudnn_doctor.builds import build_cuda, builds, is_gpu_build, sees_gpu
 from cudnn_doctor.checks.registry import finding, rule
-from cudnn_doctor.facts import SMI_NOT_UNDERSTOOD, Facts, Gpu
-from cudnn_doctor.findings import Finding, Severity
+from cudnn_doctor.facts import SMI_NOT_UNDERSTOOD, Facts, FrameworkBuild, Gpu
+from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.versions import major_minor, parse_version
 
-DRIVER_TOO_OLD_TEXT = re.compile(r"driver on your system is too old|CUDA driver version is insufficient", re.IGNORECASE)
-NO_KERNEL_TEXT = re.compile(r"no kernel image is available|is not compatible with the current PyTorch installation|CUDA_ERROR_NO_BINARY_FOR_GPU", re.IGNORECASE)
+DRIVER = "driver"  # the cause key of everything a newer driver fixes
 
 
-@rule("no-nvidia-gpu", Severity.ERROR, "No NVIDIA driver or GPU found")
+@rule("no-nvidia-gpu", Severity.ERROR, "No NVIDIA driver or GPU found", Area.DRIVER)
 def no_nvidia_gpu(facts: Facts) -> Iterator[Finding]:
     """Without a working driver nothing runs on a GPU; every framework silently falls back to the CPU."""
-    if facts.driver.present or any(sees_gpu(b) for b in builds(facts)):
+    if facts.driver.present or any(b.sees_gpu for b in facts.builds):
         return
     if facts.wsl:
         fix = ["Install the NVIDIA driver on Windows (not inside WSL); WSL2 gets /usr/lib/wsl/lib/libcuda.so from it.",
@@ -51,13 +49,13 @@ def _requirements(facts: Facts) -> Iterator[tuple[str, Version]]:
     for toolkit in facts.toolkits.toolkits:
         if toolkit.parsed_version is not None:
             yield f"CUDA toolkit {toolkit.version} at {toolkit.root}", toolkit.parsed_version
-    for build in builds(facts):
-        cuda = build_cuda(build, facts.os)
-        if cuda is not None and is_gpu_build(build, facts.os) is not False:
-            yield f"{build.name} {build.version_text} (built for CUDA {major_minor(cuda)}) in {build.python.executable}", cuda
+    for build in facts.builds:
+        cuda = build.cuda_version
+        if cuda is not None and build.gpu_build is not False:
+            yield f"{build.name} {build.version} (built for CUDA {major_minor(cuda)}, {build.cuda.how}) in {build.executable}", cuda
 
 
-@rule("driver-too-old", Severity.ERROR, "The NVIDIA driver is too old for the installed CUDA software")
+@rule("driver-too-old", Severity.ERROR, "The NVIDIA driver is too old for the installed CUDA software", Area.DRIVER)
 def driver_too_old(facts: Facts) -> Iterator[Finding]:
     """Each CUDA runtime needs a minimum driver; from CUDA 11 on, any driver of the same major family will do."""
     driver = facts.driver
@@ -78,15 +76,14 @@ def driver_too_old(facts: Facts) -> Iterator[Finding]:
             continue
         if too_old:
             unmet.append((who, cuda, need))
-    said = [b for b in builds(facts) if DRIVER_TOO_OLD_TEXT.search(b.text)]
+    said = [b for b in facts.builds if b.driver_complaint]
     if not unmet and not said:
         return
     lines = [f"The driver is {driver.version or 'unknown'} (supports CUDA up to {driver.cuda or 'unknown'}, from {driver.cuda_source or driver.source})."]
     for who, cuda, need in unmet:
         lines.append(f"{who} needs driver >= {need.driver} ({need.rule} for CUDA {major_minor(cuda)}).")
     for build in said:
-        message = DRIVER_TOO_OLD_TEXT.search(build.text)
-        lines.append(f"{build.name} itself reports: \"{_line_with(build.text, message)}\"")
+        lines.append(f"{build.name} itself reports: \"{build.driver_complaint}\"")
     wanted = max((need.driver for _, _, need in unmet), default=None)
     where = "https://www.nvidia.com/Download/index.aspx" if os_name == "windows" else "e.g. `sudo ubuntu-drivers install`"
     target = f"an NVIDIA driver >= {wanted}" if wanted else "a current NVIDIA driver"
@@ -94,15 +91,8 @@ def driver_too_old(facts: Facts) -> Iterator[Finding]:
     if driver.cuda:
         fix.append(f"Or install builds made for CUDA {driver.cuda} or older, which this driver runs.")
     yield finding("driver-too-old", " ".join(lines), fix,
-                  {"driver": driver.version, "driver_cuda": driver.cuda, "needs": [{"by": w, "cuda": str(c), "driver": str(n.driver), "source": n.source} for w, c, n in unmet]})
-
-
-def _line_with(text: str, match: Optional[re.Match]) -> str:
-    if match is None:
-        return ""
-    start = text.rfind("\n", 0, match.start()) + 1
-    end = text.find("\n", match.end())
-    return text[start:end if end >= 0 else None].strip()[:300]
+                  {"driver": driver.version, "driver_cuda": driver.cuda, "needs": [{"by": w, "cuda": str(c), "driver": str(n.driver), "source": n.source} for w, c, n in unmet]},
+                  causes=(DRIVER,))
 
 
 def _supported_by_arch_list(cc: Version, arch_list: list[str]) -> bool:
@@ -120,28 +110,24 @@ def _supported_by_arch_list(cc: Version, arch_list: list[str]) -> bool:
     return False
 
 
-@rule("gpu-arch-unsupported", Severity.ERROR, "A build has no code for this GPU's architecture")
+@rule("gpu-arch-unsupported", Severity.ERROR, "A build has no code for this GPU's architecture", Area.DRIVER)
 def gpu_arch_unsupported(facts: Facts) -> Iterator[Finding]:
     """A framework or toolkit built without kernels for the GPU's compute capability fails with "no kernel image is available"."""
     gpus = [g for g in facts.driver.gpus if g.compute_capability]
-    for build in builds(facts):
-        said = NO_KERNEL_TEXT.search(build.text)
-        if build.name != "torch" and said:
-            yield finding("gpu-arch-unsupported", f"{build.name} {build.version_text} in {build.python.executable} has no code for this GPU: \"{_line_with(build.text, said)}\"",
-                          [f"Install a {build.name} build for a CUDA version that supports compute capability "
-                           f"{', '.join(g.compute_capability for g in gpus) or 'of this GPU'}."], {"framework": build.name})
-    for build in builds(facts, "torch"):
-        arch_list = list(build.report.get("arch_list") or [])
-        bad: list[Gpu] = [g for g in gpus if arch_list and not _supported_by_arch_list(Version(g.compute_capability), arch_list)]
-        said = NO_KERNEL_TEXT.search(build.text)
-        if bad or said:
-            names = ", ".join(f"{g.name} (sm_{g.compute_capability.replace('.', '')})" for g in bad) or "this GPU"
-            detail = (f"torch {build.version_text} in {build.python.executable} has kernels for {' '.join(arch_list) or 'unknown architectures'}, "
-                      f"none of which runs on {names}.")
-            if said:
-                detail += f" torch reports: \"{_line_with(build.text, said)}\""
-            yield finding("gpu-arch-unsupported", detail, _torch_arch_fix(facts, build.python.executable),
-                          {"arch_list": arch_list, "gpus": [g.name for g in bad]})
+    for build in facts.builds:
+        bad: list[Gpu] = [g for g in gpus if build.arch_list and not _supported_by_arch_list(Version(g.compute_capability), build.arch_list)]
+        said = build.no_kernel_complaint
+        if not bad and not said:
+            continue
+        names = ", ".join(f"{g.name} (sm_{g.compute_capability.replace('.', '')})" for g in bad) or "this GPU"
+        if build.arch_list:
+            detail = f"{build.name} {build.version} in {build.executable} has kernels for {' '.join(build.arch_list)}, none of which runs on {names}."
+        else:
+            detail = f"{build.name} {build.version} in {build.executable} has no code for {names}."
+        if said:
+            detail += f" {build.name} reports: \"{said}\""
+        yield finding("gpu-arch-unsupported", detail, ARCH_FIXES.get(build.name, _generic_arch_fix)(facts, build),
+                      {"framework": build.name, "arch_list": list(build.arch_list), "gpus": [g.name for g in bad]})
     for toolkit in facts.toolkits.toolkits:
         version = toolkit.parsed_version
         floor = knowledge.cuda_min_compute_capability(version.release[0]) if version else None
@@ -156,7 +142,7 @@ def gpu_arch_unsupported(facts: Facts) -> Iterator[Finding]:
                           {"toolkit": toolkit.root, "min_cc": str(floor[0]), "source": floor[1]})
 
 
-def _torch_arch_fix(facts: Facts, executable: str) -> list[str]:
+def _torch_arch_fix(facts: Facts, build: FrameworkBuild) -> list[str]:
     newest = None
     driver_cuda = facts.driver.cuda_version
     for row in knowledge.table("torch")["releases"]:
@@ -167,11 +153,19 @@ def _torch_arch_fix(facts: Facts, executable: str) -> list[str]:
     if newest is None:
         return ["Install a PyTorch build whose CUDA version supports this GPU (see https://pytorch.org/get-started/locally/)."]
     row, cuda = newest
-    return [f'"{executable}" -m pip uninstall -y torch',
-            f'"{executable}" -m pip install "torch=={row["version"]}.*" --index-url {knowledge.torch_index_url(cuda)}']
+    return [f'"{build.executable}" -m pip uninstall -y torch',
+            f'"{build.executable}" -m pip install "torch=={row["version"]}.*" --index-url {knowledge.torch_index_url(cuda)}']
 
 
-@rule("wsl-linux-driver-installed", Severity.ERROR, "A Linux NVIDIA driver is installed inside WSL2")
+def _generic_arch_fix(facts: Facts, build: FrameworkBuild) -> list[str]:
+    capabilities = ", ".join(g.compute_capability for g in facts.driver.gpus if g.compute_capability) or "of this GPU"
+    return [f"Install a {build.name} build for a CUDA version that supports compute capability {capabilities}."]
+
+
+ARCH_FIXES = {"torch": _torch_arch_fix}  # frameworks whose table names the exact build to install
+
+
+@rule("wsl-linux-driver-installed", Severity.ERROR, "A Linux NVIDIA driver is installed inside WSL2", Area.DRIVER)
 def wsl_linux_driver(facts: Facts) -> Iterator[Finding]:
     """Under WSL2 the GPU is reached only through the Windows driver's libcuda in /usr/lib/wsl/lib; a Linux libcuda found first breaks CUDA (CUDA_ERROR_NO_DEVICE)."""
     if not facts.wsl or not facts.linux_driver_in_wsl:

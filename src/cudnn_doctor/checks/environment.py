@@ -7,9 +7,10 @@ import re
 from typing import Iterator
 
 from cudnn_doctor import knowledge
+from cudnn_doctor.checks._libraries import STALE_SESSION
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import Facts
-from cudnn_doctor.findings import Finding, Severity
+from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.paths import PathRules
 
 GPU_RELATED = re.compile(r"cuda|cudnn|nvidia|tensorrt|nvvm|cupti", re.IGNORECASE)
@@ -17,7 +18,7 @@ VARIABLE_PREFIXES = ("CUDA_", "CUDNN_", "NVIDIA_", "TF_CUDNN")
 LOADABLE_FOLDERS = {"bin", "lib", "lib64", "x64", "stubs"}
 
 
-@rule("env-stale-session", Severity.WARNING, "This terminal or IDE started before the environment was changed")
+@rule("env-stale-session", Severity.WARNING, "This terminal or IDE started before the environment was changed", Area.ENVIRONMENT)
 def env_stale_session(facts: Facts) -> Iterator[Finding]:
     """Windows gives each process a copy of the registry environment at its start; a PATH edited later reaches only new processes."""
     env = facts.environment
@@ -43,10 +44,10 @@ def env_stale_session(facts: Facts) -> Iterator[Finding]:
     yield finding("env-stale-session", " ".join(parts) + " The terminal or IDE running Python was started before the change.",
                   ["Close and reopen the terminal; restart the IDE (PyCharm, VS Code) or Jupyter completely, since they pass their own old environment on.",
                    "If it persists, sign out of Windows and back in."],
-                  {"missing_from_process_path": missing, "changed": [c[0] for c in changed]})
+                  {"missing_from_process_path": missing, "changed": [c[0] for c in changed]}, causes=(STALE_SESSION,))
 
 
-@rule("path-missing-dir", Severity.WARNING, "A CUDA-related PATH entry does not exist")
+@rule("path-missing-dir", Severity.WARNING, "A CUDA-related PATH entry does not exist", Area.ENVIRONMENT)
 def path_missing_dir(facts: Facts) -> Iterator[Finding]:
     """An entry left behind by an uninstalled or moved toolkit hides typos and makes the real search order hard to read."""
     entries = [e for e in (*facts.environment.path, *facts.environment.ld_library_path) if e.value and not e.exists and GPU_RELATED.search(e.value)]
@@ -61,7 +62,7 @@ def path_missing_dir(facts: Facts) -> Iterator[Finding]:
                   {"entries": [e.value for e in entries]}, severity=Severity.WARNING if matters else Severity.INFO)
 
 
-@rule("path-duplicate-entries", Severity.INFO, "The same folder is on PATH more than once")
+@rule("path-duplicate-entries", Severity.INFO, "The same folder is on PATH more than once", Area.ENVIRONMENT)
 def path_duplicate_entries(facts: Facts) -> Iterator[Finding]:
     """Harmless for loading, but it makes PATH longer and its order harder to reason about."""
     rules = PathRules(facts.os)
@@ -83,7 +84,7 @@ def path_duplicate_entries(facts: Facts) -> Iterator[Finding]:
                           [f"Remove the later copies from {variable}."], {"variable": variable, "entries": [e.value for e, _ in dupes]})
 
 
-@rule("env-var-ineffective", Severity.WARNING, "A variable is set that nothing reads")
+@rule("env-var-ineffective", Severity.WARNING, "A variable is set that nothing reads", Area.ENVIRONMENT)
 def env_var_ineffective(facts: Facts) -> Iterator[Finding]:
     """CUDA, cuDNN and the frameworks ignore misspelled or invented variables without a word."""
     table = knowledge.ineffective_variables()

@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from typing import Iterator, Optional
 
 from cudnn_doctor import knowledge
-from cudnn_doctor.builds import Build
-from cudnn_doctor.checks._cudnn import library_release, reports_cudnn_loaded, resolutions_with_builds
-from cudnn_doctor.checks._libraries import failed_loads
+from cudnn_doctor.checks._cudnn import library_release, owner, resolutions_with_builds
+from cudnn_doctor.checks._libraries import area_of_library, basename, build_key, cuda_key_of_library, cudnn_key, is_cudnn
 from cudnn_doctor.checks.registry import finding, rule
-from cudnn_doctor.facts import Candidate, Facts
-from cudnn_doctor.findings import Finding, Severity
+from cudnn_doctor.facts import EMPTY, UNREADABLE, WRONG_ARCHITECTURE, Candidate, Facts, FrameworkBuild
+from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.paths import PathRules
 
 GPU_LIBRARY = re.compile(r"(?i)(cudnn|cublas|cudart|cufft|curand|cusolver|cusparse|nvrtc|nvjitlink|zlibwapi|nvcuda|libcuda)")
-_DEPENDENCY_OF = re.compile(r"Failed to load library (\S+) with error: ([\w.+-]+): cannot open shared object file")
-_TF_ROOT_FAILURE = re.compile(r"Could not load dynamic library '")
 
 
 def _bad_files(facts: Facts, problem: str) -> dict[str, str]:
@@ -24,48 +21,63 @@ def _bad_files(facts: Facts, problem: str) -> dict[str, str]:
     found: dict[str, str] = {}
     for install in facts.cudnn:
         for library in install.libraries:
-            if (problem == "0 bytes" and library.size == 0) or (problem == "unreadable" and not library.readable):
+            if (problem == EMPTY and library.size == 0) or (problem == UNREADABLE and not library.readable):
                 found.setdefault(library.path, f"cuDNN in {install.folder}")
     for resolution in facts.resolutions:
         for step in resolution.steps:
             for candidate in step.candidates:
-                if candidate.problem and candidate.problem.startswith(problem) and GPU_LIBRARY.search(candidate.path):
+                if candidate.problem and candidate.problem.kind == problem and GPU_LIBRARY.search(candidate.path):
                     found.setdefault(candidate.path, f"{resolution.framework} (asked for {step.name})")
     return found
 
 
-@rule("library-zero-bytes", Severity.ERROR, "A CUDA/cuDNN library file is 0 bytes")
+def _files_area(files) -> Area:
+    """cuDNN when any of the files is cuDNN's, else where the first one belongs."""
+    areas = [area_of_library(f) for f in files]
+    return Area.CUDNN if Area.CUDNN in areas else areas[0]
+
+
+def _file_causes(facts: Facts, files) -> list[str]:
+    """A broken file of a cuDNN installation is that installation's problem: one key per folder."""
+    rules = PathRules(facts.os)
+    return [cudnn_key(facts, rules.dirname(f)) for f in files if is_cudnn(f)]
+
+
+@rule("library-zero-bytes", Severity.ERROR, "A CUDA/cuDNN library file is 0 bytes", Area.CUDNN)
 def library_zero_bytes(facts: Facts) -> Iterator[Finding]:
     """An antivirus or a failed copy leaves empty files behind; the loader finds them and fails (error 193 on Windows)."""
-    files = _bad_files(facts, "0 bytes")
+    files = _bad_files(facts, EMPTY)
     if files:
         yield finding("library-zero-bytes", "Empty library files: " + "; ".join(f"{p} (used by {who})" for p, who in files.items()) + ".",
                       ["Copy these files again from the archive or installer, then check their sizes; if they empty again, add an exclusion for the folder in the antivirus.",
-                       "Or run `cudnn-doctor install ARCHIVE`, which verifies every file it writes."], {"files": list(files)})
+                       "Or run `cudnn-doctor install ARCHIVE`, which verifies every file it writes."], {"files": list(files)},
+                      area=_files_area(files), causes=_file_causes(facts, files))
 
 
-@rule("library-unreadable", Severity.ERROR, "A CUDA/cuDNN library file cannot be read")
+@rule("library-unreadable", Severity.ERROR, "A CUDA/cuDNN library file cannot be read", Area.CUDNN)
 def library_unreadable(facts: Facts) -> Iterator[Finding]:
     """Files copied by an administrator can keep permissions that the user's process cannot read."""
-    files = _bad_files(facts, "unreadable")
+    files = _bad_files(facts, UNREADABLE)
     if files:
         fix = (["Grant read access: `icacls \"<file>\" /grant Users:RX` from an elevated prompt (or reinstall)."] if facts.os == "windows"
                else [f"sudo chmod a+r {' '.join(files)}"])
-        yield finding("library-unreadable", "Access denied opening: " + "; ".join(files) + ".", fix, {"files": list(files)})
+        yield finding("library-unreadable", "Access denied opening: " + "; ".join(files) + ".", fix, {"files": list(files)},
+                      area=_files_area(files), causes=_file_causes(facts, files))
 
 
-@rule("library-wrong-architecture", Severity.ERROR, "A library is built for another machine type")
+@rule("library-wrong-architecture", Severity.ERROR, "A library is built for another machine type", Area.CUDNN)
 def library_wrong_architecture(facts: Facts) -> Iterator[Finding]:
     """A 32-bit DLL in a 64-bit process, or an aarch64 .so on x86_64, cannot be loaded at all."""
     bad: dict[str, Candidate] = {}
     for resolution in facts.resolutions:
         for step in resolution.steps:
             for candidate in step.candidates:
-                if candidate.problem and candidate.problem.startswith("wrong architecture"):
+                if candidate.problem and candidate.problem.kind == WRONG_ARCHITECTURE:
                     bad.setdefault(candidate.path, candidate)
     if bad:
         yield finding("library-wrong-architecture", "; ".join(f"{p}: {c.problem}" for p, c in bad.items()) + ".",
-                      ["Replace each with the build for this machine (x64 / x86_64 archives of cuDNN and CUDA)."], {"files": list(bad)})
+                      ["Replace each with the build for this machine (x64 / x86_64 archives of cuDNN and CUDA)."], {"files": list(bad)},
+                      area=_files_area(bad), causes=_file_causes(facts, bad))
 
 
 def _skip_missing(facts: Facts, requester: str, name: str) -> bool:
@@ -78,12 +90,14 @@ def _skip_missing(facts: Facts, requester: str, name: str) -> bool:
     return False
 
 
-@rule("dependency-missing", Severity.ERROR, "A library imports or loads a DLL / shared object that cannot be found")
+@rule("dependency-missing", Severity.ERROR, "A library imports or loads a DLL / shared object that cannot be found", Area.ENVIRONMENT,
+      explained_by=("framework-cuda-mismatch", "cudnn-cuda-mismatch", "cudnn-partial-install", "cuda-libs-not-found", "cuda-toolkit-missing",
+                    "cudnn-missing", "library-zero-bytes", "library-unreadable", "library-wrong-architecture"))
 def dependency_missing(facts: Facts) -> Iterator[Finding]:
     """A dependency missing anywhere in the tree fails the load of everything above it, often with a message that names the wrong file."""
     rules = PathRules(facts.os)
     for resolution, build in resolutions_with_builds(facts):
-        if reports_cudnn_loaded(build):
+        if build.cudnn_works:
             continue  # the framework's own report outranks the emulation
         missing: dict[str, list[str]] = {}
         optional: set[str] = set()
@@ -98,11 +112,11 @@ def dependency_missing(facts: Facts) -> Iterator[Finding]:
     yield from _logged_missing(facts)
 
 
-def _missing(facts: Facts, build: Build, name: str, requesters: list[str], optional: bool, rules: PathRules) -> Finding:
+def _missing(facts: Facts, build: FrameworkBuild, name: str, requesters: list[str], optional: bool, rules: PathRules) -> Finding:
     who = ", ".join(sorted({rules.basename(r) for r in requesters}))
     provider = knowledge.library_provider(name)
     folder = rules.dirname(requesters[0])
-    detail = f"{who} (loaded by {build.name} in {build.python.executable}) needs {name}, which the loader finds nowhere."
+    detail = f"{who} (loaded by {build.name} in {build.executable}) needs {name}, which the loader finds nowhere."
     if optional:
         detail += " The library treats this load as optional: only some algorithms fail."
     fix = []
@@ -112,26 +126,34 @@ def _missing(facts: Facts, build: Build, name: str, requesters: list[str], optio
     else:
         fix.append(f"Install what provides {name} and put its folder on {'PATH' if facts.os == 'windows' else 'LD_LIBRARY_PATH'}.")
     return finding("dependency-missing", detail, fix, {"name": name, "needed_by": requesters, "provider": provider["provider"] if provider else None},
-                   severity=Severity.WARNING if optional else Severity.ERROR)
+                   severity=Severity.WARNING if optional else Severity.ERROR, area=area_of_library(name, requesters[0]),
+                   causes=_dependency_causes(facts, build, name, requesters))
+
+
+def _dependency_causes(facts: Facts, build: FrameworkBuild, name: str, requesters: list[str]) -> list[Optional[str]]:
+    """What a missing dependency is a symptom of: the CUDA runtime it belongs to, the incomplete cuDNN
+    installation that asks for its own part, or the build whose own library asks for it."""
+    causes = [cuda_key_of_library(name)]
+    for requester in requesters:
+        install, _ = owner(facts, requester)
+        if install is not None and is_cudnn(name):
+            causes.append(cudnn_key(facts, install.folder))
+        elif install is None and not is_cudnn(requester) and requester != build.name:
+            causes.append(build_key(build))  # the framework's own library (ONNX Runtime's CUDA provider)
+    return causes
 
 
 def _logged_missing(facts: Facts) -> Iterator[Finding]:
     """What frameworks' own messages name as missing dependencies (not their own root loads)."""
-    from cudnn_doctor.builds import builds
-
     rules = PathRules(facts.os)
-    for build in builds(facts):
-        text = build.text
-        names = {m.group(2): m.group(1) for m in _DEPENDENCY_OF.finditer(text)}
-        for name in failed_loads(build):
-            if name in names or (_TF_ROOT_FAILURE.search(text) and f"'{name}'" in text):
+    for build in facts.builds:
+        for failure in build.load_failures:
+            if failure.direct:
                 continue  # a library the framework itself asks for: cuda-libs-not-found / cudnn-missing say it
-            names[name] = build.name
-        for name, requester in names.items():
-            yield _missing(facts, build, name, [requester], False, rules)
+            yield _missing(facts, build, basename(failure.library), [failure.needed_by or build.name], False, rules)
 
 
-@rule("loader-emulation-differs", Severity.WARNING, "The real loader picked another file than the emulation")
+@rule("loader-emulation-differs", Severity.WARNING, "The real loader picked another file than the emulation", Area.ENVIRONMENT)
 def loader_emulation_differs(facts: Facts) -> Iterator[Finding]:
     """The emulation models the documented search order; when a live load disagrees, both answers are shown so nobody trusts the wrong one."""
     for confirmation in facts.confirmations:

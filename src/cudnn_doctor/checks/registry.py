@@ -1,8 +1,8 @@
-"""The rule registry: every finding id, its default severity and title, and the function that checks it.
+"""The rule registry: the one home of every finding — its id, severity, title, report area and check.
 
-A rule's docstring is its documentation ("why this matters"). `explained_by` lists the ids
-whose presence explains a symptom-level finding (torch-cuda-unavailable), so the runner can
-point from the symptom to its causes.
+A rule's page (`checks/pages/<id>.md`, printed by `explain`) is its documentation.
+`explained_by` lists the ids whose presence explains this one: when both are found, this
+finding is reported as a symptom under the one that explains it.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, NamedTuple, Optional, Sequence
 
 from cudnn_doctor.facts import Facts
-from cudnn_doctor.findings import Finding, Severity
+from cudnn_doctor.findings import Area, Finding, Severity
 
 Check = Callable[[Facts], Iterable[Finding]]
 
@@ -19,27 +19,34 @@ class Rule(NamedTuple):
     id: str
     severity: Severity
     title: str
-    check: Check
+    area: Area
+    check: Optional[Check]  # None for a finding the runner itself makes (doctor-internal-error)
     explained_by: tuple[str, ...] = ()
+    why: str = ""  # for a rule without a check function, whose docstring would say it
 
     @property
     def doc(self) -> str:
-        return (self.check.__doc__ or "").strip()
+        return ((self.check.__doc__ if self.check else None) or self.why).strip()
 
 
 RULES: dict[str, Rule] = {}
 
 
-def rule(id: str, severity: Severity, title: str, explained_by: Sequence[str] = ()) -> Callable[[Check], Check]:
+def register(rule: Rule) -> Rule:
+    if rule.id in RULES:
+        raise ValueError(f"finding id {rule.id!r} registered twice")
+    RULES[rule.id] = rule
+    return rule
+
+
+def rule(id: str, severity: Severity, title: str, area: Area, explained_by: Sequence[str] = ()) -> Callable[[Check], Check]:
     """Register a check under a stable finding id."""
 
-    def register(check: Check) -> Check:
-        if id in RULES:
-            raise ValueError(f"finding id {id!r} registered twice")
-        RULES[id] = Rule(id, severity, title, check, tuple(explained_by))
+    def add(check: Check) -> Check:
+        register(Rule(id, severity, title, area, check, tuple(explained_by)))
         return check
 
-    return register
+    return add
 
 
 def finding(
@@ -49,7 +56,10 @@ def finding(
     evidence: Optional[dict[str, Any]] = None,
     severity: Optional[Severity] = None,
     title: Optional[str] = None,
+    area: Optional[Area] = None,
+    causes: Iterable[Optional[str]] = (),
 ) -> Finding:
     """A finding of a registered rule, with the rule's defaults for what is not given."""
     registered = RULES[id]
-    return Finding(id, severity or registered.severity, title or registered.title, detail, tuple(fix), evidence or {})
+    return Finding(id, severity or registered.severity, title or registered.title, detail, tuple(fix), evidence or {},
+                   area or registered.area, tuple(c for c in causes if c))

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Iterator, Optional
 
-from cudnn_doctor.checks._libraries import failed_loads, is_cuda_library, lookup, reach_folder_fix, system_builds
+from cudnn_doctor.checks._libraries import build_key, cuda_key, is_cuda_library, lookup, reach_folder_fix, system_builds
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import Facts, Toolkit
-from cudnn_doctor.findings import Finding, Severity
+from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.paths import PathRules
 from cudnn_doctor.versions import major_minor
 
@@ -20,54 +20,63 @@ def _toolkit_for(facts: Facts, folder: str, os_name: str) -> Optional[Toolkit]:
     return None
 
 
-@rule("cuda-toolkit-missing", Severity.INFO, "No CUDA toolkit is installed")
+@rule("cuda-toolkit-missing", Severity.INFO, "No CUDA toolkit is installed", Area.TOOLKIT)
 def cuda_toolkit_missing(facts: Facts) -> Iterator[Finding]:
     """PyTorch and JAX wheels bring their own CUDA runtime; TensorFlow on Windows, PaddlePaddle and ONNX Runtime load the system's."""
     if facts.toolkits.toolkits:
         return
-    stranded = [n for n in system_builds(facts) if n.cudart and (lookup(facts, n.build, n.cudart) is None or lookup(facts, n.build, n.cudart).winner is None)]
+    stranded = [b for b in system_builds(facts) if b.system_libraries.cudart and _not_found(facts, b, b.system_libraries.cudart)]
     if stranded:
-        needs = stranded[0]
-        version = major_minor(needs.cuda) if needs.cuda else "?"
+        build = stranded[0]
+        version = major_minor(build.cuda_version) if build.cuda_version else "?"
         yield finding("cuda-toolkit-missing",
-                      f"{needs.build.name} {needs.build.version_text} loads the CUDA {version} runtime ({needs.cudart}) from the system, and no CUDA toolkit is installed.",
+                      f"{build.name} {build.version} loads the CUDA {version} runtime ({build.system_libraries.cudart}) from the system, and no CUDA toolkit is installed.",
                       [f"Install the CUDA {version} toolkit from https://developer.nvidia.com/cuda-toolkit-archive and make sure its bin (Windows) or lib64 (Linux) folder is on the library search path."],
-                      {"needs": needs.cudart}, severity=Severity.ERROR)
+                      {"needs": build.system_libraries.cudart}, severity=Severity.ERROR,
+                      causes=[cuda_key(b.cuda_major) for b in stranded] + [build_key(b) for b in stranded])
     else:
         yield finding("cuda-toolkit-missing", "No CUDA toolkit was found (no nvcc on PATH, no CUDA_PATH / CUDA_HOME, nothing in the standard folders). "
                       "The installed frameworks do not need one; you only need it to compile CUDA code.",
                       ["Install a CUDA toolkit only if you build CUDA extensions: https://developer.nvidia.com/cuda-downloads"])
 
 
-@rule("cuda-libs-not-found", Severity.ERROR, "A framework cannot find the CUDA runtime libraries")
+def _not_found(facts: Facts, build, name: str) -> bool:
+    step = lookup(facts, build, name)
+    return step is None or step.winner is None
+
+
+@rule("cuda-libs-not-found", Severity.ERROR, "A framework cannot find the CUDA runtime libraries", Area.TOOLKIT,
+      explained_by=("framework-cuda-mismatch", "cuda-toolkit-missing", "env-stale-session"))
 def cuda_libs_not_found(facts: Facts) -> Iterator[Finding]:
     """TensorFlow (on Windows up to 2.10, on Linux without [and-cuda]), PaddlePaddle and ONNX Runtime load cudart, cuBLAS and friends by name; if the loader cannot find them the GPU is silently unused."""
-    for needs in system_builds(facts):
-        build = needs.build
-        said = [n for n in failed_loads(build) if is_cuda_library(n)]
-        found = lookup(facts, build, needs.cudart)
+    for build in system_builds(facts):
+        cudart = build.system_libraries.cudart
+        said = [f.library for f in build.load_failures if is_cuda_library(f.library)]
+        found = lookup(facts, build, cudart)
         missing = found is not None and found.winner is None
         if not said and not missing:
             continue
-        names = said or [needs.cudart]
-        detail = f"{build.name} {build.version_text} in {build.python.executable} cannot load {', '.join(names)}."
+        names = said or [cudart]
+        detail = f"{build.name} {build.version} in {build.executable} cannot load {', '.join(names)}."
         if said:
             detail += " It says so itself in its log."
-        fix = []
+        fix, causes = [], [cuda_key(build.cuda_major), build_key(build)]
         if found is not None and found.winner is None:
-            detail += f" The loader searched {len(found.searched)} places ({'; '.join(found.searched[:6])}{'; …' if len(found.searched) > 6 else ''}) and found no {needs.cudart}."
+            detail += f" The loader searched {len(found.searched)} places ({'; '.join(found.searched[:6])}{'; …' if len(found.searched) > 6 else ''}) and found no {cudart}."
             if found.elsewhere:
                 folder = found.elsewhere[0].rsplit("\\" if facts.os == "windows" else "/", 1)[0]
                 detail += f" It exists at {found.elsewhere[0]}, which is not on the search path."
-                fix.append(reach_folder_fix(facts, folder))
+                step, stale = reach_folder_fix(facts, folder)
+                fix.append(step)
+                causes.append(stale)
         if not fix:
-            version = major_minor(needs.cuda) if needs.cuda else "matching"
+            version = major_minor(build.cuda_version) if build.cuda_version else "matching"
             fix.append(f"Install the CUDA {version} toolkit (https://developer.nvidia.com/cuda-toolkit-archive) and put its "
                        f"{'bin folder on PATH' if facts.os == 'windows' else 'lib64 folder on LD_LIBRARY_PATH'}.")
-        yield finding("cuda-libs-not-found", detail, fix, {"framework": build.name, "missing": names})
+        yield finding("cuda-libs-not-found", detail, fix, {"framework": build.name, "missing": names}, causes=causes)
 
 
-@rule("nvcc-not-on-path", Severity.WARNING, "A CUDA toolkit is installed but nvcc is not on PATH")
+@rule("nvcc-not-on-path", Severity.WARNING, "A CUDA toolkit is installed but nvcc is not on PATH", Area.TOOLKIT, explained_by=("env-stale-session",))
 def nvcc_not_on_path(facts: Facts) -> Iterator[Finding]:
     """Build scripts (setup.py, CMake, make) call `nvcc` by name and fail with "nvcc: not found"."""
     with_nvcc = [t for t in facts.toolkits.toolkits if t.has_nvcc]
@@ -75,18 +84,20 @@ def nvcc_not_on_path(facts: Facts) -> Iterator[Finding]:
         return
     best = max(with_nvcc, key=lambda t: t.parsed_version or 0)
     detail = f"CUDA {best.version} is installed at {best.root}, but no nvcc is on PATH."
+    causes: list = []
     if facts.os == "windows":
-        fix = [reach_folder_fix(facts, best.bin_dir)]
+        step, stale = reach_folder_fix(facts, best.bin_dir)
+        fix, causes = [step], [stale]
     else:
         fix = [f"export PATH={best.bin_dir}:$PATH  (add it to ~/.bashrc to keep it)"]
         if facts.environment.variables.get("SUDO_USER"):
             detail += " This shell runs under sudo, whose secure_path and env_reset drop the PATH of your own shell."
             fix = [f"Run the command without sudo, or keep your PATH: `sudo env PATH={best.bin_dir}:$PATH <command>`",
                    f"Or add {best.bin_dir} to secure_path in /etc/sudoers (via `sudo visudo`)."]
-    yield finding("nvcc-not-on-path", detail, fix, {"toolkit": best.root})
+    yield finding("nvcc-not-on-path", detail, fix, {"toolkit": best.root}, causes=causes)
 
 
-@rule("cuda-path-mismatch", Severity.WARNING, "CUDA_PATH / CUDA_HOME and nvcc on PATH name different toolkits")
+@rule("cuda-path-mismatch", Severity.WARNING, "CUDA_PATH / CUDA_HOME and nvcc on PATH name different toolkits", Area.TOOLKIT)
 def cuda_path_mismatch(facts: Facts) -> Iterator[Finding]:
     """Build systems take headers and libraries from CUDA_HOME / CUDA_PATH but compile with the nvcc on PATH; two versions mixed fail in odd ways."""
     tk = facts.toolkits
@@ -105,7 +116,7 @@ def cuda_path_mismatch(facts: Facts) -> Iterator[Finding]:
                       {"variable": name, "value": value, "nvcc": tk.nvcc_on_path})
 
 
-@rule("multiple-cuda-on-path", Severity.WARNING, "Several CUDA toolkits are on PATH")
+@rule("multiple-cuda-on-path", Severity.WARNING, "Several CUDA toolkits are on PATH", Area.TOOLKIT)
 def multiple_cuda_on_path(facts: Facts) -> Iterator[Finding]:
     """The first toolkit on PATH wins for nvcc and for every DLL loaded by name; the order decides silently."""
     order: list[tuple[int, Toolkit, str]] = []

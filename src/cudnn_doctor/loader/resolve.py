@@ -15,13 +15,13 @@ from typing import NamedTuple, Optional, Sequence
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.binaries import BinaryInfo
-from cudnn_doctor.facts import Candidate, LoadStep, Resolution
+from cudnn_doctor.facts import EMPTY, NOT_A_BINARY, UNREADABLE, WRONG_ARCHITECTURE, Candidate, LoadStep, Resolution, Unusable
 from cudnn_doctor.loader import linux, windows
 from cudnn_doctor.loader.index import FolderIndex
 from cudnn_doctor.system.interface import System
 
 # ld.so passes over these and keeps searching ("skipping incompatible", EACCES); anything else it takes and fails on.
-SKIPPED_BY_LD_SO = ("wrong architecture", "unreadable")
+SKIPPED_BY_LD_SO = (WRONG_ARCHITECTURE, UNREADABLE)
 PROCESS_MACHINE = {("windows", "x86_64"): "x64", ("windows", "aarch64"): "arm64"}
 
 
@@ -143,7 +143,7 @@ class Resolver:
             if winner is None and not stopped:
                 if problem is None:
                     winner, winner_binary = path, binary
-                elif self.windows or not problem.startswith(SKIPPED_BY_LD_SO):
+                elif self.windows or problem.kind not in SKIPPED_BY_LD_SO:
                     stopped = path  # the first file of that name is taken, broken or not (ld.so: "file too short")
         provided = None
         if winner is None and not candidates:
@@ -155,14 +155,14 @@ class Resolver:
                         optional=optional, provided_by=provided, blocked_by=stopped)
         return step, winner_binary
 
-    def _problem(self, path: str, binary: Optional[BinaryInfo]) -> Optional[str]:
+    def _problem(self, path: str, binary: Optional[BinaryInfo]) -> Optional[Unusable]:
         info = self.system.stat(path)
         if info is not None and not info.readable:
-            return "unreadable (permission denied)"
+            return Unusable(UNREADABLE, "permission denied")
         if info is not None and info.size == 0:
-            return "0 bytes"
+            return Unusable(EMPTY)
         if binary is None or binary.format is None:
-            return f"not a loadable binary ({binary.error if binary else 'unknown'})"
+            return Unusable(NOT_A_BINARY, binary.error if binary and binary.error else "unknown")
         if binary.machine and binary.machine != self.machine:
-            return f"wrong architecture ({binary.machine}, the process is {self.machine})"
+            return Unusable(WRONG_ARCHITECTURE, f"{binary.machine}, the process is {self.machine}")
         return None

@@ -11,6 +11,7 @@ from typing import Callable, Optional, TypeVar
 
 from cudnn_doctor.facts import DriverFacts, EnvironmentFacts, Facts, ProbeFailure, ToolkitFacts
 from cudnn_doctor.loader.index import FolderIndex
+from cudnn_doctor.probes.builds import probe_builds
 from cudnn_doctor.probes.confirm import probe_confirmations
 from cudnn_doctor.probes.cudnn import probe_cudnn
 from cudnn_doctor.probes.environment import probe_environment
@@ -56,6 +57,8 @@ def run_probes(system: System, with_frameworks: bool = True, framework_timeout: 
             while_waiting()
         pythons = guarded("frameworks", reports.result, pythons)
         pool.shutdown()
-    resolutions = guarded("loader", lambda: probe_resolutions(system, pythons, toolkits, index), ())
+    builds = guarded("builds", lambda: probe_builds(pythons, system.os), ())
+    resolutions = guarded("loader", lambda: probe_resolutions(system, pythons, builds, toolkits, index), ())
     confirmations = guarded("loader check", lambda: probe_confirmations(system, resolutions), ()) if with_frameworks else ()
-    return Facts(system.os, system.arch, system.wsl, driver, toolkits, pythons, environment, wsl_driver, tuple(failures), cudnn, resolutions, confirmations)
+    return Facts(system.os, system.arch, system.wsl, driver, toolkits, pythons, environment, wsl_driver, tuple(failures), cudnn, resolutions,
+                 confirmations, builds)

@@ -11,15 +11,15 @@ Roots by framework (from the knowledge data's loads_cuda):
 
 from __future__ import annotations
 
-from cudnn_doctor.builds import Build, builds_of, system_libraries
-from cudnn_doctor.facts import PythonEnv, Resolution, ToolkitFacts
+from cudnn_doctor.facts import FrameworkBuild, PythonEnv, Resolution, ToolkitFacts
 from cudnn_doctor.loader.index import FolderIndex
 from cudnn_doctor.loader.resolve import Resolver
 from cudnn_doctor.probes.cudnn import site_packages
 from cudnn_doctor.system.interface import System
 
 
-def probe_resolutions(system: System, pythons: tuple[PythonEnv, ...], toolkits: ToolkitFacts, index: FolderIndex) -> tuple[Resolution, ...]:
+def probe_resolutions(system: System, pythons: tuple[PythonEnv, ...], builds: tuple[FrameworkBuild, ...], toolkits: ToolkitFacts,
+                      index: FolderIndex) -> tuple[Resolution, ...]:
     resolver = None
     rules = system.paths
     # where a root that is not found may still lie: the toolkits' library folders
@@ -27,18 +27,18 @@ def probe_resolutions(system: System, pythons: tuple[PythonEnv, ...], toolkits: 
     if not rules.windows:
         elsewhere += [rules.join(t.root, sub) for t in toolkits.toolkits for sub in ("lib64", "lib")]
     resolutions = []
-    for python in pythons:
-        for build in builds_of(python):
-            roots, dll_directories = _roots(system, build)
-            if roots:
-                resolver = resolver or Resolver(system, index)
-                resolutions.append(resolver.resolve(build.name, python.executable, roots, dll_directories, elsewhere))
+    by_executable = {p.executable: p for p in pythons}
+    for build in builds:
+        roots, dll_directories = _roots(system, build, by_executable[build.executable])
+        if roots:
+            resolver = resolver or Resolver(system, index)
+            resolutions.append(resolver.resolve(build.name, build.executable, roots, dll_directories, elsewhere))
     return tuple(resolutions)
 
 
-def _roots(system: System, build: Build) -> tuple[list[str], list[str]]:
+def _roots(system: System, build: FrameworkBuild, python: PythonEnv) -> tuple[list[str], list[str]]:
     rules = system.paths
-    sites = [s for s in site_packages(system, build.python) if system.is_dir(s)]
+    sites = [s for s in site_packages(system, python) if system.is_dir(s)]
     if build.name == "torch":
         for site in sites:
             lib = rules.join(site, "torch", "lib")
@@ -49,7 +49,7 @@ def _roots(system: System, build: Build) -> tuple[list[str], list[str]]:
             if system.is_file(cuda):
                 return [cuda], []
         return [], []
-    libraries = system_libraries(build, system.os)
+    libraries = build.system_libraries
     if libraries is None:
         return [], []
     roots = [name for name in (libraries.cudart, libraries.cublas) if name]

@@ -7,29 +7,15 @@ text is printed plain, so it can be pasted into a bug report.
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, Mapping, Optional, TextIO
+from typing import Iterable, Optional, TextIO
 
 from cudnn_doctor.diagnose import Diagnosis
-from cudnn_doctor.facts import Facts
-from cudnn_doctor.findings import Finding, Severity
+from cudnn_doctor.facts import Facts, FrameworkBuild
+from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.reports.encoding import Fitter
 
-AREAS = (
-    ("driver", "NVIDIA driver and GPU", ("no-nvidia-gpu", "driver-too-old", "gpu-arch-unsupported", "wsl-linux-driver-installed")),
-    ("toolkit", "CUDA toolkit", ("cuda-toolkit-missing", "cuda-libs-not-found", "nvcc-not-on-path", "cuda-path-mismatch", "multiple-cuda-on-path")),
-    ("cudnn", "cuDNN", ("cudnn-",)),
-    ("python", "Python and frameworks", ("torch-", "tf-", "framework-cuda-mismatch", "python-unsupported", "interpreter-mismatch")),
-    ("environment", "Environment", ("env-", "path-")),
-)
 MARKS = {None: ("✓", "green"), Severity.INFO: ("•", "blue"), Severity.WARNING: ("!", "yellow"), Severity.ERROR: ("✗", "red")}
 ASCII_MARKS = {None: ("OK", "green"), Severity.INFO: ("i", "blue"), Severity.WARNING: ("!", "yellow"), Severity.ERROR: ("X", "red")}
-
-
-def _area_of(finding_id: str) -> str:
-    for key, _, prefixes in AREAS:
-        if any(finding_id == p or (p.endswith("-") and finding_id.startswith(p)) for p in prefixes):
-            return key
-    return "environment"
 
 
 def _short(version: Optional[str]) -> str:
@@ -76,30 +62,29 @@ def _summaries(facts: Facts) -> dict[str, str]:
     else:
         toolkit = "no toolkit"
     frameworks = []
-    for python in facts.pythons:
-        for name, report in python.frameworks.items():
-            version = report.get("version") or python.packages.get(name, "?")
-            where = "current" if python.current else python.executable
-            state = _state(report)
-            frameworks.append(f"{name} {version} in {where} ({state})")
+    current_exe = facts.current_python.executable if facts.current_python else None
+    for build in facts.builds:
+        if build.imported or build.import_error or build.timed_out:  # the ones the live probe ran
+            where = "current" if build.executable == current_exe else build.executable
+            frameworks.append(f"{build.name} {build.version or '?'} in {where} ({_state(build)})")
     current = facts.current_python
     python = f"Python {current.version} at {current.executable}" if current else "no current interpreter"
     return {
-        "driver": driver,
-        "toolkit": toolkit,
-        "cudnn": _cudnn_summary(facts),
-        "python": python + ("; " + "; ".join(frameworks) if frameworks else "; no GPU framework"),
-        "environment": f"PATH has {len(facts.environment.path)} entries",
+        Area.DRIVER: driver,
+        Area.TOOLKIT: toolkit,
+        Area.CUDNN: _cudnn_summary(facts),
+        Area.FRAMEWORKS: python + ("; " + "; ".join(frameworks) if frameworks else "; no GPU framework"),
+        Area.ENVIRONMENT: f"PATH has {len(facts.environment.path)} entries",
     }
 
 
-def _state(report: Mapping[str, Any]) -> str:
+def _state(build: FrameworkBuild) -> str:
     """What one framework probe came to, in a word or two."""
-    if report.get("cuda_available") or report.get("gpus"):
+    if build.sees_gpu:
         return "GPU"
-    if report.get("import_error"):
+    if build.import_error:
         return "import failed"
-    if str(report.get("error") or "").startswith("TimeoutError"):
+    if build.timed_out:
         return "timed out"
     return "no GPU"
 
@@ -110,33 +95,52 @@ Segment = tuple[str, str]  # (text, rich style or "")
 def _lines(diagnosis: Diagnosis, verbose: bool, marks: dict = MARKS) -> Iterable[list[Segment]]:
     """The report as lines of styled segments; the same lines print with or without colour."""
     summaries = _summaries(diagnosis.facts)
-    by_area: dict[str, list[Finding]] = {}
-    for found in diagnosis.findings:
-        by_area.setdefault(_area_of(found.id), []).append(found)
+    findings = diagnosis.findings
+    by_area: dict[Area, list[Finding]] = {}
+    for found in findings:
+        by_area.setdefault(found.area, []).append(found)
     yield [("cudnn-doctor check", "bold")]
     yield []
-    for key, title, _ in AREAS:
-        worst = min(by_area.get(key, []), key=lambda f: f.severity.rank, default=None)
+    for area in Area:
+        worst = min(by_area.get(area, []), key=lambda f: f.severity.rank, default=None)
         mark, style = marks[worst.severity if worst else None]
-        yield [(f"[{mark}]", style), (f" {title}: {summaries[key]}", "")]
+        yield [(f"[{mark}]", style), (f" {area.title}: {summaries[area]}", "")]
         if verbose:
-            for line in _facts_lines(diagnosis.facts, key):
+            for line in _facts_lines(diagnosis.facts, area):
                 yield [(f"      {line}", "dim")]
-    if not diagnosis.findings:
+    if not findings:
         yield []
         yield [(f"{'•' if marks is MARKS else '*'} No issues found!", "green")]
         return
     yield []
-    for found in diagnosis.findings:
-        mark, style = marks[found.severity]
-        yield [(f"{mark} {found.severity.value}", style), (" ", ""), (found.id, "bold"), (f": {found.title}", "")]
+    symptoms: dict[int, list[Finding]] = {}
+    for found in findings:
+        if found.symptom_of is not None:
+            symptoms.setdefault(found.symptom_of, []).append(found)
+    for index, found in enumerate(findings):
+        if found.symptom_of is not None:
+            continue
+        severity = _worst(found, symptoms.get(index, []))
+        mark, style = marks[severity]
+        yield [(f"{mark} {severity.value}", style), (" ", ""), (found.id, "bold"), (f": {found.title}", "")]
         yield [(f"    {found.detail}", "")]
         for number, step in enumerate(found.fix, 1):
             yield [(f"    {number}. {step}", "")]
+        if symptoms.get(index):
+            yield [("    The same cause also shows as:", "")]
+            for symptom in symptoms[index]:
+                yield [("      - ", ""), (symptom.id, "bold"), (f" ({symptom.severity.value}): {symptom.detail}", "dim" if not verbose else "")]
         yield []
-    errors = sum(f.severity is Severity.ERROR for f in diagnosis.findings)
-    warnings = sum(f.severity is Severity.WARNING for f in diagnosis.findings)
-    yield [(f"{errors} error(s), {warnings} warning(s). `--ignore ID` hides one; `-v` shows every fact.", "")]
+    causes = [_worst(f, symptoms.get(i, [])) for i, f in enumerate(findings) if f.symptom_of is None]
+    errors = causes.count(Severity.ERROR)
+    warnings = causes.count(Severity.WARNING)
+    tail = f" ({len(findings) - len(causes)} more finding(s) shown as their symptoms)" if len(causes) < len(findings) else ""
+    yield [(f"{errors} error(s), {warnings} warning(s){tail}. `--ignore ID` hides one; `explain ID` says more; `-v` shows every fact.", "")]
+
+
+def _worst(cause: Finding, symptoms: list[Finding]) -> Severity:
+    """A cause is as bad as the worst thing it causes: a stale terminal that hides cuDNN is an error."""
+    return min((cause, *symptoms), key=lambda f: f.severity.rank).severity
 
 
 def render(diagnosis: Diagnosis, out: TextIO, verbose: bool = False, color: bool = True) -> None:
@@ -154,12 +158,12 @@ def render(diagnosis: Diagnosis, out: TextIO, verbose: bool = False, color: bool
         console.print(Text.assemble(*((fit(text), style) for text, style in line)))
 
 
-def _facts_lines(facts: Facts, area: str) -> Iterable[str]:
-    if area == "driver":
+def _facts_lines(facts: Facts, area: Area) -> Iterable[str]:
+    if area is Area.DRIVER:
         yield f"source: {facts.driver.source or facts.driver.smi_error}"
         for gpu in facts.driver.gpus:
             yield f"GPU {gpu.name}: compute capability {gpu.compute_capability or '?'} ({gpu.capability_source}), {gpu.memory_mib or '?'} MiB"
-    elif area == "toolkit":
+    elif area is Area.TOOLKIT:
         for t in facts.toolkits.toolkits:
             alias = f" (also {', '.join(t.aliases)})" if t.aliases else ""
             yield f"{t.root}{alias}: CUDA {t.version} from {t.version_source}; bin on PATH: {t.on_path}"
@@ -167,7 +171,7 @@ def _facts_lines(facts: Facts, area: str) -> Iterable[str]:
             yield f"nvcc on PATH: {facts.toolkits.nvcc_on_path} → {facts.toolkits.nvcc_real}"
         for name, value in facts.toolkits.variables:
             yield f"{name}={value}"
-    elif area == "cudnn":
+    elif area is Area.CUDNN:
         for install in facts.cudnn:
             yield (f"{install.folder}: cuDNN {install.version or install.major} ({install.version_source or 'version unknown'}), "
                    f"CUDA {install.cuda_major or '?'} ({install.cuda_source or 'unknown'}), {len(install.libraries)} libraries"
@@ -180,11 +184,34 @@ def _facts_lines(facts: Facts, area: str) -> Iterable[str]:
                 where = step.winner or (f"BROKEN {step.blocked_by}" if step.blocked_by else f"provided by the {step.provided_by}" if step.provided_by else "NOT FOUND")
                 shadow = f"  (also: {', '.join(c.path for c in step.candidates if c.path != step.winner)})" if len(step.candidates) > 1 else ""
                 yield f"  {step.how:6} {step.name} ← {step.requester.replace(chr(92), '/').rsplit('/', 1)[-1]}: {where}{shadow}"
-    elif area == "python":
+    elif area is Area.FRAMEWORKS:
         for python in facts.pythons:
             yield f"{python.executable}: Python {python.version} ({python.kind}){' [current]' if python.current else ''}, {len(python.packages)} distributions"
-            for name, report in python.frameworks.items():
-                yield f"  {name}: " + ", ".join(f"{k}={v}" for k, v in report.items() if k not in ("log",))
-    elif area == "environment":
+            for build in facts.builds:
+                if build.executable == python.executable:
+                    yield "  " + _build_line(build)
+    elif area is Area.ENVIRONMENT:
         for entry in (*facts.environment.path, *facts.environment.ld_library_path):
             yield f"{entry.variable}[{entry.index}] {entry.value}{'' if entry.exists else '  (missing)'}"
+
+
+def _build_line(build: FrameworkBuild) -> str:
+    """One build's typed facts, each with how it is known."""
+    parts = [f"{build.name} {build.version or '?'}", f"GPU build: {_yes_no(build.gpu_build)}"]
+    for label, known in (("CUDA", build.cuda), ("cuDNN", build.cudnn)):
+        if known is not None:
+            parts.append(f"{label} {known.value} ({known.how})")
+    parts.append(f"CUDA from: {build.cuda_from}")
+    if build.cuda_available is not None:
+        parts.append(f"cuda_available={build.cuda_available}")
+    if build.arch_list:
+        parts.append("arch " + " ".join(build.arch_list))
+    if build.load_failures:
+        parts.append("failed to load " + ", ".join(f.library for f in build.load_failures))
+    if build.import_error:
+        parts.append(f"import error: {build.import_error[:200]}")
+    return ", ".join(parts)
+
+
+def _yes_no(value: Optional[bool]) -> str:
+    return "unknown" if value is None else "yes" if value else "no"

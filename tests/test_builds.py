@@ -1,0 +1,111 @@
+"""Framework builds are typed once, in the probes: versions with how they are known, load failures
+parsed from every framework's log format, and checks that never read a report or parse text."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from cudnn_doctor.facts import DIST_VERSION, KNOWLEDGE, LIVE, PythonEnv
+from cudnn_doctor.probes.builds import cudnn_mismatch, load_failures, probe_builds
+
+CHECKS = Path(__file__).resolve().parents[1] / "src" / "cudnn_doctor" / "checks"
+
+
+def build(name, packages, report=None, os_name="linux", version="3.10.11"):
+    python = PythonEnv("/env/bin/python", version, "venv", True, packages, {name: report} if report is not None else {})
+    (found,) = [b for b in probe_builds((python,), os_name) if b.name == name]
+    return found
+
+
+def test_torch_cuda_is_known_from_the_live_report_before_the_version_tag():
+    live = build("torch", {"torch": "2.1.0+cu118"}, {"version": "2.1.0+cu121", "cuda": "12.1", "cuda_available": True, "cudnn": 8902})
+    assert (live.cuda.value, live.cuda.how) == ("12.1", LIVE)
+    assert live.gpu_build is True and live.cuda_available is True and live.cudnn_loaded == "8.9.2"
+    tagged = build("torch", {"torch": "2.1.0+cu118"})
+    assert (tagged.cuda.value, tagged.cuda.how) == ("11.8", DIST_VERSION) and tagged.gpu_build is True
+    assert build("torch", {"torch": "2.0.0+cpu"}).gpu_build is False
+    assert build("torch", {"torch": "2.3.1"}).gpu_build is None  # a plain PyPI version says nothing
+
+
+def test_tensorflow_tables_fill_only_what_the_build_does_not_say():
+    table = build("tensorflow", {"tensorflow": "2.10.0"}, os_name="windows")
+    assert (table.cuda.value, table.cuda.how) == ("11.2", KNOWLEDGE) and table.cuda.source.startswith("https://")
+    assert (table.cudnn.value, table.cudnn.how) == ("8.1", KNOWLEDGE)
+    live = build("tensorflow", {"tensorflow": "2.10.0"}, {"version": "2.10.0", "built_with_cuda": True,
+                                                         "build_info": {"cuda_version": "64_112", "cudnn_version": "64_8"}}, os_name="windows")
+    assert live.cuda.how == LIVE and live.cuda_version.release[:2] == (11, 2)
+    assert build("tensorflow", {"tensorflow-cpu": "2.10.0"}).gpu_build is False
+
+
+def test_paddle_post_tag_and_onnxruntime_table():
+    paddle = build("paddle", {"paddlepaddle-gpu": "2.2.0.post112"}, os_name="windows")
+    assert (paddle.cuda.value, paddle.cuda.how) == ("11.2", DIST_VERSION) and paddle.cudnn.how == KNOWLEDGE
+    assert paddle.system_libraries.cudart == "cudart64_110.dll" and paddle.system_libraries.cudnn == "cudnn64_8.dll"
+    ort = build("onnxruntime", {"onnxruntime-gpu": "1.16.3"})
+    assert (ort.cuda.value, ort.cudnn.value, ort.cuda_from) == ("11.8", "8", "system")
+    assert ort.system_libraries.cudart == "libcudart.so.11.0"
+    assert build("torch", {"torch": "2.1.0+cu118"}).system_libraries is None  # torch brings its own
+
+
+@pytest.mark.parametrize("text, expected", [
+    # TensorFlow 2.x dso_loader, Linux: its own request, said once though two patterns match
+    ("W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library 'libcudart.so.11.0'; "
+     "dlerror: libcudart.so.11.0: cannot open shared object file: No such file or directory", [("libcudart.so.11.0", None, True)]),
+    # TensorFlow on Windows
+    ("Could not load dynamic library 'cudnn64_8.dll'; dlerror: cudnn64_8.dll not found", [("cudnn64_8.dll", None, True)]),
+    # ONNX Runtime: a dependency of its CUDA provider
+    ("[E:onnxruntime:Default, provider_bridge_ort.cc:1480 TryGetProviderInfo_CUDA] Failed to load library "
+     "libonnxruntime_providers_cuda.so with error: libcublasLt.so.11: cannot open shared object file: No such file or directory",
+     [("libcublasLt.so.11", "libonnxruntime_providers_cuda.so", False)]),
+    # an ImportError from a framework's extension module
+    ("OSError: libcudnn.so.8: cannot open shared object file: No such file or directory", [("libcudnn.so.8", None, False)]),
+    # Python's ctypes on Windows and cuDNN 8's own loader
+    ("Could not find the DLL(s) 'msvcp140_1.dll'", [("msvcp140_1.dll", None, False)]),
+    ("Could not locate zlibwapi.dll. Please make sure it is in your library path!", [("zlibwapi.dll", None, False)]),
+    ("all fine: Loaded cuDNN version 8902", []),
+])
+def test_load_failures_of_every_format(text, expected):
+    assert [(f.library, f.needed_by, f.direct) for f in load_failures(text)] == expected
+
+
+@pytest.mark.parametrize("text, loaded, compiled", [
+    ("E Loaded runtime CuDNN library: 8.1.0 but source was compiled with: 8.6.0.  CuDNN library needs to have matching major", "8.1.0", "8.6.0"),
+    ("The installed Paddle is compiled with CUDNN 8.2, but CUDNN version in your machine is 8.1, which may cause serious incompatible bug", "8.1", "8.2"),
+    ("RuntimeError: Found cuDNN version 8600, but JAX was built against version 8900, which is newer.", "8.6.0", "8.9.0"),
+    ("RuntimeError: cuDNN version incompatibility: PyTorch was compiled  against (8, 9, 2) but found runtime version (8, 5, 0).", "8.5.0", "8.9.2"),
+])
+def test_cudnn_mismatch_of_every_framework(text, loaded, compiled):
+    found = cudnn_mismatch(text)
+    assert (found.loaded, found.compiled) == (loaded, compiled) and found.message
+
+
+def test_complaints_are_typed_lines():
+    torch = build("torch", {"torch": "2.1.0+cu121"}, {"version": "2.1.0+cu121", "cuda": "12.1", "cuda_available": False,
+                                                     "warning": "UserWarning: CUDA initialization: The NVIDIA driver on your system is too old (found version 11040)."})
+    assert torch.driver_complaint.startswith("UserWarning: CUDA initialization") and torch.no_kernel_complaint is None
+    assert torch.warning.startswith("UserWarning")
+
+
+def _check_sources():
+    return {path.name: path.read_text(encoding="utf-8") for path in sorted(CHECKS.glob("*.py"))}
+
+
+def test_no_check_reads_a_report_or_switches_on_a_framework_name():
+    for name, source in _check_sources().items():
+        assert "build.name ==" not in source and "build.name !=" not in source, name
+        assert ".report" not in source and ".frameworks" not in source and ".text" not in source, name
+
+
+def test_no_check_matches_a_pattern_against_framework_output():
+    """Patterns in checks may read library names and paths, never what a framework printed."""
+    for name, source in _check_sources().items():
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "re":
+                call_source = ast.get_source_segment(source, node) or ""
+                assert call_source in ("re.compile", "re.match", "re.search", "re.fullmatch", "re.IGNORECASE"), (name, call_source)
+        for literal in re.findall(r're\.compile\((r?"[^"]*")', source):
+            assert not re.search(r"(?i)could not|failed|error|found|version", literal), (name, literal)

@@ -1,36 +1,99 @@
-"""`cudnn-doctor explain ID` / `explain --all`: the page of a finding, from the rule that checks it."""
+"""`cudnn-doctor explain ID` / `explain --all`: the page of a finding, headed by the rule that checks it."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from typing import Any, NamedTuple, Optional
 
 
 def configure_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("explain", help="what a finding id means and why it matters")
+    parser = commands.add_parser("explain", help="what a finding id means, why it happens and how to fix it")
     parser.add_argument("id", nargs="?", help="a finding id, e.g. cudnn-shadowed")
-    parser.add_argument("--all", action="store_true", help="every finding id")
+    parser.add_argument("--all", action="store_true", help="list every finding id with its severity and title")
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from cudnn_doctor.checks import RULES
     from cudnn_doctor.cli.options import finding_ids
     from cudnn_doctor.errors import UsageError
 
     if args.all == bool(args.id):
         raise UsageError("give one finding id, or --all")
-    ids = sorted(RULES) if args.all else sorted(finding_ids([args.id]))
-    pages = [{"id": i, "severity": RULES[i].severity.value, "title": RULES[i].title, "why": RULES[i].doc,
-              "explained_by": list(RULES[i].explained_by)} for i in ids]
+    known = _rules()
+    if args.all:
+        ids = sorted(known)
+    elif args.id in known:
+        ids = [args.id]
+    else:
+        ids = sorted(finding_ids([args.id]))  # raises the one-line error, with a suggestion when one is close
+    entries = [_entry(i, known[i]) for i in ids]
     if args.format == "json":
-        json.dump(pages if args.all else pages[0], sys.stdout, indent=2)
+        json.dump(entries if args.all else entries[0], sys.stdout, indent=2)
         sys.stdout.write("\n")
-        return 0
-    for page in pages:
-        sys.stdout.write(f"{page['id']} ({page['severity']}): {page['title']}\n    {page['why']}\n")
-        if page["explained_by"]:
-            sys.stdout.write(f"    Usually explained by: {', '.join(page['explained_by'])}\n")
+    elif args.all:
+        sys.stdout.writelines(_header(e) + "\n" for e in entries)
+    else:
+        entry = entries[0]
+        sys.stdout.write(_header(entry) + "\n")
+        if entry["explained_by"]:
+            sys.stdout.write(f"Usually explained by: {', '.join(entry['explained_by'])}\n")
+        sys.stdout.write("\n" + entry["page"].rstrip("\n") + "\n")
     return 0
+
+
+class _Unregistered(NamedTuple):
+    """What explain shows for a finding id that has no rule in the registry (the internal error, until it gets one)."""
+
+    severity: Any
+    title: str
+    doc: str
+    explained_by: tuple[str, ...] = ()
+
+
+def _rules() -> dict[str, Any]:
+    """Every finding id → its rule."""
+    from cudnn_doctor.checks import INTERNAL_ERROR, RULES
+    from cudnn_doctor.findings import Severity
+
+    known: dict[str, Any] = dict(RULES)
+    if INTERNAL_ERROR not in known:
+        known[INTERNAL_ERROR] = _Unregistered(
+            Severity.WARNING, "A check or probe of cudnn-doctor failed", "A bug in cudnn-doctor; findings that depend on the failed part may be missing."
+        )
+    return known
+
+
+def _entry(finding_id: str, rule: Any) -> dict[str, Any]:
+    from cudnn_doctor.checks import pages
+
+    area = getattr(rule, "area", None)
+    try:
+        text = pages.page(finding_id)
+    except KeyError:  # tests/test_rule_pages.py keeps this from shipping; never a traceback for the user
+        text = rule.doc
+    return {
+        "id": finding_id,
+        "severity": rule.severity.value,
+        "area": _text(area),
+        "title": rule.title,
+        "page": text,
+        "related": pages.related(text),
+        "why": rule.doc,
+        "explained_by": list(rule.explained_by),
+    }
+
+
+def _text(value: Any) -> Optional[str]:
+    """An area as text, whether the rule holds a string or an enum."""
+    if value is None:
+        return None
+    return str(getattr(value, "value", value))
+
+
+def _header(entry: dict[str, Any]) -> str:
+    """`id (severity, area): title`, without the area when the rule has none."""
+    kind = ", ".join(part for part in (entry["severity"], entry["area"]) if part)
+    return f"{entry['id']} ({kind}): {entry['title']}"

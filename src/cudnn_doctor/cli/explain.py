@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, NamedTuple, Optional
+from typing import Any, Optional
 
 
 def configure_parser(commands: argparse._SubParsersAction) -> None:
@@ -44,32 +44,17 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-class _Unregistered(NamedTuple):
-    """What explain shows for a finding id that has no rule in the registry (the internal error, until it gets one)."""
-
-    severity: Any
-    title: str
-    doc: str
-    explained_by: tuple[str, ...] = ()
-
-
 def _rules() -> dict[str, Any]:
-    """Every finding id → its rule."""
-    from cudnn_doctor.checks import INTERNAL_ERROR, RULES
-    from cudnn_doctor.findings import Severity
+    """Every finding id → its rule (doctor-internal-error included: it is registered like the others)."""
+    from cudnn_doctor.checks import RULES
 
-    known: dict[str, Any] = dict(RULES)
-    if INTERNAL_ERROR not in known:
-        known[INTERNAL_ERROR] = _Unregistered(
-            Severity.WARNING, "A check or probe of cudnn-doctor failed", "A bug in cudnn-doctor; findings that depend on the failed part may be missing."
-        )
-    return known
+    return dict(RULES)
 
 
 def _entry(finding_id: str, rule: Any) -> dict[str, Any]:
     from cudnn_doctor.checks import pages
 
-    area = getattr(rule, "area", None)
+    area = rule.area
     try:
         text = pages.page(finding_id)
     except KeyError:  # tests/test_rule_pages.py keeps this from shipping; never a traceback for the user
@@ -94,6 +79,6 @@ def _text(value: Any) -> Optional[str]:
 
 
 def _header(entry: dict[str, Any]) -> str:
-    """`id (severity, area): title`, without the area when the rule has none."""
+    """`id (severity, area): title`."""
     kind = ", ".join(part for part in (entry["severity"], entry["area"]) if part)
     return f"{entry['id']} ({kind}): {entry['title']}"

@@ -124,3 +124,10 @@ def test_a_missing_cuda_runtime_is_said_once_with_its_symptoms():
     assert sorted(f.id for f in causes) == ["cudnn-missing", "framework-cuda-mismatch"], [(f.id, f.detail) for f in diagnosis.findings]
     symptoms = {f.id for f in diagnosis.findings if f.symptom_of is not None}
     assert {"cuda-libs-not-found", "dependency-missing"} <= symptoms
+
+
+def test_a_rule_can_name_what_it_explains_from_its_own_side():
+    rules = {"symptom": Rule("symptom", Severity.ERROR, "", Area.FRAMEWORKS, None),
+             "new-cause": Rule("new-cause", Severity.WARNING, "", Area.ENVIRONMENT, None, explains=("symptom",))}
+    linked = link_causes([_finding("new-cause", Severity.WARNING), _finding("symptom")], rules)
+    assert linked[1].symptom_of == 0 and "Explained by: new-cause" in linked[1].detail

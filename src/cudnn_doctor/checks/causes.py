@@ -9,13 +9,12 @@ the others under it, and the JSON links them with `symptom_of`.
 
 from __future__ import annotations
 
-from typing import Mapping
-
+from cudnn_doctor.checks.registry import Rule, explanations
 from cudnn_doctor.findings import Finding, Severity
 
 
-def link_causes(findings: list[Finding], rules: Mapping[str, object]) -> list[Finding]:
-    explained_by = {i: set(getattr(r, "explained_by", ())) for i, r in rules.items()}
+def link_causes(findings: list[Finding], rules: dict[str, Rule]) -> list[Finding]:
+    explained_by = explanations(rules)
     order = {i: n for n, i in enumerate(rules)}
     parent = list(range(len(findings)))
 

@@ -2,7 +2,8 @@
 
 A rule's page (`checks/pages/<id>.md`, printed by `explain`) is its documentation.
 `explained_by` lists the ids whose presence explains this one: when both are found, this
-finding is reported as a symptom under the one that explains it.
+finding is reported as a symptom under the one that explains it. `explains` says the same
+from the other side, so a new rule can name what it causes without editing those rules.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ class Rule(NamedTuple):
     check: Optional[Check]  # None for a finding the runner itself makes (doctor-internal-error)
     explained_by: tuple[str, ...] = ()
     why: str = ""  # for a rule without a check function, whose docstring would say it
+    explains: tuple[str, ...] = ()
 
     @property
     def doc(self) -> str:
@@ -32,6 +34,15 @@ class Rule(NamedTuple):
 RULES: dict[str, Rule] = {}
 
 
+def explanations(rules: dict[str, Rule]) -> dict[str, set[str]]:
+    """id → the ids that explain it, from both sides (`explained_by` and `explains`)."""
+    explained: dict[str, set[str]] = {i: set(r.explained_by) for i, r in rules.items()}
+    for rule_id, rule in rules.items():
+        for symptom in rule.explains:
+            explained.setdefault(symptom, set()).add(rule_id)
+    return explained
+
+
 def register(rule: Rule) -> Rule:
     if rule.id in RULES:
         raise ValueError(f"finding id {rule.id!r} registered twice")
@@ -39,11 +50,12 @@ def register(rule: Rule) -> Rule:
     return rule
 
 
-def rule(id: str, severity: Severity, title: str, area: Area, explained_by: Sequence[str] = ()) -> Callable[[Check], Check]:
+def rule(id: str, severity: Severity, title: str, area: Area, explained_by: Sequence[str] = (),
+         explains: Sequence[str] = ()) -> Callable[[Check], Check]:
     """Register a check under a stable finding id."""
 
     def add(check: Check) -> Check:
-        register(Rule(id, severity, title, area, check, tuple(explained_by)))
+        register(Rule(id, severity, title, area, check, tuple(explained_by), explains=tuple(explains)))
         return check
 
     return add

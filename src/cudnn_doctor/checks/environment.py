@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Iterator
+from typing import Iterator, Optional
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.checks._libraries import STALE_SESSION
@@ -104,3 +104,37 @@ def env_var_ineffective(facts: Facts) -> Iterator[Finding]:
         if suggestion:
             yield finding("env-var-ineffective", f"{name}={value} is set, but nothing reads {name}; it looks like a misspelling of {suggestion}.",
                           [f"Rename it: unset {name} and set {suggestion}={value}."], {"variable": name, "suggestion": suggestion})
+
+
+def _visible_indices(value: str) -> Optional[list[str]]:
+    """The entries CUDA takes from CUDA_VISIBLE_DEVICES: up to the first it cannot read; None when UUIDs are used."""
+    taken = []
+    for token in value.split(","):
+        token = token.strip()
+        if token.upper().startswith(("GPU-", "MIG-")):
+            return None  # UUIDs: which GPU they name is not in the facts
+        if not token.isdigit():
+            break
+        taken.append(token)
+    return taken
+
+
+@rule("cuda-visible-devices-hides-gpus", Severity.WARNING, "CUDA_VISIBLE_DEVICES hides every GPU", Area.ENVIRONMENT,
+      explains=("torch-cuda-unavailable",))
+def cuda_visible_devices_hides_gpus(facts: Facts) -> Iterator[Finding]:
+    """CUDA shows a process only the devices CUDA_VISIBLE_DEVICES lists; an empty value, -1, or indices past the last GPU hide them all."""
+    value = facts.environment.variables.get("CUDA_VISIBLE_DEVICES")
+    gpus = len(facts.driver.gpus)
+    if value is None or not gpus:
+        return
+    taken = _visible_indices(value)
+    if taken is None or any(int(index) < gpus for index in taken):
+        return
+    reason = "names no device CUDA can read" if not taken else f"names only {', '.join(taken)}, and the GPUs are numbered 0 to {gpus - 1}"
+    unset = "set CUDA_VISIBLE_DEVICES=" if facts.os == "windows" else "unset CUDA_VISIBLE_DEVICES"
+    yield finding("cuda-visible-devices-hides-gpus",
+                  f"CUDA_VISIBLE_DEVICES={value!r} {reason}: every CUDA program started from this environment sees no GPU.",
+                  [f"`{unset}` (or list the GPUs to use, e.g. CUDA_VISIBLE_DEVICES=0), then start the program again; "
+                   "look for where it is set: the shell profile, the IDE's run configuration, the job script or the container's environment."],
+                  {"variable": "CUDA_VISIBLE_DEVICES", "value": value, "gpus": gpus,
+                   "source": "https://docs.nvidia.com/deploy/topics/topic_5_2_1.html"})

@@ -106,6 +106,14 @@ def test_no_check_matches_a_pattern_against_framework_output():
         for node in ast.walk(ast.parse(source)):
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "re":
                 call_source = ast.get_source_segment(source, node) or ""
-                assert call_source in ("re.compile", "re.match", "re.search", "re.fullmatch", "re.IGNORECASE"), (name, call_source)
+                assert call_source in ("re.compile", "re.match", "re.search", "re.fullmatch") or node.attr.isupper(), (name, call_source)
         for literal in re.findall(r're\.compile\((r?"[^"]*")', source):
             assert not re.search(r"(?i)could not|failed|error|found|version", literal), (name, literal)
+
+
+def test_where_a_build_takes_cuda_from():
+    wheels = build("torch", {"torch": "2.5.1", "nvidia-cudnn-cu12": "9.1.0.70", "nvidia-cublas-cu12": "12.4.5.8"})
+    assert wheels.cuda_from == "nvidia-wheels" and wheels.cuda_wheels == ("nvidia-cublas-cu12", "nvidia-cudnn-cu12")
+    assert build("torch", {"torch": "2.5.1+cu124"}, os_name="windows").cuda_from == "bundled"
+    assert build("tensorflow", {"tensorflow": "2.16.1"}).cuda_from == "system"
+    assert build("tensorflow", {"tensorflow": "2.16.1", "nvidia-cudnn-cu12": "8.9.7.29", "nvidia-cuda-runtime-cu12": "12.3.101"}).cuda_from == "nvidia-wheels"

@@ -163,7 +163,8 @@ class FrameworkBuild(NamedTuple):
     cuda: Optional[Known] = None  # the CUDA version it was built with
     cudnn: Optional[Known] = None  # the cuDNN it needs ("8.1": that major, this release or newer; "9": the major only)
     cudnn_loaded: Optional[str] = None  # the cuDNN version the running framework reported
-    cuda_from: Optional[str] = None  # SYSTEM | BUNDLED: where its CUDA and cuDNN libraries come from
+    cuda_from: Optional[str] = None  # SYSTEM | BUNDLED | NVIDIA_WHEELS: where its CUDA and cuDNN libraries come from
+    cuda_wheels: tuple[str, ...] = ()  # the pip nvidia-* distributions installed beside it
     system_libraries: Optional[SystemLibraries] = None  # when cuda_from == SYSTEM: the names it asks the loader for
     cuda_available: Optional[bool] = None  # its own "can I use a GPU" answer (torch.cuda.is_available())
     sees_gpu: bool = False  # its live report lists a GPU device
@@ -195,8 +196,9 @@ class FrameworkBuild(NamedTuple):
         return bool(self.gpu_build) or self.sees_gpu
 
 
-SYSTEM = "system"  # found by the OS loader: toolkit, PATH / LD_LIBRARY_PATH
-BUNDLED = "bundled"  # shipped in its wheel or pulled in as pip nvidia-* wheels
+SYSTEM = "system"  # found by the OS loader's search: toolkit, PATH / LD_LIBRARY_PATH, ld.so.cache
+BUNDLED = "bundled"  # shipped inside the framework's own wheel
+NVIDIA_WHEELS = "nvidia-wheels"  # pip nvidia-* wheels, reached through the framework's RUNPATH or its own preloading
 
 
 class ProbeFailure(NamedTuple):

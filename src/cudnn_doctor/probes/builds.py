@@ -19,6 +19,7 @@ from cudnn_doctor.facts import (
     DIST_VERSION,
     KNOWLEDGE,
     LIVE,
+    NVIDIA_WHEELS,
     SYSTEM,
     CudnnMismatch,
     FrameworkBuild,
@@ -47,6 +48,7 @@ _TF_CUDNN = re.compile(r"Loaded runtime CuDNN library:\s*(\d+(?:\.\d+)*).*?sourc
 _PADDLE_CUDNN = re.compile(r"compiled with CUDNN (\d+(?:\.\d+)*), but CUDNN version in your machine is (\d+(?:\.\d+)*)")
 _JAX_CUDNN = re.compile(r"Found cuDNN version (\d+), but JAX was built against version (\d+)")
 _TORCH_CUDNN = re.compile(r"PyTorch was compiled\s+against \((\d+), (\d+), (\d+)\) but found runtime version \((\d+), (\d+), (\d+)\)")
+_NVIDIA_WHEEL = re.compile(r"^nvidia-(cu|cuda|cudnn|nccl|nvjitlink|nvtx|cufft|curand|cusolver|cusparse|npp|nvrtc)")  # canonical names
 _CUDNN_LOADED = re.compile(r"Loaded cuDNN version|cuDNN Version: \d|works well on \d+ GPU")
 
 
@@ -100,6 +102,7 @@ def _build(source: _Source) -> FrameworkBuild:
     gpu_build = fields.get("gpu_build")
     cuda, cudnn = fields.get("cuda"), fields.get("cudnn")
     system = knowledge.loads_system_cuda(source.name, source.python.packages)
+    wheels = tuple(sorted(d for d in source.python.packages if _NVIDIA_WHEEL.match(d)))
     warning = str(report.get("warning") or "").strip()
     return FrameworkBuild(
         name=source.name,
@@ -112,7 +115,8 @@ def _build(source: _Source) -> FrameworkBuild:
         cuda=cuda,
         cudnn=cudnn,
         cudnn_loaded=fields.get("cudnn_loaded"),
-        cuda_from=SYSTEM if system else BUNDLED,
+        cuda_from=SYSTEM if system else NVIDIA_WHEELS if wheels else BUNDLED,
+        cuda_wheels=wheels,
         system_libraries=_system_libraries(cuda, cudnn, source.os) if system and gpu_build is not False else None,
         cuda_available=report.get("cuda_available") if "cuda_available" in report else None,
         sees_gpu=_sees_gpu(report),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any, Iterable, Mapping, Optional, TextIO
 
-from cudnn_doctor.diagnose import Diagnosis
+from cudnn_doctor.diagnosis import Diagnosis
 from cudnn_doctor.facts import Facts
 from cudnn_doctor.findings import Finding, Severity
 from cudnn_doctor.reports.encoding import Fitter

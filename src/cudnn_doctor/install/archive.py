@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO, Optional
 
 from cudnn_doctor.errors import InputError
-from cudnn_doctor.versions import cudnn_header_version
+from cudnn_doctor.versions import cuda_major_of_dll_number, cudnn_header_version
 
 MAX_TOTAL_BYTES = 64 * 1024**3  # the largest cuDNN release is a few GB uncompressed
 MAX_RATIO = 200  # NVIDIA's libraries compress 2-10x; a bomb compresses hundreds to millions of times
@@ -348,7 +348,6 @@ def _cuda_from_libraries(archive: Archive, files: list[Member]) -> Optional[int]
         for block in iter(lambda: stream.read(8 << 20), b""):
             match = _CUBLAS_NAME.search(tail + block)
             if match:
-                digits = (match.group(1) or match.group(2)).decode()
-                return int(digits[:-1]) if int(digits) >= 20 else int(digits)
+                return cuda_major_of_dll_number(match.group(1).decode()) if match.group(1) else int(match.group(2))
             tail = block[-64:]
     return None

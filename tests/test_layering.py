@@ -90,6 +90,7 @@ ALLOWED: dict[str, set[str]] = {
         "interface",  # every file change goes through a System
         "facts",  # the toolkit facts of the target
         "loader",  # the loader's folder index says whether a folder is on the library path
+        "binaries",  # a library's machine is named as the headers name it, in one table
     },
     "diagnose": {"interface", "probes", "facts", "checks", "findings"},  # the library entry point runs the whole pipeline
     "cli": set(LAYER_OF.values()),  # parsing and dispatch: it wires everything

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator, Optional, Sequence
 
-from cudnn_doctor.binaries import BinaryInfo, read_binary
+from cudnn_doctor.binaries import BinaryInfo, machine_of_arch, read_binary
 from cudnn_doctor.errors import Busy, InputError
 from cudnn_doctor.system.fixture_format import load_fixture
 from cudnn_doctor.system.interface import CommandResult, Env, FileInfo, PythonInfo, System
@@ -203,8 +203,7 @@ class FixtureSystem(System):
         base = self._source_binary(entry) if "source" in entry else None
         if base is None and self._size(entry) == 0:
             return BinaryInfo(None, error="file too short (0 bytes)")
-        default_machine = {"windows": {"x86_64": "x64", "aarch64": "arm64"}, "linux": {}}[self.os].get(self.arch, self.arch)
-        fields: dict[str, Any] = base._asdict() if base else {"format": "pe" if self.paths.windows else "elf", "machine": default_machine}
+        fields: dict[str, Any] = base._asdict() if base else {"format": "pe" if self.paths.windows else "elf", "machine": machine_of_arch(self.os, self.arch)}
         for key, name in (("imports", "imports"), ("loads", "loads"), ("rpath", "runpath"), ("dt_rpath", "rpath")):
             if key in entry:
                 fields[name] = tuple(entry[key])

@@ -12,6 +12,7 @@ from cudnn_doctor.binaries import arch_of_machine, machine_of_arch, read_binary
 from cudnn_doctor.install.archive import binary_machine, library_problem
 from cudnn_doctor.loader.resolve import Resolver
 from cudnn_doctor.system.fixture import FixtureSystem
+from cudnn_doctor.system.recorder import RecordingSystem
 from cudnn_doctor.versions import cuda_major_of_dll_number
 
 from .conftest import LINUX_BASE, WINDOWS_BASE, machine
@@ -62,3 +63,21 @@ def test_the_loader_and_the_fixture_name_the_process_machine_alike(base, expecte
     system = FixtureSystem(machine(base, files={library: {"size": 4096}}))
     assert Resolver(system).machine == expected
     assert system.binary(library).machine == expected  # a fixture library without a machine is built for this one
+
+
+@pytest.mark.parametrize(
+    ("base", "argv", "key"),
+    [
+        (WINDOWS_BASE, ["C:\\Windows\\System32\\nvidia-smi.EXE", "-q"], "nvidia-smi -q"),
+        (WINDOWS_BASE, ["nvcc", "--version"], "nvcc --version"),
+        (LINUX_BASE, ["/usr/local/cuda/bin/nvcc", "--version"], "nvcc --version"),
+        (LINUX_BASE, ["/opt/tool.exe"], "tool.exe"),
+    ],
+)
+def test_a_command_has_one_key_for_the_recorder_and_the_replay(base, argv, key):
+    """What a snapshot records under a key is what the replay looks up under the same key."""
+    recorder = RecordingSystem(FixtureSystem(machine(base, commands={key: {"returncode": 0, "stdout": "out"}})))
+    assert recorder.run(argv).stdout == "out"
+    document = recorder.document("round trip")
+    assert list(document["commands"]) == [key]
+    assert FixtureSystem(document).run(argv).stdout == "out"

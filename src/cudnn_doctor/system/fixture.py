@@ -16,7 +16,7 @@ from typing import Any, BinaryIO, Iterator, Optional, Sequence
 
 from cudnn_doctor.binaries import BinaryInfo, machine_of_arch, read_binary
 from cudnn_doctor.errors import Busy, InputError
-from cudnn_doctor.system.fixture_format import load_fixture
+from cudnn_doctor.system.fixture_format import command_key, load_fixture
 from cudnn_doctor.system.interface import CommandResult, Env, FileInfo, PythonInfo, System
 
 _MAX_LINK_HOPS = 40
@@ -179,11 +179,7 @@ class FixtureSystem(System):
         return self._resolve(path)
 
     def run(self, argv: Sequence[str], timeout: float = 10.0) -> CommandResult:
-        program = self.paths.basename(argv[0])
-        if self.paths.windows and program.lower().endswith(".exe"):
-            program = program[:-4]
-        key = " ".join([program, *argv[1:]])
-        result = (self.document.get("commands") or {}).get(key)
+        result = (self.document.get("commands") or {}).get(command_key(self.paths, argv))
         if result is None:
             return CommandResult(None, not_found=True)
         if result.get("timeout"):

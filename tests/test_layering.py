@@ -1,46 +1,228 @@
-"""Data flows one way: system → probes → facts → checks → findings → reports. Imports must agree."""
+"""Data flows one way: system → probes → facts → checks → findings → reports. Imports must agree.
+
+Each module belongs to one layer; each layer lists the layers it may import (an allow-list, so a
+new edge is a decision written here, not an accident). The edges come from the resolved import
+graph (`tests/import_graph.py`): relative imports, `from cudnn_doctor import probes`, imports inside
+functions all count. Imports under `if TYPE_CHECKING:` count like any other: a layer may name a
+type only from a layer it may import at run time, so a type-only edge cannot hide a wrong design.
+"""
 
 from __future__ import annotations
 
-import ast
+import json
+import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
+from .import_graph import imports_of, lazy_exports, modules_of, package_graph
+
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "cudnn_doctor"
-FORBIDDEN = {
-    "checks": ("cudnn_doctor.system", "cudnn_doctor.probes", "cudnn_doctor.reports", "cudnn_doctor.cli", "cudnn_doctor.loader"),
-    "probes": ("cudnn_doctor.system.live", "cudnn_doctor.system.fixture", "cudnn_doctor.checks", "cudnn_doctor.reports", "cudnn_doctor.cli"),
-    "loader": ("cudnn_doctor.system.live", "cudnn_doctor.probes", "cudnn_doctor.checks", "cudnn_doctor.reports", "cudnn_doctor.cli"),
-    "knowledge": ("cudnn_doctor.system", "cudnn_doctor.probes", "cudnn_doctor.checks", "cudnn_doctor.reports", "cudnn_doctor.cli"),
-    "reports": ("cudnn_doctor.system", "cudnn_doctor.probes", "cudnn_doctor.cli"),
-    "system": ("cudnn_doctor.probes", "cudnn_doctor.checks", "cudnn_doctor.reports", "cudnn_doctor.cli"),
-    "install": ("cudnn_doctor.system.live", "cudnn_doctor.probes", "cudnn_doctor.checks", "cudnn_doctor.reports", "cudnn_doctor.cli"),
-    "binaries": ("cudnn_doctor.system", "cudnn_doctor.probes", "cudnn_doctor.checks", "cudnn_doctor.loader", "cudnn_doctor.reports", "cudnn_doctor.cli"),
+MODULES = modules_of(PACKAGE)
+EXPORTS = {name: lazy_exports(m.path.read_text(encoding="utf-8")) for name, m in MODULES.items() if m.is_package}
+
+# Module (or package, with all it holds) → layer. A module missing here fails `test_every_module_has_a_layer`.
+LAYER_OF = {
+    "cudnn_doctor": "package",  # the root: `__version__` and lazy re-exports only (each resolved to its module)
+    "cudnn_doctor.__main__": "cli",
+    "cudnn_doctor.errors": "errors",
+    "cudnn_doctor.paths": "paths",
+    "cudnn_doctor.versions": "versions",
+    "cudnn_doctor.privacy": "privacy",
+    "cudnn_doctor.binaries": "binaries",
+    "cudnn_doctor.system": "system",
+    "cudnn_doctor.system.interface": "interface",  # the System protocol and the values it returns, without any machine
+    "cudnn_doctor.loader": "loader",
+    "cudnn_doctor.facts": "facts",
+    "cudnn_doctor.knowledge": "knowledge",
+    "cudnn_doctor.probes": "probes",
+    "cudnn_doctor.checks": "checks",
+    "cudnn_doctor.findings": "findings",
+    "cudnn_doctor.diagnosis": "findings",  # the (facts, findings) pair the reports render
+    "cudnn_doctor.reports": "reports",
+    "cudnn_doctor.install": "install",
+    "cudnn_doctor.diagnose": "diagnose",
+    "cudnn_doctor.cli": "cli",
+}
+
+# Pure helpers that import nothing from the package: every layer may use them.
+LEAVES = {"errors", "paths", "versions"}
+
+# Layer → the other layers it may import (besides itself, the root package and LEAVES).
+ALLOWED: dict[str, set[str]] = {
+    "package": set(),  # imported by every module (it is every module's parent): it must import nothing
+    "errors": set(),
+    "paths": set(),
+    "versions": set(),
+    "privacy": set(),
+    "binaries": set(),  # bytes in, header facts out
+    "facts": set(),  # plain values; only `versions` (a leaf) to parse them
+    "knowledge": set(),  # data tables; `errors` to report a bad row
+    "findings": {"facts"},  # a Diagnosis pairs facts with the findings drawn from them
+    "interface": {"binaries"},  # System.read_binary returns a binaries.BinaryInfo
+    "system": {
+        "interface",  # the concrete systems implement it
+        "binaries",  # the live system parses headers of real files; the fixture and recorder store BinaryInfo
+        "privacy",  # the snapshot recorder keeps only the environment the diagnosis reads
+    },
+    "loader": {
+        "interface",  # it reads folders through a System, never a concrete one
+        "binaries",  # a library's imports come from its headers
+        "facts",
+        "knowledge",  # which names a CUDA/cuDNN library goes by
+    },
+    "probes": {"interface", "binaries", "loader", "knowledge", "facts"},  # probes/builds.py types each framework build once
+    # Checks are pure functions of facts and knowledge: never a system, a probe, the loader, binaries, a report or the CLI.
+    "checks": {"facts", "knowledge", "findings"},
+    "reports": {
+        "facts",
+        "findings",
+        "checks",  # rule metadata (titles, areas) lives with the rules; rules import no probe or system
+        "privacy",  # the JSON report keeps only the environment the diagnosis reads
+    },
+    "install": {
+        "interface",  # every file change goes through a System
+        "facts",  # the toolkit facts of the target
+        "loader",  # the loader's folder index says whether a folder is on the library path
+        "binaries",  # a library's machine is named as the headers name it, in one table
+    },
+    "diagnose": {"interface", "probes", "facts", "checks", "findings"},  # the library entry point runs the whole pipeline
+    "cli": set(LAYER_OF.values()),  # parsing and dispatch: it wires everything
 }
 
 
-def _imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
-        elif isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-    return names
+def layer_of(module: str) -> str:
+    """The layer of a module of the package: the longest key of LAYER_OF it falls under."""
+    if module in LAYER_OF:
+        return LAYER_OF[module]
+    parts = module.split(".")
+    for end in range(len(parts) - 1, 1, -1):  # stop before the root: it holds only itself
+        prefix = ".".join(parts[:end])
+        if prefix in LAYER_OF:
+            return LAYER_OF[prefix]
+    raise KeyError(f"{module} has no layer: add it to LAYER_OF in tests/test_layering.py")
 
 
-@pytest.mark.parametrize("layer", sorted(FORBIDDEN))
-def test_layer_imports(layer):
-    for path in (PACKAGE / layer).rglob("*.py"):
-        bad = {name for name in _imports(path) if name.startswith(FORBIDDEN[layer])}
-        assert not bad, f"{path.relative_to(PACKAGE)} imports {bad}"
-
-
-def test_only_live_system_touches_subprocess_and_the_registry():
-    for path in PACKAGE.rglob("*.py"):
-        if path.parent.name == "system" or path.parent.name == "cli":
+def bad_edges(module: str, imported: set[str]) -> list[str]:
+    """The imports of `module` that its layer may not make, as 'a → b (layer → layer)'."""
+    source = layer_of(module)
+    allowed = ALLOWED[source] | LEAVES | {source, "package"}
+    bad = []
+    for target in sorted(imported):
+        if target != "cudnn_doctor" and not target.startswith("cudnn_doctor."):
             continue
-        touched = _imports(path) & {"subprocess", "winreg", "ctypes", "pynvml"}
-        assert not touched, f"{path.relative_to(PACKAGE)} imports {touched}"
+        if target not in MODULES:
+            bad.append(f"{module} → {target} (no such module)")
+        elif layer_of(target) not in allowed:
+            bad.append(f"{module} → {target} ({source} → {layer_of(target)})")
+    return bad
+
+
+def edges_of(module: str, source: str) -> set[str]:
+    return imports_of(source, module, MODULES[module].is_package if module in MODULES else False, MODULES, EXPORTS)
+
+
+def test_every_module_has_a_layer():
+    for module in MODULES:
+        assert layer_of(module) in ALLOWED
+
+
+def test_the_leaves_and_the_root_import_nothing_from_the_package():
+    graph = package_graph(PACKAGE)
+    for module in MODULES:
+        if layer_of(module) in LEAVES | {"package"}:
+            assert not {t for t in graph[module] if t.startswith("cudnn_doctor")}, module
+
+
+def test_every_import_is_allowed():
+    graph = package_graph(PACKAGE)
+    bad = [edge for module in sorted(graph) for edge in bad_edges(module, graph[module])]
+    assert not bad, "imports against the layers:\n" + "\n".join(bad)
+
+
+def test_only_the_system_and_the_cli_touch_processes_and_the_registry():
+    for module, imported in package_graph(PACKAGE).items():
+        if layer_of(module) in ("system", "cli"):
+            continue
+        touched = {name.split(".")[0] for name in imported} & {"subprocess", "winreg", "ctypes", "pynvml"}
+        assert not touched, f"{module} imports {touched}"
+
+
+# The graph builder on small sources: each of these once slipped past a name-prefix test.
+
+CHECK = "cudnn_doctor.checks.driver"
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("from cudnn_doctor import probes", "cudnn_doctor.probes"),
+        ("from cudnn_doctor.probes import gpu", "cudnn_doctor.probes.gpu"),
+        ("from ..probes import gpu", "cudnn_doctor.probes.gpu"),
+        ("from .. import probes", "cudnn_doctor.probes"),
+        ("from ..system.live import LiveSystem", "cudnn_doctor.system.live"),
+        ("def f():\n    import cudnn_doctor.system.live\n", "cudnn_doctor.system.live"),
+        ("def f():\n    from ..loader import resolve\n", "cudnn_doctor.loader.resolve"),
+        ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from cudnn_doctor.probes import run_probes\n", "cudnn_doctor.probes"),
+        ("from cudnn_doctor import open_system", "cudnn_doctor.system"),  # a lazy re-export of the root package
+        ("import importlib\nimportlib.import_module('cudnn_doctor.reports.terminal')\n", "cudnn_doctor.reports.terminal"),
+    ],
+)
+def test_a_check_cannot_reach_a_forbidden_layer_by_any_spelling(source, expected):
+    imported = edges_of(CHECK, source)
+    assert expected in imported
+    assert any(f"→ {expected} " in edge for edge in bad_edges(CHECK, imported)), bad_edges(CHECK, imported)
+
+
+def test_relative_imports_resolve_from_a_package_and_from_a_module():
+    assert "cudnn_doctor.checks.registry" in edges_of("cudnn_doctor.checks", "from . import registry")
+    assert "cudnn_doctor.checks.registry" in edges_of(CHECK, "from . import registry")
+    assert "cudnn_doctor.facts" in edges_of(CHECK, "from ..facts import Facts")
+    assert bad_edges(CHECK, edges_of(CHECK, "from . import registry\nfrom ..facts import Facts\nfrom cudnn_doctor import knowledge")) == []
+
+
+def test_an_attribute_that_is_not_a_module_is_not_an_import_of_it():
+    assert edges_of(CHECK, "from cudnn_doctor.facts import Facts") == {"cudnn_doctor.facts"}
+
+
+def test_a_relative_import_above_the_package_is_an_error():
+    with pytest.raises(ValueError, match="above the top-level package"):
+        edges_of(CHECK, "from .... import x")
+
+
+def test_an_unknown_module_of_the_package_is_reported():
+    assert bad_edges(CHECK, {"cudnn_doctor.nowhere"}) == ["cudnn_doctor.checks.driver → cudnn_doctor.nowhere (no such module)"]
+
+
+REPORTS = sorted(name for name in MODULES if layer_of(name) == "reports")
+
+
+@pytest.mark.parametrize("module", REPORTS)
+def test_a_report_loads_no_probe_and_no_system(module):
+    """Rendering a diagnosis (a saved one, say) must not pay for, or depend on, the machinery that made it."""
+    code = f"import json, sys; import {module}; print(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=_env())
+    assert done.returncode == 0, done.stderr
+    loaded = json.loads(done.stdout)
+    assert module in loaded
+    assert [m for m in loaded if m == "cudnn_doctor.diagnose" or m.startswith(("cudnn_doctor.probes", "cudnn_doctor.system"))] == []
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE.parent), *filter(None, [env.get("PYTHONPATH")])])
+    return env
+
+
+def test_the_report_test_would_see_a_probe():
+    """The subprocess probe above is not vacuous: importing the library entry point does load the probes."""
+    code = textwrap.dedent("""
+        import json, sys
+        import cudnn_doctor.diagnose
+        print(json.dumps(sorted(sys.modules)))
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=_env())
+    assert "cudnn_doctor.probes" in json.loads(done.stdout)

@@ -11,7 +11,7 @@ __all__ = ["Diagnosis", "Finding", "Severity", "diagnose", "open_system"]
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "Diagnosis": "cudnn_doctor.diagnose",
+    "Diagnosis": "cudnn_doctor.diagnosis",
     "diagnose": "cudnn_doctor.diagnose",
     "Finding": "cudnn_doctor.findings",
     "Severity": "cudnn_doctor.findings",

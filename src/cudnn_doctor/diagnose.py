@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Collection, NamedTuple
+from typing import Collection
 
-from cudnn_doctor.facts import Facts
-from cudnn_doctor.findings import Finding, exit_code
+from cudnn_doctor.diagnosis import Diagnosis
 from cudnn_doctor.probes import run_probes
 from cudnn_doctor.system.interface import System
 
-
-class Diagnosis(NamedTuple):
-    facts: Facts
-    findings: list[Finding]
-
-    @property
-    def exit_code(self) -> int:
-        return exit_code(self.findings)
+__all__ = ["Diagnosis", "diagnose"]
 
 
 def diagnose(system: System, with_frameworks: bool = True, framework_timeout: float = 60.0, ignore: Collection[str] = ()) -> Diagnosis:

@@ -80,6 +80,16 @@ def parse_cudnn_version(value: Union[str, int, None]) -> Optional[Version]:
     return parse_version(text)
 
 
+def cuda_major_of_dll_number(number: str) -> Optional[int]:
+    """The CUDA major in the number of a Windows CUDA DLL's name: cublas64_12 → 12, cudart64_110 → 11,
+    cudart64_101 → 10, cublas64_80 → 8. A number of 20 or more is major and minor run together
+    (the last digit is the minor); below 20 it is the major alone. None when it is not a number."""
+    if not (number.isascii() and number.isdigit()):
+        return None
+    value = int(number)
+    return value // 10 if value >= 20 else value
+
+
 def major_minor(version: Version) -> str:
     """"12.4" for 12.4.1; used in messages and table keys."""
     release = version.release + (0,)

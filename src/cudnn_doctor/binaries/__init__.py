@@ -16,7 +16,7 @@ class BinaryInfo(NamedTuple):
     """What a library's headers say about it."""
 
     format: Optional[str]  # "pe" | "elf" | None when unreadable or not a binary
-    machine: Optional[str] = None  # x64, x86, arm64 (PE); x86_64, aarch64 (ELF)
+    machine: Optional[str] = None  # in the header's own spelling: PE_MACHINES or ELF_MACHINES
     imports: tuple[str, ...] = ()  # PE import table (+ delay imports) / ELF DT_NEEDED
     loads: tuple[str, ...] = ()  # names loaded at run time by name (string scan or fixture)
     soname: Optional[str] = None
@@ -26,6 +26,24 @@ class BinaryInfo(NamedTuple):
     error: Optional[str] = None
     loads_complete: bool = False  # True when `loads` is known to be the whole list (a fixture says so)
     string_ranges: tuple[tuple[int, int], ...] = ()  # (offset, size) of the sections holding string constants
+
+
+# A header's machine field, named as each platform names it (the fixture format records these names).
+PE_MACHINES = {0x8664: "x64", 0x14C: "x86", 0xAA64: "arm64", 0x1C4: "arm"}  # IMAGE_FILE_MACHINE_*
+ELF_MACHINES = {"EM_X86_64": "x86_64", "EM_AARCH64": "aarch64", "EM_386": "x86", "EM_ARM": "arm", "EM_PPC64": "ppc64le"}
+_ARCH_OF_PE_MACHINE = {"x64": "x86_64", "arm64": "aarch64"}  # the PE names that differ from the platform's arch
+
+
+def arch_of_machine(machine: str) -> str:
+    """The platform arch (as `System.arch` says it: x86_64, aarch64) a header's machine name runs on."""
+    return _ARCH_OF_PE_MACHINE.get(machine, machine)
+
+
+def machine_of_arch(os_name: str, arch: str) -> str:
+    """The machine name the headers of `os_name`'s libraries give the platform arch: x86_64 is x64 in a PE file."""
+    if os_name == "windows":
+        return next((pe for pe, same in _ARCH_OF_PE_MACHINE.items() if same == arch), arch)
+    return arch
 
 
 def read_binary(path: str, scan_loads: bool = True) -> BinaryInfo:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from cudnn_doctor.binaries import BinaryInfo
-
-ELF_MACHINES = {"EM_X86_64": "x86_64", "EM_AARCH64": "aarch64", "EM_386": "x86", "EM_ARM": "arm", "EM_PPC64": "ppc64le"}
+from cudnn_doctor.binaries import ELF_MACHINES, BinaryInfo
 
 
 def read_elf(path: str) -> BinaryInfo:

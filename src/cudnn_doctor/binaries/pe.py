@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from cudnn_doctor.binaries import BinaryInfo
-
-PE_MACHINES = {0x8664: "x64", 0x14C: "x86", 0xAA64: "arm64", 0x1C4: "arm"}
+from cudnn_doctor.binaries import PE_MACHINES, BinaryInfo
 
 
 def read_pe(path: str) -> BinaryInfo:

@@ -10,6 +10,7 @@ from cudnn_doctor import knowledge
 from cudnn_doctor.facts import Facts, FrameworkBuild, LoadStep
 from cudnn_doctor.findings import Area
 from cudnn_doctor.paths import PathRules
+from cudnn_doctor.versions import cuda_major_of_dll_number
 
 _CUDA_LIBRARY = re.compile(r"^(lib)?(cudart|cublas|cublasLt|cufft|curand|cusolver|cusparse|nvrtc|cupti|nvJitLink|nppc)", re.IGNORECASE)
 _CUDA_RUNTIME_MAJOR = re.compile(r"(?i)^(?:lib)?(?:cudart|cublas|cublasLt|nvrtc)(?:64_(\d+)(?:_\d+)?\.dll|\.so\.(\d+))")
@@ -72,9 +73,7 @@ def cuda_key_of_library(name: str) -> Optional[str]:
     match = _CUDA_RUNTIME_MAJOR.match(basename(name))
     if match is None:
         return None
-    digits = match.group(1) or match.group(2)
-    major = knowledge._cuda_major_of_dll_digits(digits) if match.group(1) else digits
-    return cuda_key(int(major)) if major else None
+    return cuda_key(cuda_major_of_dll_number(match.group(1)) if match.group(1) else int(match.group(2)))
 
 
 def build_key(build: FrameworkBuild) -> str:

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Optional
 
+from cudnn_doctor.binaries import ELF_MACHINES, PE_MACHINES, arch_of_machine
 from cudnn_doctor.errors import InputError
-from cudnn_doctor.versions import cudnn_header_version
+from cudnn_doctor.versions import cuda_major_of_dll_number, cudnn_header_version
 
 MAX_TOTAL_BYTES = 64 * 1024**3  # the largest cuDNN release is a few GB uncompressed
 MAX_RATIO = 200  # NVIDIA's libraries compress 2-10x; a bomb compresses hundreds to millions of times
@@ -257,13 +258,13 @@ def library_problem(name: str, head: bytes, os_name: str, arch: Optional[str]) -
     found = binary_machine(head)
     if found is None or found[0] != wanted:
         return f"it is not {'a PE (MZ)' if wanted == 'pe' else 'an ELF'} file"
-    if arch is not None and found[1] is not None and found[1] != arch:
-        return f"it is built for {found[1]}, this machine is {arch}"
+    if arch is not None and found[1] is not None and arch_of_machine(found[1]) != arch:
+        return f"it is built for {arch_of_machine(found[1])}, this machine is {arch}"
     return None
 
 
 def binary_machine(head: bytes) -> Optional[tuple[str, Optional[str]]]:
-    """(pe | elf, machine) from a library's first bytes (pefile / pyelftools), None when neither."""
+    """(pe | elf, machine as the header names it) from a library's first bytes (pefile / pyelftools), None when neither."""
     try:
         if head[:2] == b"MZ":
             offset = int.from_bytes(head[0x3C:0x40], "little") if len(head) >= 0x40 else -1
@@ -275,7 +276,7 @@ def binary_machine(head: bytes) -> Optional[tuple[str, Optional[str]]]:
                 machine = pefile.PE(data=head, fast_load=True).FILE_HEADER.Machine
             except pefile.PEFormatError:
                 return ("pe", None)
-            return ("pe", {0x8664: "x86_64", 0xAA64: "aarch64", 0x14C: "x86"}.get(machine, hex(machine)))
+            return ("pe", PE_MACHINES.get(machine, hex(machine)))
         if head[:4] == b"\x7fELF":
             from elftools.common.exceptions import ELFError
             from elftools.elf.elffile import ELFFile
@@ -284,7 +285,7 @@ def binary_machine(head: bytes) -> Optional[tuple[str, Optional[str]]]:
                 machine = ELFFile(io.BytesIO(head))["e_machine"]
             except (ELFError, ValueError, KeyError):
                 return ("elf", None)
-            return ("elf", {"EM_X86_64": "x86_64", "EM_AARCH64": "aarch64", "EM_386": "x86"}.get(machine, str(machine)))
+            return ("elf", ELF_MACHINES.get(machine, str(machine)))
     except Exception:  # a header too odd for the parsers: the format is known, the machine is not
         return ("pe" if head[:2] == b"MZ" else "elf", None)
     return None
@@ -335,7 +336,8 @@ def _arch(archive: Archive, real: list[Member]) -> Optional[str]:
     """The machine of the first library that is a real file, from its first 64 KB (never from a link member)."""
     candidate = next((m for m in real if _LIBRARY.search(m.name)), None)
     found = binary_machine(archive.read_head(candidate)) if candidate is not None else None
-    return found[1] if found and found[1] in ("x86_64", "aarch64", "x86") else None
+    arch = arch_of_machine(found[1]) if found and found[1] else None
+    return arch if arch in ("x86_64", "aarch64", "x86") else None
 
 
 def _cuda_from_libraries(archive: Archive, files: list[Member]) -> Optional[int]:
@@ -348,7 +350,6 @@ def _cuda_from_libraries(archive: Archive, files: list[Member]) -> Optional[int]
         for block in iter(lambda: stream.read(8 << 20), b""):
             match = _CUBLAS_NAME.search(tail + block)
             if match:
-                digits = (match.group(1) or match.group(2)).decode()
-                return int(digits[:-1]) if int(digits) >= 20 else int(digits)
+                return cuda_major_of_dll_number(match.group(1).decode()) if match.group(1) else int(match.group(2))
             tail = block[-64:]
     return None

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 from cudnn_doctor.errors import KnowledgeError
 from cudnn_doctor.versions import canonical_name as canonicalize_name
+from cudnn_doctor.versions import cuda_major_of_dll_number
 
 DATA = Path(__file__).with_name("data")
 
@@ -222,15 +223,6 @@ def library_provider(name: str) -> Optional[dict[str, str]]:
         match = re.match(row["pattern"], name)
         if match:
             groups = match.groupdict()
-            major = groups.get("major") or _cuda_major_of_dll_digits(groups.get("digits") or "")
+            major = groups.get("major") or str(cuda_major_of_dll_number(groups.get("digits") or "") or "")
             return {"provider": row["provider"].replace("{major}", major), "fix": row["fix"].replace("{major}", major), "source": row["source"]}
     return None
-
-
-def _cuda_major_of_dll_digits(digits: str) -> str:
-    """The CUDA major in a DLL name's number: cublas64_12 → 12, cudart64_110 → 11, cudart64_101 → 10, cublas64_80 → 8."""
-    if not digits:
-        return ""
-    if len(digits) >= 3:
-        return digits[:2]
-    return digits[0] if int(digits) >= 20 else digits

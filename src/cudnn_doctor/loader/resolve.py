@@ -14,7 +14,7 @@ from collections import deque
 from typing import NamedTuple, Optional, Sequence
 
 from cudnn_doctor import knowledge
-from cudnn_doctor.binaries import BinaryInfo
+from cudnn_doctor.binaries import BinaryInfo, machine_of_arch
 from cudnn_doctor.facts import EMPTY, NOT_A_BINARY, UNREADABLE, WRONG_ARCHITECTURE, Candidate, LoadStep, Resolution, Unusable
 from cudnn_doctor.loader import linux, windows
 from cudnn_doctor.loader.index import FolderIndex
@@ -22,7 +22,6 @@ from cudnn_doctor.system.interface import System
 
 # ld.so passes over these and keeps searching ("skipping incompatible", EACCES); anything else it takes and fails on.
 SKIPPED_BY_LD_SO = (WRONG_ARCHITECTURE, UNREADABLE)
-PROCESS_MACHINE = {("windows", "x86_64"): "x64", ("windows", "aarch64"): "arm64"}
 
 
 class _Request(NamedTuple):
@@ -41,7 +40,7 @@ class Resolver:
         self.system = system
         self.index = index or FolderIndex(system)
         self.windows = system.paths.windows
-        self.machine = PROCESS_MACHINE.get((system.os, system.arch), system.arch)
+        self.machine = machine_of_arch(system.os, system.arch)
         table = knowledge.table("libraries")
         self._os_provided = re.compile(table["os_provided"]["windows" if self.windows else "linux"])
         self._driver_provided = re.compile(table["driver_provided"]["pattern"])

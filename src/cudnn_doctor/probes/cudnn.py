@@ -15,7 +15,7 @@ from cudnn_doctor import knowledge
 from cudnn_doctor.facts import CudnnInstall, CudnnLibrary, PythonEnv, ToolkitFacts
 from cudnn_doctor.loader.index import FolderIndex
 from cudnn_doctor.system.interface import FileInfo, System
-from cudnn_doctor.versions import cudnn_header_version
+from cudnn_doctor.versions import cuda_major_of_dll_number, cudnn_header_version
 
 _WINDOWS_NAME = re.compile(r"^cudnn(?:_([a-z_]+?))?64_(\d+)\.dll$", re.IGNORECASE)
 _LINUX_NAME = re.compile(r"^libcudnn(?:_([a-z_]+))?\.so\.(\d+)((?:\.\d+)*)$")
@@ -214,8 +214,7 @@ def _cuda_major(system: System, folder: str, libraries: dict[str, CudnnLibrary],
         for name in (*(binary.imports if binary else ()), *(binary.loads if binary else ())):
             match = _CUBLAS.match(name)
             if match:
-                digits = match.group(1) or match.group(2)
-                major = int(digits[:-1]) if int(digits) >= 20 else int(digits)  # cublas64_80 / _100 name major.minor; _11, _12 the major
+                major = cuda_major_of_dll_number(match.group(1)) if match.group(1) else int(match.group(2))
                 return major, f"{system.paths.basename(library.path)} needs {name}"
     if load and load.get("cudart_version"):
         return int(load["cudart_version"]) // 1000, "cudnnGetCudartVersion()"

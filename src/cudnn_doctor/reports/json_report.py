@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, TextIO
 
-from cudnn_doctor.diagnose import Diagnosis
+from cudnn_doctor.diagnosis import Diagnosis
 from cudnn_doctor.facts import Facts
 from cudnn_doctor.privacy import kept_environment, kept_persistent
 

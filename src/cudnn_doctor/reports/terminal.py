@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Iterable, Optional, TextIO
 
-from cudnn_doctor.diagnose import Diagnosis
+from cudnn_doctor.diagnosis import Diagnosis
 from cudnn_doctor.facts import Facts, FrameworkBuild
 from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.reports.encoding import Fitter

@@ -14,9 +14,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator, Optional, Sequence
 
-from cudnn_doctor.binaries import BinaryInfo, read_binary
+from cudnn_doctor.binaries import BinaryInfo, machine_of_arch, read_binary
 from cudnn_doctor.errors import Busy, InputError
-from cudnn_doctor.system.fixture_format import load_fixture
+from cudnn_doctor.system.fixture_format import command_key, load_fixture
 from cudnn_doctor.system.interface import CommandResult, Env, FileInfo, PythonInfo, System
 
 _MAX_LINK_HOPS = 40
@@ -179,11 +179,7 @@ class FixtureSystem(System):
         return self._resolve(path)
 
     def run(self, argv: Sequence[str], timeout: float = 10.0) -> CommandResult:
-        program = self.paths.basename(argv[0])
-        if self.paths.windows and program.lower().endswith(".exe"):
-            program = program[:-4]
-        key = " ".join([program, *argv[1:]])
-        result = (self.document.get("commands") or {}).get(key)
+        result = (self.document.get("commands") or {}).get(command_key(self.paths, argv))
         if result is None:
             return CommandResult(None, not_found=True)
         if result.get("timeout"):
@@ -203,8 +199,7 @@ class FixtureSystem(System):
         base = self._source_binary(entry) if "source" in entry else None
         if base is None and self._size(entry) == 0:
             return BinaryInfo(None, error="file too short (0 bytes)")
-        default_machine = {"windows": {"x86_64": "x64", "aarch64": "arm64"}, "linux": {}}[self.os].get(self.arch, self.arch)
-        fields: dict[str, Any] = base._asdict() if base else {"format": "pe" if self.paths.windows else "elf", "machine": default_machine}
+        fields: dict[str, Any] = base._asdict() if base else {"format": "pe" if self.paths.windows else "elf", "machine": machine_of_arch(self.os, self.arch)}
         for key, name in (("imports", "imports"), ("loads", "loads"), ("rpath", "runpath"), ("dt_rpath", "rpath")):
             if key in entry:
                 fields[name] = tuple(entry[key])

@@ -11,12 +11,21 @@ from __future__ import annotations
 import difflib
 import json
 from pathlib import Path
-from typing import Any, Callable, Iterable, Union
+from typing import Any, Callable, Iterable, Sequence, Union
 
 from cudnn_doctor.errors import InputError
+from cudnn_doctor.paths import PathRules
 from cudnn_doctor.system.regular import NotRegularFile, read_regular
 
 SCHEMA_ID = "machine-fixture/1"
+
+
+def command_key(paths: PathRules, argv: Sequence[str]) -> str:
+    """How a fixture's `commands` table names a command: the program's base name (no `.exe` on Windows), then its arguments."""
+    program = paths.basename(argv[0])
+    if paths.windows and program.lower().endswith(".exe"):
+        program = program[:-4]
+    return " ".join([program, *argv[1:]])
 
 Spec = Union[type, tuple, dict, list, Callable[[Any, str], None]]
 

@@ -11,7 +11,7 @@ from typing import Any, BinaryIO, ContextManager, Optional, Sequence
 
 from cudnn_doctor.binaries import BinaryInfo
 from cudnn_doctor.privacy import kept_environment, kept_persistent
-from cudnn_doctor.system.fixture_format import SCHEMA_ID
+from cudnn_doctor.system.fixture_format import SCHEMA_ID, command_key
 from cudnn_doctor.system.interface import CommandResult, Env, FileInfo, PythonInfo, System
 
 
@@ -98,10 +98,7 @@ class RecordingSystem(System):
 
     def run(self, argv: Sequence[str], timeout: float = 10.0) -> CommandResult:
         result = self.inner.run(argv, timeout)
-        program = self.paths.basename(argv[0])
-        if self.paths.windows and program.lower().endswith(".exe"):
-            program = program[:-4]
-        key = " ".join([program, *argv[1:]])
+        key = command_key(self.paths, argv)
         if result.timed_out:
             self._commands[key] = {"timeout": True}
         elif not result.not_found:

@@ -1,8 +1,9 @@
-"""Shared test helpers: where the shared machine fixtures are, and a builder for small machines."""
+"""Shared test helpers: where the machine corpora are, and a builder for small machines."""
 
 from __future__ import annotations
 
 import copy
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,10 @@ from cudnn_doctor.system.fixture import FixtureSystem
 from cudnn_doctor.system.fixture_format import validate
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_FIXTURES = REPO.parent / "shared" / "fixtures"
+# The project's own machines: in every clone, used by the suite and the README's sample.
+GALLERY = REPO / "examples" / "machines"
+# The external yardstick, beside the repository; CUDNN_DOCTOR_SHARED_FIXTURES points elsewhere.
+SHARED_FIXTURES = Path(os.environ.get("CUDNN_DOCTOR_SHARED_FIXTURES") or REPO.parent / "shared" / "fixtures")
 
 WINDOWS_BASE: dict[str, Any] = {
     "schema": "machine-fixture/1",
@@ -64,10 +68,24 @@ def findings_of(document: dict[str, Any], finding_id: str) -> list:
     return [f for f in run_checks(run(document).facts) if f.id == finding_id]
 
 
-def shared_fixture_paths() -> list[Path]:
-    if not SHARED_FIXTURES.is_dir():
+def fixture_paths(folder: Path) -> list[Path]:
+    """Every machine fixture below `folder`, in a stable order; none when the folder is absent."""
+    if not folder.is_dir():
         return []
-    return sorted(p for p in SHARED_FIXTURES.rglob("*") if p.suffix in (".yaml", ".yml", ".json"))
+    return sorted(p for p in folder.rglob("*") if p.suffix in (".yaml", ".yml", ".json"))
+
+
+def shared_fixture_paths() -> list[Path]:
+    return fixture_paths(SHARED_FIXTURES)
+
+
+def gallery_paths() -> list[Path]:
+    return fixture_paths(GALLERY)
+
+
+def all_fixture_paths() -> list[Path]:
+    """The gallery, then the shared yardstick where it exists: for tests that need many real machines."""
+    return gallery_paths() + shared_fixture_paths()
 
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc on PATH on this machine")

@@ -14,7 +14,7 @@ import yaml
 
 from cudnn_doctor.cli import main
 
-from .conftest import LINUX_BASE, SHARED_FIXTURES, machine
+from .conftest import GALLERY, LINUX_BASE, REPO, SHARED_FIXTURES, machine
 
 
 def write(tmp_path, document, name="m.yaml"):
@@ -121,14 +121,32 @@ def test_live_check_shows_the_toolkit(capsys):
     assert "first on PATH" in toolkit_line
 
 
-def test_shared_fixture_through_the_cli(capsys):
-    path = SHARED_FIXTURES / "seed" / "seed-win-torch-cpu-wheel.yaml"
+@pytest.mark.parametrize(
+    ("path", "install"),
+    [
+        pytest.param(GALLERY / "win-torch-cpu-wheel-from-pypi.yaml", "torch==2.2.2 --index-url https://download.pytorch.org/whl/cu121", id="gallery"),
+        pytest.param(SHARED_FIXTURES / "seed" / "seed-win-torch-cpu-wheel.yaml", "torch==2.0.0 torchvision==0.15.1 --index-url https://download.pytorch.org/whl/cu118", id="shared"),
+    ],
+)
+def test_machine_fixture_through_the_cli(capsys, path, install):
     if not path.exists():
-        pytest.skip("shared fixtures not present")
+        pytest.skip(f"no {path}")
     code, out, _ = cli(["check", "--fixture", str(path), "--format", "json"], capsys)
     finding = next(f for f in json.loads(out)["findings"] if f["id"] == "torch-cpu-build")
     assert code == 1
-    assert any("--index-url https://download.pytorch.org/whl/cu118" in step and "torch==2.0.0 torchvision==0.15.1" in step for step in finding["fix"])
+    assert any(install in step for step in finding["fix"]), finding["fix"]
+
+
+def test_readme_sample_is_the_real_output(capsys, monkeypatch):
+    """The README's sample runs a gallery machine from any clone, and shows what the tool really prints."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = readme.split("```\n$ cudnn-doctor check --fixture ", 1)[1].split("```", 1)[0]
+    fixture, printed = block.split("\n", 1)
+    assert fixture.startswith("examples/machines/"), fixture
+    monkeypatch.chdir(REPO)
+    code, out, _ = cli(["check", "--fixture", fixture, "--no-color"], capsys)
+    assert code == 1
+    assert out == printed
 
 
 def test_explain_one_id_and_all(capsys):

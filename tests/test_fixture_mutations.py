@@ -1,6 +1,6 @@
 """Property: whatever a machine fixture holds, `check --fixture` ends with exit 0, 1 or 2 and never crashes.
 
-Each example starts from one of the shared machine fixtures, applies a few random mutations
+Each example starts from one of the machine fixtures (the gallery, and the shared ones where present), applies a few random mutations
 (keys dropped, replaced or retyped; odd strings with non-ASCII, separators and undecodable-byte
 escapes; negative and huge numbers; links to random places and in loops; random command output,
 NVML answers, interpreters and framework reports), writes the result as YAML or JSON and runs the
@@ -30,9 +30,9 @@ from hypothesis import strategies as st
 
 from cudnn_doctor.cli import main
 
-from .conftest import shared_fixture_paths
+from .conftest import all_fixture_paths
 
-FIXTURES = shared_fixture_paths()
+FIXTURES = all_fixture_paths()
 DOCUMENTS = [yaml.safe_load(path.read_text(encoding="utf-8")) for path in FIXTURES]
 EXAMPLES = int(os.environ.get("CUDNN_DOCTOR_MUTANTS", "150"))  # more for a longer hunt: CUDNN_DOCTOR_MUTANTS=5000
 PER_RUN_SECONDS = 10.0
@@ -561,7 +561,6 @@ def _run(args: list[str], encoding: str) -> tuple[int, str, str]:
     return code, out.buffer.getvalue().decode(encoding), err.getvalue()
 
 
-@pytest.mark.skipif(not DOCUMENTS, reason="no shared machine fixtures")
 def test_mutated_fixtures_never_crash_the_check(capsys):
     stats: Counter = Counter()
     folder = Path(tempfile.mkdtemp(prefix="cudnn-doctor-mutants-"))

@@ -1,4 +1,4 @@
-"""nvidia-smi tables of every era, from the shared fixtures and hand-written, parse the same way."""
+"""nvidia-smi tables of every era, from the machine fixtures and hand-written, parse the same way."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ import yaml
 
 from cudnn_doctor.probes import nvidia_smi
 
-from .conftest import shared_fixture_paths
+from .conftest import all_fixture_paths
 
 TABLES = []
-for path in shared_fixture_paths():
+for path in all_fixture_paths():
     document = yaml.safe_load(path.read_text(encoding="utf-8"))
     smi = (document.get("commands") or {}).get("nvidia-smi")
     if smi and document.get("nvml"):
-        TABLES.append(pytest.param(smi["stdout"], document["nvml"], id=path.stem))
+        TABLES.append(pytest.param(smi["stdout"], document["nvml"], id=f"{path.parent.name}/{path.stem}"))
 
 
 @pytest.mark.parametrize(("text", "nvml"), TABLES)

@@ -129,13 +129,20 @@ def _lines(diagnosis: Diagnosis, verbose: bool, marks: dict = MARKS) -> Iterable
         if symptoms.get(index):
             yield [("    The same cause also shows as:", "")]
             for symptom in symptoms[index]:
-                yield [("      - ", ""), (symptom.id, "bold"), (f" ({symptom.severity.value}): {symptom.detail}", "dim" if not verbose else "")]
+                detail = symptom.detail if verbose else _one_line(symptom.detail)
+                yield [("      - ", ""), (symptom.id, "bold"), (f" ({symptom.severity.value}): {detail}", "")]
         yield []
     causes = [_worst(f, symptoms.get(i, [])) for i, f in enumerate(findings) if f.symptom_of is None]
     errors = causes.count(Severity.ERROR)
     warnings = causes.count(Severity.WARNING)
     tail = f" ({len(findings) - len(causes)} more finding(s) shown as their symptoms)" if len(causes) < len(findings) else ""
     yield [(f"{errors} error(s), {warnings} warning(s){tail}. `--ignore ID` hides one; `explain ID` says more; `-v` shows every fact.", "")]
+
+
+def _one_line(text: str, width: int = 160) -> str:
+    """A symptom's first sentence, cut to one line: the cause above it carries the story (`-v` shows all)."""
+    first = text.split(". ", 1)[0].rstrip(".")
+    return first if len(first) <= width else first[: width - 1] + "…"
 
 
 def _worst(cause: Finding, symptoms: list[Finding]) -> Severity:

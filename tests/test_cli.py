@@ -124,7 +124,7 @@ def test_live_check_shows_the_toolkit(capsys):
 @pytest.mark.parametrize(
     ("path", "install"),
     [
-        pytest.param(GALLERY / "win-torch-cpu-wheel-from-pypi.yaml", "torch==2.2.2 --index-url https://download.pytorch.org/whl/cu121", id="gallery"),
+        pytest.param(GALLERY / "win-torch-cpu-wheel-from-pypi.yaml", "torch==2.2.2 torchvision==0.17.2 --index-url https://download.pytorch.org/whl/cu121", id="gallery"),
         pytest.param(SHARED_FIXTURES / "seed" / "seed-win-torch-cpu-wheel.yaml", "torch==2.0.0 torchvision==0.15.1 --index-url https://download.pytorch.org/whl/cu118", id="shared"),
     ],
 )

@@ -15,41 +15,18 @@ from .conftest import GALLERY, run
 CUDA = "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA"
 
 
-def _wrong(reason: str) -> pytest.MarkDecorator:
-    return pytest.mark.xfail(strict=True, reason=reason)
-
 
 CASES = [
-    ("win-torch-cpu-wheel-from-pypi", "torch-cpu-build", "pip install torch==2.2.2 --index-url https://download.pytorch.org/whl/cu121"),
-    pytest.param(
-        "win-torch-cpu-wheel-from-pypi",
-        "torch-cpu-build",
-        "torchvision",
-        id="torchvision-replaced-too",
-        marks=_wrong("PyPI's Windows torchvision 0.17.2 is CPU-only like its torch, but the fix reinstalls torchvision only when its version says +cpu"),
-    ),
+    ("win-torch-cpu-wheel-from-pypi", "torch-cpu-build", "pip install torch==2.2.2 torchvision==0.17.2 --index-url https://download.pytorch.org/whl/cu121"),
+    ("win-torch-cpu-wheel-from-pypi", "torch-cpu-build", "torchvision"),
     ("win-tf210-cudnn84-zlibwapi-missing", "dependency-missing", f"copy dll_x64\\zlibwapi.dll into {CUDA}\\v11.6\\bin"),
-    pytest.param(
-        "win-tf210-cudnn84-zlibwapi-missing",
-        "dependency-missing",
-        "!zlibwapi.dll into ,",
-        id="no-empty-folder-in-fix",
-        marks=_wrong("TensorFlow's own 'Could not locate zlibwapi.dll' line becomes a second finding whose fix copies into an empty folder name"),
-    ),
+    ("win-tf210-cudnn84-zlibwapi-missing", "dependency-missing", "!zlibwapi.dll into ,"),
     ("win-tf210-zlibwapi-32bit-dll", "library-wrong-architecture", f"{CUDA}\\v11.2\\bin\\zlibwapi.dll: wrong architecture (x86, the process is x64)"),
     ("win-cudnn81-only-cudnn64_8-copied", "cudnn-partial-install", "D:\\NVIDIA\\CUDA\\v11.2\\bin has cuDNN 8.1.1.33 but lacks cudnn_ops_infer64_8.dll"),
     ("win-cudnn89-archive-folder-copied-whole", "cudnn-nested-layout", f"{CUDA}\\v11.8\\cudnn-windows-x86_64-8.9.7.29_cuda11-archive"),
     ("win-tf210-cudnn-dll-zero-bytes", "library-zero-bytes", f"{CUDA}\\v11.2\\bin\\cudnn_cnn_infer64_8.dll"),
     ("win-tf215-native-windows-no-gpu", "tf-windows-gpu-unsupported", "tensorflow 2.15.0"),
-    pytest.param(
-        "win-tf215-native-windows-no-gpu",
-        "tf-windows-gpu-unsupported",
-        '!.venv\\Scripts\\python.exe" -m pip install "tensorflow<2.11"',
-        id="tf210-not-into-py311",
-        marks=_wrong(
-            "the fix says to create a Python 3.10 environment, then installs TensorFlow 2.10 into the current Python 3.11 venv, which has no wheel for it"
-        ),
-    ),
+    ("win-tf215-native-windows-no-gpu", "tf-windows-gpu-unsupported", '!.venv\\Scripts\\python.exe" -m pip install "tensorflow<2.11"'),
     ("win-tf27-stale-vscode-terminal", "env-stale-session", f"{CUDA}\\v11.2\\bin"),
     ("win-tf27-stale-vscode-terminal", "cudnn-missing", f"A copy exists at {CUDA}\\v11.2\\bin\\cudnn64_8.dll"),
     ("linux-driver470-torch231-cu121", "driver-too-old", "needs driver >= 525"),

@@ -31,8 +31,8 @@ def torch_install_lines(facts: Facts, build: FrameworkBuild) -> list[str]:
     cuda = max(usable)
     python = facts.python(exe)
     packages = python.packages if python else {}
-    companions = [f"{name}=={text.split('+')[0]}" for name, text in sorted(packages.items())
-                  if name in ("torchvision", "torchaudio") and "+" in text]
+    # torchvision and torchaudio are built against one torch: a CPU torch came with CPU companions, from any index
+    companions = [f"{name}=={text.split('+')[0]}" for name, text in sorted(packages.items()) if name in ("torchvision", "torchaudio")]
     wanted = " ".join([f"torch=={(build.version or '').split('+')[0]}", *companions])
     return [f'"{exe}" -m pip uninstall -y torch {" ".join(c.split("==")[0] for c in companions)}'.rstrip(),
             f'"{exe}" -m pip install {wanted} --index-url {knowledge.torch_index_url(cuda)}']
@@ -88,14 +88,16 @@ def tf_windows_gpu_unsupported(facts: Facts) -> Iterator[Finding]:
         row = knowledge.tensorflow_build(Version("2.10"), "windows")
         exe = build.executable
         python = facts.python(exe)
-        python_note = ""
+        gpu_stack = f"plus CUDA {row['cuda'] if row else '11.2'} and cuDNN {row['cudnn'] if row else '8.1'} on PATH."
         if row and python and python.parsed_version and python.parsed_version not in knowledge.python_range(row["python"]):
-            python_note = f" (TensorFlow 2.10 needs Python {row['python']}; create such an environment first: `conda create -n tf210 python=3.10`)"
+            newest = newest_minor(knowledge.python_range(row["python"]))
+            native = (f"Or stay on native Windows with TensorFlow 2.10, which needs Python {row['python']} ({exe} is Python {python.version}): "
+                      f"`conda create -n tf210 python={newest}`, then `conda run -n tf210 python -m pip install \"tensorflow<2.11\"`, {gpu_stack}")
+        else:
+            native = f"Or stay on native Windows with TensorFlow 2.10: `\"{exe}\" -m pip install \"tensorflow<2.11\"`, {gpu_stack}"
         yield finding("tf-windows-gpu-unsupported",
                       f"tensorflow {build.version} in {exe} runs on native Windows, where TensorFlow after {last} has no GPU build.",
-                      ["Use WSL2: `wsl --install`, then inside Ubuntu `pip install \"tensorflow[and-cuda]\"` (the Windows NVIDIA driver serves WSL2).",
-                       f"Or stay on native Windows with TensorFlow 2.10{python_note}: `\"{exe}\" -m pip install \"tensorflow<2.11\"`, "
-                       f"plus CUDA {row['cuda'] if row else '11.2'} and cuDNN {row['cudnn'] if row else '8.1'} on PATH."],
+                      ["Use WSL2: `wsl --install`, then inside Ubuntu `pip install \"tensorflow[and-cuda]\"` (the Windows NVIDIA driver serves WSL2).", native],
                       {"tensorflow": build.version, "source": source})
 
 

@@ -96,6 +96,7 @@ def _skip_missing(facts: Facts, requester: str, name: str) -> bool:
 def dependency_missing(facts: Facts) -> Iterator[Finding]:
     """A dependency missing anywhere in the tree fails the load of everything above it, often with a message that names the wrong file."""
     rules = PathRules(facts.os)
+    emulated: set[tuple[str, str, str]] = set()  # (executable, framework, name) the emulation already reports
     for resolution, build in resolutions_with_builds(facts):
         if build.cudnn_works:
             continue  # the framework's own report outranks the emulation
@@ -108,14 +109,15 @@ def dependency_missing(facts: Facts) -> Iterator[Finding]:
             if step.optional:
                 optional.add(step.name)
         for name, requesters in missing.items():
+            emulated.add((build.executable, build.name, rules.name_key(name)))
             yield _missing(facts, build, name, requesters, name in optional, rules)
-    yield from _logged_missing(facts)
+    yield from _logged_missing(facts, emulated)
 
 
 def _missing(facts: Facts, build: FrameworkBuild, name: str, requesters: list[str], optional: bool, rules: PathRules) -> Finding:
     who = ", ".join(sorted({rules.basename(r) for r in requesters}))
     provider = knowledge.library_provider(name)
-    folder = rules.dirname(requesters[0])
+    folder = rules.dirname(requesters[0]) or "the folder of the library that needs it"
     detail = f"{who} (loaded by {build.name} in {build.executable}) needs {name}, which the loader finds nowhere."
     if optional:
         detail += " The library treats this load as optional: only some algorithms fail."
@@ -143,13 +145,15 @@ def _dependency_causes(facts: Facts, build: FrameworkBuild, name: str, requester
     return causes
 
 
-def _logged_missing(facts: Facts) -> Iterator[Finding]:
-    """What frameworks' own messages name as missing dependencies (not their own root loads)."""
+def _logged_missing(facts: Facts, emulated: set[tuple[str, str, str]]) -> Iterator[Finding]:
+    """What frameworks' own messages name as missing dependencies (not their own root loads), unless the emulation said it."""
     rules = PathRules(facts.os)
     for build in facts.builds:
         for failure in build.load_failures:
             if failure.direct:
                 continue  # a library the framework itself asks for: cuda-libs-not-found / cudnn-missing say it
+            if (build.executable, build.name, rules.name_key(basename(failure.library))) in emulated:
+                continue  # the emulation found the same gap, with the folder that asks for it
             yield _missing(facts, build, basename(failure.library), [failure.needed_by or build.name], False, rules)
 
 

@@ -25,7 +25,8 @@ from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.paths import PathRules
 
 
-@rule("cudnn-missing", Severity.ERROR, "The framework finds no cuDNN library", Area.CUDNN, explained_by=("env-stale-session",))
+@rule("cudnn-missing", Severity.ERROR, "The framework finds no cuDNN library", Area.CUDNN,
+      explained_by=("env-stale-session", "cudnn-nested-layout"))
 def cudnn_missing(facts: Facts) -> Iterator[Finding]:
     """TensorFlow, PaddlePaddle and ONNX Runtime load cuDNN by name from the system; without it every convolution runs on the CPU or fails."""
     for build in system_builds(facts):

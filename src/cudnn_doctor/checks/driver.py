@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from typing import Iterator, Optional
 
 from packaging.version import Version
 
@@ -89,10 +89,19 @@ def driver_too_old(facts: Facts) -> Iterator[Finding]:
     target = f"an NVIDIA driver >= {wanted}" if wanted else "a current NVIDIA driver"
     fix = [f"Install {target} ({where}), then reboot and check `nvidia-smi`."]
     if driver.cuda:
-        fix.append(f"Or install builds made for CUDA {driver.cuda} or older, which this driver runs.")
+        fix.append(f"Or install builds made for {_runnable(driver.cuda_version, installed, os_name)}, which this driver runs.")
     yield finding("driver-too-old", " ".join(lines), fix,
                   {"driver": driver.version, "driver_cuda": driver.cuda, "needs": [{"by": w, "cuda": str(c), "driver": str(n.driver), "source": n.source} for w, c, n in unmet]},
                   causes=(DRIVER,))
+
+
+def _runnable(driver_cuda: Version, installed: Optional[Version], os_name: str) -> str:
+    """What this driver runs: every CUDA X.y of its major when it meets that major's minor-version floor, else up to its own version."""
+    major = driver_cuda.release[0]
+    floor = knowledge.driver_requirement(Version(f"{major}.0"), os_name)
+    if installed is not None and floor is not None and floor.rule == "minor-version compatibility" and installed >= floor.driver:
+        return f"CUDA {major}.x (any minor: minor-version compatibility) or older"
+    return f"CUDA {major_minor(driver_cuda)} or older"
 
 
 def _supported_by_arch_list(cc: Version, arch_list: list[str]) -> bool:

@@ -54,12 +54,12 @@ def builds(facts: Facts, name: Optional[str] = None) -> Iterator[Build]:
 def builds_of(python: PythonEnv) -> Iterator[Build]:
     """Every framework installed in one interpreter (by its distributions or its report)."""
     for framework in knowledge.frameworks():
-        dists = [canonicalize_name(d) for d in framework["distributions"]]
+        dists = [canonicalize_name(d) for d in framework.distributions]
         package = next((python.packages[d] for d in dists if d in python.packages), None)
-        report = python.frameworks.get(framework["name"])
+        report = python.frameworks.get(framework.name)
         if package is None and report is None:
             continue
-        yield Build(framework["name"], python, report or {}, package)
+        yield Build(framework.name, python, report or {}, package)
 
 
 def is_gpu_build(build: Build, os_name: str) -> Optional[bool]:
@@ -114,7 +114,7 @@ def build_cuda(build: Build, os_name: str) -> Optional[Version]:
         if info.get("cuda_version"):
             return parse_cuda_version(info["cuda_version"])
         row = knowledge.tensorflow_build(version, os_name) if version else None
-        return Version(row["cuda"]) if row else None
+        return Version(row.cuda) if row else None
     if build.name == "paddle":
         if report.get("cuda"):
             return parse_cuda_version(report["cuda"])
@@ -122,7 +122,7 @@ def build_cuda(build: Build, os_name: str) -> Optional[Version]:
         return Version(f"{tag.group(1)}.{tag.group(2)}") if tag else None
     if build.name == "onnxruntime":
         row = knowledge.onnxruntime_build(version) if version else None
-        return Version(row["cuda"]) if row else None
+        return Version(row.cuda) if row else None
     return None
 
 
@@ -134,14 +134,14 @@ def build_cudnn_major(build: Build, os_name: str) -> Optional[int]:
         found = parse_cudnn_version(info.get("cudnn_version")) if info.get("cudnn_version") else None
         if found is None and version is not None:
             row = knowledge.tensorflow_build(version, os_name)
-            found = Version(row["cudnn"]) if row else None
+            found = Version(row.cudnn) if row else None
         return found.release[0] if found else None
     if build.name == "paddle":
         found = parse_cudnn_version(report.get("cudnn_version"))
         return found.release[0] if found else None
     if build.name == "onnxruntime":
         row = knowledge.onnxruntime_build(version) if version else None
-        return int(row["cudnn"]) if row else None
+        return int(row.cudnn) if row else None
     return None
 
 

@@ -60,13 +60,13 @@ def wanted_cudnn(build: Build, os_name: str) -> Optional[Wanted]:
     if build.name == "tensorflow" and version is not None:
         row = knowledge.tensorflow_build(version, os_name)
         if row:
-            tested = Version(row["cudnn"])
-            return Wanted(tested.release[0], tested, row["source"])
+            tested = Version(row.cudnn)
+            return Wanted(tested.release[0], tested, row.source)
     if build.name == "paddle":
         tag = re.search(r"\.(post\d+)$", build.python.packages.get("paddlepaddle-gpu", ""))
         row = knowledge.paddle_build(tag.group(1), os_name) if tag else None
         if row:
-            return Wanted(Version(row["cudnn"]).release[0], Version(row["cudnn"]), row["source"])
+            return Wanted(Version(row.cudnn).release[0], Version(row.cudnn), row.source)
         reported = parse_cudnn_version(build.report.get("cudnn_version"))
         if reported:
             return Wanted(reported.release[0], reported, "paddle.version.cudnn()")

@@ -159,8 +159,8 @@ def gpu_arch_unsupported(facts: Facts) -> Iterator[Finding]:
 def _torch_arch_fix(facts: Facts, executable: str) -> list[str]:
     newest = None
     driver_cuda = facts.driver.cuda_version
-    for row in knowledge.table("torch")["releases"]:
-        usable = [Version(c) for c in row["cuda"] if driver_cuda is None or Version(c) <= driver_cuda]
+    for row in knowledge.table("torch").releases:
+        usable = [Version(c) for c in row.cuda if driver_cuda is None or Version(c) <= driver_cuda]
         if usable:
             newest = (row, max(usable))
             break
@@ -168,7 +168,7 @@ def _torch_arch_fix(facts: Facts, executable: str) -> list[str]:
         return ["Install a PyTorch build whose CUDA version supports this GPU (see https://pytorch.org/get-started/locally/)."]
     row, cuda = newest
     return [f'"{executable}" -m pip uninstall -y torch',
-            f'"{executable}" -m pip install "torch=={row["version"]}.*" --index-url {knowledge.torch_index_url(cuda)}']
+            f'"{executable}" -m pip install "torch=={row.version}.*" --index-url {knowledge.torch_index_url(cuda)}']
 
 
 @rule("wsl-linux-driver-installed", Severity.ERROR, "A Linux NVIDIA driver is installed inside WSL2")

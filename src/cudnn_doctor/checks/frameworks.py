@@ -23,10 +23,10 @@ def torch_install_lines(facts: Facts, build: Build) -> list[str]:
     driver_cuda = facts.driver.cuda_version
     if row is None:
         return [f'"{exe}" -m pip uninstall -y torch', f'"{exe}" -m pip install torch --index-url {knowledge.torch_index_url(Version("12.6"))}  (pick the CUDA variant your driver supports on https://pytorch.org/get-started/locally/)']
-    usable = [Version(c) for c in row["cuda"] if driver_cuda is None or Version(c) <= driver_cuda]
+    usable = [Version(c) for c in row.cuda if driver_cuda is None or Version(c) <= driver_cuda]
     if not usable:
-        oldest = min(Version(c) for c in row["cuda"])
-        return [f"torch {row['version']} has no build for CUDA {facts.driver.cuda} or older; update the NVIDIA driver to one that supports CUDA {major_minor(oldest)}, then:",
+        oldest = min(Version(c) for c in row.cuda)
+        return [f"torch {row.version} has no build for CUDA {facts.driver.cuda} or older; update the NVIDIA driver to one that supports CUDA {major_minor(oldest)}, then:",
                 f'"{exe}" -m pip install --force-reinstall "torch=={version}" --index-url {knowledge.torch_index_url(oldest)}']
     cuda = max(usable)
     companions = [f"{name}=={text.split('+')[0]}" for name, text in sorted(build.python.packages.items())
@@ -82,13 +82,13 @@ def tf_windows_gpu_unsupported(facts: Facts) -> Iterator[Finding]:
         row = knowledge.tensorflow_build(Version("2.10"), "windows")
         exe = build.python.executable
         python_note = ""
-        if row and build.python.parsed_version and build.python.parsed_version not in knowledge.python_range(row["python"]):
-            python_note = f" (TensorFlow 2.10 needs Python {row['python']}; create such an environment first: `conda create -n tf210 python=3.10`)"
+        if row and build.python.parsed_version and build.python.parsed_version not in row.python:
+            python_note = f" (TensorFlow 2.10 needs Python {row.python}; create such an environment first: `conda create -n tf210 python={row.python.newest_minor()}`)"
         yield finding("tf-windows-gpu-unsupported",
                       f"tensorflow {build.version_text} in {exe} runs on native Windows, where TensorFlow after {last} has no GPU build.",
                       ["Use WSL2: `wsl --install`, then inside Ubuntu `pip install \"tensorflow[and-cuda]\"` (the Windows NVIDIA driver serves WSL2).",
                        f"Or stay on native Windows with TensorFlow 2.10{python_note}: `\"{exe}\" -m pip install \"tensorflow<2.11\"`, "
-                       f"plus CUDA {row['cuda'] if row else '11.2'} and cuDNN {row['cudnn'] if row else '8.1'} on PATH."],
+                       f"plus CUDA {row.cuda if row else '11.2'} and cuDNN {row.cudnn if row else '8.1'} on PATH."],
                       {"tensorflow": build.version_text, "source": source})
 
 
@@ -168,13 +168,12 @@ def python_unsupported(facts: Facts) -> Iterator[Finding]:
             row = knowledge.tensorflow_build(version, facts.os) or knowledge.tensorflow_build(version, "linux")
         if row is None:
             continue
-        allowed = knowledge.python_range(row["python"])
-        if python_version in allowed:
+        if python_version in row.python:
             continue
         yield finding("python-unsupported",
-                      f"{build.name} {build.version_text} supports Python {row['python']}, but {build.python.executable} is Python {build.python.version}.",
-                      [f"Create an environment with a supported Python, e.g. `conda create -n {build.name}-env python={row['python'].split('-')[-1]}`, and install {build.name} there."],
-                      {"framework": build.name, "python": build.python.version, "supported": row["python"], "source": row["source"]})
+                      f"{build.name} {build.version_text} supports Python {row.python}, but {build.python.executable} is Python {build.python.version}.",
+                      [f"Create an environment with a supported Python, e.g. `conda create -n {build.name}-env python={row.python.newest_minor()}`, and install {build.name} there."],
+                      {"framework": build.name, "python": build.python.version, "supported": str(row.python), "source": row.source})
 
 
 def _gpu_frameworks(python: PythonEnv, facts: Facts) -> dict[str, Build]:

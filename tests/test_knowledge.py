@@ -141,6 +141,10 @@ def test_framework_tables():
     assert knowledge.torch_index_url(Version("11.8")) == "https://download.pytorch.org/whl/cu118"
     assert knowledge.gpu_compute_capability("NVIDIA GeForce RTX 3060") == "8.6"
     assert knowledge.onnxruntime_build(Version("1.16.3")).cuda == "11.8"
+    assert knowledge.onnxruntime_build(Version("1.18.1")).cudnn == "8"  # the PyPI default before 1.19
+    assert Version("3.12.1") in knowledge.torch_release(Version("2.2.0")).python  # cp312 wheels on the index
+    assert Version("3.13.0") in knowledge.torch_release(Version("2.5.1")).python
+    assert "10.2" in knowledge.torch_release(Version("1.12.1")).cuda  # on the previous-versions page, not in RELEASE.md
     assert knowledge.onnxruntime_build(Version("1.20.0")).cuda == "12"
     assert [knowledge.zlibwapi_required(Version(v)) for v in ("8.2.4", "8.3.0", "8.9.7.29", "9.0.0")] == [False, True, True, False]
     assert knowledge.library_provider("cublas64_11.dll").provider.startswith("the CUDA 11 toolkit")

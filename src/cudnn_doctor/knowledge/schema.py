@@ -13,7 +13,7 @@ import re
 from typing import Any, Callable, Hashable, NamedTuple, Optional
 
 from packaging.specifiers import InvalidSpecifier
-from packaging.version import InvalidVersion, Version
+from packaging.version import VERSION_PATTERN, Version
 
 from cudnn_doctor.errors import KnowledgeError
 from cudnn_doctor.knowledge import records as r
@@ -44,13 +44,12 @@ def _text(value: Any) -> str:
     raise _Bad("expected a non-empty string")
 
 
+_VERSION = re.compile(VERSION_PATTERN, re.VERBOSE | re.IGNORECASE)  # what Version() accepts, without building one
+
+
 def _version(value: Any) -> str:
-    if isinstance(value, str):
-        try:
-            Version(value)
-            return value
-        except InvalidVersion:
-            pass
+    if isinstance(value, str) and _VERSION.fullmatch(value.strip()):
+        return value
     raise _Bad('expected a version in quotes, such as "11.8"')
 
 
@@ -141,26 +140,25 @@ class Section(NamedTuple):
     key: Optional[Callable[[Any], Hashable]]  # None: a single row, not a list
     label: tuple[str, ...] = ()  # the fields that name a row in messages
 
-    def convert(self, raw: Any, where: str) -> Any:
-        """The record for one raw row, or a KnowledgeError naming `where`."""
+    def convert(self, raw: Any) -> Any:
+        """The record for one raw row; `_Bad` says what is wrong with it (the caller says where)."""
         if not isinstance(raw, dict):
-            raise KnowledgeError(f"{where}: expected a mapping of keys to values, got {_shown(raw)}")
-        unknown = [k for k in raw if k not in self.fields]
-        if unknown:
-            close = _close(str(unknown[0]), list(self.fields), n=1)
-            raise KnowledgeError(f"{where}: unknown key {unknown[0]!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-        defaults = self.record._field_defaults
-        missing = [k for k in self.fields if k not in raw and k not in defaults]
-        if missing:
-            raise KnowledgeError(f"{where}: missing key {missing[0]!r}")
+            raise _Bad(f"expected a mapping of keys to values, got {_shown(raw)}")
+        fields = self.fields
+        for key in raw:
+            if key not in fields:
+                close = _close(str(key), list(fields), n=1)
+                raise _Bad(f"unknown key {key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
         values = {}
-        for name, convert in self.fields.items():
+        for name, convert in fields.items():
             if name not in raw:
+                if name not in self.record._field_defaults:
+                    raise _Bad(f"missing key {name!r}")
                 continue
             try:
                 values[name] = convert(raw[name])
             except _Bad as bad:
-                raise KnowledgeError(f"{where}: {name!r}: {bad}, got {_shown(raw[name])}") from None
+                raise _Bad(f"{name!r}: {bad}, got {_shown(raw[name])}") from None
         return self.record(**values)
 
     def name_of(self, raw: Any) -> str:
@@ -311,16 +309,21 @@ def _section(section: Section, name: str, raw: Any, where: str) -> Any:
     """The record (single row) or tuple of records (list) of one section; duplicate keys are an error.
     `name` is how messages call the section: "releases", or "torch.releases" in a user's file."""
     if section.key is None:
-        return section.convert(raw, f"{where}: {name}")
+        try:
+            return section.convert(raw)
+        except _Bad as bad:
+            raise KnowledgeError(f"{where}: {name}: {bad}") from None
     if not isinstance(raw, list):
         raise KnowledgeError(f"{where}: {name}: expected a list of rows, got {_shown(raw)}")
     rows, seen = [], {}
     for index, item in enumerate(raw):
-        place = f"{where}: {name}[{index}]{section.name_of(item)}"
-        row = section.convert(item, place)
-        key = section.key(row)
-        if key in seen:
-            raise KnowledgeError(f"{place}: same key as {name}[{seen[key]}]; keep one of them")
+        try:
+            row = section.convert(item)
+            key = section.key(row)
+            if key in seen:
+                raise _Bad(f"same key as {name}[{seen[key]}]; keep one of them")
+        except _Bad as bad:
+            raise KnowledgeError(f"{where}: {name}[{index}]{section.name_of(item)}: {bad}") from None
         seen[key] = index
         rows.append(row)
     return tuple(rows)

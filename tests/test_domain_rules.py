@@ -29,7 +29,7 @@ def test_cuda_major_of_a_dll_number(number, major):
 @pytest.mark.parametrize(("name", "major"), [("cudart64_110.dll", "11"), ("cublas64_12.dll", "12"), ("cudart64_101.dll", "10"), ("cublas64_80.dll", "8")])
 def test_the_library_provider_names_the_same_major(name, major):
     provider = knowledge.library_provider(name)
-    assert provider is not None and f"CUDA {major} " in provider["provider"]
+    assert provider is not None and f"CUDA {major} " in provider.provider
 
 
 def _pe(machine_code: int) -> bytes:

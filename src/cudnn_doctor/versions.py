@@ -8,12 +8,9 @@ compares `Version` objects only.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Optional, Union
+from typing import Optional, Union
 
 from packaging.version import InvalidVersion, Version
-
-if TYPE_CHECKING:
-    from packaging.specifiers import SpecifierSet
 
 _TF_WINDOWS_TAG = re.compile(r"^64_(\d+)$")
 _LEADING_VERSION = re.compile(r"(\d+(?:\.\d+)*)")
@@ -108,14 +105,3 @@ def canonical_name(name: str) -> str:
     """
     return _SEPARATORS.sub("-", name).lower()
 
-
-def newest_minor(allowed: SpecifierSet) -> Optional[str]:
-    """The newest Python minor ("3.11") a specifier such as ">=3.8,<3.12" allows, for a `python=` suggestion."""
-    candidates = [f"3.{minor}" for minor in range(40, -1, -1)]
-    return next((c for c in candidates if Version(f"{c}.0") in allowed or Version(f"{c}.99") in allowed), None)
-
-
-def range_text(allowed: SpecifierSet) -> str:
-    """">=3.8,<3.12", lower bound first, as people read a range (SpecifierSet sorts "<" first)."""
-    order = {">=": 0, ">": 0, "==": 1, "~=": 1, "!=": 2, "<=": 3, "<": 3}
-    return ",".join(str(s) for s in sorted(allowed, key=lambda s: (order.get(s.operator, 1), s.version)))

@@ -56,7 +56,7 @@ def area_of_library(name: str, requester: Optional[str] = None) -> Area:
         return Area.CUDNN
     if is_cuda_library(name):
         return Area.TOOLKIT
-    if re.match(knowledge.table("libraries")["driver_provided"]["pattern"], basename(name)):
+    if re.match(knowledge.table("libraries").driver_provided.pattern, basename(name)):
         return Area.DRIVER
     if requester is not None and requester != name:
         return area_of_library(requester)

@@ -154,8 +154,8 @@ def gpu_arch_unsupported(facts: Facts) -> Iterator[Finding]:
 def _torch_arch_fix(facts: Facts, build: FrameworkBuild) -> list[str]:
     newest = None
     driver_cuda = facts.driver.cuda_version
-    for row in knowledge.table("torch")["releases"]:
-        usable = [Version(c) for c in row["cuda"] if driver_cuda is None or Version(c) <= driver_cuda]
+    for row in knowledge.table("torch").releases:
+        usable = [Version(c) for c in row.cuda if driver_cuda is None or Version(c) <= driver_cuda]
         if usable:
             newest = (row, max(usable))
             break
@@ -163,7 +163,7 @@ def _torch_arch_fix(facts: Facts, build: FrameworkBuild) -> list[str]:
         return ["Install a PyTorch build whose CUDA version supports this GPU (see https://pytorch.org/get-started/locally/)."]
     row, cuda = newest
     return [f'"{build.executable}" -m pip uninstall -y torch',
-            f'"{build.executable}" -m pip install "torch=={row["version"]}.*" --index-url {knowledge.torch_index_url(cuda)}']
+            f'"{build.executable}" -m pip install "torch=={row.version}.*" --index-url {knowledge.torch_index_url(cuda)}']
 
 
 def _generic_arch_fix(facts: Facts, build: FrameworkBuild) -> list[str]:

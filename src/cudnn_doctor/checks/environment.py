@@ -94,7 +94,7 @@ def env_var_ineffective(facts: Facts) -> Iterator[Finding]:
         row = table.get(upper)
         if row is not None:
             yield finding("env-var-ineffective", f"{name}={value} is set, but no CUDA, cuDNN or framework component reads {name}.",
-                          [f"Unset {name}; use {row['instead']}."], {"variable": name, "source": row["source"]})
+                          [f"Unset {name}; use {row.instead}."], {"variable": name, "source": row.source})
             continue
         if not upper.startswith(VARIABLE_PREFIXES) or upper in known or upper.startswith("CUDA_PATH_V"):
             continue

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Iterator, Optional
 
-from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from cudnn_doctor import knowledge
@@ -12,7 +11,8 @@ from cudnn_doctor.checks._libraries import build_key, cuda_key, lookup, system_b
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import Facts, FrameworkBuild, PythonEnv
 from cudnn_doctor.findings import Area, Finding, Severity
-from cudnn_doctor.versions import major_minor, newest_minor, range_text
+from cudnn_doctor.knowledge.records import VersionRange
+from cudnn_doctor.versions import major_minor
 
 
 def torch_install_lines(facts: Facts, build: FrameworkBuild) -> list[str]:
@@ -23,10 +23,10 @@ def torch_install_lines(facts: Facts, build: FrameworkBuild) -> list[str]:
     driver_cuda = facts.driver.cuda_version
     if row is None:
         return [f'"{exe}" -m pip uninstall -y torch', f'"{exe}" -m pip install torch --index-url {knowledge.torch_index_url(Version("12.6"))}  (pick the CUDA variant your driver supports on https://pytorch.org/get-started/locally/)']
-    usable = [Version(c) for c in row["cuda"] if driver_cuda is None or Version(c) <= driver_cuda]
+    usable = [Version(c) for c in row.cuda if driver_cuda is None or Version(c) <= driver_cuda]
     if not usable:
-        oldest = min(Version(c) for c in row["cuda"])
-        return [f"torch {row['version']} has no build for CUDA {facts.driver.cuda} or older; update the NVIDIA driver to one that supports CUDA {major_minor(oldest)}, then:",
+        oldest = min(Version(c) for c in row.cuda)
+        return [f"torch {row.version} has no build for CUDA {facts.driver.cuda} or older; update the NVIDIA driver to one that supports CUDA {major_minor(oldest)}, then:",
                 f'"{exe}" -m pip install --force-reinstall "torch=={version}" --index-url {knowledge.torch_index_url(oldest)}']
     cuda = max(usable)
     python = facts.python(exe)
@@ -88,11 +88,10 @@ def tf_windows_gpu_unsupported(facts: Facts) -> Iterator[Finding]:
         row = knowledge.tensorflow_build(Version("2.10"), "windows")
         exe = build.executable
         python = facts.python(exe)
-        gpu_stack = f"plus CUDA {row['cuda'] if row else '11.2'} and cuDNN {row['cudnn'] if row else '8.1'} on PATH."
-        if row and python and python.parsed_version and python.parsed_version not in knowledge.python_range(row["python"]):
-            newest = newest_minor(knowledge.python_range(row["python"]))
-            native = (f"Or stay on native Windows with TensorFlow 2.10, which needs Python {row['python']} ({exe} is Python {python.version}): "
-                      f"`conda create -n tf210 python={newest}`, then `conda run -n tf210 python -m pip install \"tensorflow<2.11\"`, {gpu_stack}")
+        gpu_stack = f"plus CUDA {row.cuda if row else '11.2'} and cuDNN {row.cudnn if row else '8.1'} on PATH."
+        if row and python and python.parsed_version and python.parsed_version not in row.python:
+            native = (f"Or stay on native Windows with TensorFlow 2.10, which needs Python {row.python} ({exe} is Python {python.version}): "
+                      f"`conda create -n tf210 python={row.python.newest_minor()}`, then `conda run -n tf210 python -m pip install \"tensorflow<2.11\"`, {gpu_stack}")
         else:
             native = f"Or stay on native Windows with TensorFlow 2.10: `\"{exe}\" -m pip install \"tensorflow<2.11\"`, {gpu_stack}"
         yield finding("tf-windows-gpu-unsupported",
@@ -169,14 +168,13 @@ def python_unsupported(facts: Facts) -> Iterator[Finding]:
         python = facts.python(build.executable)
         if python is None or python.parsed_version is None or build.supported_python is None:
             continue
-        allowed = SpecifierSet(build.supported_python.value)
+        allowed = VersionRange(build.supported_python.value)
         if python.parsed_version in allowed:
             continue
-        newest = newest_minor(allowed)
         yield finding("python-unsupported",
-                      f"{build.name} {build.version} supports Python {range_text(allowed)}, but {build.executable} is Python {python.version}.",
-                      [f"Create an environment with a supported Python, e.g. `conda create -n {build.name}-env python={newest or '3'}`, and install {build.name} there."],
-                      {"framework": build.name, "python": python.version, "supported": range_text(allowed), "source": build.supported_python.source})
+                      f"{build.name} {build.version} supports Python {allowed}, but {build.executable} is Python {python.version}.",
+                      [f"Create an environment with a supported Python, e.g. `conda create -n {build.name}-env python={allowed.newest_minor() or '3'}`, and install {build.name} there."],
+                      {"framework": build.name, "python": python.version, "supported": str(allowed), "source": build.supported_python.source})
 
 
 def _gpu_frameworks(python: PythonEnv, facts: Facts) -> dict[str, FrameworkBuild]:

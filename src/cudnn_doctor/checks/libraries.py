@@ -82,7 +82,7 @@ def library_wrong_architecture(facts: Facts) -> Iterator[Finding]:
 
 def _skip_missing(facts: Facts, requester: str, name: str) -> bool:
     """Names whose absence is explained elsewhere or does not matter."""
-    if re.match(knowledge.table("libraries")["driver_provided"]["pattern"], name):
+    if re.match(knowledge.table("libraries").driver_provided.pattern, name):
         return True  # the driver's: no-nvidia-gpu / wsl-linux-driver-installed
     if name.lower() == "zlibwapi.dll":
         version = library_release(facts, requester)
@@ -123,11 +123,11 @@ def _missing(facts: Facts, build: FrameworkBuild, name: str, requesters: list[st
         detail += " The library treats this load as optional: only some algorithms fail."
     fix = []
     if provider:
-        detail += f" It is provided by {provider['provider']}."
-        fix.append(provider["fix"].replace("{folder}", folder))
+        detail += f" It is provided by {provider.provider}."
+        fix.append(provider.fix.replace("{folder}", folder))
     else:
         fix.append(f"Install what provides {name} and put its folder on {'PATH' if facts.os == 'windows' else 'LD_LIBRARY_PATH'}.")
-    return finding("dependency-missing", detail, fix, {"name": name, "needed_by": requesters, "provider": provider["provider"] if provider else None},
+    return finding("dependency-missing", detail, fix, {"name": name, "needed_by": requesters, "provider": provider.provider if provider else None},
                    severity=Severity.WARNING if optional else Severity.ERROR, area=area_of_library(name, requesters[0]),
                    causes=_dependency_causes(facts, build, name, requesters))
 

@@ -19,12 +19,14 @@ def configure_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from cudnn_doctor import knowledge
     from cudnn_doctor.diagnose import diagnose
     from cudnn_doctor.system import open_system
 
     ignore = finding_ids(args.ignore)
-    system = open_system(args.fixture, limit=args.framework_timeout)
-    diagnosis = diagnose(system, with_frameworks=not args.no_frameworks, framework_timeout=args.framework_timeout, ignore=ignore)
+    with knowledge.overlay(args.kb):  # read and checked before the machine is
+        system = open_system(args.fixture, limit=args.framework_timeout)
+        diagnosis = diagnose(system, with_frameworks=not args.no_frameworks, framework_timeout=args.framework_timeout, ignore=ignore)
     if args.format == "json":
         from cudnn_doctor.reports import json_report
 

@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from cudnn_doctor.cli.options import add_knowledge_option
+
 
 def configure_parser(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser("which", help="show where the loader finds a library, and its whole import tree")
@@ -14,10 +16,18 @@ def configure_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--python", metavar="EXE", help="the interpreter whose process loads it (default: the current one)")
     parser.add_argument("--fixture", type=Path, metavar="FILE", help="resolve on the machine a fixture describes")
     parser.add_argument("--format", choices=("text", "json"), default="text")
+    add_knowledge_option(parser)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from cudnn_doctor import knowledge
+
+    with knowledge.overlay(args.kb):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from cudnn_doctor.errors import UsageError
     from cudnn_doctor.loader.resolve import Resolver
     from cudnn_doctor.probes.confirm import probe_confirmations

@@ -1,57 +1,99 @@
 """Version-compatibility knowledge, kept as data files with a source on every row.
 
-This module only loads, validates and looks up; the facts themselves live in `data/*.yaml`.
-Tables load lazily (a check that never needs the TensorFlow table never parses it) and are
-validated on load against their invariants, so a bad edit fails loudly in the tests.
+This module only loads and looks up; the facts live in `data/*.yaml` (the source of truth,
+reviewed by people), and a run reads `data/knowledge.json`, generated from them by
+`python -m cudnn_doctor.knowledge.generate` (a test fails when the two disagree). Every table
+is checked against `schema.py` as it loads and becomes typed records (`records.py`), lazily:
+a check that never needs the TensorFlow table never builds it. `overlay(FILE)` (`--kb FILE`)
+puts a user's newer rows over the shipped ones for the length of a run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Optional
+from typing import Any, Iterator, NamedTuple, Optional
 
 from packaging.version import Version
 
-if TYPE_CHECKING:
-    from packaging.specifiers import SpecifierSet
-
-from cudnn_doctor.errors import KnowledgeError
+from cudnn_doctor.errors import InputError, KnowledgeError
+from cudnn_doctor.knowledge import records, schema
 from cudnn_doctor.versions import canonical_name as canonicalize_name
 from cudnn_doctor.versions import cuda_major_of_dll_number
 
 DATA = Path(__file__).with_name("data")
+SHIPPED = DATA / "knowledge.json"
+
+__all__ = ["KnowledgeError", "overlay", "records", "table"]
+
+
+class _Overlay(NamedTuple):
+    where: str  # the user's file name, for messages
+    tables: dict[str, dict[str, Any]]  # table -> section -> record or tuple of records
+
+
+_overlay: Optional[_Overlay] = None
 
 
 @functools.cache
-def table(name: str) -> dict[str, Any]:
-    """One data file, parsed and checked for a `source` on every row."""
-    import yaml
-
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    with open(DATA / f"{name}.yaml", encoding="utf-8") as handle:
-        document = yaml.load(handle, Loader=loader)
-    if "reviewed" not in document:
-        raise KnowledgeError(f"{name}.yaml: no 'reviewed' date")
-    for key, rows in document.items():
-        if isinstance(rows, list):
-            for row in rows:
-                if isinstance(row, dict) and not row.get("source"):
-                    raise KnowledgeError(f"{name}.yaml: a row of {key!r} has no source: {row}")
-    _VALIDATORS.get(name, lambda _doc: None)(document)
-    return document
+def _shipped() -> dict[str, Any]:
+    with open(SHIPPED, encoding="utf-8") as handle:
+        return json.load(handle)
 
 
-def _validate_cuda_driver(document: dict[str, Any]) -> None:
-    """The minimum driver never decreases as the toolkit version rises."""
-    rows = sorted(document["toolkits"], key=lambda r: Version(r["cuda"]))
-    for os_name in ("linux", "windows"):
-        for older, newer in zip(rows, rows[1:]):
-            if Version(newer[os_name]) < Version(older[os_name]):
-                raise KnowledgeError(f"cuda_driver.yaml: CUDA {newer['cuda']} needs an older {os_name} driver than CUDA {older['cuda']}")
+@functools.cache
+def table(name: str) -> Any:
+    """One table as its typed record (`records.TorchTable` for "torch"), with the user's rows over it under `overlay`."""
+    shipped = schema.build(name, _shipped()[name], f"{name}.yaml")
+    if _overlay is None or name not in _overlay.tables:
+        return shipped
+    return schema.overlay(name, shipped, _overlay.tables[name], f"{_overlay.where}: {name}")
 
 
-_VALIDATORS = {"cuda_driver": _validate_cuda_driver}
+def read_overlay(path: Path) -> _Overlay:
+    """A `--kb` file, every row checked now (before any diagnosis) against the schema and merged once
+    with the shipped tables; any problem is an InputError naming the file and the row."""
+    from cudnn_doctor.knowledge import files
+
+    try:
+        document = files.read(path, str(path))
+    except OSError as error:
+        raise InputError(f"cannot read {path}: {error.strerror or error}") from None
+    except KnowledgeError as error:
+        raise InputError(str(error)) from None
+    where = str(path)
+    if not isinstance(document, dict) or not document:
+        raise InputError(f"{where}: expected a mapping of table names ({', '.join(schema.TABLES)}) to their sections")
+    tables = {}
+    try:
+        for name, sections in document.items():
+            if name not in schema.TABLES:
+                close = schema._close(str(name), list(schema.TABLES))
+                raise KnowledgeError(f"{where}: unknown table {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+                                     + f"; the tables are {', '.join(schema.TABLES)}")
+            tables[name] = schema.partial(name, sections, where)
+            schema.overlay(name, schema.build(name, _shipped()[name], f"{name}.yaml"), tables[name], f"{where}: {name}")
+    except KnowledgeError as error:
+        raise InputError(str(error)) from None
+    return _Overlay(where, tables)
+
+
+@contextlib.contextmanager
+def overlay(path: Optional[Path]) -> Iterator[None]:
+    """Within the block, the tables are the shipped ones with the rows of `path` over them (nothing changes for None)."""
+    global _overlay
+    if path is None:
+        yield
+        return
+    previous, _overlay = _overlay, read_overlay(path)
+    table.cache_clear()
+    try:
+        yield
+    finally:
+        _overlay = previous
+        table.cache_clear()
 
 
 class DriverRequirement(NamedTuple):
@@ -65,142 +107,129 @@ class DriverRequirement(NamedTuple):
 
 def driver_requirement(cuda: Version, os_name: str) -> Optional[DriverRequirement]:
     """What a CUDA runtime of version `cuda` needs from the driver (CUDA 11+ via minor-version compatibility)."""
-    data = table("cuda_driver")
+    data: records.CudaDriverTable = table("cuda_driver")
     major = cuda.release[0]
-    for row in data["minor_version_compatibility"]:
-        if row["major"] == major:
-            return DriverRequirement(cuda, Version(row[os_name]), "minor-version compatibility", row["source"])
+    for row in data.minor_version_compatibility:
+        if row.major == major:
+            return DriverRequirement(cuda, Version(getattr(row, os_name)), "minor-version compatibility", row.source)
     release = _toolkit_row(cuda)
     if release is None:
         return None
-    return DriverRequirement(cuda, Version(release[os_name]), "toolkit release", release["source"])
+    return DriverRequirement(cuda, Version(getattr(release, os_name)), "toolkit release", release.source)
 
 
-def _toolkit_row(cuda: Version) -> Optional[dict[str, Any]]:
-    rows = [r for r in table("cuda_driver")["toolkits"] if Version(r["cuda"]) <= Version(f"{cuda.release[0]}.{(cuda.release + (0,))[1]}")]
-    return max(rows, key=lambda r: Version(r["cuda"])) if rows else None
+def _toolkit_row(cuda: Version) -> Optional[records.ToolkitDriver]:
+    wanted = Version(f"{cuda.release[0]}.{(cuda.release + (0,))[1]}")
+    rows = [row for row in table("cuda_driver").toolkits if Version(row.cuda) <= wanted]
+    return max(rows, key=lambda row: Version(row.cuda)) if rows else None
 
 
 def max_cuda_for_driver(driver: Version, os_name: str) -> Optional[tuple[Version, str]]:
     """The newest CUDA release a driver runs, for drivers too old to say so themselves."""
-    rows = [r for r in table("cuda_driver")["toolkits"] if Version(r[os_name]) <= driver]
+    rows = [row for row in table("cuda_driver").toolkits if Version(getattr(row, os_name)) <= driver]
     if not rows:
         return None
-    best = max(rows, key=lambda r: Version(r["cuda"]))
-    return Version(best["cuda"]), best["source"]
+    best = max(rows, key=lambda row: Version(row.cuda))
+    return Version(best.cuda), best.source
 
 
 def cudart_name(cuda: Version, os_name: str, library: str = "cudart") -> Optional[str]:
     """The file a build against `cuda` loads for a CUDA library (`cudart64_110.dll`, `libcudart.so.12`, `cublas64_11.dll`)."""
-    for row in table("cuda_libraries")[library]:
-        key = Version(row["cuda"])
+    row: records.LibraryName
+    for row in getattr(table("cuda_libraries"), library):
+        key = Version(row.cuda)
         if (len(key.release) == 1 and key.release[0] == cuda.release[0]) or key.release[:2] == cuda.release[:2]:
-            return row["windows" if os_name == "windows" else "linux"]
+            return row.windows if os_name == "windows" else row.linux
     return None
 
 
-def tensorflow_build(version: Version, os_name: str) -> Optional[dict[str, Any]]:
+def tensorflow_build(version: Version, os_name: str) -> Optional[records.TensorflowBuild]:
     """TensorFlow's tested build configuration for a release (matched on major.minor)."""
-    rows = [r for r in table("tensorflow")["tested_builds"] if r["os"] == os_name]
-    for row in rows:
-        if Version(row["version"]).release[:2] == version.release[:2]:
+    for row in table("tensorflow").tested_builds:
+        if row.os == os_name and Version(row.version).release[:2] == version.release[:2]:
             return row
     return None
 
 
 def tensorflow_windows_gpu_last() -> tuple[Version, str]:
-    row = table("tensorflow")["windows_native_gpu_last"]
-    return Version(row["version"]), row["source"]
+    row: records.WindowsGpuLast = table("tensorflow").windows_native_gpu_last
+    return Version(row.version), row.source
 
 
-def torch_release(version: Version) -> Optional[dict[str, Any]]:
-    for row in table("torch")["releases"]:
-        if Version(row["version"]).release[:2] == version.release[:2]:
+def torch_release(version: Version) -> Optional[records.TorchRelease]:
+    """The row of a PyTorch minor release (matched on major.minor)."""
+    for row in table("torch").releases:
+        if Version(row.version).release[:2] == version.release[:2]:
             return row
     return None
 
 
 def torch_index_url(cuda: Version) -> str:
     tag = f"{cuda.release[0]}{(cuda.release + (0,))[1]}"
-    return table("torch")["index_url"]["template"].format(tag=tag)
-
-
-def python_range(text: str) -> SpecifierSet:
-    """"3.8-3.11" → >=3.8, <3.12 (every patch release of the last minor included)."""
-    from packaging.specifiers import SpecifierSet
-
-    low, _, high = text.partition("-")
-    high_v = Version(high or low)
-    return SpecifierSet(f">={low},<{high_v.release[0]}.{high_v.release[1] + 1}")
+    return table("torch").index_url.template.format(tag=tag)
 
 
 def gpu_compute_capability(name: str) -> Optional[str]:
-    wanted = _gpu_key(name)
-    for row in table("gpus")["gpus"]:
-        if _gpu_key(row["name"]) == wanted:
-            return row["cc"]
+    wanted = schema._gpu_key(name)
+    for row in table("gpus").gpus:
+        if schema._gpu_key(row.name) == wanted:
+            return row.cc
     return None
-
-
-def _gpu_key(name: str) -> str:
-    key = " ".join(name.lower().split())
-    return key[len("nvidia "):] if key.startswith("nvidia ") else key
 
 
 def cuda_min_compute_capability(cuda_major: int) -> Optional[tuple[Version, str]]:
-    for row in table("gpus")["cuda_releases"]:
-        if row["cuda_major"] == cuda_major:
-            return Version(row["min_cc"]), row["source"]
+    for row in table("gpus").cuda_releases:
+        if row.cuda_major == cuda_major:
+            return Version(row.min_cc), row.source
     return None
 
 
-def frameworks() -> list[dict[str, Any]]:
-    return table("frameworks")["frameworks"]
+def frameworks() -> tuple[records.Framework, ...]:
+    return table("frameworks").frameworks
 
 
-def framework(name: str) -> dict[str, Any]:
-    return next(f for f in frameworks() if f["name"] == name)
+def framework(name: str) -> records.Framework:
+    return next(f for f in frameworks() if f.name == name)
 
 
-def onnxruntime_build(version: Version) -> Optional[dict[str, Any]]:
-    from packaging.specifiers import SpecifierSet
-
-    for row in table("frameworks")["onnxruntime_builds"]:
-        if version in SpecifierSet(row["versions"]):
+def onnxruntime_build(version: Version) -> Optional[records.OnnxruntimeBuild]:
+    """The PyPI onnxruntime-gpu build of a release (the first row whose range holds it)."""
+    for row in table("frameworks").onnxruntime_builds:
+        if version in row.versions:
             return row
     return None
 
 
-def paddle_build(tag: str, os_name: str) -> Optional[dict[str, Any]]:
-    for row in table("frameworks")["paddle_builds"]:
-        if row["tag"] == tag and row["os"] == os_name:
+def paddle_build(tag: str, os_name: str) -> Optional[records.PaddleBuild]:
+    for row in table("frameworks").paddle_builds:
+        if row.tag == tag and row.os == os_name:
             return row
     return None
 
 
-def ineffective_variables() -> dict[str, dict[str, Any]]:
-    return {row["name"]: row for row in table("environment")["ineffective"]}
+def ineffective_variables() -> dict[str, records.IneffectiveVariable]:
+    return {row.name: row for row in table("environment").ineffective}
 
 
 def known_variables() -> frozenset[str]:
-    return frozenset(table("environment")["known"]["names"])
+    return frozenset(table("environment").known.names)
 
 
 def reviewed_dates() -> dict[str, str]:
-    return {path.stem: str(table(path.stem)["reviewed"]) for path in sorted(DATA.glob("*.yaml"))}
+    return {name: table(name).reviewed for name in schema.TABLES}
 
 
 def loads_system_cuda(framework_name: str, packages: Any) -> bool:
     """Whether a framework, given the distributions installed beside it, loads CUDA from the system."""
     entry = framework(framework_name)
-    if entry["loads_cuda"] != "system":
+    if entry.loads_cuda != "system":
         return False
-    bundled = {canonicalize_name(d) for d in entry.get("bundled_when", [])}
+    bundled = {canonicalize_name(d) for d in entry.bundled_when}
     return not (bundled & set(packages))
 
 
-def cudnn_release(major: int) -> Optional[dict[str, Any]]:
-    return next((r for r in table("cudnn")["releases"] if r["major"] == major), None)
+def cudnn_release(major: int) -> Optional[records.CudnnRelease]:
+    return next((row for row in table("cudnn").releases if row.major == major), None)
 
 
 def cudnn_file_name(part: str, major: int, os_name: str) -> str:
@@ -211,18 +240,17 @@ def cudnn_file_name(part: str, major: int, os_name: str) -> str:
 
 
 def zlibwapi_required(cudnn_version: Version) -> bool:
-    row = table("cudnn")["zlibwapi"]
-    return Version(row["required_from"]) <= cudnn_version < Version(row["required_until"])
+    return cudnn_version in table("cudnn").zlibwapi.versions
 
 
-def library_provider(name: str) -> Optional[dict[str, str]]:
-    """What provides a library file name, with the fix text's `{major}` filled in."""
+def library_provider(name: str) -> Optional[records.LibraryProvider]:
+    """What provides a library file name: its row, with `{major}` in the provider and fix texts filled in."""
     import re
 
-    for row in table("libraries")["providers"]:
-        match = re.match(row["pattern"], name)
+    for row in table("libraries").providers:
+        match = re.match(row.pattern, name)
         if match:
             groups = match.groupdict()
             major = groups.get("major") or str(cuda_major_of_dll_number(groups.get("digits") or "") or "")
-            return {"provider": row["provider"].replace("{major}", major), "fix": row["fix"].replace("{major}", major), "source": row["source"]}
+            return row._replace(provider=row.provider.replace("{major}", major), fix=row.fix.replace("{major}", major))
     return None

@@ -42,12 +42,13 @@ class Resolver:
         self.windows = system.paths.windows
         self.machine = machine_of_arch(system.os, system.arch)
         table = knowledge.table("libraries")
-        self._os_provided = re.compile(table["os_provided"]["windows" if self.windows else "linux"])
-        self._driver_provided = re.compile(table["driver_provided"]["pattern"])
-        self._optional = {row["name"] for row in knowledge.table("cudnn")["optional_loads"]}
-        for release in knowledge.table("cudnn")["releases"]:  # parts only later releases ship
-            self._optional |= {knowledge.cudnn_file_name(part, release["major"], system.os) for part in release["optional"]}
-        self._known_loads = {self.system.paths.name_key(row["library"]): row["loads"] for row in knowledge.table("cudnn")["runtime_loads"]}
+        self._os_provided = re.compile(table.os_provided.windows if self.windows else table.os_provided.linux)
+        self._driver_provided = re.compile(table.driver_provided.pattern)
+        cudnn = knowledge.table("cudnn")
+        self._optional = {row.name for row in cudnn.optional_loads}
+        for release in cudnn.releases:  # parts only later releases ship
+            self._optional |= {knowledge.cudnn_file_name(part, release.major, system.os) for part in release.optional}
+        self._known_loads = {self.system.paths.name_key(row.library): row.loads for row in cudnn.runtime_loads}
 
     def resolve(self, framework: str, executable: str, roots: Sequence[str], dll_directories: Sequence[str] = (),
                 elsewhere: Sequence[str] = ()) -> Resolution:

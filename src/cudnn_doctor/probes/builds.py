@@ -89,11 +89,11 @@ def probe_builds(pythons: tuple[PythonEnv, ...], os_name: str) -> tuple[Framewor
 
 def _sources(python: PythonEnv, os_name: str) -> Iterator[_Source]:
     for framework in knowledge.frameworks():
-        dists = [canonical_name(d) for d in framework["distributions"]]
+        dists = [canonical_name(d) for d in framework.distributions]
         package = next((python.packages[d] for d in dists if d in python.packages), None)
-        report = python.frameworks.get(framework["name"])
+        report = python.frameworks.get(framework.name)
         if package is not None or report is not None:
-            yield _Source(framework["name"], python, report or {}, package, os_name)
+            yield _Source(framework.name, python, report or {}, package, os_name)
 
 
 def _build(source: _Source) -> FrameworkBuild:
@@ -191,9 +191,9 @@ def _tensorflow(source: _Source) -> Fields:
     if info.get("cuda_version"):
         fields["cuda"] = Known(str(info["cuda_version"]), LIVE)
     elif row:
-        fields["cuda"] = Known(row["cuda"], KNOWLEDGE, row["source"])
+        fields["cuda"] = Known(row.cuda, KNOWLEDGE, row.source)
     if row:  # the tested cuDNN release: that major, and at least that release
-        fields["cudnn"] = Known(row["cudnn"], KNOWLEDGE, row["source"])
+        fields["cudnn"] = Known(row.cudnn, KNOWLEDGE, row.source)
     elif info.get("cudnn_version") and parse_cudnn_version(info["cudnn_version"]):
         fields["cudnn"] = Known(str(parse_cudnn_version(info["cudnn_version"]).release[0]), LIVE)
     python_row = row or (knowledge.tensorflow_build(source.version, "linux") if source.version else None)
@@ -217,7 +217,7 @@ def _paddle(source: _Source) -> Fields:
     row = knowledge.paddle_build(tag.group(1), source.os) if tag else None
     reported = parse_cudnn_version(report.get("cudnn_version"))
     if row:
-        fields["cudnn"] = Known(row["cudnn"], KNOWLEDGE, row["source"])
+        fields["cudnn"] = Known(row.cudnn, KNOWLEDGE, row.source)
     elif reported:
         fields["cudnn"] = Known(str(reported), LIVE)
     return fields
@@ -232,8 +232,8 @@ def _onnxruntime(source: _Source) -> Fields:
         fields["gpu_build"] = True
     row = knowledge.onnxruntime_build(source.version) if source.version else None
     if row:
-        fields["cuda"] = Known(row["cuda"], KNOWLEDGE, row["source"])
-        fields["cudnn"] = Known(str(row["cudnn"]), KNOWLEDGE, row["source"])
+        fields["cuda"] = Known(row.cuda, KNOWLEDGE, row.source)
+        fields["cudnn"] = Known(str(row.cudnn), KNOWLEDGE, row.source)
     return fields
 
 
@@ -244,8 +244,9 @@ def _nothing(source: _Source) -> Fields:
 _READERS: dict[str, Callable[[_Source], Fields]] = {"torch": _torch, "tensorflow": _tensorflow, "paddle": _paddle, "onnxruntime": _onnxruntime}
 
 
-def _python_range(row: Mapping[str, Any]) -> Known:
-    return Known(str(knowledge.python_range(row["python"])), KNOWLEDGE, row["source"])
+def _python_range(row: Any) -> Known:
+    """A release row's Python range (a PEP 440 specifier, as the table wrote it)."""
+    return Known(str(row.python), KNOWLEDGE, row.source)
 
 
 # --- what the framework's messages say ---------------------------------------------------------

@@ -141,7 +141,7 @@ def _installs_in(system: System, folder: str, toolkit: Optional[str], nested: Op
     installs = []
     for major, libraries in by_major.items():
         release = knowledge.cudnn_release(major)
-        expected = [""] + list(release["parts"]) if release else [""]
+        expected = ["", *release.parts] if release else [""]
         missing = tuple(p for p in expected if p not in libraries)
         front = libraries.get("")
         load = system.load_report(front.path) if front and front.readable and front.size > 0 and front.version is None else None

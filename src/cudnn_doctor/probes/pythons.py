@@ -57,7 +57,7 @@ def probe_frameworks(system: System, pythons: tuple[PythonEnv, ...], timeout: fl
     from concurrent.futures import ThreadPoolExecutor
 
     def wanted(python: PythonEnv) -> list[str]:
-        return [f["name"] for f in knowledge.frameworks() if set(python.packages) & {canonicalize_name(d) for d in f["distributions"]}]
+        return [f.name for f in knowledge.frameworks() if set(python.packages) & {canonicalize_name(d) for d in f.distributions}]
 
     with ThreadPoolExecutor(max_workers=len(pythons)) as pool:
         reports: list[dict[str, dict[str, Any]]] = list(pool.map(lambda p: system.framework_reports(p.executable, wanted(p), timeout), pythons))

@@ -1,0 +1,356 @@
+"""The typed rows of the knowledge tables: one NamedTuple per kind of row, one per table.
+
+Field names are the data files' keys, so `row["cuda"]` in the YAML reads `row.cuda` in code.
+Version numbers stay the strings the vendor wrote ("450.80.02", not `Version`'s "450.80.2");
+version ranges are `VersionRange`s (PEP 440 specifiers). Lists become tuples: rows are shared.
+
+Every row carries its provenance in the same three fields:
+
+- `source`: an https:// URL of the vendor's own page, release notes or published artifact
+  (a wheel on PyPI, the vendor's wheel index), with a note in parentheses saying where on it.
+- `copy`: where the vendor's text was read when the vendor page itself could not be (an
+  archive or mirror of that page); never a substitute for `source`.
+- `observed`: what this project read itself from the vendor artifact named in `source` (the
+  import tables of NVIDIA's wheels recorded in shared/design/nvidia-binaries.md, a machine
+  fixture); free text, because it is not a web page.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Optional
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+
+class VersionRange(SpecifierSet):
+    """A PEP 440 specifier set that prints as the data wrote it (">=3.8,<3.12", not the sorted "<3.12,>=3.8")."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return f"VersionRange({self.text!r})"
+
+    def newest_minor(self) -> Optional[str]:
+        """The newest X.Y the range allows among the minors it names ("3.11" for ">=3.8,<3.12"), for `python=3.11` advice."""
+        named: dict[int, int] = {}
+        for specifier in self:
+            try:
+                version = Version(specifier.version.rstrip(".*"))
+            except InvalidVersion:
+                continue
+            named[version.major] = max(named.get(version.major, 0), version.minor)
+        for major in sorted(named, reverse=True):
+            for minor in range(named[major], -1, -1):
+                if Version(f"{major}.{minor}") in self:
+                    return f"{major}.{minor}"
+        return None
+
+
+# cuda_driver.yaml
+
+
+class ToolkitDriver(NamedTuple):
+    """The oldest driver a CUDA toolkit release (its GA) runs on, without compatibility help."""
+
+    cuda: str
+    linux: str
+    windows: str
+    source: str
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+
+
+class MinorVersionCompatibility(NamedTuple):
+    """From CUDA 11 on: the driver that runs anything built with CUDA `major`.x (limited features)."""
+
+    major: int
+    linux: str
+    windows: str
+    source: str
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+
+
+class CudaDriverTable(NamedTuple):
+    reviewed: str
+    toolkits: tuple[ToolkitDriver, ...]
+    minor_version_compatibility: tuple[MinorVersionCompatibility, ...]
+
+
+# cuda_libraries.yaml
+
+
+class LibraryName(NamedTuple):
+    """The file a build against CUDA `cuda` (a major, or major.minor before CUDA 11) loads a library by."""
+
+    cuda: str
+    windows: str
+    linux: str
+    source: str
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+
+
+class CudaLibrariesTable(NamedTuple):
+    reviewed: str
+    cudart: tuple[LibraryName, ...]
+    cublas: tuple[LibraryName, ...]
+
+
+# cudnn.yaml
+
+
+class CudnnRelease(NamedTuple):
+    """The libraries one cuDNN major release ships (`parts`), and those only later releases of it ship (`optional`)."""
+
+    major: int
+    parts: tuple[str, ...]
+    optional: tuple[str, ...]
+    source: str
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+
+
+class RuntimeLoads(NamedTuple):
+    """Libraries one NVIDIA library loads by name at run time (not in its import table)."""
+
+    library: str
+    loads: tuple[str, ...]
+    source: str
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+
+
+class OptionalLoad(NamedTuple):
+    """A run-time load a library survives without (some algorithms fail instead)."""
+
+    name: str
+    source: str
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+
+
+class Zlibwapi(NamedTuple):
+    """The cuDNN releases that need zlibwapi.dll on Windows."""
+
+    versions: VersionRange
+    source: str
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+
+
+class CudnnTable(NamedTuple):
+    reviewed: str
+    releases: tuple[CudnnRelease, ...]
+    runtime_loads: tuple[RuntimeLoads, ...]
+    optional_loads: tuple[OptionalLoad, ...]
+    zlibwapi: Zlibwapi
+
+
+# environment.yaml
+
+
+class IneffectiveVariable(NamedTuple):
+    """A variable people set that nothing reads, and the knob that does what they wanted."""
+
+    name: str
+    instead: str
+    source: str
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+
+
+class KnownVariables(NamedTuple):
+    """The variables NVIDIA components and the frameworks do read (to spot near-miss typos)."""
+
+    names: tuple[str, ...]
+    source: str
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+
+
+class EnvironmentTable(NamedTuple):
+    reviewed: str
+    ineffective: tuple[IneffectiveVariable, ...]
+    known: KnownVariables
+
+
+# frameworks.yaml
+
+
+class Framework(NamedTuple):
+    """A GPU framework: its distributions, its module, and where it takes CUDA from."""
+
+    name: str
+    module: str
+    distributions: tuple[str, ...]
+    loads_cuda: str  # "system" | "bundled"
+    source: str
+    bundled_when: tuple[str, ...] = ()
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+
+
+class OnnxruntimeBuild(NamedTuple):
+    """The CUDA and cuDNN major the PyPI onnxruntime-gpu releases in `versions` were built for."""
+
+    versions: VersionRange
+    cuda: str
+    cudnn: str
+    source: str
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+
+
+class PaddleBuild(NamedTuple):
+    """The CUDA and cuDNN a paddlepaddle-gpu `.postXYZ` wheel was built for."""
+
+    tag: str
+    cuda: str
+    cudnn: str
+    os: str
+    source: str
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+
+
+class FrameworksTable(NamedTuple):
+    reviewed: str
+    frameworks: tuple[Framework, ...]
+    onnxruntime_builds: tuple[OnnxruntimeBuild, ...]
+    paddle_builds: tuple[PaddleBuild, ...]
+
+
+# gpus.yaml
+
+
+class GpuCapability(NamedTuple):
+    """A GPU name and its compute capability."""
+
+    name: str
+    cc: str
+    source: str
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+
+
+class CudaArchFloor(NamedTuple):
+    """The oldest compute capability a CUDA major release still builds for."""
+
+    cuda_major: int
+    min_cc: str
+    source: str
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+
+
+class GpusTable(NamedTuple):
+    reviewed: str
+    gpus: tuple[GpuCapability, ...]
+    cuda_releases: tuple[CudaArchFloor, ...]
+
+
+# libraries.yaml
+
+
+class LibraryProvider(NamedTuple):
+    """What provides a library name (a regular expression), and the fix; `{major}` is filled from the match."""
+
+    pattern: str
+    provider: str
+    fix: str
+    source: str
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+
+
+class OsProvided(NamedTuple):
+    """Library names every Windows installation or glibc provides (regular expressions)."""
+
+    windows: str
+    linux: str
+    source: str
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+
+
+class DriverProvided(NamedTuple):
+    """Library names the NVIDIA driver provides (a regular expression)."""
+
+    pattern: str
+    source: str
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+
+
+class LibrariesTable(NamedTuple):
+    reviewed: str
+    providers: tuple[LibraryProvider, ...]
+    os_provided: OsProvided
+    driver_provided: DriverProvided
+
+
+# tensorflow.yaml
+
+
+class WindowsGpuLast(NamedTuple):
+    """The last TensorFlow release with GPU support on native Windows."""
+
+    version: str
+    source: str
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+
+
+class TensorflowBuild(NamedTuple):
+    """A TensorFlow release's tested build configuration on one OS."""
+
+    version: str
+    os: str
+    python: VersionRange
+    cudnn: str
+    cuda: str
+    source: str
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+
+
+class TensorflowTable(NamedTuple):
+    reviewed: str
+    windows_native_gpu_last: WindowsGpuLast
+    tested_builds: tuple[TensorflowBuild, ...]
+
+
+# torch.yaml
+
+
+class IndexUrl(NamedTuple):
+    """The wheel index of one CUDA variant; `{tag}` is "118" for CUDA 11.8."""
+
+    template: str
+    source: str
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+
+
+class TorchRelease(NamedTuple):
+    """A PyTorch minor release: the Python versions it has wheels for and its CUDA variants."""
+
+    version: str
+    python: VersionRange
+    cuda: tuple[str, ...]
+    source: str
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+
+
+class TorchTable(NamedTuple):
+    reviewed: str
+    index_url: IndexUrl
+    releases: tuple[TorchRelease, ...]

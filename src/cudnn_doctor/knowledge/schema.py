@@ -1,0 +1,366 @@
+"""What each knowledge table may hold, checked row by row; and how a user's rows overlay the shipped ones.
+
+A data file is a mapping of sections. A section is a list of rows (each with a key that says
+which shipped row a user's row replaces) or one single row. Every row is a mapping whose keys
+are exactly its record's fields: an unknown, missing or mistyped key is a `KnowledgeError`
+naming the file, the section, the row's index and what identifies the row, e.g.
+`torch.yaml: releases[3] (version 2.11): unknown key 'pyton' (did you mean 'python'?)`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable, Hashable, NamedTuple, Optional
+
+from packaging.specifiers import InvalidSpecifier
+from packaging.version import VERSION_PATTERN, Version
+
+from cudnn_doctor.errors import KnowledgeError
+from cudnn_doctor.knowledge import records as r
+
+
+class _Bad(ValueError):
+    """A value of the wrong type or form; the message says what was expected."""
+
+
+Convert = Callable[[Any], Any]
+
+
+def _close(word: str, choices: list[str], n: int = 1) -> list[str]:
+    """The nearest of `choices` to a misspelt key (difflib loads only when a file is wrong)."""
+    import difflib
+
+    return difflib.get_close_matches(word, choices, n=n)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str) and value.strip():
+        return value
+    raise _Bad("expected a non-empty string")
+
+
+_VERSION = re.compile(VERSION_PATTERN, re.VERBOSE | re.IGNORECASE)  # what Version() accepts, without building one
+
+
+def _version(value: Any) -> str:
+    if isinstance(value, str) and _VERSION.fullmatch(value.strip()):
+        return value
+    raise _Bad('expected a version in quotes, such as "11.8"')
+
+
+def _integer(value: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise _Bad("expected a whole number")
+
+
+def _range(value: Any) -> r.VersionRange:
+    if isinstance(value, str) and value.strip():
+        try:
+            return r.VersionRange(value)
+        except InvalidSpecifier:
+            pass
+    raise _Bad('expected a PEP 440 version range in quotes, such as ">=3.8,<3.12"')
+
+
+def _url(value: Any) -> str:
+    if isinstance(value, str) and value.startswith("https://") and len(value) > len("https://") and not value[8].isspace():
+        return value
+    raise _Bad("expected an https:// URL of the vendor's own page (a note may follow it)")
+
+
+def _optional_url(value: Any) -> Optional[str]:
+    return None if value is None else _url(value)
+
+
+def _optional_text(value: Any) -> Optional[str]:
+    return None if value is None else _text(value)
+
+
+def _regex(value: Any) -> str:
+    text = _text(value)
+    try:
+        re.compile(text)
+    except re.error as error:
+        raise _Bad(f"expected a regular expression ({error})") from None
+    return text
+
+
+def _date(value: Any) -> str:
+    if isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+        return value
+    raise _Bad("expected a date such as 2026-12-03")
+
+
+def _list_of(item: Convert, what: str) -> Convert:
+    def convert(value: Any) -> tuple[Any, ...]:
+        if not isinstance(value, list):
+            raise _Bad(f"expected a list of {what}")
+        try:
+            return tuple(item(v) for v in value)
+        except _Bad:
+            raise _Bad(f"expected a list of {what}") from None
+
+    return convert
+
+
+def _one_of(*choices: str) -> Convert:
+    def convert(value: Any) -> str:
+        if value in choices:
+            return value
+        raise _Bad("expected one of " + ", ".join(choices))
+
+    return convert
+
+
+_OS = _one_of("windows", "linux")
+_NAMES = _list_of(_text, "names")
+_PROVENANCE: dict[str, Convert] = {"source": _url, "copy": _optional_url, "observed": _optional_text}
+
+
+def _gpu_key(name: str) -> str:
+    key = " ".join(name.lower().split())
+    return key[len("nvidia ") :] if key.startswith("nvidia ") else key
+
+
+def _release(text: str) -> tuple[int, ...]:
+    return Version(text).release[:2]
+
+
+class Section(NamedTuple):
+    """One section of a table: its row record, how each field is checked, and (for lists) the row key."""
+
+    record: type
+    fields: dict[str, Convert]
+    key: Optional[Callable[[Any], Hashable]]  # None: a single row, not a list
+    label: tuple[str, ...] = ()  # the fields that name a row in messages
+
+    def convert(self, raw: Any) -> Any:
+        """The record for one raw row; `_Bad` says what is wrong with it (the caller says where)."""
+        if not isinstance(raw, dict):
+            raise _Bad(f"expected a mapping of keys to values, got {_shown(raw)}")
+        fields = self.fields
+        for key in raw:
+            if key not in fields:
+                close = _close(str(key), list(fields), n=1)
+                raise _Bad(f"unknown key {key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        values = {}
+        for name, convert in fields.items():
+            if name not in raw:
+                if name not in self.record._field_defaults:
+                    raise _Bad(f"missing key {name!r}")
+                continue
+            try:
+                values[name] = convert(raw[name])
+            except _Bad as bad:
+                raise _Bad(f"{name!r}: {bad}, got {_shown(raw[name])}") from None
+        return self.record(**values)
+
+    def name_of(self, raw: Any) -> str:
+        """The row's name in messages, ` (version 2.10)`; empty when the row says nothing usable."""
+        if not isinstance(raw, dict):
+            return ""
+        parts = [f"{k} {raw[k]}" for k in self.label if isinstance(raw.get(k), (str, int)) and not isinstance(raw.get(k), bool)]
+        return f" ({', '.join(parts)})" if parts else ""
+
+
+def _rows(record: type, fields: dict[str, Convert], key: Callable[[Any], Hashable], *label: str) -> Section:
+    return Section(record, {**fields, **_PROVENANCE}, key, label)
+
+
+def _single(record: type, fields: dict[str, Convert]) -> Section:
+    return Section(record, {**fields, **_PROVENANCE}, None)
+
+
+class Table(NamedTuple):
+    """A data file: its record and its sections in file order."""
+
+    record: type
+    sections: dict[str, Section]
+    check: Optional[Callable[[Any, str], None]] = None  # invariants across rows
+
+
+def _check_cuda_driver(table: r.CudaDriverTable, where: str) -> None:
+    """The minimum driver never decreases as the toolkit version rises."""
+    rows = sorted(table.toolkits, key=lambda row: Version(row.cuda))
+    for os_name in ("linux", "windows"):
+        for older, newer in zip(rows, rows[1:]):
+            if Version(getattr(newer, os_name)) < Version(getattr(older, os_name)):
+                raise KnowledgeError(f"{where}: CUDA {newer.cuda} needs an older {os_name} driver than CUDA {older.cuda}")
+
+
+_LIBRARY_NAME = {"cuda": _version, "windows": _text, "linux": _text}
+
+TABLES: dict[str, Table] = {
+    "cuda_driver": Table(
+        r.CudaDriverTable,
+        {
+            "toolkits": _rows(r.ToolkitDriver, {"cuda": _version, "linux": _version, "windows": _version}, lambda row: Version(row.cuda), "cuda"),
+            "minor_version_compatibility": _rows(
+                r.MinorVersionCompatibility, {"major": _integer, "linux": _version, "windows": _version}, lambda row: row.major, "major"
+            ),
+        },
+        _check_cuda_driver,
+    ),
+    "cuda_libraries": Table(
+        r.CudaLibrariesTable,
+        {
+            "cudart": _rows(r.LibraryName, _LIBRARY_NAME, lambda row: Version(row.cuda), "cuda"),
+            "cublas": _rows(r.LibraryName, _LIBRARY_NAME, lambda row: Version(row.cuda), "cuda"),
+        },
+    ),
+    "cudnn": Table(
+        r.CudnnTable,
+        {
+            "releases": _rows(r.CudnnRelease, {"major": _integer, "parts": _NAMES, "optional": _NAMES}, lambda row: row.major, "major"),
+            "runtime_loads": _rows(r.RuntimeLoads, {"library": _text, "loads": _NAMES}, lambda row: row.library.lower(), "library"),
+            "optional_loads": _rows(r.OptionalLoad, {"name": _text}, lambda row: row.name, "name"),
+            "zlibwapi": _single(r.Zlibwapi, {"versions": _range}),
+        },
+    ),
+    "environment": Table(
+        r.EnvironmentTable,
+        {
+            "ineffective": _rows(r.IneffectiveVariable, {"name": _text, "instead": _text}, lambda row: row.name.upper(), "name"),
+            "known": _single(r.KnownVariables, {"names": _NAMES}),
+        },
+    ),
+    "frameworks": Table(
+        r.FrameworksTable,
+        {
+            "frameworks": _rows(
+                r.Framework,
+                {"name": _text, "module": _text, "distributions": _NAMES, "loads_cuda": _one_of("system", "bundled"), "bundled_when": _NAMES},
+                lambda row: row.name,
+                "name",
+            ),
+            "onnxruntime_builds": _rows(r.OnnxruntimeBuild, {"versions": _range, "cuda": _version, "cudnn": _version}, lambda row: row.versions, "versions"),
+            "paddle_builds": _rows(r.PaddleBuild, {"tag": _text, "cuda": _version, "cudnn": _version, "os": _OS}, lambda row: (row.tag, row.os), "tag", "os"),
+        },
+    ),
+    "gpus": Table(
+        r.GpusTable,
+        {
+            "gpus": _rows(r.GpuCapability, {"name": _text, "cc": _version}, lambda row: _gpu_key(row.name), "name"),
+            "cuda_releases": _rows(r.CudaArchFloor, {"cuda_major": _integer, "min_cc": _version}, lambda row: row.cuda_major, "cuda_major"),
+        },
+    ),
+    "libraries": Table(
+        r.LibrariesTable,
+        {
+            "providers": _rows(r.LibraryProvider, {"pattern": _regex, "provider": _text, "fix": _text}, lambda row: row.pattern, "pattern"),
+            "os_provided": _single(r.OsProvided, {"windows": _regex, "linux": _regex}),
+            "driver_provided": _single(r.DriverProvided, {"pattern": _regex}),
+        },
+    ),
+    "tensorflow": Table(
+        r.TensorflowTable,
+        {
+            "windows_native_gpu_last": _single(r.WindowsGpuLast, {"version": _version}),
+            "tested_builds": _rows(
+                r.TensorflowBuild,
+                {"version": _version, "os": _OS, "python": _range, "cudnn": _version, "cuda": _version},
+                lambda row: (_release(row.version), row.os),
+                "version",
+                "os",
+            ),
+        },
+    ),
+    "torch": Table(
+        r.TorchTable,
+        {
+            "index_url": _single(r.IndexUrl, {"template": _text}),
+            "releases": _rows(
+                r.TorchRelease,
+                {"version": _version, "python": _range, "cuda": _list_of(_version, 'versions in quotes, such as "12.6"')},
+                lambda row: _release(row.version),
+                "version",
+            ),
+        },
+    ),
+}
+
+
+def _top_level(table: Table, document: Any, where: str, prefix: str, partial: bool) -> None:
+    if not isinstance(document, dict):
+        raise KnowledgeError(f"{where}: {prefix or 'the file'}: expected a mapping of sections, got {_shown(document)}")
+    allowed = ["reviewed", *table.sections]
+    for key in document:
+        if key not in allowed:
+            close = _close(str(key), allowed, n=1)
+            raise KnowledgeError(f"{where}: unknown key {prefix + str(key)!r}" + (f" (did you mean {prefix + close[0]!r}?)" if close else ""))
+    if not partial:
+        for key in allowed:
+            if key not in document:
+                raise KnowledgeError(f"{where}: missing key {prefix + key!r}")
+    if "reviewed" in document:
+        try:
+            _date(document["reviewed"])
+        except _Bad as bad:
+            raise KnowledgeError(f"{where}: {prefix}reviewed: {bad}, got {_shown(document['reviewed'])}") from None
+
+
+def _section(section: Section, name: str, raw: Any, where: str) -> Any:
+    """The record (single row) or tuple of records (list) of one section; duplicate keys are an error.
+    `name` is how messages call the section: "releases", or "torch.releases" in a user's file."""
+    if section.key is None:
+        try:
+            return section.convert(raw)
+        except _Bad as bad:
+            raise KnowledgeError(f"{where}: {name}: {bad}") from None
+    if not isinstance(raw, list):
+        raise KnowledgeError(f"{where}: {name}: expected a list of rows, got {_shown(raw)}")
+    rows, seen = [], {}
+    for index, item in enumerate(raw):
+        try:
+            row = section.convert(item)
+            key = section.key(row)
+            if key in seen:
+                raise _Bad(f"same key as {name}[{seen[key]}]; keep one of them")
+        except _Bad as bad:
+            raise KnowledgeError(f"{where}: {name}[{index}]{section.name_of(item)}: {bad}") from None
+        seen[key] = index
+        rows.append(row)
+    return tuple(rows)
+
+
+def build(name: str, document: Any, where: str) -> Any:
+    """The typed table of one shipped data file (every section present, every row valid, invariants kept)."""
+    table = TABLES[name]
+    _top_level(table, document, where, "", partial=False)
+    record = table.record(
+        **{key: document["reviewed"] if key == "reviewed" else _section(table.sections[key], key, document[key], where) for key in table.record._fields}
+    )
+    if table.check:
+        table.check(record, where)
+    return record
+
+
+def partial(name: str, document: Any, where: str) -> dict[str, Any]:
+    """A user's rows for table `name` in file `where`: only the sections given, each checked like the shipped ones."""
+    table = TABLES[name]
+    _top_level(table, document, where, f"{name}.", partial=True)
+    return {key: _section(table.sections[key], f"{name}.{key}", value, where) for key, value in document.items() if key != "reviewed"}
+
+
+def overlay(name: str, shipped: Any, sections: dict[str, Any], where: str) -> Any:
+    """The shipped table with a user's rows on top: a row with the key of a shipped row replaces it,
+    other rows are added; the user's rows come first, so a lookup that takes the first match sees them."""
+    table = TABLES[name]
+    changes = {}
+    for key, value in sections.items():
+        section = table.sections[key]
+        if section.key is None:
+            changes[key] = value
+            continue
+        theirs = {section.key(row) for row in value}
+        changes[key] = value + tuple(row for row in getattr(shipped, key) if section.key(row) not in theirs)
+    merged = shipped._replace(**changes)
+    if table.check:
+        table.check(merged, where)
+    return merged

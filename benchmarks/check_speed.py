@@ -97,8 +97,12 @@ def synthetic(doctor: list[str], runs: int) -> None:
         print("synthetic machine (site-packages: 50,000 files):")
         previous = None
         for count in (50, 100, 200):
-            env = dict(os.environ, PATH=":".join(folders[:count] + [os.environ.get("PATH", "")]),
-                       LD_LIBRARY_PATH=":".join(folders[:count]), VIRTUAL_ENV=str(base / "venv"))
+            env = dict(
+                os.environ,
+                PATH=":".join(folders[:count] + [os.environ.get("PATH", "")]),
+                LD_LIBRARY_PATH=":".join(folders[:count]),
+                VIRTUAL_ENV=str(base / "venv"),
+            )
             seconds = timed_env([*doctor, "--no-frameworks"], runs, env)
             growth = f"  x{seconds / previous[1]:4.2f} for x{count / previous[0]:.0f} folders" if previous else ""
             print(f"  {count:3d} folders on PATH and LD_LIBRARY_PATH  {seconds:6.3f} s{growth}")

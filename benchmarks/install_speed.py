@@ -34,7 +34,7 @@ def build(path: Path, gigabytes: float, files: int = 0) -> None:
     per_file = int(gigabytes * 1024) // 8  # MiB in each of 8 big libraries
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
         archive.writestr(f"{TOP}/include/cudnn_version.h", archives.version_header("8.9.7.29"))
-        archive.writestr(f"{TOP}/include/cudnn.h", "#include \"cudnn_version.h\"\n")
+        archive.writestr(f"{TOP}/include/cudnn.h", '#include "cudnn_version.h"\n')
         for part in archives.PARTS8:
             archive.writestr(f"{TOP}/lib/libcudnn_{part}.so.8.9.7", archives.fake_library(part))
         for index in range(files):

@@ -14,8 +14,10 @@ PARTS8 = ("ops_infer", "ops_train", "cnn_infer", "cnn_train", "adv_infer", "adv_
 def version_header(version: str) -> str:
     major, minor, patch = version.split(".")[:3]
     formula = "CUDNN_MAJOR * 10000 + CUDNN_MINOR * 100 + CUDNN_PATCHLEVEL" if int(major) >= 9 else "CUDNN_MAJOR * 1000 + CUDNN_MINOR * 100 + CUDNN_PATCHLEVEL"
-    return (f"/* cudnn_version.h */\n#ifndef CUDNN_VERSION_H_\n#define CUDNN_VERSION_H_\n\n#define CUDNN_MAJOR {major}\n#define CUDNN_MINOR {minor}\n"
-            f"#define CUDNN_PATCHLEVEL {patch}\n\n#define CUDNN_VERSION ({formula})\n\n#endif\n")
+    return (
+        f"/* cudnn_version.h */\n#ifndef CUDNN_VERSION_H_\n#define CUDNN_VERSION_H_\n\n#define CUDNN_MAJOR {major}\n#define CUDNN_MINOR {minor}\n"
+        f"#define CUDNN_PATCHLEVEL {patch}\n\n#define CUDNN_VERSION ({formula})\n\n#endif\n"
+    )
 
 
 def fake_library(name: str, size: int = 4096) -> bytes:
@@ -34,7 +36,7 @@ def windows_members(version: str = "8.5.0.96", cuda: int = 11, layout: str = "ar
         members[f"{top}/{bin_dir}/cudnn_{part}64_{major}.dll"] = fake_library(f"cudnn_{part}64_{major}.dll")
         members[f"{top}/{lib}/cudnn_{part}64_{major}.lib"] = b"lib" + part.encode()
     members[f"{top}/{lib}/cudnn.lib"] = b"lib"
-    members[f"{top}/{include}/cudnn.h"] = b"#include \"cudnn_version.h\"\n"
+    members[f"{top}/{include}/cudnn.h"] = b'#include "cudnn_version.h"\n'
     members[f"{top}/{include}/cudnn_version.h"] = version_header(version).encode()
     members[f"{top}/LICENSE"] = b"license text"
     return members
@@ -53,6 +55,7 @@ def linux_tar(path: Path, version: str = "8.9.7.29", cuda: int = 12) -> Path:
     short = ".".join(version.split(".")[:3])
     top = f"cudnn-linux-x86_64-{version}_cuda{cuda}-archive"
     with tarfile.open(path, "w:xz") as archive:
+
         def add(name: str, data: bytes) -> None:
             info = tarfile.TarInfo(f"{top}/{name}")
             info.size = len(data)
@@ -65,7 +68,7 @@ def linux_tar(path: Path, version: str = "8.9.7.29", cuda: int = 12) -> Path:
             archive.addfile(info)
 
         add("include/cudnn_version.h", version_header(version).encode())
-        add("include/cudnn.h", b"#include \"cudnn_version.h\"\n")
+        add("include/cudnn.h", b'#include "cudnn_version.h"\n')
         for part in ("",) + tuple(f"_{p}" for p in PARTS8):
             real = f"libcudnn{part}.so.{short}"
             add(f"lib/{real}", fake_library(real))

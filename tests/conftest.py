@@ -27,8 +27,11 @@ WINDOWS_BASE: dict[str, Any] = {
     "os": "windows",
     "env": {"SystemRoot": "C:\\Windows", "PATH": "C:\\Windows\\System32;C:\\Windows"},
     "files": {"C:\\Windows\\System32\\kernel32.dll": {"size": 700000}},
-    "nvml": {"driver_version": "552.44", "cuda_driver_version": 12040,
-             "gpus": [{"name": "NVIDIA GeForce RTX 3060", "compute_capability": "8.6", "memory_total_mib": 12288}]},
+    "nvml": {
+        "driver_version": "552.44",
+        "cuda_driver_version": 12040,
+        "gpus": [{"name": "NVIDIA GeForce RTX 3060", "compute_capability": "8.6", "memory_total_mib": 12288}],
+    },
     "pythons": [{"executable": "C:\\Users\\dev\\env\\python.exe", "version": "3.10.11", "current": True, "kind": "venv", "packages": {}, "frameworks": {}}],
 }
 LINUX_BASE: dict[str, Any] = {
@@ -37,8 +40,11 @@ LINUX_BASE: dict[str, Any] = {
     "os": "linux",
     "env": {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/home/dev"},
     "files": {"/usr/lib/x86_64-linux-gnu/libc.so.6": {"size": 2000000}},
-    "nvml": {"driver_version": "550.144.03", "cuda_driver_version": 12040,
-             "gpus": [{"name": "NVIDIA GeForce RTX 4090", "compute_capability": "8.9", "memory_total_mib": 24564}]},
+    "nvml": {
+        "driver_version": "550.144.03",
+        "cuda_driver_version": 12040,
+        "gpus": [{"name": "NVIDIA GeForce RTX 4090", "compute_capability": "8.9", "memory_total_mib": 24564}],
+    },
     "pythons": [{"executable": "/home/dev/.venv/bin/python", "version": "3.11.7", "current": True, "kind": "venv", "packages": {}, "frameworks": {}}],
 }
 

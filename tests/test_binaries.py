@@ -63,7 +63,21 @@ def test_gcc_built_elf_with_runpath_rpath_and_a_dlopen_string(tmp_path):
     source = tmp_path / "x.c"
     source.write_text('#include <dlfcn.h>\nvoid *f(void) { return dlopen("libcudnn_graph.so.9", 2); }\n')
     out = tmp_path / "libx.so"
-    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(out), str(source), "-Wl,-soname,libx.so.1", "-Wl,--enable-new-dtags,-rpath,$ORIGIN/../lib", "-Wl,--no-as-needed", "-lz"], check=True)
+    subprocess.run(
+        [
+            "gcc",
+            "-shared",
+            "-fPIC",
+            "-o",
+            str(out),
+            str(source),
+            "-Wl,-soname,libx.so.1",
+            "-Wl,--enable-new-dtags,-rpath,$ORIGIN/../lib",
+            "-Wl,--no-as-needed",
+            "-lz",
+        ],
+        check=True,
+    )
     info = read_binary(str(out))
     assert info.soname == "libx.so.1" and info.runpath == ("$ORIGIN/../lib",) and info.rpath == ()
     assert "libz.so.1" in info.imports and info.loads == ("libcudnn_graph.so.9",)
@@ -87,8 +101,13 @@ def test_fixture_source_reads_real_bytes_and_explicit_fields_win(tmp_path):
     source = tmp_path / "b.c"
     source.write_text("int b(void) { return 1; }\n")
     subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(tmp_path / "libb.so"), str(source), "-Wl,-soname,libb.so.2", "-Wl,--no-as-needed", "-lm"], check=True)
-    document = {"schema": "machine-fixture/1", "name": "source", "os": "linux", "env": {"PATH": "/usr/bin"},
-                "files": {"/opt/lib/libb.so.2": {"source": "libb.so"}, "/opt/lib/libc.so.2": {"source": "libb.so", "soname": "libc.so.2"}}}
+    document = {
+        "schema": "machine-fixture/1",
+        "name": "source",
+        "os": "linux",
+        "env": {"PATH": "/usr/bin"},
+        "files": {"/opt/lib/libb.so.2": {"source": "libb.so"}, "/opt/lib/libc.so.2": {"source": "libb.so", "soname": "libc.so.2"}},
+    }
     path = tmp_path / "machine.yaml"
     path.write_text(yaml.safe_dump(document))
     system = FixtureSystem.from_file(path)

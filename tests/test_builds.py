@@ -35,8 +35,12 @@ def test_tensorflow_tables_fill_only_what_the_build_does_not_say():
     table = build("tensorflow", {"tensorflow": "2.10.0"}, os_name="windows")
     assert (table.cuda.value, table.cuda.how) == ("11.2", KNOWLEDGE) and table.cuda.source.startswith("https://")
     assert (table.cudnn.value, table.cudnn.how) == ("8.1", KNOWLEDGE)
-    live = build("tensorflow", {"tensorflow": "2.10.0"}, {"version": "2.10.0", "built_with_cuda": True,
-                                                         "build_info": {"cuda_version": "64_112", "cudnn_version": "64_8"}}, os_name="windows")
+    live = build(
+        "tensorflow",
+        {"tensorflow": "2.10.0"},
+        {"version": "2.10.0", "built_with_cuda": True, "build_info": {"cuda_version": "64_112", "cudnn_version": "64_8"}},
+        os_name="windows",
+    )
     assert live.cuda.how == LIVE and live.cuda_version.release[:2] == (11, 2)
     assert build("tensorflow", {"tensorflow-cpu": "2.10.0"}).gpu_build is False
 
@@ -51,41 +55,60 @@ def test_paddle_post_tag_and_onnxruntime_table():
     assert build("torch", {"torch": "2.1.0+cu118"}).system_libraries is None  # torch brings its own
 
 
-@pytest.mark.parametrize("text, expected", [
-    # TensorFlow 2.x dso_loader, Linux: its own request, said once though two patterns match
-    ("W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library 'libcudart.so.11.0'; "
-     "dlerror: libcudart.so.11.0: cannot open shared object file: No such file or directory", [("libcudart.so.11.0", None, True)]),
-    # TensorFlow on Windows
-    ("Could not load dynamic library 'cudnn64_8.dll'; dlerror: cudnn64_8.dll not found", [("cudnn64_8.dll", None, True)]),
-    # ONNX Runtime: a dependency of its CUDA provider
-    ("[E:onnxruntime:Default, provider_bridge_ort.cc:1480 TryGetProviderInfo_CUDA] Failed to load library "
-     "libonnxruntime_providers_cuda.so with error: libcublasLt.so.11: cannot open shared object file: No such file or directory",
-     [("libcublasLt.so.11", "libonnxruntime_providers_cuda.so", False)]),
-    # an ImportError from a framework's extension module
-    ("OSError: libcudnn.so.8: cannot open shared object file: No such file or directory", [("libcudnn.so.8", None, False)]),
-    # Python's ctypes on Windows and cuDNN 8's own loader
-    ("Could not find the DLL(s) 'msvcp140_1.dll'", [("msvcp140_1.dll", None, False)]),
-    ("Could not locate zlibwapi.dll. Please make sure it is in your library path!", [("zlibwapi.dll", None, False)]),
-    ("all fine: Loaded cuDNN version 8902", []),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        # TensorFlow 2.x dso_loader, Linux: its own request, said once though two patterns match
+        (
+            "W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library 'libcudart.so.11.0'; "
+            "dlerror: libcudart.so.11.0: cannot open shared object file: No such file or directory",
+            [("libcudart.so.11.0", None, True)],
+        ),
+        # TensorFlow on Windows
+        ("Could not load dynamic library 'cudnn64_8.dll'; dlerror: cudnn64_8.dll not found", [("cudnn64_8.dll", None, True)]),
+        # ONNX Runtime: a dependency of its CUDA provider
+        (
+            "[E:onnxruntime:Default, provider_bridge_ort.cc:1480 TryGetProviderInfo_CUDA] Failed to load library "
+            "libonnxruntime_providers_cuda.so with error: libcublasLt.so.11: cannot open shared object file: No such file or directory",
+            [("libcublasLt.so.11", "libonnxruntime_providers_cuda.so", False)],
+        ),
+        # an ImportError from a framework's extension module
+        ("OSError: libcudnn.so.8: cannot open shared object file: No such file or directory", [("libcudnn.so.8", None, False)]),
+        # Python's ctypes on Windows and cuDNN 8's own loader
+        ("Could not find the DLL(s) 'msvcp140_1.dll'", [("msvcp140_1.dll", None, False)]),
+        ("Could not locate zlibwapi.dll. Please make sure it is in your library path!", [("zlibwapi.dll", None, False)]),
+        ("all fine: Loaded cuDNN version 8902", []),
+    ],
+)
 def test_load_failures_of_every_format(text, expected):
     assert [(f.library, f.needed_by, f.direct) for f in load_failures(text)] == expected
 
 
-@pytest.mark.parametrize("text, loaded, compiled", [
-    ("E Loaded runtime CuDNN library: 8.1.0 but source was compiled with: 8.6.0.  CuDNN library needs to have matching major", "8.1.0", "8.6.0"),
-    ("The installed Paddle is compiled with CUDNN 8.2, but CUDNN version in your machine is 8.1, which may cause serious incompatible bug", "8.1", "8.2"),
-    ("RuntimeError: Found cuDNN version 8600, but JAX was built against version 8900, which is newer.", "8.6.0", "8.9.0"),
-    ("RuntimeError: cuDNN version incompatibility: PyTorch was compiled  against (8, 9, 2) but found runtime version (8, 5, 0).", "8.5.0", "8.9.2"),
-])
+@pytest.mark.parametrize(
+    "text, loaded, compiled",
+    [
+        ("E Loaded runtime CuDNN library: 8.1.0 but source was compiled with: 8.6.0.  CuDNN library needs to have matching major", "8.1.0", "8.6.0"),
+        ("The installed Paddle is compiled with CUDNN 8.2, but CUDNN version in your machine is 8.1, which may cause serious incompatible bug", "8.1", "8.2"),
+        ("RuntimeError: Found cuDNN version 8600, but JAX was built against version 8900, which is newer.", "8.6.0", "8.9.0"),
+        ("RuntimeError: cuDNN version incompatibility: PyTorch was compiled  against (8, 9, 2) but found runtime version (8, 5, 0).", "8.5.0", "8.9.2"),
+    ],
+)
 def test_cudnn_mismatch_of_every_framework(text, loaded, compiled):
     found = cudnn_mismatch(text)
     assert (found.loaded, found.compiled) == (loaded, compiled) and found.message
 
 
 def test_complaints_are_typed_lines():
-    torch = build("torch", {"torch": "2.1.0+cu121"}, {"version": "2.1.0+cu121", "cuda": "12.1", "cuda_available": False,
-                                                     "warning": "UserWarning: CUDA initialization: The NVIDIA driver on your system is too old (found version 11040)."})
+    torch = build(
+        "torch",
+        {"torch": "2.1.0+cu121"},
+        {
+            "version": "2.1.0+cu121",
+            "cuda": "12.1",
+            "cuda_available": False,
+            "warning": "UserWarning: CUDA initialization: The NVIDIA driver on your system is too old (found version 11040).",
+        },
+    )
     assert torch.driver_complaint.startswith("UserWarning: CUDA initialization") and torch.no_kernel_complaint is None
     assert torch.warning.startswith("UserWarning")
 

@@ -22,10 +22,27 @@ def python(exe, version="3.10.11", packages=None, frameworks=None, current=True)
 
 def test_every_required_id_is_registered():
     required = {
-        "no-nvidia-gpu", "driver-too-old", "gpu-arch-unsupported", "wsl-linux-driver-installed", "cuda-toolkit-missing", "cuda-libs-not-found",
-        "nvcc-not-on-path", "cuda-path-mismatch", "multiple-cuda-on-path", "cudnn-missing", "torch-cpu-build", "torch-cuda-unavailable",
-        "tf-cpu-build", "tf-windows-gpu-unsupported", "framework-cuda-mismatch", "python-unsupported", "interpreter-mismatch",
-        "env-stale-session", "path-missing-dir", "path-duplicate-entries", "env-var-ineffective",
+        "no-nvidia-gpu",
+        "driver-too-old",
+        "gpu-arch-unsupported",
+        "wsl-linux-driver-installed",
+        "cuda-toolkit-missing",
+        "cuda-libs-not-found",
+        "nvcc-not-on-path",
+        "cuda-path-mismatch",
+        "multiple-cuda-on-path",
+        "cudnn-missing",
+        "torch-cpu-build",
+        "torch-cuda-unavailable",
+        "tf-cpu-build",
+        "tf-windows-gpu-unsupported",
+        "framework-cuda-mismatch",
+        "python-unsupported",
+        "interpreter-mismatch",
+        "env-stale-session",
+        "path-missing-dir",
+        "path-duplicate-entries",
+        "env-var-ineffective",
     }
     assert required <= set(RULES)
 
@@ -40,6 +57,7 @@ def test_arch_list_rules():
 def test_driver_too_old_respects_minor_version_compatibility():
     def torch(cuda):
         return {"torch": {"version": f"2.3.1+cu{cuda.replace('.', '')}", "cuda": cuda, "cuda_available": True, "device_count": 1, "arch_list": ["sm_86"]}}
+
     old = {"driver_version": "525.60.13", "cuda_driver_version": 12000, "gpus": [{"name": "NVIDIA GeForce RTX 3060", "compute_capability": "8.6"}]}
     assert "driver-too-old" not in ids(machine(LINUX_BASE, nvml=old, pythons=[python("/v/bin/python", frameworks=torch("12.1"))]))
     older = dict(old, driver_version="470.63.01", cuda_driver_version=11040)
@@ -90,7 +108,7 @@ def test_tf_cpu_build_only_with_a_gpu():
     tf = {"tensorflow": {"version": "2.15.0", "built_with_cuda": False, "gpus": []}}
     pythons = [python("/v/bin/python", packages={"tensorflow": "2.15.0"}, frameworks=tf)]
     found = findings_of(machine(LINUX_BASE, pythons=pythons), "tf-cpu-build")
-    assert found and 'tensorflow[and-cuda]==2.15.0' in found[0].fix[0]
+    assert found and "tensorflow[and-cuda]==2.15.0" in found[0].fix[0]
     assert not findings_of(machine(LINUX_BASE, pythons=pythons, nvml=None), "tf-cpu-build")
 
 

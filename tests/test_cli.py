@@ -98,12 +98,21 @@ def test_corrupt_yaml_is_one_line_exit_2(tmp_path, capsys):
 
 def test_kb_overlay_with_a_newer_torch_release_changes_the_diagnosis(tmp_path, capsys):
     torch = {"version": "2.15.0+cu126", "cuda": "12.6", "cuda_available": True, "device_count": 1, "arch_list": ["sm_86"]}
-    python = {"executable": "/v/bin/python", "version": "3.9.18", "current": True, "kind": "venv", "packages": {"torch": "2.15.0+cu126"},
-              "frameworks": {"torch": torch}}
+    python = {
+        "executable": "/v/bin/python",
+        "version": "3.9.18",
+        "current": True,
+        "kind": "venv",
+        "packages": {"torch": "2.15.0+cu126"},
+        "frameworks": {"torch": torch},
+    }
     fixture = write(tmp_path, machine(LINUX_BASE, pythons=[python]))
     newer = tmp_path / "newer.yaml"
-    newer.write_text('torch:\n  releases:\n    - {version: "2.15", python: ">=3.10,<3.15", cuda: ["12.6", "13.0"], '
-                     'source: "https://github.com/pytorch/pytorch/blob/main/RELEASE.md#release-compatibility-matrix"}\n', encoding="utf-8")
+    newer.write_text(
+        'torch:\n  releases:\n    - {version: "2.15", python: ">=3.10,<3.15", cuda: ["12.6", "13.0"], '
+        'source: "https://github.com/pytorch/pytorch/blob/main/RELEASE.md#release-compatibility-matrix"}\n',
+        encoding="utf-8",
+    )
 
     def python_findings(*extra):
         code, out, _ = cli(["check", "--fixture", str(fixture), "--format", "json", *extra], capsys)
@@ -153,8 +162,14 @@ def test_live_check_shows_the_toolkit(capsys):
 @pytest.mark.parametrize(
     ("path", "install"),
     [
-        pytest.param(GALLERY / "win-torch-cpu-wheel-from-pypi.yaml", "torch==2.2.2 torchvision==0.17.2 --index-url https://download.pytorch.org/whl/cu121", id="gallery"),
-        pytest.param(SHARED_FIXTURES / "seed" / "seed-win-torch-cpu-wheel.yaml", "torch==2.0.0 torchvision==0.15.1 --index-url https://download.pytorch.org/whl/cu118", id="shared"),
+        pytest.param(
+            GALLERY / "win-torch-cpu-wheel-from-pypi.yaml", "torch==2.2.2 torchvision==0.17.2 --index-url https://download.pytorch.org/whl/cu121", id="gallery"
+        ),
+        pytest.param(
+            SHARED_FIXTURES / "seed" / "seed-win-torch-cpu-wheel.yaml",
+            "torch==2.0.0 torchvision==0.15.1 --index-url https://download.pytorch.org/whl/cu118",
+            id="shared",
+        ),
     ],
 )
 def test_machine_fixture_through_the_cli(capsys, path, install):

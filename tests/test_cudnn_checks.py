@@ -15,8 +15,14 @@ TF = {"tensorflow": {"version": "2.10.0", "built_with_cuda": True, "gpus": [], "
 
 def cudnn8(folder: str, version: str = "8.9.7.29", cuda: int = 11, parts=PARTS, **overrides: Any) -> dict[str, Any]:
     """cuDNN 8 DLLs as NVIDIA ships them: the front library loads its parts, ops_infer loads cuBLAS and zlib."""
-    files = {f"{folder}\\cudnn64_8.dll": {"size": 300000, "version": version, "imports": ["KERNEL32.dll"],
-                                          "loads": [f"cudnn_{p}64_8.dll" for p in PARTS] + ["zlibwapi.dll"]}}
+    files = {
+        f"{folder}\\cudnn64_8.dll": {
+            "size": 300000,
+            "version": version,
+            "imports": ["KERNEL32.dll"],
+            "loads": [f"cudnn_{p}64_8.dll" for p in PARTS] + ["zlibwapi.dll"],
+        }
+    }
     for part in parts:
         loads = [f"cublas64_{cuda}.dll", f"cublasLt64_{cuda}.dll", "zlibwapi.dll"] if part == "ops_infer" else []
         files[f"{folder}\\cudnn_{part}64_8.dll"] = {"size": 9000000, "version": version, "imports": ["KERNEL32.dll"], "loads": loads}
@@ -26,14 +32,18 @@ def cudnn8(folder: str, version: str = "8.9.7.29", cuda: int = 11, parts=PARTS, 
 
 
 def toolkit(extra: dict[str, Any], path_extra: str = "") -> dict[str, Any]:
-    files = {f"{CUDA}\\bin\\{name}": {"size": 1000, "imports": ["KERNEL32.dll"]} for name in
-             ("cudart64_110.dll", "cublas64_11.dll", "cublasLt64_11.dll", "zlibwapi.dll", "nvcc.exe")}
+    files = {
+        f"{CUDA}\\bin\\{name}": {"size": 1000, "imports": ["KERNEL32.dll"]}
+        for name in ("cudart64_110.dll", "cublas64_11.dll", "cublasLt64_11.dll", "zlibwapi.dll", "nvcc.exe")
+    }
     files[f"{CUDA}\\include\\cudnn.h"] = {"size": 100}
     files[f"{CUDA}\\include\\cudnn_version.h"] = {"text": "#define CUDNN_MAJOR 8\n#define CUDNN_MINOR 9\n#define CUDNN_PATCHLEVEL 7\n"}
     files[f"{CUDA}\\lib\\x64\\cudnn.lib"] = {"size": 100}
     files.update(extra)
     env = {"PATH": f"{path_extra}{CUDA}\\bin;C:\\Windows\\System32;C:\\Windows", "CUDA_PATH": CUDA}
-    pythons = [{"executable": "C:\\env\\python.exe", "version": "3.10.11", "current": True, "kind": "conda", "packages": {"tensorflow": "2.10.0"}, "frameworks": TF}]
+    pythons = [
+        {"executable": "C:\\env\\python.exe", "version": "3.10.11", "current": True, "kind": "conda", "packages": {"tensorflow": "2.10.0"}, "frameworks": TF}
+    ]
     return machine(WINDOWS_BASE, files=files, env=env, pythons=pythons)
 
 
@@ -98,8 +108,14 @@ def test_nested_layout_and_missing_headers_and_import_libraries():
 
 
 def test_zero_bytes_unreadable_and_wrong_architecture():
-    files = cudnn8(f"{CUDA}\\bin", **{f"{CUDA}\\bin\\cudnn_cnn_infer64_8.dll": {"size": 0}, f"{CUDA}\\bin\\cudnn_adv_infer64_8.dll": {"readable": False},
-                                      f"{CUDA}\\bin\\cudnn_ops_train64_8.dll": {"machine": "x86"}})
+    files = cudnn8(
+        f"{CUDA}\\bin",
+        **{
+            f"{CUDA}\\bin\\cudnn_cnn_infer64_8.dll": {"size": 0},
+            f"{CUDA}\\bin\\cudnn_adv_infer64_8.dll": {"readable": False},
+            f"{CUDA}\\bin\\cudnn_ops_train64_8.dll": {"machine": "x86"},
+        },
+    )
     result = found(toolkit(files))
     assert "cudnn_cnn_infer64_8.dll" in result["library-zero-bytes"].detail
     assert "cudnn_adv_infer64_8.dll" in result["library-unreadable"].detail
@@ -108,10 +124,17 @@ def test_zero_bytes_unreadable_and_wrong_architecture():
 
 def test_linux_optional_nvrtc_is_a_warning_and_system_copy_owned_by_dpkg_is_fine():
     lib = "/usr/lib/x86_64-linux-gnu"
-    files = {f"{lib}/libcudnn.so.8": {"soname": "libcudnn.so.8", "imports": ["libc.so.6"], "loads": [f"libcudnn_{p}.so.8" for p in PARTS]},
-             f"{lib}/libcudart.so.11.0": {"soname": "libcudart.so.11.0"}, "/var/lib/dpkg/info/libcudnn8.list": {"text": f"{lib}/libcudnn.so.8\n"}}
+    files = {
+        f"{lib}/libcudnn.so.8": {"soname": "libcudnn.so.8", "imports": ["libc.so.6"], "loads": [f"libcudnn_{p}.so.8" for p in PARTS]},
+        f"{lib}/libcudart.so.11.0": {"soname": "libcudart.so.11.0"},
+        "/var/lib/dpkg/info/libcudnn8.list": {"text": f"{lib}/libcudnn.so.8\n"},
+    }
     for part in PARTS:
-        files[f"{lib}/libcudnn_{part}.so.8"] = {"soname": f"libcudnn_{part}.so.8", "imports": ["libc.so.6"], "loads": ["libnvrtc.so"] if part == "cnn_infer" else []}
+        files[f"{lib}/libcudnn_{part}.so.8"] = {
+            "soname": f"libcudnn_{part}.so.8",
+            "imports": ["libc.so.6"],
+            "loads": ["libnvrtc.so"] if part == "cnn_infer" else [],
+        }
     tf = {"tensorflow": {"version": "2.12.0", "built_with_cuda": True, "gpus": [], "build_info": {"cuda_version": "11.8", "cudnn_version": "8"}}}
     pythons = [{"executable": "/v/bin/python", "version": "3.10.12", "current": True, "kind": "venv", "packages": {"tensorflow": "2.12.0"}, "frameworks": tf}]
     result = found(machine(LINUX_BASE, files=files, pythons=pythons))
@@ -124,13 +147,29 @@ def _linux_python(frameworks, packages):
 
 
 def test_version_mismatch_from_jax_and_torch_messages():
-    jax = {"jax": {"version": "0.4.30", "devices": ["CpuDevice(id=0)"],
-                   "warning": "CUDA backend failed to initialize: Found cuDNN version 8600, but JAX was built against version 8906, which is newer."}}
+    jax = {
+        "jax": {
+            "version": "0.4.30",
+            "devices": ["CpuDevice(id=0)"],
+            "warning": "CUDA backend failed to initialize: Found cuDNN version 8600, but JAX was built against version 8906, which is newer.",
+        }
+    }
     finding = found(machine(LINUX_BASE, pythons=_linux_python(jax, {"jax": "0.4.30"})))["cudnn-version-mismatch"]
     assert "loaded 8.6.0, compiled with 8.9.6" in finding.detail
-    torch = {"torch": {"version": "2.0.1+cu118", "cuda": "11.8", "cuda_available": True, "device_count": 1, "arch_list": ["sm_89"],
-                       "error": "RuntimeError: cuDNN version incompatibility: PyTorch was compiled  against (8, 7, 0) but found runtime version (8, 5, 0)."}}
-    assert "loaded 8.5.0, compiled with 8.7.0" in found(machine(LINUX_BASE, pythons=_linux_python(torch, {"torch": "2.0.1+cu118"})))["cudnn-version-mismatch"].detail
+    torch = {
+        "torch": {
+            "version": "2.0.1+cu118",
+            "cuda": "11.8",
+            "cuda_available": True,
+            "device_count": 1,
+            "arch_list": ["sm_89"],
+            "error": "RuntimeError: cuDNN version incompatibility: PyTorch was compiled  against (8, 7, 0) but found runtime version (8, 5, 0).",
+        }
+    }
+    assert (
+        "loaded 8.5.0, compiled with 8.7.0"
+        in found(machine(LINUX_BASE, pythons=_linux_python(torch, {"torch": "2.0.1+cu118"})))["cudnn-version-mismatch"].detail
+    )
 
 
 def test_missing_library_named_in_an_import_error_is_a_missing_dependency():
@@ -140,6 +179,12 @@ def test_missing_library_named_in_an_import_error_is_a_missing_dependency():
 
 
 def test_tensorflow_without_kernels_for_the_gpu():
-    tf = {"tensorflow": {"version": "2.4.0", "built_with_cuda": True, "gpus": ["/physical_device:GPU:0"],
-                         "log": "E tensorflow/stream_executor/cuda/cuda_driver.cc] failed to run cuBLAS routine: CUDA_ERROR_NO_BINARY_FOR_GPU"}}
+    tf = {
+        "tensorflow": {
+            "version": "2.4.0",
+            "built_with_cuda": True,
+            "gpus": ["/physical_device:GPU:0"],
+            "log": "E tensorflow/stream_executor/cuda/cuda_driver.cc] failed to run cuBLAS routine: CUDA_ERROR_NO_BINARY_FOR_GPU",
+        }
+    }
     assert "gpu-arch-unsupported" in found(machine(LINUX_BASE, pythons=_linux_python(tf, {"tensorflow": "2.4.0"})))

@@ -36,11 +36,15 @@ def test_a_framework_that_raises_on_import_is_recorded_not_raised(fake_site):
 
 
 def test_an_error_while_probing_keeps_the_version(fake_site):
-    _module(fake_site, "onnxruntime", """
+    _module(
+        fake_site,
+        "onnxruntime",
+        """
         __version__ = "1.16.3"
         def get_available_providers():
             raise OSError("provider bridge failed")
-    """)
+    """,
+    )
     report = LiveSystem().framework_reports(sys.executable, ["onnxruntime"], timeout=60)["onnxruntime"]
     assert report["version"] == "1.16.3" and report["error"] == "OSError: provider bridge failed"
 
@@ -59,7 +63,10 @@ def test_importing_leaves_no_trace_in_the_home_folder(fake_site, tmp_path, monke
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.delenv("KERAS_HOME", raising=False)
-    _module(fake_site, "tensorflow", """
+    _module(
+        fake_site,
+        "tensorflow",
+        """
         import os, sys
         for path in ("~/.keras/keras.json", "~/.cache/onnxruntime/device_id"):
             full = os.path.expanduser(path)
@@ -71,7 +78,8 @@ def test_importing_leaves_no_trace_in_the_home_folder(fake_site, tmp_path, monke
             is_built_with_cuda = staticmethod(lambda: True)
         class config:
             list_physical_devices = staticmethod(lambda kind: [])
-    """)
+    """,
+    )
     report = LiveSystem().framework_reports(sys.executable, ["tensorflow"], timeout=60)["tensorflow"]
     assert report["version"] == "2.12.0" and report["built_with_cuda"] is True and report["gpus"] == []
     assert "libcudart.so.11.0" in report["log"]

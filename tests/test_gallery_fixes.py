@@ -15,7 +15,6 @@ from .conftest import GALLERY, run
 CUDA = "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA"
 
 
-
 CASES = [
     ("win-torch-cpu-wheel-from-pypi", "torch-cpu-build", "pip install torch==2.2.2 torchvision==0.17.2 --index-url https://download.pytorch.org/whl/cu121"),
     ("win-torch-cpu-wheel-from-pypi", "torch-cpu-build", "torchvision"),

@@ -43,8 +43,12 @@ STATE = "C:\\Users\\dev\\AppData\\Local\\cudnn-doctor"
 def windows_machine(version: str = "11.8") -> FixtureSystem:
     """A Windows fixture machine with one CUDA toolkit; the install writes into it in memory."""
     root = f"{CUDA}\\v{version}"
-    files = {f"{root}\\bin\\nvcc.exe": {}, f"{root}\\include\\cuda.h": {"text": "#define CUDA_VERSION 11080\n"},
-             f"{root}\\lib\\x64\\cudart.lib": {}, f"{root}\\version.json": {"text": '{"cuda": {"version": "%s.0"}}' % version}}
+    files = {
+        f"{root}\\bin\\nvcc.exe": {},
+        f"{root}\\include\\cuda.h": {"text": "#define CUDA_VERSION 11080\n"},
+        f"{root}\\lib\\x64\\cudart.lib": {},
+        f"{root}\\version.json": {"text": '{"cuda": {"version": "%s.0"}}' % version},
+    }
     return FixtureSystem(machine(WINDOWS_BASE, files=files))
 
 
@@ -142,8 +146,12 @@ def test_kill_9_mid_copy_is_rolled_back_by_the_next_run(tmp_path, state):
     before = archives.tree(target)
     path = archives.linux_tar(tmp_path / "cudnn-cuda12-archive.tar.xz")
     env = dict(os.environ, CUDNN_DOCTOR_STATE_DIR=str(state), CUDNN_DOCTOR_TEST_DELAY="0.3")
-    child = subprocess.Popen([sys.executable, "-m", "cudnn_doctor", "install", str(path), "--into", str(target), "--yes"],
-                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "cudnn_doctor", "install", str(path), "--into", str(target), "--yes"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.time() + 30
     while time.time() < deadline:
         journal = transaction.Store(LiveSystem(), str(state)).journal()
@@ -166,19 +174,22 @@ def _zip_with(tmp_path, name, data=b"x", link=None):
     with zipfile.ZipFile(path, "w") as archive:
         info = zipfile.ZipInfo(name)
         if link is not None:
-            info.external_attr = (0o120777 << 16)
+            info.external_attr = 0o120777 << 16
             data = link.encode()
         archive.writestr(info, data)
     return path
 
 
-@pytest.mark.parametrize(("name", "link", "message"), [
-    ("../../evil.dll", None, "climbs out"),
-    ("/etc/cron.d/evil", None, "absolute path"),
-    ("C:/Windows/System32/evil.dll", None, "absolute path"),
-    ("cudnn/bin/escape.dll", "../../../../etc/passwd", "points outside"),
-    ("cudnn/bin/abs.dll", "/etc/passwd", "absolute target"),
-])
+@pytest.mark.parametrize(
+    ("name", "link", "message"),
+    [
+        ("../../evil.dll", None, "climbs out"),
+        ("/etc/cron.d/evil", None, "absolute path"),
+        ("C:/Windows/System32/evil.dll", None, "absolute path"),
+        ("cudnn/bin/escape.dll", "../../../../etc/passwd", "points outside"),
+        ("cudnn/bin/abs.dll", "/etc/passwd", "absolute target"),
+    ],
+)
 def test_hostile_members_are_refused_before_anything_is_written(tmp_path, name, link, message, capsys):
     target = archives.toolkit(tmp_path / "cuda-12.6")
     before = archives.tree(target)
@@ -264,8 +275,13 @@ def test_one_install_at_a_time_and_history_changes_nothing_while_one_runs(tmp_pa
     target = archives.toolkit(tmp_path / "cuda-12.6")
     path = archives.linux_tar(tmp_path / "cudnn-cuda12-archive.tar.xz")
     env = dict(os.environ, CUDNN_DOCTOR_STATE_DIR=str(state), CUDNN_DOCTOR_TEST_DELAY="0.2")
-    first = subprocess.Popen([sys.executable, "-m", "cudnn_doctor", "install", str(path), "--into", str(target), "--yes"],
-                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = subprocess.Popen(
+        [sys.executable, "-m", "cudnn_doctor", "install", str(path), "--into", str(target), "--yes"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     store = transaction.Store(LiveSystem(), str(state))
     deadline = time.time() + 30
     while time.time() < deadline and not ((journal := store.journal()) and any(s.get("new") for s in journal["steps"])):

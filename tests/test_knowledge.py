@@ -51,7 +51,9 @@ def test_each_section_checks_exactly_its_record_fields():
 
 def test_a_run_loads_the_tables_without_pyyaml():
     code = "import sys; from cudnn_doctor import knowledge; [knowledge.table(n) for n in knowledge.schema.TABLES]; print('yaml' in sys.modules)"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": str(generate.DATA.parents[2])})
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": str(generate.DATA.parents[2])}
+    )
     assert done.stdout.strip() == "False"
 
 
@@ -113,8 +115,12 @@ def test_driver_table_is_monotonic():
 
 @pytest.mark.parametrize(
     ("cuda", "os_name", "driver", "rule"),
-    [("12.1", "linux", "525", "minor-version compatibility"), ("11.8", "windows", "452.39", "minor-version compatibility"),
-     ("10.1", "windows", "418.96", "toolkit release"), ("13.0", "linux", "580", "minor-version compatibility")],
+    [
+        ("12.1", "linux", "525", "minor-version compatibility"),
+        ("11.8", "windows", "452.39", "minor-version compatibility"),
+        ("10.1", "windows", "418.96", "toolkit release"),
+        ("13.0", "linux", "580", "minor-version compatibility"),
+    ],
 )
 def test_driver_requirement(cuda, os_name, driver, rule):
     need = knowledge.driver_requirement(Version(cuda), os_name)
@@ -126,8 +132,15 @@ def test_max_cuda_for_old_drivers():
     assert knowledge.max_cuda_for_driver(Version("382.05"), "windows")[0] == Version("8.0")
 
 
-@pytest.mark.parametrize(("cuda", "os_name", "name"), [("11.2", "windows", "cudart64_110.dll"), ("10.1", "windows", "cudart64_101.dll"),
-                                                      ("12.6", "linux", "libcudart.so.12"), ("11.8", "linux", "libcudart.so.11.0")])
+@pytest.mark.parametrize(
+    ("cuda", "os_name", "name"),
+    [
+        ("11.2", "windows", "cudart64_110.dll"),
+        ("10.1", "windows", "cudart64_101.dll"),
+        ("12.6", "linux", "libcudart.so.12"),
+        ("11.8", "linux", "libcudart.so.11.0"),
+    ],
+)
 def test_cudart_names(cuda, os_name, name):
     assert knowledge.cudart_name(Version(cuda), os_name) == name
 
@@ -157,9 +170,12 @@ def test_newest_minor_of_a_range(text, newest):
 
 def test_overlay_replaces_and_adds_rows_then_goes_away(tmp_path):
     mine = tmp_path / "newer.yaml"
-    mine.write_text('torch:\n  releases:\n'
-                    '    - {version: "2.15", python: ">=3.10,<3.16", cuda: ["12.6", "13.0"], source: "https://pytorch.org/x"}\n'
-                    '    - {version: "2.0.1", python: ">=3.8,<3.13", cuda: ["11.8"], source: "https://pytorch.org/y"}\n', encoding="utf-8")
+    mine.write_text(
+        "torch:\n  releases:\n"
+        '    - {version: "2.15", python: ">=3.10,<3.16", cuda: ["12.6", "13.0"], source: "https://pytorch.org/x"}\n'
+        '    - {version: "2.0.1", python: ">=3.8,<3.13", cuda: ["11.8"], source: "https://pytorch.org/y"}\n',
+        encoding="utf-8",
+    )
     assert knowledge.torch_release(Version("2.15.0")) is None
     with knowledge.overlay(mine):
         assert knowledge.torch_release(Version("2.15.0")).cuda == ("12.6", "13.0")
@@ -173,14 +189,20 @@ def test_overlay_replaces_and_adds_rows_then_goes_away(tmp_path):
 @pytest.mark.parametrize(
     ("name", "text", "message"),
     [
-        ("a.yaml", "torch:\n  releases:\n    - {version: '2.15', pyton: '>=3.10', cuda: ['12.6'], source: 'https://x'}\n",
-         "a.yaml: torch.releases[0] (version 2.15): unknown key 'pyton' (did you mean 'python'?)"),
+        (
+            "a.yaml",
+            "torch:\n  releases:\n    - {version: '2.15', pyton: '>=3.10', cuda: ['12.6'], source: 'https://x'}\n",
+            "a.yaml: torch.releases[0] (version 2.15): unknown key 'pyton' (did you mean 'python'?)",
+        ),
         ("a.json", '{"torh": {}}', "a.json: unknown table 'torh' (did you mean 'torch'?)"),
         ("a.json", '{"torch": {"relases": []}}', "a.json: unknown key 'torch.relases' (did you mean 'torch.releases'?)"),
         ("a.json", "[1, 2", "a.json: not valid JSON"),
         ("a.yaml", "- just\n- a list\n", "a.yaml: expected a mapping of table names"),
-        ("a.json", '{"cuda_driver": {"toolkits": [{"cuda": "11.7", "linux": "400.1", "windows": "516.01", "source": "https://x"}]}}',
-         "a.json: cuda_driver: CUDA 11.7 needs an older linux driver than CUDA 11.6"),
+        (
+            "a.json",
+            '{"cuda_driver": {"toolkits": [{"cuda": "11.7", "linux": "400.1", "windows": "516.01", "source": "https://x"}]}}',
+            "a.json: cuda_driver: CUDA 11.7 needs an older linux driver than CUDA 11.6",
+        ),
     ],
 )
 def test_a_bad_overlay_is_an_input_error_naming_the_file(tmp_path, name, text, message):

@@ -20,8 +20,7 @@ import pytest
 from cudnn_doctor.loader.resolve import Resolver
 from cudnn_doctor.system.live import LiveSystem
 
-pytestmark = pytest.mark.skipif(sys.platform != "linux" or shutil.which("gcc") is None or shutil.which("ldd") is None,
-                                reason="needs Linux with gcc and ldd")
+pytestmark = pytest.mark.skipif(sys.platform != "linux" or shutil.which("gcc") is None or shutil.which("ldd") is None, reason="needs Linux with gcc and ldd")
 LAYOUTS = 60
 DIRS = ("d0", "d1", "d2", "d3")
 
@@ -71,13 +70,37 @@ def _layout(seed: int, objects: Path, base: Path) -> tuple[Path, str, dict]:
     shutil.copy(objects / "libdocb.so", link_b)
     a_kind = rng.choice(["none", "rpath", "runpath"])
     a_paths = [rng.choice([str(base / d), f"$ORIGIN/../{d}"]) for d in rng.sample(DIRS, rng.randint(1, 2))]
-    subprocess.run(["gcc", "-shared", "-o", str(base / "a" / "libdoca.so"), "-Wl,-soname,libdoca.so", str(objects / "a.o"),
-                    f"-L{link_b.parent}", "-ldocb", *_dynamic_flags(a_kind, a_paths)], check=True)
+    subprocess.run(
+        [
+            "gcc",
+            "-shared",
+            "-o",
+            str(base / "a" / "libdoca.so"),
+            "-Wl,-soname,libdoca.so",
+            str(objects / "a.o"),
+            f"-L{link_b.parent}",
+            "-ldocb",
+            *_dynamic_flags(a_kind, a_paths),
+        ],
+        check=True,
+    )
     main_kind = rng.choice(["rpath", "runpath", "none"])
     main_paths = [str(base / "a")] + [str(base / d) for d in rng.sample(DIRS, rng.randint(0, 2))]
     executable = base / "bin" / "main"
-    subprocess.run(["gcc", "-o", str(executable), str(objects / "main.o"), f"-L{base / 'a'}", "-ldoca", f"-L{link_b.parent}",
-                    "-Wl,--allow-shlib-undefined", *_dynamic_flags(main_kind, main_paths)], check=True)
+    subprocess.run(
+        [
+            "gcc",
+            "-o",
+            str(executable),
+            str(objects / "main.o"),
+            f"-L{base / 'a'}",
+            "-ldoca",
+            f"-L{link_b.parent}",
+            "-Wl,--allow-shlib-undefined",
+            *_dynamic_flags(main_kind, main_paths),
+        ],
+        check=True,
+    )
     shutil.rmtree(link_b.parent)
     ld_path = [str(base / d) for d in rng.sample([*DIRS, "a"], rng.randint(0, 3))]
     if main_kind == "none" and str(base / "a") not in ld_path:

@@ -72,10 +72,17 @@ def _finding(id, severity=Severity.ERROR, causes=()):
 
 
 def test_findings_sharing_a_cause_key_hang_under_the_one_nothing_explains():
-    rules = {"symptom": Rule("symptom", Severity.ERROR, "", Area.CUDNN, None, ("cause",)),
-             "cause": Rule("cause", Severity.ERROR, "", Area.FRAMEWORKS, None), "other": Rule("other", Severity.ERROR, "", Area.CUDNN, None)}
-    findings = [_finding("symptom", causes=["cuda:11"]), _finding("symptom", causes=["lib:x", "cuda:11"]),
-                _finding("cause", causes=["cuda:11"]), _finding("other", causes=["cudnn:/x"])]
+    rules = {
+        "symptom": Rule("symptom", Severity.ERROR, "", Area.CUDNN, None, ("cause",)),
+        "cause": Rule("cause", Severity.ERROR, "", Area.FRAMEWORKS, None),
+        "other": Rule("other", Severity.ERROR, "", Area.CUDNN, None),
+    }
+    findings = [
+        _finding("symptom", causes=["cuda:11"]),
+        _finding("symptom", causes=["lib:x", "cuda:11"]),
+        _finding("cause", causes=["cuda:11"]),
+        _finding("other", causes=["cudnn:/x"]),
+    ]
     linked = link_causes(findings, rules)
     assert [f.symptom_of for f in linked] == [2, 2, None, None]
 
@@ -87,8 +94,10 @@ def test_keys_chain_findings_into_one_group():
 
 
 def test_a_symptom_without_keys_is_linked_to_a_present_explanation():
-    rules = {"torch-cuda-unavailable": Rule("torch-cuda-unavailable", Severity.ERROR, "", Area.FRAMEWORKS, None, ("driver-too-old",)),
-             "driver-too-old": Rule("driver-too-old", Severity.ERROR, "", Area.DRIVER, None)}
+    rules = {
+        "torch-cuda-unavailable": Rule("torch-cuda-unavailable", Severity.ERROR, "", Area.FRAMEWORKS, None, ("driver-too-old",)),
+        "driver-too-old": Rule("driver-too-old", Severity.ERROR, "", Area.DRIVER, None),
+    }
     linked = link_causes([_finding("driver-too-old", causes=["driver"]), _finding("torch-cuda-unavailable")], rules)
     assert linked[1].symptom_of == 0 and "Explained by: driver-too-old" in linked[1].detail
     alone = link_causes([_finding("torch-cuda-unavailable")], rules)
@@ -111,13 +120,24 @@ def test_a_missing_cuda_runtime_is_said_once_with_its_symptoms():
     lib = "/usr/local/cuda-12.4/lib64"
     site = "/env/lib/python3.10/site-packages"
     provider = f"{site}/onnxruntime/capi/libonnxruntime_providers_cuda.so"
-    files = {f"{lib}/libcudart.so.12": {"soname": "libcudart.so.12"}, "/usr/local/cuda-12.4/bin/nvcc": {"size": 10, "text": ""},
-             "/usr/local/cuda-12.4/version.json": {"text": '{"cuda": {"version": "12.4.1"}}'},
-             provider: {"soname": "libonnxruntime_providers_cuda.so", "imports": ["libcublasLt.so.11", "libcublas.so.11", "libcudart.so.11.0", "libc.so.6"]},
-             f"{site}/onnxruntime/__init__.py": {"text": ""}}
+    files = {
+        f"{lib}/libcudart.so.12": {"soname": "libcudart.so.12"},
+        "/usr/local/cuda-12.4/bin/nvcc": {"size": 10, "text": ""},
+        "/usr/local/cuda-12.4/version.json": {"text": '{"cuda": {"version": "12.4.1"}}'},
+        provider: {"soname": "libonnxruntime_providers_cuda.so", "imports": ["libcublasLt.so.11", "libcublas.so.11", "libcudart.so.11.0", "libc.so.6"]},
+        f"{site}/onnxruntime/__init__.py": {"text": ""},
+    }
     env = {"PATH": "/usr/local/cuda-12.4/bin:/usr/bin", "LD_LIBRARY_PATH": lib}
-    pythons = [{"executable": "/env/bin/python", "version": "3.10.14", "current": True, "kind": "venv",
-                "packages": {"onnxruntime-gpu": "1.16.3"}, "frameworks": {"onnxruntime": {"version": "1.16.3", "providers": ["CUDAExecutionProvider", "CPUExecutionProvider"]}}}]
+    pythons = [
+        {
+            "executable": "/env/bin/python",
+            "version": "3.10.14",
+            "current": True,
+            "kind": "venv",
+            "packages": {"onnxruntime-gpu": "1.16.3"},
+            "frameworks": {"onnxruntime": {"version": "1.16.3", "providers": ["CUDAExecutionProvider", "CPUExecutionProvider"]}},
+        }
+    ]
     diagnosis = run(machine(LINUX_BASE, files=files, env=env, pythons=pythons))
     causes = [f for f in diagnosis.findings if f.symptom_of is None and f.severity is Severity.ERROR]
     # two problems: the CUDA 11 runtime (five findings) and no cuDNN at all
@@ -127,7 +147,9 @@ def test_a_missing_cuda_runtime_is_said_once_with_its_symptoms():
 
 
 def test_a_rule_can_name_what_it_explains_from_its_own_side():
-    rules = {"symptom": Rule("symptom", Severity.ERROR, "", Area.FRAMEWORKS, None),
-             "new-cause": Rule("new-cause", Severity.WARNING, "", Area.ENVIRONMENT, None, explains=("symptom",))}
+    rules = {
+        "symptom": Rule("symptom", Severity.ERROR, "", Area.FRAMEWORKS, None),
+        "new-cause": Rule("new-cause", Severity.WARNING, "", Area.ENVIRONMENT, None, explains=("symptom",)),
+    }
     linked = link_causes([_finding("new-cause", Severity.WARNING), _finding("symptom")], rules)
     assert linked[1].symptom_of == 0 and "Explained by: new-cause" in linked[1].detail

@@ -40,8 +40,10 @@ def test_snapshot_cli_writes_a_valid_fixture(tmp_path, capsys):
 
 
 def test_redaction_replaces_home_and_user_everywhere():
-    document = {"env": {"HOME": "/home/alice", "USER": "alice", "PATH": "/home/alice/.venv/bin:/usr/bin"},
-                "files": {"/home/alice/.venv/bin/python": {"link": "/usr/bin/python3"}, "/srv/alice/data/x": {}}}
+    document = {
+        "env": {"HOME": "/home/alice", "USER": "alice", "PATH": "/home/alice/.venv/bin:/usr/bin"},
+        "files": {"/home/alice/.venv/bin/python": {"link": "/usr/bin/python3"}, "/srv/alice/data/x": {}},
+    }
     clean = redact_document(document, "/home/alice", "alice")
     text = json.dumps(clean)
     assert "alice" not in text
@@ -49,9 +51,12 @@ def test_redaction_replaces_home_and_user_everywhere():
 
 
 def test_redaction_covers_windows_case_homepath_host_and_gpu_uuids():
-    document = {"name": "snapshot-ALICE-PC", "env": {"USERPROFILE": "C:\\Users\\Alice", "HOMEPATH": "\\Users\\alice", "COMPUTERNAME": "ALICE-PC", "LOGONSERVER": "\\\\ALICE-PC"},
-                "files": {"c:\\users\\alice\\env\\python.exe": {}, "C:\\Data\\alice-pc-notes\\x": {}},
-                "nvml": {"gpus": [{"name": "NVIDIA GeForce RTX 3060", "uuid": "GPU-8d2b9c3e-1f4a-4b7c-9e2d-0a1b2c3d4e5f"}]}}
+    document = {
+        "name": "snapshot-ALICE-PC",
+        "env": {"USERPROFILE": "C:\\Users\\Alice", "HOMEPATH": "\\Users\\alice", "COMPUTERNAME": "ALICE-PC", "LOGONSERVER": "\\\\ALICE-PC"},
+        "files": {"c:\\users\\alice\\env\\python.exe": {}, "C:\\Data\\alice-pc-notes\\x": {}},
+        "nvml": {"gpus": [{"name": "NVIDIA GeForce RTX 3060", "uuid": "GPU-8d2b9c3e-1f4a-4b7c-9e2d-0a1b2c3d4e5f"}]},
+    }
     clean = redact_document(document, "C:\\Users\\Alice", "alice", "alice-pc")
     assert clean["files"].get("C:\\Data\\alice-pc-notes\\x") == {}  # only whole values are the host: a host called "cuda" must not rewrite paths
     del clean["files"]["C:\\Data\\alice-pc-notes\\x"]

@@ -18,7 +18,7 @@ def test_cuda_symlink_is_one_toolkit_and_a_wrapper_script_leads_to_the_real_nvcc
         "/usr/local/cuda": {"link": "/usr/local/cuda-13.0"},
         "/usr/local/cuda-13.0/bin/nvcc": {"size": 30000000},
         "/usr/local/cuda-13.0/include/cuda.h": {"text": "#define CUDA_VERSION 13000\n"},
-        "/usr/local/bin/nvcc": {"text": "#!/bin/sh\nexec /usr/local/cuda-13.0/bin/nvcc \"$@\"\n"},
+        "/usr/local/bin/nvcc": {"text": '#!/bin/sh\nexec /usr/local/cuda-13.0/bin/nvcc "$@"\n'},
     }
     facts = probe_toolkits(FixtureSystem(machine(LINUX_BASE, files=files, commands={"nvcc --version": NVCC_13})))
     assert [t.root for t in facts.toolkits] == ["/usr/local/cuda-13.0"]
@@ -43,7 +43,11 @@ def test_version_sources(files, version, source):
 
 def test_windows_toolkits_from_default_folder_and_variables():
     root = "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA"
-    files = {f"{root}\\v11.2\\bin\\nvcc.exe": {}, f"{root}\\v11.8\\bin\\nvcc.exe": {}, f"{root}\\v11.8\\version.json": {"text": '{"cuda": {"version": "11.8.0"}}'}}
+    files = {
+        f"{root}\\v11.2\\bin\\nvcc.exe": {},
+        f"{root}\\v11.8\\bin\\nvcc.exe": {},
+        f"{root}\\v11.8\\version.json": {"text": '{"cuda": {"version": "11.8.0"}}'},
+    }
     env = {"PATH": f"{root}\\v11.8\\bin;C:\\Windows\\System32", "CUDA_PATH": f"{root}\\V11.8", "CUDA_PATH_V11_2": f"{root}\\v11.2"}
     facts = probe_toolkits(FixtureSystem(machine(WINDOWS_BASE, files=files, env=env)))
     assert sorted(t.version for t in facts.toolkits) == ["11.2", "11.8.0"]

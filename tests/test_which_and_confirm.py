@@ -32,10 +32,20 @@ def test_which_resolves_and_confirms_with_a_real_load(tmp_path, monkeypatch, cap
 @pytest.mark.parametrize(
     ("path", "name", "used", "unused"),
     [
-        pytest.param(GALLERY / "linux-tf213-old-cudnn81-first-on-ld-library-path.yaml", "libcudnn.so.8",
-                     "result: /opt/cudnn-8.1.1/lib64/libcudnn.so.8", "/usr/lib/x86_64-linux-gnu  (copy: not used)", id="gallery"),
-        pytest.param(SHARED_FIXTURES / "seed" / "seed-win-cudnn-in-system32.yaml", "cudnn64_8.dll",
-                     "result: C:\\Windows\\System32\\cudnn64_8.dll", "v11.7\\bin  (copy: not used)", id="shared"),
+        pytest.param(
+            GALLERY / "linux-tf213-old-cudnn81-first-on-ld-library-path.yaml",
+            "libcudnn.so.8",
+            "result: /opt/cudnn-8.1.1/lib64/libcudnn.so.8",
+            "/usr/lib/x86_64-linux-gnu  (copy: not used)",
+            id="gallery",
+        ),
+        pytest.param(
+            SHARED_FIXTURES / "seed" / "seed-win-cudnn-in-system32.yaml",
+            "cudnn64_8.dll",
+            "result: C:\\Windows\\System32\\cudnn64_8.dll",
+            "v11.7\\bin  (copy: not used)",
+            id="shared",
+        ),
     ],
 )
 def test_which_on_a_fixture_shows_the_shadowing_copy(capsys, path, name, used, unused):

@@ -33,8 +33,13 @@ class Area(str, enum.Enum):
         return AREA_TITLES[self]
 
 
-AREA_TITLES = {Area.DRIVER: "NVIDIA driver and GPU", Area.TOOLKIT: "CUDA toolkit", Area.CUDNN: "cuDNN",
-               Area.FRAMEWORKS: "Python and frameworks", Area.ENVIRONMENT: "Environment"}
+AREA_TITLES = {
+    Area.DRIVER: "NVIDIA driver and GPU",
+    Area.TOOLKIT: "CUDA toolkit",
+    Area.CUDNN: "cuDNN",
+    Area.FRAMEWORKS: "Python and frameworks",
+    Area.ENVIRONMENT: "Environment",
+}
 
 
 class Finding(NamedTuple):

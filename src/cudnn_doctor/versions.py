@@ -18,7 +18,7 @@ _HEADER_DEFINE = re.compile(r"#define\s+CUDNN_(MAJOR|MINOR|PATCHLEVEL)\s+(\d+)")
 
 
 def cudnn_header_version(text: str) -> Optional[str]:
-    """"MAJOR.MINOR.PATCHLEVEL" from the #defines of cudnn_version.h (or cudnn.h before 8), None without CUDNN_MAJOR."""
+    """ "MAJOR.MINOR.PATCHLEVEL" from the #defines of cudnn_version.h (or cudnn.h before 8), None without CUDNN_MAJOR."""
     values = dict(_HEADER_DEFINE.findall(text))
     if "MAJOR" not in values:
         return None
@@ -88,7 +88,7 @@ def cuda_major_of_dll_number(number: str) -> Optional[int]:
 
 
 def major_minor(version: Version) -> str:
-    """"12.4" for 12.4.1; used in messages and table keys."""
+    """ "12.4" for 12.4.1; used in messages and table keys."""
     release = version.release + (0,)
     return f"{release[0]}.{release[1]}"
 
@@ -104,4 +104,3 @@ def canonical_name(name: str) -> str:
     time budget of `check --no-frameworks`.
     """
     return _SEPARATORS.sub("-", name).lower()
-

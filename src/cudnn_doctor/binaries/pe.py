@@ -13,16 +13,19 @@ def read_pe(path: str) -> BinaryInfo:
     except pefile.PEFormatError as error:
         return BinaryInfo(None, error=f"not a valid PE file: {error.value}")
     try:
-        pe.parse_data_directories(directories=[
-            pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_IMPORT"],
-            pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_DELAY_IMPORT"],
-            pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_RESOURCE"],
-        ])
+        pe.parse_data_directories(
+            directories=[
+                pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_IMPORT"],
+                pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_DELAY_IMPORT"],
+                pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_RESOURCE"],
+            ]
+        )
         imports = [entry.dll.decode("ascii", "replace") for entry in getattr(pe, "DIRECTORY_ENTRY_IMPORT", [])]
         imports += [entry.dll.decode("ascii", "replace") for entry in getattr(pe, "DIRECTORY_ENTRY_DELAY_IMPORT", [])]
         strings = tuple((s.PointerToRawData, s.SizeOfRawData) for s in pe.sections if s.Name.rstrip(b"\x00") in (b".rdata", b".data"))
-        return BinaryInfo("pe", PE_MACHINES.get(pe.FILE_HEADER.Machine, hex(pe.FILE_HEADER.Machine)), tuple(imports), version=_file_version(pe),
-                          string_ranges=strings)
+        return BinaryInfo(
+            "pe", PE_MACHINES.get(pe.FILE_HEADER.Machine, hex(pe.FILE_HEADER.Machine)), tuple(imports), version=_file_version(pe), string_ranges=strings
+        )
     finally:
         pe.close()
 

@@ -48,7 +48,7 @@ def _widen(data: mmap.mmap, dot: int, binary_format: str) -> str:
         start -= 1
     if start == dot:
         return ""
-    tail = _TAIL[binary_format].match(data[dot:dot + 24])
+    tail = _TAIL[binary_format].match(data[dot : dot + 24])
     if tail is None:
         return ""
     end = dot + tail.end()

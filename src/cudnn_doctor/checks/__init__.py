@@ -16,8 +16,16 @@ from cudnn_doctor.facts import Facts
 from cudnn_doctor.findings import Area, Finding, Severity, sort_findings
 
 INTERNAL_ERROR = "doctor-internal-error"
-register(Rule(INTERNAL_ERROR, Severity.WARNING, "A check or probe of cudnn-doctor itself failed", Area.ENVIRONMENT, None,
-              why="A bug in the doctor must show, not vanish: the findings that depend on the failed part may be missing."))
+register(
+    Rule(
+        INTERNAL_ERROR,
+        Severity.WARNING,
+        "A check or probe of cudnn-doctor itself failed",
+        Area.ENVIRONMENT,
+        None,
+        why="A bug in the doctor must show, not vanish: the findings that depend on the failed part may be missing.",
+    )
+)
 
 
 def run_checks(facts: Facts, ignore: Collection[str] = ()) -> list[Finding]:
@@ -28,11 +36,23 @@ def run_checks(facts: Facts, ignore: Collection[str] = ()) -> list[Finding]:
         try:
             findings.extend(rule.check(facts))
         except Exception as error:  # a broken rule must show, not vanish
-            findings.append(finding(INTERNAL_ERROR, f"{type(error).__name__}: {error}. Please report this with `cudnn-doctor snapshot --redact`.",
-                                    evidence={"rule": rule.id}, title=f"The {rule.id} check failed"))
+            findings.append(
+                finding(
+                    INTERNAL_ERROR,
+                    f"{type(error).__name__}: {error}. Please report this with `cudnn-doctor snapshot --redact`.",
+                    evidence={"rule": rule.id},
+                    title=f"The {rule.id} check failed",
+                )
+            )
     for failure in facts.failures:
-        findings.append(finding(INTERNAL_ERROR, f"{failure.error}. Findings that depend on it may be missing.",
-                                evidence={"probe": failure.probe}, title=f"The {failure.probe} probe failed"))
+        findings.append(
+            finding(
+                INTERNAL_ERROR,
+                f"{failure.error}. Findings that depend on it may be missing.",
+                evidence={"probe": failure.probe},
+                title=f"The {failure.probe} probe failed",
+            )
+        )
     kept = sort_findings(_once(f for f in findings if f.id not in ignore))
     return link_causes(kept, RULES)
 

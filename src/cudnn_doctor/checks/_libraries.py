@@ -90,8 +90,10 @@ def reach_folder_fix(facts: Facts, folder: str) -> tuple[str, Optional[str]]:
     """The step that puts `folder` on the library search path, and STALE_SESSION when a restart is all it takes."""
     rules = PathRules(facts.os)
     if any(rules.same(folder, entry) for entry in facts.environment.persistent_path):
-        return (f"{folder} is already on the saved (registry) PATH, but this process started before it was added: "
-                "close and reopen the terminal, restart the IDE or Jupyter completely."), STALE_SESSION
+        return (
+            f"{folder} is already on the saved (registry) PATH, but this process started before it was added: "
+            "close and reopen the terminal, restart the IDE or Jupyter completely."
+        ), STALE_SESSION
     if facts.os == "windows":
         return f"Add {folder} to PATH (System Properties → Environment Variables → Path → New), then open a new terminal / restart the IDE.", None
     return f"export LD_LIBRARY_PATH={folder}:$LD_LIBRARY_PATH  (add it to ~/.bashrc, or to the environment's activate script)", None

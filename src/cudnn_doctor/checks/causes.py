@@ -56,11 +56,9 @@ def _explained_without_keys(findings: list[Finding], explained_by: dict[str, set
     for found in findings:
         causes = explained_by.get(found.id, set())
         if found.symptom_of is None and not found.causes and causes:
-            present = [i for i, other in enumerate(findings) if other.id in causes and other.symptom_of is None
-                       and other.severity is not Severity.INFO]
+            present = [i for i, other in enumerate(findings) if other.id in causes and other.symptom_of is None and other.severity is not Severity.INFO]
             names = sorted({findings[i].id for i in present})
             note = f" Explained by: {', '.join(names)}." if names else " No other finding explains it; run the framework's own check for its message."
-            found = found._replace(detail=found.detail + note, evidence={**found.evidence, "explained_by": names},
-                                   symptom_of=present[0] if present else None)
+            found = found._replace(detail=found.detail + note, evidence={**found.evidence, "explained_by": names}, symptom_of=present[0] if present else None)
         linked.append(found)
     return linked

@@ -25,8 +25,7 @@ from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.paths import PathRules
 
 
-@rule("cudnn-missing", Severity.ERROR, "The framework finds no cuDNN library", Area.CUDNN,
-      explained_by=("env-stale-session", "cudnn-nested-layout"))
+@rule("cudnn-missing", Severity.ERROR, "The framework finds no cuDNN library", Area.CUDNN, explained_by=("env-stale-session", "cudnn-nested-layout"))
 def cudnn_missing(facts: Facts) -> Iterator[Finding]:
     """TensorFlow, PaddlePaddle and ONNX Runtime load cuDNN by name from the system; without it every convolution runs on the CPU or fails."""
     for build in system_builds(facts):
@@ -47,8 +46,10 @@ def cudnn_missing(facts: Facts) -> Iterator[Finding]:
                 fix.append(step)
                 causes.append(stale)
         if not fix:
-            fix.append("Download the cuDNN release that matches the framework's CUDA version from https://developer.nvidia.com/rdp/cudnn-archive "
-                       "and copy its bin, include and lib folders into the CUDA toolkit folder (or run `cudnn-doctor install ARCHIVE`).")
+            fix.append(
+                "Download the cuDNN release that matches the framework's CUDA version from https://developer.nvidia.com/rdp/cudnn-archive "
+                "and copy its bin, include and lib folders into the CUDA toolkit folder (or run `cudnn-doctor install ARCHIVE`)."
+            )
         yield finding("cudnn-missing", detail, fix, {"framework": build.name, "library": name}, causes=causes)
 
 
@@ -82,16 +83,38 @@ def cudnn_version_mismatch(facts: Facts) -> Iterator[Finding]:
             detail += f"; the loader picks {_where(facts, step.winner)}."
         if logged:
             detail += f" Its log says: loaded {logged.loaded}, compiled with {logged.compiled}."
-        good = [i for i in facts.cudnn if want and i.major == want.major and release(i.version) and (want.minimum is None or release(i.version) >= want.minimum)]
-        fix = [f"Put {good[0].folder} (cuDNN {good[0].version}) first on the search path, or remove the older copy {step.winner if step else ''}."] if good else []
-        fix.append(f"Install cuDNN {want.minimum if want and want.minimum else want.major if want else ''} or newer of the same major for CUDA {build.cuda_major or ''} "
-                   "(https://developer.nvidia.com/rdp/cudnn-archive), e.g. with `cudnn-doctor install ARCHIVE`.")
-        yield finding("cudnn-version-mismatch", detail, fix, {"framework": build.name, "loaded": str(loaded) if loaded else None,
-                                                              "wanted": str(want.minimum or want.major) if want else None, "source": want.source if want else None})
+        good = [
+            i for i in facts.cudnn if want and i.major == want.major and release(i.version) and (want.minimum is None or release(i.version) >= want.minimum)
+        ]
+        fix = (
+            [f"Put {good[0].folder} (cuDNN {good[0].version}) first on the search path, or remove the older copy {step.winner if step else ''}."]
+            if good
+            else []
+        )
+        fix.append(
+            f"Install cuDNN {want.minimum if want and want.minimum else want.major if want else ''} or newer of the same major for CUDA {build.cuda_major or ''} "
+            "(https://developer.nvidia.com/rdp/cudnn-archive), e.g. with `cudnn-doctor install ARCHIVE`."
+        )
+        yield finding(
+            "cudnn-version-mismatch",
+            detail,
+            fix,
+            {
+                "framework": build.name,
+                "loaded": str(loaded) if loaded else None,
+                "wanted": str(want.minimum or want.major) if want else None,
+                "source": want.source if want else None,
+            },
+        )
 
 
-@rule("cudnn-cuda-mismatch", Severity.ERROR, "The cuDNN that would be loaded was built for another CUDA major", Area.CUDNN,
-      explained_by=("framework-cuda-mismatch",))
+@rule(
+    "cudnn-cuda-mismatch",
+    Severity.ERROR,
+    "The cuDNN that would be loaded was built for another CUDA major",
+    Area.CUDNN,
+    explained_by=("framework-cuda-mismatch",),
+)
 def cudnn_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
     """cuDNN builds exist per CUDA major (cuda11 / cuda12 archives); the wrong one looks for cuBLAS DLLs that are not there."""
     for resolution, build in resolutions_with_builds(facts):
@@ -102,13 +125,17 @@ def cudnn_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
         major = build.cuda_major
         if install is None or install.cuda_major is None or major is None or install.cuda_major == major:
             continue
-        yield finding("cudnn-cuda-mismatch",
-                      f"{build.name} {build.version} uses CUDA {major}, but the cuDNN it loads from {install.folder} (cuDNN {install.version}) was built for "
-                      f"CUDA {install.cuda_major} ({install.cuda_source}).",
-                      [f"Replace it with the cuDNN {install.major}.x build for CUDA {major} (archive name ends in _cuda{major}-archive), "
-                       "e.g. `cudnn-doctor install cudnn-windows-x86_64-<version>_cuda{major}-archive.zip`.".replace("{major}", str(major))],
-                      {"cudnn": install.folder, "cudnn_cuda": install.cuda_major, "framework_cuda": major},
-                      causes=(cuda_key(install.cuda_major), build_key(build)))
+        yield finding(
+            "cudnn-cuda-mismatch",
+            f"{build.name} {build.version} uses CUDA {major}, but the cuDNN it loads from {install.folder} (cuDNN {install.version}) was built for "
+            f"CUDA {install.cuda_major} ({install.cuda_source}).",
+            [
+                f"Replace it with the cuDNN {install.major}.x build for CUDA {major} (archive name ends in _cuda{major}-archive), "
+                "e.g. `cudnn-doctor install cudnn-windows-x86_64-<version>_cuda{major}-archive.zip`.".replace("{major}", str(major))
+            ],
+            {"cudnn": install.folder, "cudnn_cuda": install.cuda_major, "framework_cuda": major},
+            causes=(cuda_key(install.cuda_major), build_key(build)),
+        )
 
 
 @rule("cudnn-shadowed", Severity.WARNING, "An earlier copy of a cuDNN library wins the search", Area.CUDNN)
@@ -129,18 +156,30 @@ def cudnn_shadowed(facts: Facts) -> Iterator[Finding]:
             versions = {c: library_release(facts, c) for c in copies}
             winner_version = versions.get(step.winner) or library_release(facts, step.winner)
             others = {v for c, v in versions.items() if v and not rules.same(c, step.winner)}
-            unusable = (want is not None and winner_version is not None and (winner_version.release[0] != want.major or (want.minimum and winner_version < want.minimum))) \
-                or (winner_version is not None and others and winner_version not in others and sibling is not None) \
+            unusable = (
+                (
+                    want is not None
+                    and winner_version is not None
+                    and (winner_version.release[0] != want.major or (want.minimum and winner_version < want.minimum))
+                )
+                or (winner_version is not None and others and winner_version not in others and sibling is not None)
                 or (winner_version is not None and others and all(o > winner_version for o in others) and want is not None)
+            )
             if not unusable and not others and winner_version is None:
                 pass
             listing = "; ".join(f"{i + 1}. {_where(facts, c)}{' ← used' if rules.same(c, step.winner) else ''}" for i, c in enumerate(copies))
             note = f" The copy beside {step.requester} is not on the search path of that library." if sibling else ""
-            yield finding("cudnn-shadowed", f"{build.name} in {build.executable} loads {step.name} from {step.winner}; copies in search order: {listing}.{note}",
-                          [f"Remove or rename the copy you do not want ({', '.join(c for c in copies if not rules.same(c, step.winner))} or {step.winner}), "
-                           "or reorder PATH / LD_LIBRARY_PATH so the right folder comes first."]
-                          + ([f"export LD_LIBRARY_PATH={rules.dirname(sibling)}:$LD_LIBRARY_PATH"] if sibling and not rules.windows else []),
-                          {"name": step.name, "copies": copies, "used": step.winner}, severity=Severity.ERROR if unusable else Severity.WARNING)
+            yield finding(
+                "cudnn-shadowed",
+                f"{build.name} in {build.executable} loads {step.name} from {step.winner}; copies in search order: {listing}.{note}",
+                [
+                    f"Remove or rename the copy you do not want ({', '.join(c for c in copies if not rules.same(c, step.winner))} or {step.winner}), "
+                    "or reorder PATH / LD_LIBRARY_PATH so the right folder comes first."
+                ]
+                + ([f"export LD_LIBRARY_PATH={rules.dirname(sibling)}:$LD_LIBRARY_PATH"] if sibling and not rules.windows else []),
+                {"name": step.name, "copies": copies, "used": step.winner},
+                severity=Severity.ERROR if unusable else Severity.WARNING,
+            )
             break  # one finding per framework: the first shadowed library tells the story
 
 
@@ -149,8 +188,12 @@ def _siblings(facts: Facts, step: LoadStep) -> list[str]:
     rules = PathRules(facts.os)
     folder = rules.dirname(step.requester)
     wanted = rules.name_key(rules.basename(step.name))
-    return [lib.path for install in facts.cudnn for lib in install.libraries
-            if rules.same(rules.dirname(lib.path), folder) and rules.name_key(rules.basename(lib.path)) == wanted]
+    return [
+        lib.path
+        for install in facts.cudnn
+        for lib in install.libraries
+        if rules.same(rules.dirname(lib.path), folder) and rules.name_key(rules.basename(lib.path)) == wanted
+    ]
 
 
 @rule("cudnn-partial-install", Severity.ERROR, "A cuDNN installation lacks some of its release's libraries", Area.CUDNN)
@@ -160,11 +203,16 @@ def cudnn_partial_install(facts: Facts) -> Iterator[Finding]:
         if not install.missing_parts:
             continue
         names = [knowledge.cudnn_file_name(p, install.major, facts.os) for p in install.missing_parts]
-        yield finding("cudnn-partial-install",
-                      f"{install.folder} has cuDNN {install.version or install.major} but lacks {', '.join(names)}.",
-                      [f"Copy every file of the cuDNN {install.version or install.major} archive's {'bin' if facts.os == 'windows' else 'lib'} folder into {install.folder} "
-                       "(or run `cudnn-doctor install ARCHIVE`)."],
-                      {"folder": install.folder, "missing": names}, causes=(cudnn_key(facts, install.folder),))
+        yield finding(
+            "cudnn-partial-install",
+            f"{install.folder} has cuDNN {install.version or install.major} but lacks {', '.join(names)}.",
+            [
+                f"Copy every file of the cuDNN {install.version or install.major} archive's {'bin' if facts.os == 'windows' else 'lib'} folder into {install.folder} "
+                "(or run `cudnn-doctor install ARCHIVE`)."
+            ],
+            {"folder": install.folder, "missing": names},
+            causes=(cudnn_key(facts, install.folder),),
+        )
 
 
 @rule("cudnn-mixed-versions", Severity.ERROR, "cuDNN libraries from different releases are combined", Area.CUDNN)
@@ -177,15 +225,25 @@ def cudnn_mixed_versions(facts: Facts) -> Iterator[Finding]:
         if len(versions) > 1:
             listing = "; ".join(f"{p} ({v})" for p, v in used.items() if v)
             reported.update(used)
-            yield finding("cudnn-mixed-versions", f"One load of cuDNN by {build.name} in {build.executable} combines releases {', '.join(map(str, sorted(versions)))}: {listing}.",
-                          ["Make one complete cuDNN release the only one on the search path (see cudnn-shadowed), or install the missing release's files beside the front library."],
-                          {"libraries": {p: str(v) for p, v in used.items() if v}})
+            yield finding(
+                "cudnn-mixed-versions",
+                f"One load of cuDNN by {build.name} in {build.executable} combines releases {', '.join(map(str, sorted(versions)))}: {listing}.",
+                [
+                    "Make one complete cuDNN release the only one on the search path (see cudnn-shadowed), or install the missing release's files beside the front library."
+                ],
+                {"libraries": {p: str(v) for p, v in used.items() if v}},
+            )
     for install in facts.cudnn:
         versions = {found for found in (release(lib.version) for lib in install.libraries if lib.version) if found is not None}
         if len(versions) > 1 and not all(lib.path in reported for lib in install.libraries):
-            yield finding("cudnn-mixed-versions", f"{install.folder} holds cuDNN libraries of releases {', '.join(map(str, sorted(versions)))}: "
-                          + "; ".join(f"{lib.path} ({lib.version})" for lib in install.libraries if lib.version) + ".",
-                          [f"Replace every cuDNN file in {install.folder} with those of one release."], {"folder": install.folder})
+            yield finding(
+                "cudnn-mixed-versions",
+                f"{install.folder} holds cuDNN libraries of releases {', '.join(map(str, sorted(versions)))}: "
+                + "; ".join(f"{lib.path} ({lib.version})" for lib in install.libraries if lib.version)
+                + ".",
+                [f"Replace every cuDNN file in {install.folder} with those of one release."],
+                {"folder": install.folder},
+            )
 
 
 @rule("cudnn-header-missing", Severity.WARNING, "cuDNN headers are missing from the toolkit's include folder", Area.CUDNN)
@@ -200,8 +258,12 @@ def cudnn_header_missing(facts: Facts) -> Iterator[Finding]:
         missing = [h for h in needed if rules.name_key(h) not in present]
         if missing:
             include = rules.join(install.toolkit, "include")
-            yield finding("cudnn-header-missing", f"cuDNN {install.version or install.major} libraries are in {install.folder}, but {include} lacks {', '.join(missing)}.",
-                          [f"Copy all cudnn*.h files of the same cuDNN archive's include folder into {include}."], {"include": include, "missing": missing})
+            yield finding(
+                "cudnn-header-missing",
+                f"cuDNN {install.version or install.major} libraries are in {install.folder}, but {include} lacks {', '.join(missing)}.",
+                [f"Copy all cudnn*.h files of the same cuDNN archive's include folder into {include}."],
+                {"include": include, "missing": missing},
+            )
 
 
 @rule("cudnn-import-lib-missing", Severity.WARNING, "cuDNN import libraries are missing from the toolkit's lib\\x64", Area.CUDNN)
@@ -212,8 +274,12 @@ def cudnn_import_lib_missing(facts: Facts) -> Iterator[Finding]:
     for install in facts.cudnn:
         if install.toolkit and not install.nested_in and not install.system_dir and not install.import_libraries:
             target = PathRules("windows").join(install.toolkit, "lib", "x64")
-            yield finding("cudnn-import-lib-missing", f"cuDNN DLLs are in {install.folder}, but {target} has no cudnn*.lib.",
-                          [f"Copy the archive's lib\\x64\\*.lib (or lib\\*.lib) files into {target}."], {"folder": target})
+            yield finding(
+                "cudnn-import-lib-missing",
+                f"cuDNN DLLs are in {install.folder}, but {target} has no cudnn*.lib.",
+                [f"Copy the archive's lib\\x64\\*.lib (or lib\\*.lib) files into {target}."],
+                {"folder": target},
+            )
 
 
 @rule("cudnn-nested-layout", Severity.ERROR, "A cuDNN archive was copied with its top folder", Area.CUDNN)
@@ -224,12 +290,16 @@ def cudnn_nested_layout(facts: Facts) -> Iterator[Finding]:
         if not install.nested_in or not install.toolkit:
             continue
         top = install.nested_in
-        yield finding("cudnn-nested-layout",
-                      f"cuDNN {install.version or install.major} is in {install.folder}, inside {top}: the archive's top folder was copied into {install.toolkit}.",
-                      [f"Move the contents of {rules.join(top, 'bin')}, {rules.join(top, 'include')} and {rules.join(top, 'lib')} into "
-                       f"{rules.join(install.toolkit, 'bin')}, {rules.join(install.toolkit, 'include')} and {rules.join(install.toolkit, 'lib')}, then delete {top}.",
-                       "Or run `cudnn-doctor install ARCHIVE`, which puts each file where it belongs."],
-                      {"folder": install.folder, "top": top, "toolkit": install.toolkit})
+        yield finding(
+            "cudnn-nested-layout",
+            f"cuDNN {install.version or install.major} is in {install.folder}, inside {top}: the archive's top folder was copied into {install.toolkit}.",
+            [
+                f"Move the contents of {rules.join(top, 'bin')}, {rules.join(top, 'include')} and {rules.join(top, 'lib')} into "
+                f"{rules.join(install.toolkit, 'bin')}, {rules.join(install.toolkit, 'include')} and {rules.join(install.toolkit, 'lib')}, then delete {top}.",
+                "Or run `cudnn-doctor install ARCHIVE`, which puts each file where it belongs.",
+            ],
+            {"folder": install.folder, "top": top, "toolkit": install.toolkit},
+        )
 
 
 @rule("cudnn-in-system-dir", Severity.ERROR, "cuDNN was copied into a system folder", Area.CUDNN)
@@ -242,7 +312,10 @@ def cudnn_in_system_dir(facts: Facts) -> Iterator[Finding]:
         if facts.os != "windows" and (install.package or not others):
             continue
         files = ", ".join(lib.path for lib in install.libraries)
-        yield finding("cudnn-in-system-dir", f"cuDNN {install.version or install.major} files in the system folder {install.folder}: {files}."
-                      + (f" Other copies: {', '.join(i.folder for i in others)}." if others else ""),
-                      [f"Delete {files} (from an elevated prompt on Windows); keep cuDNN in the CUDA toolkit folder or the framework's environment."],
-                      {"files": [lib.path for lib in install.libraries]})
+        yield finding(
+            "cudnn-in-system-dir",
+            f"cuDNN {install.version or install.major} files in the system folder {install.folder}: {files}."
+            + (f" Other copies: {', '.join(i.folder for i in others)}." if others else ""),
+            [f"Delete {files} (from an elevated prompt on Windows); keep cuDNN in the CUDA toolkit folder or the framework's environment."],
+            {"files": [lib.path for lib in install.libraries]},
+        )

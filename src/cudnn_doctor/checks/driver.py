@@ -22,21 +22,31 @@ def no_nvidia_gpu(facts: Facts) -> Iterator[Finding]:
     if facts.driver.present or any(b.sees_gpu for b in facts.builds):
         return
     if facts.wsl:
-        fix = ["Install the NVIDIA driver on Windows (not inside WSL); WSL2 gets /usr/lib/wsl/lib/libcuda.so from it.",
-               "Then run `wsl --shutdown` in Windows and reopen the WSL terminal."]
+        fix = [
+            "Install the NVIDIA driver on Windows (not inside WSL); WSL2 gets /usr/lib/wsl/lib/libcuda.so from it.",
+            "Then run `wsl --shutdown` in Windows and reopen the WSL terminal.",
+        ]
     elif facts.os == "windows":
-        fix = ["Install the current NVIDIA driver for your GPU from https://www.nvidia.com/Download/index.aspx and reboot.",
-               "Check with `nvidia-smi` in a new terminal."]
+        fix = [
+            "Install the current NVIDIA driver for your GPU from https://www.nvidia.com/Download/index.aspx and reboot.",
+            "Check with `nvidia-smi` in a new terminal.",
+        ]
     else:
-        fix = ["Install the NVIDIA driver, e.g. `sudo ubuntu-drivers install` (Ubuntu) or your distribution's nvidia-driver package, then reboot.",
-               "In a container, start it with the GPU passed through: `docker run --gpus all ...`.",
-               "Check with `nvidia-smi`."]
+        fix = [
+            "Install the NVIDIA driver, e.g. `sudo ubuntu-drivers install` (Ubuntu) or your distribution's nvidia-driver package, then reboot.",
+            "In a container, start it with the GPU passed through: `docker run --gpus all ...`.",
+            "Check with `nvidia-smi`.",
+        ]
     if (facts.driver.smi_error or "").startswith(SMI_NOT_UNDERSTOOD):
         locate = "where nvidia-smi" if facts.os == "windows" else "command -v nvidia-smi"
         answered = f"If it does not, find which program answered (`{locate}`): a wrapper or stub earlier on PATH, or a broken driver install."
         fix = [f'Run `nvidia-smi` yourself: it should print a table with "Driver Version". {answered}', *fix]
-    yield finding("no-nvidia-gpu", f"NVML could not be loaded and {facts.driver.smi_error or 'nvidia-smi failed'}.",
-                  fix, {"nvml": None, "nvidia_smi": facts.driver.smi_error})
+    yield finding(
+        "no-nvidia-gpu",
+        f"NVML could not be loaded and {facts.driver.smi_error or 'nvidia-smi failed'}.",
+        fix,
+        {"nvml": None, "nvidia_smi": facts.driver.smi_error},
+    )
 
 
 def _driver_os(facts: Facts) -> str:
@@ -83,16 +93,24 @@ def driver_too_old(facts: Facts) -> Iterator[Finding]:
     for who, cuda, need in unmet:
         lines.append(f"{who} needs driver >= {need.driver} ({need.rule} for CUDA {major_minor(cuda)}).")
     for build in said:
-        lines.append(f"{build.name} itself reports: \"{build.driver_complaint}\"")
+        lines.append(f'{build.name} itself reports: "{build.driver_complaint}"')
     wanted = max((need.driver for _, _, need in unmet), default=None)
     where = "https://www.nvidia.com/Download/index.aspx" if os_name == "windows" else "e.g. `sudo ubuntu-drivers install`"
     target = f"an NVIDIA driver >= {wanted}" if wanted else "a current NVIDIA driver"
     fix = [f"Install {target} ({where}), then reboot and check `nvidia-smi`."]
     if driver.cuda:
         fix.append(f"Or install builds made for {_runnable(driver.cuda_version, installed, os_name)}, which this driver runs.")
-    yield finding("driver-too-old", " ".join(lines), fix,
-                  {"driver": driver.version, "driver_cuda": driver.cuda, "needs": [{"by": w, "cuda": str(c), "driver": str(n.driver), "source": n.source} for w, c, n in unmet]},
-                  causes=(DRIVER,))
+    yield finding(
+        "driver-too-old",
+        " ".join(lines),
+        fix,
+        {
+            "driver": driver.version,
+            "driver_cuda": driver.cuda,
+            "needs": [{"by": w, "cuda": str(c), "driver": str(n.driver), "source": n.source} for w, c, n in unmet],
+        },
+        causes=(DRIVER,),
+    )
 
 
 def _runnable(driver_cuda: Version, installed: Optional[Version], os_name: str) -> str:
@@ -134,9 +152,13 @@ def gpu_arch_unsupported(facts: Facts) -> Iterator[Finding]:
         else:
             detail = f"{build.name} {build.version} in {build.executable} has no code for {names}."
         if said:
-            detail += f" {build.name} reports: \"{said}\""
-        yield finding("gpu-arch-unsupported", detail, ARCH_FIXES.get(build.name, _generic_arch_fix)(facts, build),
-                      {"framework": build.name, "arch_list": list(build.arch_list), "gpus": [g.name for g in bad]})
+            detail += f' {build.name} reports: "{said}"'
+        yield finding(
+            "gpu-arch-unsupported",
+            detail,
+            ARCH_FIXES.get(build.name, _generic_arch_fix)(facts, build),
+            {"framework": build.name, "arch_list": list(build.arch_list), "gpus": [g.name for g in bad]},
+        )
     for toolkit in facts.toolkits.toolkits:
         version = toolkit.parsed_version
         floor = knowledge.cuda_min_compute_capability(version.release[0]) if version else None
@@ -144,11 +166,13 @@ def gpu_arch_unsupported(facts: Facts) -> Iterator[Finding]:
             continue
         old = [g for g in gpus if Version(g.compute_capability) < floor[0]]
         if old:
-            yield finding("gpu-arch-unsupported",
-                          f"CUDA {toolkit.version} at {toolkit.root} cannot build for {', '.join(f'{g.name} (compute capability {g.compute_capability})' for g in old)}: "
-                          f"CUDA {version.release[0]}.x supports compute capability {floor[0]} and newer.",
-                          ["Install a CUDA toolkit of the previous major release alongside it and build with that one (keep its bin first on PATH)."],
-                          {"toolkit": toolkit.root, "min_cc": str(floor[0]), "source": floor[1]})
+            yield finding(
+                "gpu-arch-unsupported",
+                f"CUDA {toolkit.version} at {toolkit.root} cannot build for {', '.join(f'{g.name} (compute capability {g.compute_capability})' for g in old)}: "
+                f"CUDA {version.release[0]}.x supports compute capability {floor[0]} and newer.",
+                ["Install a CUDA toolkit of the previous major release alongside it and build with that one (keep its bin first on PATH)."],
+                {"toolkit": toolkit.root, "min_cc": str(floor[0]), "source": floor[1]},
+            )
 
 
 def _torch_arch_fix(facts: Facts, build: FrameworkBuild) -> list[str]:
@@ -162,8 +186,10 @@ def _torch_arch_fix(facts: Facts, build: FrameworkBuild) -> list[str]:
     if newest is None:
         return ["Install a PyTorch build whose CUDA version supports this GPU (see https://pytorch.org/get-started/locally/)."]
     row, cuda = newest
-    return [f'"{build.executable}" -m pip uninstall -y torch',
-            f'"{build.executable}" -m pip install "torch=={row.version}.*" --index-url {knowledge.torch_index_url(cuda)}']
+    return [
+        f'"{build.executable}" -m pip uninstall -y torch',
+        f'"{build.executable}" -m pip install "torch=={row.version}.*" --index-url {knowledge.torch_index_url(cuda)}',
+    ]
 
 
 def _generic_arch_fix(facts: Facts, build: FrameworkBuild) -> list[str]:
@@ -181,9 +207,13 @@ def wsl_linux_driver(facts: Facts) -> Iterator[Finding]:
         return
     files = ", ".join(facts.linux_driver_in_wsl)
     real = next((f for f in facts.linux_driver_in_wsl if re.search(r"libcuda\.so\.\d{3}", f)), facts.linux_driver_in_wsl[0])
-    yield finding("wsl-linux-driver-installed",
-                  f"Linux driver libraries inside WSL: {files}. They shadow /usr/lib/wsl/lib/libcuda.so.1, the only driver that reaches the GPU under WSL2.",
-                  [f"Find the package that installed them: `dpkg -S {real}`.",
-                   "Remove it: `sudo apt-get remove --purge <that package>` (often pulled in by the `cuda` or `cuda-drivers` metapackage; install `cuda-toolkit-X-Y` instead).",
-                   "Run `sudo ldconfig`, then check that `ldconfig -p | grep libcuda` lists only /usr/lib/wsl/lib."],
-                  {"files": list(facts.linux_driver_in_wsl)})
+    yield finding(
+        "wsl-linux-driver-installed",
+        f"Linux driver libraries inside WSL: {files}. They shadow /usr/lib/wsl/lib/libcuda.so.1, the only driver that reaches the GPU under WSL2.",
+        [
+            f"Find the package that installed them: `dpkg -S {real}`.",
+            "Remove it: `sudo apt-get remove --purge <that package>` (often pulled in by the `cuda` or `cuda-drivers` metapackage; install `cuda-toolkit-X-Y` instead).",
+            "Run `sudo ldconfig`, then check that `ldconfig -p | grep libcuda` lists only /usr/lib/wsl/lib.",
+        ],
+        {"files": list(facts.linux_driver_in_wsl)},
+    )

@@ -41,10 +41,16 @@ def env_stale_session(facts: Facts) -> Iterator[Finding]:
         parts.append(f"The registry PATH has {', '.join(missing)}, which this process's PATH lacks.")
     for name, value, now in changed:
         parts.append(f"{name} is {value} in the registry but {'not set' if now is None else now} here.")
-    yield finding("env-stale-session", " ".join(parts) + " The terminal or IDE running Python was started before the change.",
-                  ["Close and reopen the terminal; restart the IDE (PyCharm, VS Code) or Jupyter completely, since they pass their own old environment on.",
-                   "If it persists, sign out of Windows and back in."],
-                  {"missing_from_process_path": missing, "changed": [c[0] for c in changed]}, causes=(STALE_SESSION,))
+    yield finding(
+        "env-stale-session",
+        " ".join(parts) + " The terminal or IDE running Python was started before the change.",
+        [
+            "Close and reopen the terminal; restart the IDE (PyCharm, VS Code) or Jupyter completely, since they pass their own old environment on.",
+            "If it persists, sign out of Windows and back in.",
+        ],
+        {"missing_from_process_path": missing, "changed": [c[0] for c in changed]},
+        causes=(STALE_SESSION,),
+    )
 
 
 @rule("path-missing-dir", Severity.WARNING, "A CUDA-related PATH entry does not exist", Area.ENVIRONMENT)
@@ -57,9 +63,13 @@ def path_missing_dir(facts: Facts) -> Iterator[Finding]:
     rules = PathRules(facts.os)
     # a missing bin/lib folder is where a loader or shell was told to look; others (libnvvp, docs) are clutter
     matters = any(rules.basename(e.value).lower() in LOADABLE_FOLDERS or "cudnn" in e.value.lower() for e in entries)
-    yield finding("path-missing-dir", f"These entries name folders that do not exist: {listing}.",
-                  [f"Remove {e.value} from {e.variable}, or install what it should point to." for e in entries],
-                  {"entries": [e.value for e in entries]}, severity=Severity.WARNING if matters else Severity.INFO)
+    yield finding(
+        "path-missing-dir",
+        f"These entries name folders that do not exist: {listing}.",
+        [f"Remove {e.value} from {e.variable}, or install what it should point to." for e in entries],
+        {"entries": [e.value for e in entries]},
+        severity=Severity.WARNING if matters else Severity.INFO,
+    )
 
 
 @rule("path-duplicate-entries", Severity.INFO, "The same folder is on PATH more than once", Area.ENVIRONMENT)
@@ -79,9 +89,12 @@ def path_duplicate_entries(facts: Facts) -> Iterator[Finding]:
                 seen[key] = entry.index
         if dupes:
             variable = dupes[0][0].variable
-            yield finding("path-duplicate-entries",
-                          f"{variable} repeats: " + "; ".join(f"{e.value} (#{e.index + 1}, first at #{first + 1})" for e, first in dupes) + ".",
-                          [f"Remove the later copies from {variable}."], {"variable": variable, "entries": [e.value for e, _ in dupes]})
+            yield finding(
+                "path-duplicate-entries",
+                f"{variable} repeats: " + "; ".join(f"{e.value} (#{e.index + 1}, first at #{first + 1})" for e, first in dupes) + ".",
+                [f"Remove the later copies from {variable}."],
+                {"variable": variable, "entries": [e.value for e, _ in dupes]},
+            )
 
 
 @rule("env-var-ineffective", Severity.WARNING, "A variable is set that nothing reads", Area.ENVIRONMENT)
@@ -93,8 +106,12 @@ def env_var_ineffective(facts: Facts) -> Iterator[Finding]:
         upper = name.upper()
         row = table.get(upper)
         if row is not None:
-            yield finding("env-var-ineffective", f"{name}={value} is set, but no CUDA, cuDNN or framework component reads {name}.",
-                          [f"Unset {name}; use {row.instead}."], {"variable": name, "source": row.source})
+            yield finding(
+                "env-var-ineffective",
+                f"{name}={value} is set, but no CUDA, cuDNN or framework component reads {name}.",
+                [f"Unset {name}; use {row.instead}."],
+                {"variable": name, "source": row.source},
+            )
             continue
         if not upper.startswith(VARIABLE_PREFIXES) or upper in known or upper.startswith("CUDA_PATH_V"):
             continue
@@ -102,8 +119,12 @@ def env_var_ineffective(facts: Facts) -> Iterator[Finding]:
         prefix = [k for k in sorted(known) if k.startswith(upper) and k != upper]
         suggestion = close[0] if close else prefix[0] if prefix else None
         if suggestion:
-            yield finding("env-var-ineffective", f"{name}={value} is set, but nothing reads {name}; it looks like a misspelling of {suggestion}.",
-                          [f"Rename it: unset {name} and set {suggestion}={value}."], {"variable": name, "suggestion": suggestion})
+            yield finding(
+                "env-var-ineffective",
+                f"{name}={value} is set, but nothing reads {name}; it looks like a misspelling of {suggestion}.",
+                [f"Rename it: unset {name} and set {suggestion}={value}."],
+                {"variable": name, "suggestion": suggestion},
+            )
 
 
 def _visible_indices(value: str) -> Optional[list[str]]:
@@ -119,8 +140,7 @@ def _visible_indices(value: str) -> Optional[list[str]]:
     return taken
 
 
-@rule("cuda-visible-devices-hides-gpus", Severity.WARNING, "CUDA_VISIBLE_DEVICES hides every GPU", Area.ENVIRONMENT,
-      explains=("torch-cuda-unavailable",))
+@rule("cuda-visible-devices-hides-gpus", Severity.WARNING, "CUDA_VISIBLE_DEVICES hides every GPU", Area.ENVIRONMENT, explains=("torch-cuda-unavailable",))
 def cuda_visible_devices_hides_gpus(facts: Facts) -> Iterator[Finding]:
     """CUDA shows a process only the devices CUDA_VISIBLE_DEVICES lists; an empty value, -1, or indices past the last GPU hide them all."""
     value = facts.environment.variables.get("CUDA_VISIBLE_DEVICES")
@@ -132,9 +152,12 @@ def cuda_visible_devices_hides_gpus(facts: Facts) -> Iterator[Finding]:
         return
     reason = "names no device CUDA can read" if not taken else f"names only {', '.join(taken)}, and the GPUs are numbered 0 to {gpus - 1}"
     unset = "set CUDA_VISIBLE_DEVICES=" if facts.os == "windows" else "unset CUDA_VISIBLE_DEVICES"
-    yield finding("cuda-visible-devices-hides-gpus",
-                  f"CUDA_VISIBLE_DEVICES={value!r} {reason}: every CUDA program started from this environment sees no GPU.",
-                  [f"`{unset}` (or list the GPUs to use, e.g. CUDA_VISIBLE_DEVICES=0), then start the program again; "
-                   "look for where it is set: the shell profile, the IDE's run configuration, the job script or the container's environment."],
-                  {"variable": "CUDA_VISIBLE_DEVICES", "value": value, "gpus": gpus,
-                   "source": "https://docs.nvidia.com/deploy/topics/topic_5_2_1.html"})
+    yield finding(
+        "cuda-visible-devices-hides-gpus",
+        f"CUDA_VISIBLE_DEVICES={value!r} {reason}: every CUDA program started from this environment sees no GPU.",
+        [
+            f"`{unset}` (or list the GPUs to use, e.g. CUDA_VISIBLE_DEVICES=0), then start the program again; "
+            "look for where it is set: the shell profile, the IDE's run configuration, the job script or the container's environment."
+        ],
+        {"variable": "CUDA_VISIBLE_DEVICES", "value": value, "gpus": gpus, "source": "https://docs.nvidia.com/deploy/topics/topic_5_2_1.html"},
+    )

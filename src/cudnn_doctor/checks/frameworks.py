@@ -22,20 +22,27 @@ def torch_install_lines(facts: Facts, build: FrameworkBuild) -> list[str]:
     row = knowledge.torch_release(version) if version else None
     driver_cuda = facts.driver.cuda_version
     if row is None:
-        return [f'"{exe}" -m pip uninstall -y torch', f'"{exe}" -m pip install torch --index-url {knowledge.torch_index_url(Version("12.6"))}  (pick the CUDA variant your driver supports on https://pytorch.org/get-started/locally/)']
+        return [
+            f'"{exe}" -m pip uninstall -y torch',
+            f'"{exe}" -m pip install torch --index-url {knowledge.torch_index_url(Version("12.6"))}  (pick the CUDA variant your driver supports on https://pytorch.org/get-started/locally/)',
+        ]
     usable = [Version(c) for c in row.cuda if driver_cuda is None or Version(c) <= driver_cuda]
     if not usable:
         oldest = min(Version(c) for c in row.cuda)
-        return [f"torch {row.version} has no build for CUDA {facts.driver.cuda} or older; update the NVIDIA driver to one that supports CUDA {major_minor(oldest)}, then:",
-                f'"{exe}" -m pip install --force-reinstall "torch=={version}" --index-url {knowledge.torch_index_url(oldest)}']
+        return [
+            f"torch {row.version} has no build for CUDA {facts.driver.cuda} or older; update the NVIDIA driver to one that supports CUDA {major_minor(oldest)}, then:",
+            f'"{exe}" -m pip install --force-reinstall "torch=={version}" --index-url {knowledge.torch_index_url(oldest)}',
+        ]
     cuda = max(usable)
     python = facts.python(exe)
     packages = python.packages if python else {}
     # torchvision and torchaudio are built against one torch: a CPU torch came with CPU companions, from any index
     companions = [f"{name}=={text.split('+')[0]}" for name, text in sorted(packages.items()) if name in ("torchvision", "torchaudio")]
     wanted = " ".join([f"torch=={(build.version or '').split('+')[0]}", *companions])
-    return [f'"{exe}" -m pip uninstall -y torch {" ".join(c.split("==")[0] for c in companions)}'.rstrip(),
-            f'"{exe}" -m pip install {wanted} --index-url {knowledge.torch_index_url(cuda)}']
+    return [
+        f'"{exe}" -m pip uninstall -y torch {" ".join(c.split("==")[0] for c in companions)}'.rstrip(),
+        f'"{exe}" -m pip install {wanted} --index-url {knowledge.torch_index_url(cuda)}',
+    ]
 
 
 @rule("torch-cpu-build", Severity.ERROR, "PyTorch is a CPU-only build", Area.FRAMEWORKS)
@@ -46,14 +53,22 @@ def torch_cpu_build(facts: Facts) -> Iterator[Finding]:
     for build in facts.builds_of("torch"):
         if build.gpu_build is not False:
             continue
-        yield finding("torch-cpu-build",
-                      f"torch {build.version} in {build.executable} is a CPU-only build (torch.version.cuda is None); "
-                      f"the driver {facts.driver.version} supports CUDA {facts.driver.cuda}.",
-                      torch_install_lines(facts, build), {"python": build.executable, "torch": build.version})
+        yield finding(
+            "torch-cpu-build",
+            f"torch {build.version} in {build.executable} is a CPU-only build (torch.version.cuda is None); "
+            f"the driver {facts.driver.version} supports CUDA {facts.driver.cuda}.",
+            torch_install_lines(facts, build),
+            {"python": build.executable, "torch": build.version},
+        )
 
 
-@rule("torch-cuda-unavailable", Severity.ERROR, "PyTorch is a CUDA build but cannot use the GPU", Area.FRAMEWORKS,
-      explained_by=("no-nvidia-gpu", "driver-too-old", "gpu-arch-unsupported", "wsl-linux-driver-installed", "env-var-ineffective"))
+@rule(
+    "torch-cuda-unavailable",
+    Severity.ERROR,
+    "PyTorch is a CUDA build but cannot use the GPU",
+    Area.FRAMEWORKS,
+    explained_by=("no-nvidia-gpu", "driver-too-old", "gpu-arch-unsupported", "wsl-linux-driver-installed", "env-var-ineffective"),
+)
 def torch_cuda_unavailable(facts: Facts) -> Iterator[Finding]:
     """torch.cuda.is_available() is False although torch was built with CUDA: a driver, device or environment problem."""
     for build in facts.builds_of("torch"):
@@ -65,9 +80,12 @@ def torch_cuda_unavailable(facts: Facts) -> Iterator[Finding]:
             detail += f" CUDA_VISIBLE_DEVICES={hidden!r} hides every GPU."
         if build.warning:
             detail += f" torch warns: {build.warning}"
-        yield finding("torch-cuda-unavailable", detail, ["Fix the findings this one links to, then check with "
-                      f'`"{build.executable}" -c "import torch; print(torch.cuda.is_available())"`.'],
-                      {"python": build.executable, "torch": build.version})
+        yield finding(
+            "torch-cuda-unavailable",
+            detail,
+            [f'Fix the findings this one links to, then check with `"{build.executable}" -c "import torch; print(torch.cuda.is_available())"`.'],
+            {"python": build.executable, "torch": build.version},
+        )
 
 
 def _after_last_windows_gpu_release(build: FrameworkBuild) -> bool:
@@ -90,14 +108,18 @@ def tf_windows_gpu_unsupported(facts: Facts) -> Iterator[Finding]:
         python = facts.python(exe)
         gpu_stack = f"plus CUDA {row.cuda if row else '11.2'} and cuDNN {row.cudnn if row else '8.1'} on PATH."
         if row and python and python.parsed_version and python.parsed_version not in row.python:
-            native = (f"Or stay on native Windows with TensorFlow 2.10, which needs Python {row.python} ({exe} is Python {python.version}): "
-                      f"`conda create -n tf210 python={row.python.newest_minor()}`, then `conda run -n tf210 python -m pip install \"tensorflow<2.11\"`, {gpu_stack}")
+            native = (
+                f"Or stay on native Windows with TensorFlow 2.10, which needs Python {row.python} ({exe} is Python {python.version}): "
+                f'`conda create -n tf210 python={row.python.newest_minor()}`, then `conda run -n tf210 python -m pip install "tensorflow<2.11"`, {gpu_stack}'
+            )
         else:
-            native = f"Or stay on native Windows with TensorFlow 2.10: `\"{exe}\" -m pip install \"tensorflow<2.11\"`, {gpu_stack}"
-        yield finding("tf-windows-gpu-unsupported",
-                      f"tensorflow {build.version} in {exe} runs on native Windows, where TensorFlow after {last} has no GPU build.",
-                      ["Use WSL2: `wsl --install`, then inside Ubuntu `pip install \"tensorflow[and-cuda]\"` (the Windows NVIDIA driver serves WSL2).", native],
-                      {"tensorflow": build.version, "source": source})
+            native = f'Or stay on native Windows with TensorFlow 2.10: `"{exe}" -m pip install "tensorflow<2.11"`, {gpu_stack}'
+        yield finding(
+            "tf-windows-gpu-unsupported",
+            f"tensorflow {build.version} in {exe} runs on native Windows, where TensorFlow after {last} has no GPU build.",
+            ['Use WSL2: `wsl --install`, then inside Ubuntu `pip install "tensorflow[and-cuda]"` (the Windows NVIDIA driver serves WSL2).', native],
+            {"tensorflow": build.version, "source": source},
+        )
 
 
 @rule("tf-cpu-build", Severity.ERROR, "TensorFlow was built without CUDA", Area.FRAMEWORKS)
@@ -111,11 +133,22 @@ def tf_cpu_build(facts: Facts) -> Iterator[Finding]:
         if build.gpu_build is not False:
             continue
         exe, version = build.executable, build.parsed_version
-        fix = ([f'"{exe}" -m pip install "tensorflow[and-cuda]=={build.version}"'] if facts.os == "linux" and version and version >= Version("2.14")
-               else [f'"{exe}" -m pip uninstall -y tensorflow-cpu tensorflow', f'"{exe}" -m pip install "tensorflow-gpu=={build.version}"'
-                     if version and version < Version("2.1") else f'"{exe}" -m pip install "tensorflow=={build.version}"'])
-        yield finding("tf-cpu-build", f"tensorflow {build.version} in {exe} was built without CUDA (tf.test.is_built_with_cuda() is False).",
-                      fix, {"tensorflow": build.version})
+        fix = (
+            [f'"{exe}" -m pip install "tensorflow[and-cuda]=={build.version}"']
+            if facts.os == "linux" and version and version >= Version("2.14")
+            else [
+                f'"{exe}" -m pip uninstall -y tensorflow-cpu tensorflow',
+                f'"{exe}" -m pip install "tensorflow-gpu=={build.version}"'
+                if version and version < Version("2.1")
+                else f'"{exe}" -m pip install "tensorflow=={build.version}"',
+            ]
+        )
+        yield finding(
+            "tf-cpu-build",
+            f"tensorflow {build.version} in {exe} was built without CUDA (tf.test.is_built_with_cuda() is False).",
+            fix,
+            {"tensorflow": build.version},
+        )
 
 
 def _compatible(toolkit_version: Optional[Version], cuda: Version) -> bool:
@@ -153,12 +186,14 @@ def framework_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
         where = "bin folder first on PATH" if facts.os == "windows" else "lib64 folder on LD_LIBRARY_PATH"
         fix = [f"Install the CUDA {major_minor(cuda)} toolkit beside the others (https://developer.nvidia.com/cuda-toolkit-archive) and put its {where}."]
         fix += [OTHER_BUILDS[build.name]] if build.name in OTHER_BUILDS else []
-        yield finding("framework-cuda-mismatch",
-                      f"{build.name} {build.version} was built for CUDA {major_minor(cuda)} ({build.cuda.how}) and loads {cudart}, "
-                      f"but the machine has {present}, which does not provide it.",
-                      fix, {"framework": build.name, "built_for": str(cuda), "known_from": build.cuda.how, "needs": cudart,
-                            "installed": [t.version for t in toolkits]},
-                      causes=(cuda_key(build.cuda_major), build_key(build)))
+        yield finding(
+            "framework-cuda-mismatch",
+            f"{build.name} {build.version} was built for CUDA {major_minor(cuda)} ({build.cuda.how}) and loads {cudart}, "
+            f"but the machine has {present}, which does not provide it.",
+            fix,
+            {"framework": build.name, "built_for": str(cuda), "known_from": build.cuda.how, "needs": cudart, "installed": [t.version for t in toolkits]},
+            causes=(cuda_key(build.cuda_major), build_key(build)),
+        )
 
 
 @rule("python-unsupported", Severity.ERROR, "The Python version is outside what the framework release supports", Area.FRAMEWORKS)
@@ -171,10 +206,14 @@ def python_unsupported(facts: Facts) -> Iterator[Finding]:
         allowed = VersionRange(build.supported_python.value)
         if python.parsed_version in allowed:
             continue
-        yield finding("python-unsupported",
-                      f"{build.name} {build.version} supports Python {allowed}, but {build.executable} is Python {python.version}.",
-                      [f"Create an environment with a supported Python, e.g. `conda create -n {build.name}-env python={allowed.newest_minor() or '3'}`, and install {build.name} there."],
-                      {"framework": build.name, "python": python.version, "supported": str(allowed), "source": build.supported_python.source})
+        yield finding(
+            "python-unsupported",
+            f"{build.name} {build.version} supports Python {allowed}, but {build.executable} is Python {python.version}.",
+            [
+                f"Create an environment with a supported Python, e.g. `conda create -n {build.name}-env python={allowed.newest_minor() or '3'}`, and install {build.name} there."
+            ],
+            {"framework": build.name, "python": python.version, "supported": str(allowed), "source": build.supported_python.source},
+        )
 
 
 def _gpu_frameworks(python: PythonEnv, facts: Facts) -> dict[str, FrameworkBuild]:
@@ -196,9 +235,13 @@ def interpreter_mismatch(facts: Facts) -> Iterator[Finding]:
             if name in here:
                 continue
             exe = python.executable
-            yield finding("interpreter-mismatch",
-                          f"{name} {build.version} with GPU support is installed in {exe}, but the current interpreter is {current.executable}, "
-                          f"which has {'no ' + name if name not in installed_here else 'no working GPU build of ' + name}.",
-                          [f'Run your code with "{exe}" (in the IDE: select that interpreter; in VS Code: "Python: Select Interpreter").',
-                           f'For Jupyter, register it as a kernel: `"{exe}" -m pip install ipykernel` then `"{exe}" -m ipykernel install --user --name {name}-gpu`, and pick that kernel.'],
-                          {"current": current.executable, "other": exe, "framework": name})
+            yield finding(
+                "interpreter-mismatch",
+                f"{name} {build.version} with GPU support is installed in {exe}, but the current interpreter is {current.executable}, "
+                f"which has {'no ' + name if name not in installed_here else 'no working GPU build of ' + name}.",
+                [
+                    f'Run your code with "{exe}" (in the IDE: select that interpreter; in VS Code: "Python: Select Interpreter").',
+                    f'For Jupyter, register it as a kernel: `"{exe}" -m pip install ipykernel` then `"{exe}" -m ipykernel install --user --name {name}-gpu`, and pick that kernel.',
+                ],
+                {"current": current.executable, "other": exe, "framework": name},
+            )

@@ -48,10 +48,17 @@ def library_zero_bytes(facts: Facts) -> Iterator[Finding]:
     """An antivirus or a failed copy leaves empty files behind; the loader finds them and fails (error 193 on Windows)."""
     files = _bad_files(facts, EMPTY)
     if files:
-        yield finding("library-zero-bytes", "Empty library files: " + "; ".join(f"{p} (used by {who})" for p, who in files.items()) + ".",
-                      ["Copy these files again from the archive or installer, then check their sizes; if they empty again, add an exclusion for the folder in the antivirus.",
-                       "Or run `cudnn-doctor install ARCHIVE`, which verifies every file it writes."], {"files": list(files)},
-                      area=_files_area(files), causes=_file_causes(facts, files))
+        yield finding(
+            "library-zero-bytes",
+            "Empty library files: " + "; ".join(f"{p} (used by {who})" for p, who in files.items()) + ".",
+            [
+                "Copy these files again from the archive or installer, then check their sizes; if they empty again, add an exclusion for the folder in the antivirus.",
+                "Or run `cudnn-doctor install ARCHIVE`, which verifies every file it writes.",
+            ],
+            {"files": list(files)},
+            area=_files_area(files),
+            causes=_file_causes(facts, files),
+        )
 
 
 @rule("library-unreadable", Severity.ERROR, "A CUDA/cuDNN library file cannot be read", Area.CUDNN)
@@ -59,10 +66,19 @@ def library_unreadable(facts: Facts) -> Iterator[Finding]:
     """Files copied by an administrator can keep permissions that the user's process cannot read."""
     files = _bad_files(facts, UNREADABLE)
     if files:
-        fix = (["Grant read access: `icacls \"<file>\" /grant Users:RX` from an elevated prompt (or reinstall)."] if facts.os == "windows"
-               else [f"sudo chmod a+r {' '.join(files)}"])
-        yield finding("library-unreadable", "Access denied opening: " + "; ".join(files) + ".", fix, {"files": list(files)},
-                      area=_files_area(files), causes=_file_causes(facts, files))
+        fix = (
+            ['Grant read access: `icacls "<file>" /grant Users:RX` from an elevated prompt (or reinstall).']
+            if facts.os == "windows"
+            else [f"sudo chmod a+r {' '.join(files)}"]
+        )
+        yield finding(
+            "library-unreadable",
+            "Access denied opening: " + "; ".join(files) + ".",
+            fix,
+            {"files": list(files)},
+            area=_files_area(files),
+            causes=_file_causes(facts, files),
+        )
 
 
 @rule("library-wrong-architecture", Severity.ERROR, "A library is built for another machine type", Area.CUDNN)
@@ -75,9 +91,14 @@ def library_wrong_architecture(facts: Facts) -> Iterator[Finding]:
                 if candidate.problem and candidate.problem.kind == WRONG_ARCHITECTURE:
                     bad.setdefault(candidate.path, candidate)
     if bad:
-        yield finding("library-wrong-architecture", "; ".join(f"{p}: {c.problem}" for p, c in bad.items()) + ".",
-                      ["Replace each with the build for this machine (x64 / x86_64 archives of cuDNN and CUDA)."], {"files": list(bad)},
-                      area=_files_area(bad), causes=_file_causes(facts, bad))
+        yield finding(
+            "library-wrong-architecture",
+            "; ".join(f"{p}: {c.problem}" for p, c in bad.items()) + ".",
+            ["Replace each with the build for this machine (x64 / x86_64 archives of cuDNN and CUDA)."],
+            {"files": list(bad)},
+            area=_files_area(bad),
+            causes=_file_causes(facts, bad),
+        )
 
 
 def _skip_missing(facts: Facts, requester: str, name: str) -> bool:
@@ -90,9 +111,23 @@ def _skip_missing(facts: Facts, requester: str, name: str) -> bool:
     return False
 
 
-@rule("dependency-missing", Severity.ERROR, "A library imports or loads a DLL / shared object that cannot be found", Area.ENVIRONMENT,
-      explained_by=("framework-cuda-mismatch", "cudnn-cuda-mismatch", "cudnn-partial-install", "cuda-libs-not-found", "cuda-toolkit-missing",
-                    "cudnn-missing", "library-zero-bytes", "library-unreadable", "library-wrong-architecture"))
+@rule(
+    "dependency-missing",
+    Severity.ERROR,
+    "A library imports or loads a DLL / shared object that cannot be found",
+    Area.ENVIRONMENT,
+    explained_by=(
+        "framework-cuda-mismatch",
+        "cudnn-cuda-mismatch",
+        "cudnn-partial-install",
+        "cuda-libs-not-found",
+        "cuda-toolkit-missing",
+        "cudnn-missing",
+        "library-zero-bytes",
+        "library-unreadable",
+        "library-wrong-architecture",
+    ),
+)
 def dependency_missing(facts: Facts) -> Iterator[Finding]:
     """A dependency missing anywhere in the tree fails the load of everything above it, often with a message that names the wrong file."""
     rules = PathRules(facts.os)
@@ -127,9 +162,15 @@ def _missing(facts: Facts, build: FrameworkBuild, name: str, requesters: list[st
         fix.append(provider.fix.replace("{folder}", folder))
     else:
         fix.append(f"Install what provides {name} and put its folder on {'PATH' if facts.os == 'windows' else 'LD_LIBRARY_PATH'}.")
-    return finding("dependency-missing", detail, fix, {"name": name, "needed_by": requesters, "provider": provider.provider if provider else None},
-                   severity=Severity.WARNING if optional else Severity.ERROR, area=area_of_library(name, requesters[0]),
-                   causes=_dependency_causes(facts, build, name, requesters))
+    return finding(
+        "dependency-missing",
+        detail,
+        fix,
+        {"name": name, "needed_by": requesters, "provider": provider.provider if provider else None},
+        severity=Severity.WARNING if optional else Severity.ERROR,
+        area=area_of_library(name, requesters[0]),
+        causes=_dependency_causes(facts, build, name, requesters),
+    )
 
 
 def _dependency_causes(facts: Facts, build: FrameworkBuild, name: str, requesters: list[str]) -> list[Optional[str]]:
@@ -164,8 +205,10 @@ def loader_emulation_differs(facts: Facts) -> Iterator[Finding]:
         if confirmation.agrees:
             continue
         real = confirmation.real or f"nothing ({confirmation.error or 'load failed'})"
-        yield finding("loader-emulation-differs",
-                      f"For {confirmation.name} in {confirmation.executable} the emulated search finds {confirmation.emulated or 'nothing'}, "
-                      f"but loading it for real gives {real}. Findings about this library rest on the emulation.",
-                      ["Trust the real load; please report this with `cudnn-doctor snapshot --redact` so the emulation can be fixed."],
-                      {"name": confirmation.name, "emulated": confirmation.emulated, "real": confirmation.real, "error": confirmation.error})
+        yield finding(
+            "loader-emulation-differs",
+            f"For {confirmation.name} in {confirmation.executable} the emulated search finds {confirmation.emulated or 'nothing'}, "
+            f"but loading it for real gives {real}. Findings about this library rest on the emulation.",
+            ["Trust the real load; please report this with `cudnn-doctor snapshot --redact` so the emulation can be fixed."],
+            {"name": confirmation.name, "emulated": confirmation.emulated, "real": confirmation.real, "error": confirmation.error},
+        )

@@ -50,8 +50,7 @@ def register(rule: Rule) -> Rule:
     return rule
 
 
-def rule(id: str, severity: Severity, title: str, area: Area, explained_by: Sequence[str] = (),
-         explains: Sequence[str] = ()) -> Callable[[Check], Check]:
+def rule(id: str, severity: Severity, title: str, area: Area, explained_by: Sequence[str] = (), explains: Sequence[str] = ()) -> Callable[[Check], Check]:
     """Register a check under a stable finding id."""
 
     def add(check: Check) -> Check:
@@ -73,5 +72,13 @@ def finding(
 ) -> Finding:
     """A finding of a registered rule, with the rule's defaults for what is not given."""
     registered = RULES[id]
-    return Finding(id, severity or registered.severity, title or registered.title, detail, tuple(fix), evidence or {},
-                   area or registered.area, tuple(c for c in causes if c))
+    return Finding(
+        id,
+        severity or registered.severity,
+        title or registered.title,
+        detail,
+        tuple(fix),
+        evidence or {},
+        area or registered.area,
+        tuple(c for c in causes if c),
+    )

@@ -29,15 +29,23 @@ def cuda_toolkit_missing(facts: Facts) -> Iterator[Finding]:
     if stranded:
         build = stranded[0]
         version = major_minor(build.cuda_version) if build.cuda_version else "?"
-        yield finding("cuda-toolkit-missing",
-                      f"{build.name} {build.version} loads the CUDA {version} runtime ({build.system_libraries.cudart}) from the system, and no CUDA toolkit is installed.",
-                      [f"Install the CUDA {version} toolkit from https://developer.nvidia.com/cuda-toolkit-archive and make sure its bin (Windows) or lib64 (Linux) folder is on the library search path."],
-                      {"needs": build.system_libraries.cudart}, severity=Severity.ERROR,
-                      causes=[cuda_key(b.cuda_major) for b in stranded] + [build_key(b) for b in stranded])
+        yield finding(
+            "cuda-toolkit-missing",
+            f"{build.name} {build.version} loads the CUDA {version} runtime ({build.system_libraries.cudart}) from the system, and no CUDA toolkit is installed.",
+            [
+                f"Install the CUDA {version} toolkit from https://developer.nvidia.com/cuda-toolkit-archive and make sure its bin (Windows) or lib64 (Linux) folder is on the library search path."
+            ],
+            {"needs": build.system_libraries.cudart},
+            severity=Severity.ERROR,
+            causes=[cuda_key(b.cuda_major) for b in stranded] + [build_key(b) for b in stranded],
+        )
     else:
-        yield finding("cuda-toolkit-missing", "No CUDA toolkit was found (no nvcc on PATH, no CUDA_PATH / CUDA_HOME, nothing in the standard folders). "
-                      "The installed frameworks do not need one; you only need it to compile CUDA code.",
-                      ["Install a CUDA toolkit only if you build CUDA extensions: https://developer.nvidia.com/cuda-downloads"])
+        yield finding(
+            "cuda-toolkit-missing",
+            "No CUDA toolkit was found (no nvcc on PATH, no CUDA_PATH / CUDA_HOME, nothing in the standard folders). "
+            "The installed frameworks do not need one; you only need it to compile CUDA code.",
+            ["Install a CUDA toolkit only if you build CUDA extensions: https://developer.nvidia.com/cuda-downloads"],
+        )
 
 
 def _not_found(facts: Facts, build, name: str) -> bool:
@@ -45,8 +53,13 @@ def _not_found(facts: Facts, build, name: str) -> bool:
     return step is None or step.winner is None
 
 
-@rule("cuda-libs-not-found", Severity.ERROR, "A framework cannot find the CUDA runtime libraries", Area.TOOLKIT,
-      explained_by=("framework-cuda-mismatch", "cuda-toolkit-missing", "env-stale-session"))
+@rule(
+    "cuda-libs-not-found",
+    Severity.ERROR,
+    "A framework cannot find the CUDA runtime libraries",
+    Area.TOOLKIT,
+    explained_by=("framework-cuda-mismatch", "cuda-toolkit-missing", "env-stale-session"),
+)
 def cuda_libs_not_found(facts: Facts) -> Iterator[Finding]:
     """TensorFlow (on Windows up to 2.10, on Linux without [and-cuda]), PaddlePaddle and ONNX Runtime load cudart, cuBLAS and friends by name; if the loader cannot find them the GPU is silently unused."""
     for build in system_builds(facts):
@@ -71,8 +84,10 @@ def cuda_libs_not_found(facts: Facts) -> Iterator[Finding]:
                 causes.append(stale)
         if not fix:
             version = major_minor(build.cuda_version) if build.cuda_version else "matching"
-            fix.append(f"Install the CUDA {version} toolkit (https://developer.nvidia.com/cuda-toolkit-archive) and put its "
-                       f"{'bin folder on PATH' if facts.os == 'windows' else 'lib64 folder on LD_LIBRARY_PATH'}.")
+            fix.append(
+                f"Install the CUDA {version} toolkit (https://developer.nvidia.com/cuda-toolkit-archive) and put its "
+                f"{'bin folder on PATH' if facts.os == 'windows' else 'lib64 folder on LD_LIBRARY_PATH'}."
+            )
         yield finding("cuda-libs-not-found", detail, fix, {"framework": build.name, "missing": names}, causes=causes)
 
 
@@ -92,8 +107,10 @@ def nvcc_not_on_path(facts: Facts) -> Iterator[Finding]:
         fix = [f"export PATH={best.bin_dir}:$PATH  (add it to ~/.bashrc to keep it)"]
         if facts.environment.variables.get("SUDO_USER"):
             detail += " This shell runs under sudo, whose secure_path and env_reset drop the PATH of your own shell."
-            fix = [f"Run the command without sudo, or keep your PATH: `sudo env PATH={best.bin_dir}:$PATH <command>`",
-                   f"Or add {best.bin_dir} to secure_path in /etc/sudoers (via `sudo visudo`)."]
+            fix = [
+                f"Run the command without sudo, or keep your PATH: `sudo env PATH={best.bin_dir}:$PATH <command>`",
+                f"Or add {best.bin_dir} to secure_path in /etc/sudoers (via `sudo visudo`).",
+            ]
     yield finding("nvcc-not-on-path", detail, fix, {"toolkit": best.root}, causes=causes)
 
 
@@ -110,10 +127,12 @@ def cuda_path_mismatch(facts: Facts) -> Iterator[Finding]:
         named = _toolkit_for(facts, value, facts.os)
         if named is None or named.root == path_toolkit.root:
             continue
-        yield finding("cuda-path-mismatch",
-                      f"{name}={value} is CUDA {named.version}, but the nvcc first on PATH ({tk.nvcc_on_path}) is CUDA {path_toolkit.version} at {path_toolkit.root}.",
-                      [f"Point {name} at {path_toolkit.root}, or put {named.bin_dir} first on PATH, so both name the same toolkit."],
-                      {"variable": name, "value": value, "nvcc": tk.nvcc_on_path})
+        yield finding(
+            "cuda-path-mismatch",
+            f"{name}={value} is CUDA {named.version}, but the nvcc first on PATH ({tk.nvcc_on_path}) is CUDA {path_toolkit.version} at {path_toolkit.root}.",
+            [f"Point {name} at {path_toolkit.root}, or put {named.bin_dir} first on PATH, so both name the same toolkit."],
+            {"variable": name, "value": value, "nvcc": tk.nvcc_on_path},
+        )
 
 
 @rule("multiple-cuda-on-path", Severity.WARNING, "Several CUDA toolkits are on PATH", Area.TOOLKIT)
@@ -130,9 +149,12 @@ def multiple_cuda_on_path(facts: Facts) -> Iterator[Finding]:
         return
     listing = "; ".join(f"#{i + 1} in PATH: {value} (CUDA {t.version})" for i, t, value in order)
     winner = order[0][1]
-    yield finding("multiple-cuda-on-path", f"{listing}. CUDA {winner.version} wins for nvcc and for libraries loaded by name.",
-                  [f"Keep only the toolkit you use on PATH (remove {', '.join(v for _, t, v in order[1:])}), or move its bin folder first."],
-                  {"order": [v for _, _, v in order]})
+    yield finding(
+        "multiple-cuda-on-path",
+        f"{listing}. CUDA {winner.version} wins for nvcc and for libraries loaded by name.",
+        [f"Keep only the toolkit you use on PATH (remove {', '.join(v for _, t, v in order[1:])}), or move its bin folder first."],
+        {"order": [v for _, _, v in order]},
+    )
 
 
 def _same(facts: Facts, a: str, b: str) -> bool:

@@ -108,8 +108,10 @@ def _install(system: System, store: Store, archive: Archive, args: argparse.Name
         try:
             environment.apply_windows_changes(system, env_changes)
         except OSError as error:
-            raise UsageError(f"the files are installed, but the persistent environment could not be changed ({error.strerror or error}): "
-                             f"add {plan.target}\\bin to PATH by hand, or undo the install with `cudnn-doctor rollback`") from None
+            raise UsageError(
+                f"the files are installed, but the persistent environment could not be changed ({error.strerror or error}): "
+                f"add {plan.target}\\bin to PATH by hand, or undo the install with `cudnn-doctor rollback`"
+            ) from None
         print("The persistent environment changed: close and reopen terminals, IDEs and Jupyter so they see it.")
     for note in notes:
         print(note)
@@ -168,8 +170,9 @@ def _verify(target: str) -> int:
     from cudnn_doctor.findings import Severity
     from cudnn_doctor.system import open_system
 
-    findings = [f for f in diagnose(open_system(), with_frameworks=False).findings
-                if f.id.startswith(("cudnn-", "library-", "dependency-")) and target in f.detail]
+    findings = [
+        f for f in diagnose(open_system(), with_frameworks=False).findings if f.id.startswith(("cudnn-", "library-", "dependency-")) and target in f.detail
+    ]
     if not findings:
         print("Verified: the cuDNN checks find nothing wrong in the toolkit.")
         return 0
@@ -206,13 +209,17 @@ def run_history(args: argparse.Namespace) -> int:
     store = transaction.Store(open_system())
     journal = store.journal()
     if journal is not None and journal.get("state") == "in-progress":
-        print(f"An install of {journal['archive']} into {journal['target']} is running or was interrupted; "
-              "the next `cudnn-doctor install` or `rollback` finishes or undoes it.")
+        print(
+            f"An install of {journal['archive']} into {journal['target']} is running or was interrupted; "
+            "the next `cudnn-doctor install` or `rollback` finishes or undoes it."
+        )
     history = store.history()
     if not history:
         print("No installs recorded.")
     for entry in history:
         started = entry.get("started")
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(started)) if isinstance(started, (int, float)) else "?"
-        print(f"{entry['id']}  {when}  {entry['state']:11}  cuDNN {entry.get('version') or '?'}  {len(entry['steps'])} files  {entry['archive']} → {entry['target']}")
+        print(
+            f"{entry['id']}  {when}  {entry['state']:11}  cuDNN {entry.get('version') or '?'}  {len(entry['steps'])} files  {entry['archive']} → {entry['target']}"
+        )
     return 0

@@ -19,9 +19,13 @@ def add_system_options(parser: argparse.ArgumentParser) -> None:
 
 def add_knowledge_option(parser: argparse.ArgumentParser) -> None:
     """`--kb FILE`: a user's newer knowledge rows over the shipped ones (checked like them; a bad row is one line, exit 2)."""
-    parser.add_argument("--kb", type=Path, metavar="FILE",
-                        help="newer knowledge rows (YAML or JSON: table -> section -> rows, as in knowledge/data) over the shipped ones; "
-                             "a row with the key of a shipped row replaces it, others are added")
+    parser.add_argument(
+        "--kb",
+        type=Path,
+        metavar="FILE",
+        help="newer knowledge rows (YAML or JSON: table -> section -> rows, as in knowledge/data) over the shipped ones; "
+        "a row with the key of a shipped row replaces it, others are added",
+    )
 
 
 MAX_TIMEOUT = 24 * 3600.0

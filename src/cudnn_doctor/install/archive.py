@@ -176,7 +176,7 @@ class Archive:
             if ".." in parts:
                 raise self._refuse(f"member that climbs out of the archive: {name!r}")
             if _UNUSABLE.search(name):
-                raise self._refuse(f"member {name!r}: its name has a control character or one of <>:\"|?*")
+                raise self._refuse(f'member {name!r}: its name has a control character or one of <>:"|?*')
             if name in seen:
                 raise self._refuse(f"an archive that holds {name!r} twice")
             seen.add(name)
@@ -268,7 +268,7 @@ def binary_machine(head: bytes) -> Optional[tuple[str, Optional[str]]]:
     try:
         if head[:2] == b"MZ":
             offset = int.from_bytes(head[0x3C:0x40], "little") if len(head) >= 0x40 else -1
-            if not 0 <= offset <= len(head) - 24 or head[offset:offset + 4] != b"PE\0\0":
+            if not 0 <= offset <= len(head) - 24 or head[offset : offset + 4] != b"PE\0\0":
                 return ("pe", None)  # a DOS stub only: pefile would refuse it (and its failure path runs gc.collect(), 25 ms)
             import pefile
 
@@ -299,7 +299,7 @@ def inspect(archive: Archive) -> ArchiveInfo:
     """Find the layout, the cuDNN version, the CUDA major and the platform of an archive."""
     files = [m for m in archive.members if not m.is_dir]
     top = _common_top(files)
-    rel = [m.name[len(top) + 1:] if top else m.name for m in files]
+    rel = [m.name[len(top) + 1 :] if top else m.name for m in files]
     if any(r.startswith("bin/") and re.match(r"bin/\d+\.x/", r) for r in rel):
         layout = "cudnn9-installer"
     elif top.rsplit("/", 1)[-1] == "cuda":

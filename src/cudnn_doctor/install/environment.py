@@ -48,8 +48,10 @@ def linux_notes(system: System, lib_dir: str) -> tuple[list[str], Optional[list[
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             return [f"{lib_dir} is in the loader cache: running ldconfig to refresh it."], ["ldconfig"]
         return [f"{lib_dir} is in the loader cache; refresh it with: sudo ldconfig"], None
-    return [f"{lib_dir} is not on the loader's path. Either add it for your shell: export LD_LIBRARY_PATH={lib_dir}:$LD_LIBRARY_PATH",
-            f"or for everyone: echo {lib_dir} | sudo tee /etc/ld.so.conf.d/cudnn.conf && sudo ldconfig"], None
+    return [
+        f"{lib_dir} is not on the loader's path. Either add it for your shell: export LD_LIBRARY_PATH={lib_dir}:$LD_LIBRARY_PATH",
+        f"or for everyone: echo {lib_dir} | sudo tee /etc/ld.so.conf.d/cudnn.conf && sudo ldconfig",
+    ], None
 
 
 def _cache_paths(system: System) -> list[str]:

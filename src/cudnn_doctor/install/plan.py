@@ -80,9 +80,14 @@ def choose_target(system: System, info: ArchiveInfo, toolkits: ToolkitFacts, int
     matching = [t for t in toolkits.toolkits if info.cuda_major is None or (t.parsed_version and t.parsed_version.release[0] == info.cuda_major)]
     if not matching:
         installed = ", ".join(f"CUDA {t.version} at {t.root}" for t in toolkits.toolkits) or "no CUDA toolkit"
-        raise UsageError(f"{info.path.name} is built for CUDA {info.cuda_major}, and this machine has {installed}; install that toolkit first or pass --into DIR")
-    preferred = ([t for t in matching if t.root == toolkits.path_toolkit]
-                 or [t for t in matching if any(rules.same(v, t.root) for _, v in toolkits.variables)] or matching)
+        raise UsageError(
+            f"{info.path.name} is built for CUDA {info.cuda_major}, and this machine has {installed}; install that toolkit first or pass --into DIR"
+        )
+    preferred = (
+        [t for t in matching if t.root == toolkits.path_toolkit]
+        or [t for t in matching if any(rules.same(v, t.root) for _, v in toolkits.variables)]
+        or matching
+    )
     return preferred[0].root
 
 
@@ -93,13 +98,16 @@ def _is_system_folder(path: str) -> bool:
 
 def _looks_like_toolkit(system: System, path: str) -> bool:
     rules = system.paths
-    return any(system.exists(rules.join(path, *p.split("/"))) for p in ("bin/nvcc", "bin/nvcc.exe", "include/cuda.h", "version.json", "version.txt", "include/cuda_runtime.h"))
+    return any(
+        system.exists(rules.join(path, *p.split("/")))
+        for p in ("bin/nvcc", "bin/nvcc.exe", "include/cuda.h", "version.json", "version.txt", "include/cuda_runtime.h")
+    )
 
 
 def destination(system: System, info: ArchiveInfo, member: Member, target: str, cuda_major: Optional[int]) -> Optional[str]:
     """The path a member belongs at in the toolkit, or None for files that stay out (LICENSE, other CUDA majors)."""
     rules = system.paths
-    rel = member.name[len(info.top) + 1:] if info.top else member.name
+    rel = member.name[len(info.top) + 1 :] if info.top else member.name
     installer = _INSTALLER_SUB.match(rel)
     if installer:
         if cuda_major is not None and int(installer.group("cuda")) != cuda_major:
@@ -188,7 +196,9 @@ def _same_bytes(system: System, archive: Archive, member: Member, dest: str) -> 
     try:
         return sha256_of(system.open_read(dest)) == sha256_of(archive.open(member))
     except PermissionError:
-        raise UsageError(f"cannot read {dest} to back it up (permission denied): run the install again with sudo / as administrator; nothing was changed") from None
+        raise UsageError(
+            f"cannot read {dest} to back it up (permission denied): run the install again with sudo / as administrator; nothing was changed"
+        ) from None
     except IsADirectoryError:
         raise UsageError(f"{dest} is a folder; the archive has a file of that name. Nothing was changed") from None
     except OSError as error:

@@ -71,8 +71,9 @@ def read_overlay(path: Path) -> _Overlay:
         for name, sections in document.items():
             if name not in schema.TABLES:
                 close = schema._close(str(name), list(schema.TABLES))
-                raise KnowledgeError(f"{where}: unknown table {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
-                                     + f"; the tables are {', '.join(schema.TABLES)}")
+                raise KnowledgeError(
+                    f"{where}: unknown table {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "") + f"; the tables are {', '.join(schema.TABLES)}"
+                )
             tables[name] = schema.partial(name, sections, where)
             schema.overlay(name, schema.build(name, _shipped()[name], f"{name}.yaml"), tables[name], f"{where}: {name}")
     except KnowledgeError as error:

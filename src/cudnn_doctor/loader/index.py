@@ -29,9 +29,7 @@ class FolderIndex:
             entries = self.system.list_dir(folder, sizes=False)
             sep = rules.sep
             # listing paths are folder + sep + name already: slicing is enough, and this runs for every file on PATH
-            self._listings[key] = None if entries is None else {
-                rules.name_key(e.path[e.path.rfind(sep) + 1:]): e.path for e in entries if not e.is_dir
-            }
+            self._listings[key] = None if entries is None else {rules.name_key(e.path[e.path.rfind(sep) + 1 :]): e.path for e in entries if not e.is_dir}
         return self._listings[key] or {}
 
     def find(self, folder: str, name: str) -> Optional[str]:

@@ -50,8 +50,7 @@ class Resolver:
             self._optional |= {knowledge.cudnn_file_name(part, release.major, system.os) for part in release.optional}
         self._known_loads = {self.system.paths.name_key(row.library): row.loads for row in cudnn.runtime_loads}
 
-    def resolve(self, framework: str, executable: str, roots: Sequence[str], dll_directories: Sequence[str] = (),
-                elsewhere: Sequence[str] = ()) -> Resolution:
+    def resolve(self, framework: str, executable: str, roots: Sequence[str], dll_directories: Sequence[str] = (), elsewhere: Sequence[str] = ()) -> Resolution:
         """`elsewhere`: folders to look in for copies of a root that the search does not reach (evidence for the fix)."""
         rules = self.system.paths
         exe_binary = self.system.binary(executable) if self.system.exists(executable) else None
@@ -151,8 +150,17 @@ class Resolver:
                 provided = "driver"
             elif self._os_provided.match(name):
                 provided = "os"
-        step = LoadStep(request.requester, request.name, request.how, winner, tuple(candidates), tuple(searched),
-                        optional=optional, provided_by=provided, blocked_by=stopped)
+        step = LoadStep(
+            request.requester,
+            request.name,
+            request.how,
+            winner,
+            tuple(candidates),
+            tuple(searched),
+            optional=optional,
+            provided_by=provided,
+            blocked_by=stopped,
+        )
         return step, winner_binary
 
     def _problem(self, path: str, binary: Optional[BinaryInfo]) -> Optional[Unusable]:

@@ -25,8 +25,7 @@ from cudnn_doctor.system.interface import System
 T = TypeVar("T")
 
 
-def run_probes(system: System, with_frameworks: bool = True, framework_timeout: float = 60.0,
-               while_waiting: Optional[Callable[[], None]] = None) -> Facts:
+def run_probes(system: System, with_frameworks: bool = True, framework_timeout: float = 60.0, while_waiting: Optional[Callable[[], None]] = None) -> Facts:
     """All facts about the machine. `while_waiting` runs in this thread while the frameworks are being imported."""
     failures: list[ProbeFailure] = []
 
@@ -60,5 +59,6 @@ def run_probes(system: System, with_frameworks: bool = True, framework_timeout: 
     builds = guarded("builds", lambda: probe_builds(pythons, system.os), ())
     resolutions = guarded("loader", lambda: probe_resolutions(system, pythons, builds, toolkits, index), ())
     confirmations = guarded("loader check", lambda: probe_confirmations(system, resolutions), ()) if with_frameworks else ()
-    return Facts(system.os, system.arch, system.wsl, driver, toolkits, pythons, environment, wsl_driver, tuple(failures), cudnn, resolutions,
-                 confirmations, builds)
+    return Facts(
+        system.os, system.arch, system.wsl, driver, toolkits, pythons, environment, wsl_driver, tuple(failures), cudnn, resolutions, confirmations, builds
+    )

@@ -42,8 +42,7 @@ _OTHER_LOADS = (
     re.compile(r"Could not locate ([\w.]+\.dll)"),  # cuDNN 8's own loader on Windows
 )
 _DRIVER_TOO_OLD = re.compile(r"driver on your system is too old|CUDA driver version is insufficient", re.IGNORECASE)
-_NO_KERNEL = re.compile(r"no kernel image is available|is not compatible with the current PyTorch installation|CUDA_ERROR_NO_BINARY_FOR_GPU",
-                        re.IGNORECASE)
+_NO_KERNEL = re.compile(r"no kernel image is available|is not compatible with the current PyTorch installation|CUDA_ERROR_NO_BINARY_FOR_GPU", re.IGNORECASE)
 _TF_CUDNN = re.compile(r"Loaded runtime CuDNN library:\s*(\d+(?:\.\d+)*).*?source was compiled with:?\s*(\d+(?:\.\d+)*)", re.DOTALL)
 _PADDLE_CUDNN = re.compile(r"compiled with CUDNN (\d+(?:\.\d+)*), but CUDNN version in your machine is (\d+(?:\.\d+)*)")
 _JAX_CUDNN = re.compile(r"Found cuDNN version (\d+), but JAX was built against version (\d+)")
@@ -132,8 +131,12 @@ def _build(source: _Source) -> FrameworkBuild:
 
 
 def _sees_gpu(report: Mapping[str, Any]) -> bool:
-    return bool(report.get("cuda_available") or report.get("gpus") or (report.get("gpu_count") or 0) > 0
-                or any("cuda" in str(d).lower() or "gpu" in str(d).lower() for d in report.get("devices") or []))
+    return bool(
+        report.get("cuda_available")
+        or report.get("gpus")
+        or (report.get("gpu_count") or 0) > 0
+        or any("cuda" in str(d).lower() or "gpu" in str(d).lower() for d in report.get("devices") or [])
+    )
 
 
 def _system_libraries(cuda: Optional[Known], cudnn: Optional[Known], os_name: str) -> SystemLibraries:
@@ -294,4 +297,4 @@ def _line_matching(text: str, pattern: re.Pattern) -> Optional[str]:
 def _line_at(text: str, position: int) -> str:
     start = text.rfind("\n", 0, position) + 1
     end = text.find("\n", position)
-    return text[start:end if end >= 0 else None].strip()[:300]
+    return text[start : end if end >= 0 else None].strip()[:300]

@@ -21,8 +21,30 @@ _WINDOWS_NAME = re.compile(r"^cudnn(?:_([a-z_]+?))?64_(\d+)\.dll$", re.IGNORECAS
 _LINUX_NAME = re.compile(r"^libcudnn(?:_([a-z_]+))?\.so\.(\d+)((?:\.\d+)*)$")
 _CUBLAS = re.compile(r"(?i)^(?:lib)?cublas(?:Lt)?(?:64_(\d+)\.dll|\.so\.(\d+))")
 _CUDA_IN_PATH = re.compile(r"(?i)(?:[\\/](\d+)\.x(?:[\\/]|$)|_cuda(\d+)[-_]|cudnn-cu(\d+)|[\\/]cu(\d+)[\\/])")
-STANDARD_TOOLKIT_FOLDERS = {"bin", "include", "lib", "lib64", "libnvvp", "nvvm", "extras", "doc", "share", "src", "tools", "nsight", "compute-sanitizer",
-                            "targets", "nvml", "dist-info", "pkgconfig", "gds", "libdevice", "crt", "cmake", "stubs"}
+STANDARD_TOOLKIT_FOLDERS = {
+    "bin",
+    "include",
+    "lib",
+    "lib64",
+    "libnvvp",
+    "nvvm",
+    "extras",
+    "doc",
+    "share",
+    "src",
+    "tools",
+    "nsight",
+    "compute-sanitizer",
+    "targets",
+    "nvml",
+    "dist-info",
+    "pkgconfig",
+    "gds",
+    "libdevice",
+    "crt",
+    "cmake",
+    "stubs",
+}
 SYSTEM_DIRS_LINUX = ("/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/lib64")
 
 
@@ -151,8 +173,25 @@ def _installs_in(system: System, folder: str, toolkit: Optional[str], nested: Op
         system_dir = _is_system_dir(system, folder)
         package = next((owned.get(p.path) for p in libraries.values() if system_dir and owned.get(p.path)), None)
         import_libs, headers = _toolkit_dev_files(system, toolkit) if toolkit else ((), ())
-        installs.append(CudnnInstall(folder, major, tuple(libraries[p] for p in sorted(libraries)), missing, version, source, cuda_major, cuda_source,
-                                     header, toolkit, nested, system_dir, package, import_libs, headers))
+        installs.append(
+            CudnnInstall(
+                folder,
+                major,
+                tuple(libraries[p] for p in sorted(libraries)),
+                missing,
+                version,
+                source,
+                cuda_major,
+                cuda_source,
+                header,
+                toolkit,
+                nested,
+                system_dir,
+                package,
+                import_libs,
+                headers,
+            )
+        )
     return installs
 
 
@@ -234,6 +273,10 @@ def _is_system_dir(system: System, folder: str) -> bool:
 
 def _toolkit_dev_files(system: System, toolkit: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     rules = system.paths
-    libs = tuple(e.path for e in system.list_dir(rules.join(toolkit, "lib", "x64")) or [] if rules.basename(e.path).lower().startswith("cudnn") and e.path.lower().endswith(".lib"))
+    libs = tuple(
+        e.path
+        for e in system.list_dir(rules.join(toolkit, "lib", "x64")) or []
+        if rules.basename(e.path).lower().startswith("cudnn") and e.path.lower().endswith(".lib")
+    )
     headers = tuple(e.path for e in system.list_dir(rules.join(toolkit, "include")) or [] if rules.basename(e.path).lower().startswith("cudnn"))
     return libs, headers

@@ -58,8 +58,9 @@ def _capability(value: object) -> Optional[str]:
 def _complete(facts: DriverFacts, os_name: str) -> DriverFacts:
     """Fill what the driver did not say from the knowledge tables (marked as such)."""
     gpus = tuple(
-        g if g.compute_capability else Gpu(g.name, knowledge.gpu_compute_capability(g.name), g.memory_mib,
-                                           "name-table" if knowledge.gpu_compute_capability(g.name) else None)
+        g
+        if g.compute_capability
+        else Gpu(g.name, knowledge.gpu_compute_capability(g.name), g.memory_mib, "name-table" if knowledge.gpu_compute_capability(g.name) else None)
         for g in facts.gpus
     )
     cuda, cuda_source = facts.cuda, facts.cuda_source

@@ -18,8 +18,9 @@ from cudnn_doctor.probes.cudnn import site_packages
 from cudnn_doctor.system.interface import System
 
 
-def probe_resolutions(system: System, pythons: tuple[PythonEnv, ...], builds: tuple[FrameworkBuild, ...], toolkits: ToolkitFacts,
-                      index: FolderIndex) -> tuple[Resolution, ...]:
+def probe_resolutions(
+    system: System, pythons: tuple[PythonEnv, ...], builds: tuple[FrameworkBuild, ...], toolkits: ToolkitFacts, index: FolderIndex
+) -> tuple[Resolution, ...]:
     resolver = None
     rules = system.paths
     # where a root that is not found may still lie: the toolkits' library folders

@@ -25,10 +25,7 @@ TOOLKIT_VARIABLES = ("CUDA_PATH", "CUDA_HOME", "CUDA_ROOT", "CUDA_TOOLKIT_ROOT_D
 def probe_toolkits(system: System) -> ToolkitFacts:
     rules, env = system.paths, system.env()
     nvcc_name = "nvcc.exe" if rules.windows else "nvcc"
-    variables = tuple(
-        (name, env[name]) for name in sorted(env, key=str.upper)
-        if name.upper() in TOOLKIT_VARIABLES or name.upper().startswith("CUDA_PATH_V")
-    )
+    variables = tuple((name, env[name]) for name in sorted(env, key=str.upper) if name.upper() in TOOLKIT_VARIABLES or name.upper().startswith("CUDA_PATH_V"))
     candidates = [value for _, value in variables] + _standard_locations(system)
     nvcc_on_path, nvcc_real = _find_nvcc(system, nvcc_name)
     path_root = rules.dirname(rules.dirname(nvcc_real)) if nvcc_real else None

@@ -25,8 +25,9 @@ def _plain(value: Any) -> Any:
 def _private_parts_removed(facts: Facts) -> Facts:
     """Only the variables the diagnosis reads leave the machine, secret-looking values replaced."""
     environment = facts.environment
-    return facts._replace(environment=environment._replace(variables=kept_environment(environment.variables),
-                                                           persistent=kept_persistent(environment.persistent)))
+    return facts._replace(
+        environment=environment._replace(variables=kept_environment(environment.variables), persistent=kept_persistent(environment.persistent))
+    )
 
 
 def render(diagnosis: Diagnosis, out: TextIO) -> None:

@@ -19,7 +19,7 @@ ASCII_MARKS = {None: ("OK", "green"), Severity.INFO: ("i", "blue"), Severity.WAR
 
 
 def _short(version: Optional[str]) -> str:
-    """"13.0" for "13.0.88": the release people name."""
+    """ "13.0" for "13.0.88": the release people name."""
     return ".".join((version or "?").split(".")[:2])
 
 
@@ -180,15 +180,19 @@ def _facts_lines(facts: Facts, area: Area) -> Iterable[str]:
             yield f"{name}={value}"
     elif area is Area.CUDNN:
         for install in facts.cudnn:
-            yield (f"{install.folder}: cuDNN {install.version or install.major} ({install.version_source or 'version unknown'}), "
-                   f"CUDA {install.cuda_major or '?'} ({install.cuda_source or 'unknown'}), {len(install.libraries)} libraries"
-                   + (f", missing {', '.join(install.missing_parts)}" if install.missing_parts else ""))
+            yield (
+                f"{install.folder}: cuDNN {install.version or install.major} ({install.version_source or 'version unknown'}), "
+                f"CUDA {install.cuda_major or '?'} ({install.cuda_source or 'unknown'}), {len(install.libraries)} libraries"
+                + (f", missing {', '.join(install.missing_parts)}" if install.missing_parts else "")
+            )
         for resolution in facts.resolutions:
             yield f"{resolution.framework} in {resolution.executable} loads:"
             for step in resolution.steps:
                 if step.reused:
                     continue
-                where = step.winner or (f"BROKEN {step.blocked_by}" if step.blocked_by else f"provided by the {step.provided_by}" if step.provided_by else "NOT FOUND")
+                where = step.winner or (
+                    f"BROKEN {step.blocked_by}" if step.blocked_by else f"provided by the {step.provided_by}" if step.provided_by else "NOT FOUND"
+                )
                 shadow = f"  (also: {', '.join(c.path for c in step.candidates if c.path != step.winner)})" if len(step.candidates) > 1 else ""
                 yield f"  {step.how:6} {step.name} ← {step.requester.replace(chr(92), '/').rsplit('/', 1)[-1]}: {where}{shadow}"
     elif area is Area.FRAMEWORKS:

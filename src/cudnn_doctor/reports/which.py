@@ -36,8 +36,13 @@ def _lines(resolution: Resolution, confirmations: tuple[Confirmation, ...]) -> I
         if step.reused:
             continue
         provided = {"driver": "not found: a driver library (only a machine with the NVIDIA driver has it)", "os": "provided by the OS"}
-        where = step.winner or (f"BROKEN {step.blocked_by}" if step.blocked_by else provided[step.provided_by] if step.provided_by else
-                                "NOT FOUND" + (" (optional)" if step.optional else ""))
+        where = step.winner or (
+            f"BROKEN {step.blocked_by}"
+            if step.blocked_by
+            else provided[step.provided_by]
+            if step.provided_by
+            else "NOT FOUND" + (" (optional)" if step.optional else "")
+        )
         requester = step.requester.replace("\\", "/").rsplit("/", 1)[-1]
         yield (f"  {step.how:6} {step.name} ← {requester}: {where}\n")
 

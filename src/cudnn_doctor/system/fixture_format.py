@@ -27,6 +27,7 @@ def command_key(paths: PathRules, argv: Sequence[str]) -> str:
         program = program[:-4]
     return " ".join([program, *argv[1:]])
 
+
 Spec = Union[type, tuple, dict, list, Callable[[Any, str], None]]
 
 _STR_LIST = [str]
@@ -35,30 +36,70 @@ _COUNT = ("count",)  # an integer >= 0: a size or a version number; -5 bytes is 
 
 LOAD = {"ok": bool, "error": str, "cudnn_version": _COUNT, "cudart_version": _COUNT}
 FILE = {
-    "size": _COUNT, "text": str, "imports": _STR_LIST, "loads": _STR_LIST, "soname": str,
-    "rpath": _STR_LIST, "dt_rpath": _STR_LIST, "version": str, "machine": str, "link": str,
-    "readable": bool, "exports": _STR_LIST, "load": LOAD, "source": str,
+    "size": _COUNT,
+    "text": str,
+    "imports": _STR_LIST,
+    "loads": _STR_LIST,
+    "soname": str,
+    "rpath": _STR_LIST,
+    "dt_rpath": _STR_LIST,
+    "version": str,
+    "machine": str,
+    "link": str,
+    "readable": bool,
+    "exports": _STR_LIST,
+    "load": LOAD,
+    "source": str,
 }
 COMMAND = {"returncode": int, "stdout": str, "stderr": str, "timeout": bool}
 GPU = {"name": str, "compute_capability": str, "memory_total_mib": _COUNT, "uuid": str}
 NVML = {"driver_version": str, "cuda_driver_version": _COUNT, "gpus": [GPU]}
-FRAMEWORK = ("open", {
-    "version": str, "cuda": str, "cudnn": (int, str), "cuda_available": bool, "device_count": int,
-    "arch_list": _STR_LIST, "error": str, "import_error": str, "warning": str, "log": str,
-    "built_with_cuda": bool, "build_info": ("map", (str, bool, int)), "gpus": _STR_LIST,
-    "providers": _STR_LIST, "compiled_with_cuda": bool, "cudnn_version": (str, int),
-    "gpu_count": int, "devices": _STR_LIST,
-})
+FRAMEWORK = (
+    "open",
+    {
+        "version": str,
+        "cuda": str,
+        "cudnn": (int, str),
+        "cuda_available": bool,
+        "device_count": int,
+        "arch_list": _STR_LIST,
+        "error": str,
+        "import_error": str,
+        "warning": str,
+        "log": str,
+        "built_with_cuda": bool,
+        "build_info": ("map", (str, bool, int)),
+        "gpus": _STR_LIST,
+        "providers": _STR_LIST,
+        "compiled_with_cuda": bool,
+        "cudnn_version": (str, int),
+        "gpu_count": int,
+        "devices": _STR_LIST,
+    },
+)
 PYTHON = {
-    "executable": str, "version": str, "current": bool, "kind": ("enum", "conda", "venv", "system", "embedded"),
-    "packages": _STR_MAP, "frameworks": ("map", FRAMEWORK),
+    "executable": str,
+    "version": str,
+    "current": bool,
+    "kind": ("enum", "conda", "venv", "system", "embedded"),
+    "packages": _STR_MAP,
+    "frameworks": ("map", FRAMEWORK),
 }
 EXPECT = {"findings": _STR_LIST, "absent": _STR_LIST, "allow": _STR_LIST}
 TOP = {
-    "schema": str, "name": str, "description": str, "os": ("enum", "windows", "linux"),
-    "arch": ("enum", "x86_64", "aarch64"), "wsl": bool, "env": _STR_MAP,
-    "persistent_env": {"user": _STR_MAP, "system": _STR_MAP}, "files": ("map", FILE),
-    "commands": ("map", COMMAND), "nvml": NVML, "pythons": [PYTHON], "expect": EXPECT,
+    "schema": str,
+    "name": str,
+    "description": str,
+    "os": ("enum", "windows", "linux"),
+    "arch": ("enum", "x86_64", "aarch64"),
+    "wsl": bool,
+    "env": _STR_MAP,
+    "persistent_env": {"user": _STR_MAP, "system": _STR_MAP},
+    "files": ("map", FILE),
+    "commands": ("map", COMMAND),
+    "nvml": NVML,
+    "pythons": [PYTHON],
+    "expect": EXPECT,
 }
 REQUIRED = {
     "": ("schema", "name", "os", "env", "files"),

@@ -129,9 +129,7 @@ class System(ABC):
         """Version, kind and installed distributions of one interpreter."""
 
     @abstractmethod
-    def framework_reports(
-        self, executable: str, frameworks: Sequence[str], timeout: float
-    ) -> dict[str, dict[str, Any]]:
+    def framework_reports(self, executable: str, frameworks: Sequence[str], timeout: float) -> dict[str, dict[str, Any]]:
         """What each framework reports when imported in `executable` (a subprocess live)."""
 
     @abstractmethod

@@ -418,12 +418,14 @@ def _query_nvml() -> Optional[dict[str, Any]]:
             major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
             memory = pynvml.nvmlDeviceGetMemoryInfo(handle)
             uuid = pynvml.nvmlDeviceGetUUID(handle)
-            report["gpus"].append({
-                "name": name.decode() if isinstance(name, bytes) else name,
-                "compute_capability": f"{major}.{minor}",
-                "memory_total_mib": int(memory.total // (1024 * 1024)),
-                "uuid": uuid.decode() if isinstance(uuid, bytes) else uuid,
-            })
+            report["gpus"].append(
+                {
+                    "name": name.decode() if isinstance(name, bytes) else name,
+                    "compute_capability": f"{major}.{minor}",
+                    "memory_total_mib": int(memory.total // (1024 * 1024)),
+                    "uuid": uuid.decode() if isinstance(uuid, bytes) else uuid,
+                }
+            )
         return report
     except Exception:
         return None
@@ -462,10 +464,19 @@ def no_trace_environment(sandbox: str) -> dict[str, str]:
         else:
             env["PYTHONUSERBASE"] = os.path.join(os.path.expanduser("~"), ".local")
     for name, sub in (
-        ("HOME", ""), ("USERPROFILE", ""), ("APPDATA", "AppData/Roaming"), ("LOCALAPPDATA", "AppData/Local"),
-        ("XDG_CACHE_HOME", ".cache"), ("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME", ".local/share"),
-        ("XDG_STATE_HOME", ".local/state"), ("KERAS_HOME", ".keras"), ("MPLCONFIGDIR", ".config/matplotlib"),
-        ("TMPDIR", "tmp"), ("TEMP", "tmp"), ("TMP", "tmp"),
+        ("HOME", ""),
+        ("USERPROFILE", ""),
+        ("APPDATA", "AppData/Roaming"),
+        ("LOCALAPPDATA", "AppData/Local"),
+        ("XDG_CACHE_HOME", ".cache"),
+        ("XDG_CONFIG_HOME", ".config"),
+        ("XDG_DATA_HOME", ".local/share"),
+        ("XDG_STATE_HOME", ".local/state"),
+        ("KERAS_HOME", ".keras"),
+        ("MPLCONFIGDIR", ".config/matplotlib"),
+        ("TMPDIR", "tmp"),
+        ("TEMP", "tmp"),
+        ("TMP", "tmp"),
     ):
         env[name] = os.path.join(sandbox, sub) if sub else sandbox
     os.makedirs(os.path.join(sandbox, "tmp"), exist_ok=True)

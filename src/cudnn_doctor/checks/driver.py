@@ -43,7 +43,7 @@ def no_nvidia_gpu(facts: Facts) -> Iterator[Finding]:
         fix = [f'Run `nvidia-smi` yourself: it should print a table with "Driver Version". {answered}', *fix]
     yield finding(
         "no-nvidia-gpu",
-        f"NVML could not be loaded and {facts.driver.smi_error or 'nvidia-smi failed'}.",
+        f"NVML could not be loaded and {(facts.driver.smi_error or 'nvidia-smi failed').rstrip('.')}.",
         fix,
         {"nvml": None, "nvidia_smi": facts.driver.smi_error},
     )

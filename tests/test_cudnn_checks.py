@@ -188,3 +188,32 @@ def test_tensorflow_without_kernels_for_the_gpu():
         }
     }
     assert "gpu-arch-unsupported" in found(machine(LINUX_BASE, pythons=_linux_python(tf, {"tensorflow": "2.4.0"})))
+
+
+def cudnn9(folder: str, version: str = "9.1.0.70", cuda: int = 12) -> dict[str, Any]:
+    """cuDNN 9 DLLs: the front library loads the graph and engine libraries at run time."""
+    parts = ("graph", "engines_precompiled", "engines_runtime_compiled", "heuristic", "ops", "cnn", "adv")
+    files = {f"{folder}\\cudnn64_9.dll": {"size": 300000, "version": version, "imports": ["KERNEL32.dll"], "loads": [f"cudnn_{p}64_9.dll" for p in parts]}}
+    for part in parts:
+        loads = [f"cublas64_{cuda}.dll", f"cublasLt64_{cuda}.dll"] if part == "ops" else []
+        files[f"{folder}\\cudnn_{part}64_9.dll"] = {"size": 9000000, "version": version, "imports": ["KERNEL32.dll"], "loads": loads}
+    return files
+
+
+def test_a_framework_that_needs_cudnn_8_where_only_cudnn_9_is_installed():
+    document = toolkit(cudnn9(f"{CUDA}\\bin", cuda=11))
+    document["files"][f"{CUDA}\\include\\cudnn_version.h"] = {"text": "#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 1\n#define CUDNN_PATCHLEVEL 0\n"}
+    findings = run(document).findings
+    by_id = {f.id: f for f in findings}
+    mismatch = by_id["cudnn-version-mismatch"]
+    assert "needs cuDNN 8" in mismatch.detail and "only other majors are installed: cuDNN 9.1.0" in mismatch.detail, mismatch.detail
+    assert mismatch.evidence["installed"] == ["9.1.0.70"] and mismatch.severity is Severity.ERROR
+    assert "8.x" in mismatch.fix[0]
+    # The framework's missing cudnn64_8.dll is the same problem: said under the version mismatch, not beside it.
+    missing = by_id["cudnn-missing"]
+    assert missing.symptom_of is not None and findings[missing.symptom_of].id == "cudnn-version-mismatch"
+
+
+def test_cudnn_8_and_9_side_by_side_satisfy_a_cudnn_8_framework():
+    result = found(toolkit({**cudnn9(f"{CUDA}\\bin", cuda=11), **cudnn8(f"{CUDA}\\bin")}))
+    assert "cudnn-version-mismatch" not in result and "cudnn-missing" not in result, sorted(result)

@@ -10,6 +10,7 @@ from typing import Iterator, Optional
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.checks._cudnn import (
+    Wanted,
     cudnn_steps,
     front_step,
     library_release,
@@ -20,12 +21,18 @@ from cudnn_doctor.checks._cudnn import (
 )
 from cudnn_doctor.checks._libraries import build_key, cuda_key, cudnn_key, is_cudnn_front, lookup, reach_folder_fix, system_builds
 from cudnn_doctor.checks.registry import finding, rule
-from cudnn_doctor.facts import SYSTEM, Facts, LoadStep
+from cudnn_doctor.facts import SYSTEM, CudnnInstall, Facts, FrameworkBuild, LoadStep
 from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.paths import PathRules
 
 
-@rule("cudnn-missing", Severity.ERROR, "The framework finds no cuDNN library", Area.CUDNN, explained_by=("env-stale-session", "cudnn-nested-layout"))
+@rule(
+    "cudnn-missing",
+    Severity.ERROR,
+    "The framework finds no cuDNN library",
+    Area.CUDNN,
+    explained_by=("env-stale-session", "cudnn-nested-layout", "cudnn-version-mismatch"),
+)
 def cudnn_missing(facts: Facts) -> Iterator[Finding]:
     """TensorFlow, PaddlePaddle and ONNX Runtime load cuDNN by name from the system; without it every convolution runs on the CPU or fails."""
     for build in system_builds(facts):
@@ -50,6 +57,7 @@ def cudnn_missing(facts: Facts) -> Iterator[Finding]:
                 "Download the cuDNN release that matches the framework's CUDA version from https://developer.nvidia.com/rdp/cudnn-archive "
                 "and copy its bin, include and lib folders into the CUDA toolkit folder (or run `cudnn-doctor install ARCHIVE`)."
             )
+        causes.append(_wanted_key(build))
         yield finding("cudnn-missing", detail, fix, {"framework": build.name, "library": name}, causes=causes)
 
 
@@ -75,6 +83,11 @@ def cudnn_version_mismatch(facts: Facts) -> Iterator[Finding]:
         loaded = library_release(facts, step.winner) if step and step.winner else None
         logged = build.cudnn_mismatch
         bad = loaded is not None and want is not None and (loaded.release[0] != want.major or (want.minimum is not None and loaded < want.minimum))
+        root = lookup(facts, build, build.system_libraries.cudnn) if build.system_libraries else None
+        others = _only_other_majors(facts, build, want) if (root is None or root.winner is None) and not (root and root.elsewhere) else []
+        if others:
+            yield _other_majors_finding(build, want, others)
+            continue
         if not bad and not logged:
             continue
         need = f"cuDNN {want.minimum or want.major}" if want else "another cuDNN"
@@ -106,6 +119,44 @@ def cudnn_version_mismatch(facts: Facts) -> Iterator[Finding]:
                 "source": want.source if want else None,
             },
         )
+
+
+def _only_other_majors(facts: Facts, build: FrameworkBuild, want: Optional[Wanted]) -> list[CudnnInstall]:
+    """The installations of other majors, when a system-loading build finds none of the major it needs anywhere."""
+    if want is None or build.cuda_from != SYSTEM or build.sees_gpu:
+        return []
+    if any(i.major == want.major for i in facts.cudnn):
+        return []
+    return [i for i in facts.cudnn if i.major != want.major]
+
+
+def _other_majors_finding(build: FrameworkBuild, want: Wanted, others: list[CudnnInstall]) -> Finding:
+    """cuDNN keeps one soname per major, so cuDNN 9 can never stand in for the cudnn64_8.dll a build asks for (nor the reverse)."""
+    installed = "; ".join(f"cuDNN {i.version or i.major} in {i.folder}" for i in others[:4])
+    need = f"cuDNN {want.minimum or want.major}"
+    cuda = f" for CUDA {build.cuda_major}" if build.cuda_major else ""
+    return finding(
+        "cudnn-version-mismatch",
+        f"{build.name} {build.version} needs {need} (major {want.major}, this version or newer), but only other majors are installed: {installed}.",
+        [
+            f"Install cuDNN {want.minimum or want.major} or a newer {want.major}.x{cuda} beside the one you have "
+            "(https://developer.nvidia.com/rdp/cudnn-archive), e.g. with `cudnn-doctor install ARCHIVE`; "
+            f"or install the {build.name} release built for cuDNN {others[0].major}.",
+        ],
+        {
+            "framework": build.name,
+            "loaded": None,
+            "wanted": str(want.minimum or want.major),
+            "installed": [i.version or str(i.major) for i in others],
+            "source": want.source,
+        },
+        causes=(_wanted_key(build),),
+    )
+
+
+def _wanted_key(build: FrameworkBuild) -> str:
+    """The cause key a missing cuDNN and a wrong-major-only machine share: one problem, said once."""
+    return f"{build_key(build)}:cudnn"
 
 
 @rule(

@@ -190,9 +190,12 @@ def test_tensorflow_without_kernels_for_the_gpu():
     assert "gpu-arch-unsupported" in found(machine(LINUX_BASE, pythons=_linux_python(tf, {"tensorflow": "2.4.0"})))
 
 
+CUDNN9_PARTS = ("graph", "engines_precompiled", "engines_runtime_compiled", "heuristic", "ops", "cnn", "adv")
+
+
 def cudnn9(folder: str, version: str = "9.1.0.70", cuda: int = 12) -> dict[str, Any]:
     """cuDNN 9 DLLs: the front library loads the graph and engine libraries at run time."""
-    parts = ("graph", "engines_precompiled", "engines_runtime_compiled", "heuristic", "ops", "cnn", "adv")
+    parts = CUDNN9_PARTS
     files = {f"{folder}\\cudnn64_9.dll": {"size": 300000, "version": version, "imports": ["KERNEL32.dll"], "loads": [f"cudnn_{p}64_9.dll" for p in parts]}}
     for part in parts:
         loads = [f"cublas64_{cuda}.dll", f"cublasLt64_{cuda}.dll"] if part == "ops" else []
@@ -217,3 +220,35 @@ def test_a_framework_that_needs_cudnn_8_where_only_cudnn_9_is_installed():
 def test_cudnn_8_and_9_side_by_side_satisfy_a_cudnn_8_framework():
     result = found(toolkit({**cudnn9(f"{CUDA}\\bin", cuda=11), **cudnn8(f"{CUDA}\\bin")}))
     assert "cudnn-version-mismatch" not in result and "cudnn-missing" not in result, sorted(result)
+
+
+def _torch_with_pip_cudnn9(engine_imports: list[str], torch_imports: list[str]) -> dict[str, Any]:
+    """torch 2.x on Linux: libtorch_cuda.so imports the nvidia-cudnn-cu12 front library through its RUNPATH;
+    the front loads the graph and engine libraries at run time."""
+    site = "/v/lib/python3.11/site-packages"
+    cudnn = f"{site}/nvidia/cudnn/lib"
+    files: dict[str, Any] = {
+        f"{site}/torch/lib/libtorch_cuda.so": {"imports": ["libcudnn.so.9", *torch_imports, "libc.so.6"], "rpath": ["$ORIGIN/../../nvidia/cudnn/lib"]},
+        f"{cudnn}/libcudnn.so.9": {
+            "soname": "libcudnn.so.9",
+            "imports": ["libc.so.6"],
+            "loads": [f"libcudnn_{p}.so.9" for p in CUDNN9_PARTS],
+            "rpath": ["$ORIGIN"],
+        },
+    }
+    for part in CUDNN9_PARTS:
+        imports = engine_imports if part == "engines_precompiled" else []
+        files[f"{cudnn}/libcudnn_{part}.so.9"] = {"soname": f"libcudnn_{part}.so.9", "imports": [*imports, "libc.so.6"], "rpath": ["$ORIGIN"]}
+    torch = {"torch": {"version": "2.4.0+cu124", "cuda": "12.4", "cuda_available": True, "device_count": 1, "cudnn": 90100, "arch_list": ["sm_89"]}}
+    return machine(LINUX_BASE, files=files, pythons=_linux_python(torch, {"torch": "2.4.0+cu124", "nvidia-cudnn-cu12": "9.1.0.70"}))
+
+
+def test_a_working_torch_vouches_for_its_static_imports_not_for_cudnns_lazy_loads():
+    # torch loaded libcudnn.so.9 and libcudart.so.12 (it says cuDNN works), though the emulation cannot see libcudart: no finding.
+    assert "dependency-missing" not in found(_torch_with_pip_cudnn9([], ["libcudart.so.12"]))
+    # An engine library cuDNN loads only when the first convolution runs needs a cuBLASLt that is nowhere: still an error.
+    finding = found(_torch_with_pip_cudnn9(["libcublasLt.so.12"], []))["dependency-missing"]
+    assert "libcudnn_engines_precompiled.so.9" in finding.detail and "libcublasLt.so.12" in finding.detail, finding.detail
+    assert finding.severity is Severity.ERROR
+    # A name the live process already holds (torch imported it) is reused by the engine library: no finding.
+    assert "dependency-missing" not in found(_torch_with_pip_cudnn9(["libcublasLt.so.12"], ["libcublasLt.so.12"]))

@@ -9,7 +9,7 @@ from cudnn_doctor import knowledge
 from cudnn_doctor.checks._cudnn import library_release, owner, resolutions_with_builds
 from cudnn_doctor.checks._libraries import area_of_library, basename, build_key, cuda_key_of_library, cudnn_key, is_cudnn
 from cudnn_doctor.checks.registry import finding, rule
-from cudnn_doctor.facts import EMPTY, UNREADABLE, WRONG_ARCHITECTURE, Candidate, Facts, FrameworkBuild
+from cudnn_doctor.facts import EMPTY, UNREADABLE, WRONG_ARCHITECTURE, Candidate, Facts, FrameworkBuild, Resolution
 from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.paths import PathRules
 
@@ -133,13 +133,14 @@ def dependency_missing(facts: Facts) -> Iterator[Finding]:
     rules = PathRules(facts.os)
     emulated: set[tuple[str, str, str]] = set()  # (executable, framework, name) the emulation already reports
     for resolution, build in resolutions_with_builds(facts):
-        if build.cudnn_works:
-            continue  # the framework's own report outranks the emulation
+        vouched, vouched_names = _vouched(resolution, rules) if build.cudnn_works else (set(), set())
         missing: dict[str, list[str]] = {}
         optional: set[str] = set()
         for step in resolution.steps:
             if step.how == "root" or not step.failed or _skip_missing(facts, step.requester, step.name):
                 continue
+            if (step.how == "import" and step.requester in vouched) or rules.name_key(step.name) in vouched_names:
+                continue  # the live process did load it, from somewhere the emulation does not see
             missing.setdefault(step.name, []).append(step.requester)
             if step.optional:
                 optional.add(step.name)
@@ -147,6 +148,23 @@ def dependency_missing(facts: Facts) -> Iterator[Finding]:
             emulated.add((build.executable, build.name, rules.name_key(name)))
             yield _missing(facts, build, name, requesters, name in optional, rules)
     yield from _logged_missing(facts, emulated)
+
+
+def _vouched(resolution: Resolution, rules: PathRules) -> tuple[set[str], set[str]]:
+    """What a framework's live report of a working cuDNN proves: the libraries it asked for and
+    their static imports, transitively (paths), and the imported names the emulation could not
+    find (the process has a module of that name, so later requests reuse it). Libraries loaded at
+    run time (cuDNN 9's graph and engine libraries) load lazily, after the report: not vouched for."""
+    paths = {s.winner for s in resolution.steps if s.how == "root" and s.winner}
+    names: set[str] = set()
+    for step in resolution.steps:  # breadth first: a requester comes before what it imports
+        if step.how != "import" or step.requester not in paths:
+            continue
+        if step.winner:
+            paths.add(step.winner)
+        elif step.failed:
+            names.add(rules.name_key(step.name))
+    return paths, names
 
 
 def _missing(facts: Facts, build: FrameworkBuild, name: str, requesters: list[str], optional: bool, rules: PathRules) -> Finding:

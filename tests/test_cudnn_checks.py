@@ -210,7 +210,7 @@ def test_a_framework_that_needs_cudnn_8_where_only_cudnn_9_is_installed():
     by_id = {f.id: f for f in findings}
     mismatch = by_id["cudnn-version-mismatch"]
     assert "needs cuDNN 8" in mismatch.detail and "only other majors are installed: cuDNN 9.1.0" in mismatch.detail, mismatch.detail
-    assert mismatch.evidence["installed"] == ["9.1.0.70"] and mismatch.severity is Severity.ERROR
+    assert mismatch.evidence["installed"] == ["9.1.0"] and mismatch.severity is Severity.ERROR  # the header comes first
     assert "8.x" in mismatch.fix[0]
     # The framework's missing cudnn64_8.dll is the same problem: said under the version mismatch, not beside it.
     missing = by_id["cudnn-missing"]

@@ -292,13 +292,25 @@ class Resolution(NamedTuple):
         return {s.name: s.winner for s in self.steps if s.winner}
 
 
+# How a cuDNN version is known, most trusted first (issue 9): the installation's own header, its
+# distribution's metadata, the full-release names the front library asks for, the file itself,
+# and last a live cudnnGetVersion(), which answers from whichever sub-library the loader picked.
+HEADER = "header"
+DIST_INFO = "dist-info METADATA"
+ASKED_NAMES = "versioned names the front asks for"
+FILE_VERSION = "FileVersion"
+FILE_NAME = "file name"
+LOAD = "cudnnGetVersion()"
+
+
 class CudnnLibrary(NamedTuple):
     path: str
     part: str  # "" for the front library (cudnn64_8.dll / libcudnn.so.8), else "ops_infer", "graph", ...
     size: int
     readable: bool
-    version: Optional[str] = None  # from the file itself (FileVersion, .so.X.Y.Z name, load)
+    version: Optional[str] = None  # from the file itself: ASKED_NAMES, FILE_VERSION or FILE_NAME
     machine: Optional[str] = None
+    version_source: Optional[str] = None  # how `version` is known
 
 
 class CudnnInstall(NamedTuple):
@@ -309,7 +321,7 @@ class CudnnInstall(NamedTuple):
     libraries: tuple[CudnnLibrary, ...]
     missing_parts: tuple[str, ...] = ()
     version: Optional[str] = None
-    version_source: Optional[str] = None  # header | FileVersion | file name | load
+    version_source: Optional[str] = None  # HEADER | DIST_INFO | ASKED_NAMES | FILE_VERSION | FILE_NAME | LOAD
     cuda_major: Optional[int] = None
     cuda_source: Optional[str] = None
     header: Optional[str] = None

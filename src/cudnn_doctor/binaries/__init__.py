@@ -71,8 +71,23 @@ def read_binary(path: str, scan_loads: bool = True) -> BinaryInfo:
         own = {os.path.basename(path).lower(), (info.soname or "").lower()}
         found = _version_like_requester(library_names(path, info.format, list(info.string_ranges) or None), info.soname)
         names = [n for n in found if n not in info.imports and n.lower() not in own and not _has_versioned_twin(n, found)]
-        info = info._replace(loads=tuple(names))
+        info = info._replace(loads=tuple(names + _versioned_names(path, info.soname, names)))
     return info
+
+
+def _versioned_names(path: str, soname: Optional[str], names: list[str]) -> list[str]:
+    """The full-release names a cuDNN front library tries before each sub-library's soname
+    (`libcudnn_graph.so.9.28.1` before `libcudnn_graph.so.9`), read from its code."""
+    match = re.match(r"^libcudnn\.so\.(\d+)$", soname or "")
+    if not match:
+        return []
+    from cudnn_doctor.binaries.versioned import front_release
+
+    found = front_release(path, int(match.group(1)))
+    if found is None:
+        return []
+    suffix = f".{found[1]}.{found[2]}"
+    return [n + suffix for n in names if _CUDNN_SONAME.match(n) and n != soname]
 
 
 def _has_versioned_twin(name: str, names: list[str]) -> bool:

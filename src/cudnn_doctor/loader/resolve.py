@@ -101,6 +101,7 @@ class Resolver:
             soname = self.system.paths.name_key(binary.soname) if binary.soname else None
             extra = self._known_loads.get(name) or (self._known_loads.get(soname) if soname else None) or []
             loads += [n for n in extra if n not in loads]
+        loads = [n for n in loads if not _has_fallback(n, loads)]
         deps += [(name, "load", not binary.loads_complete and name.endswith(".so")) for name in loads if name not in binary.imports]
         return deps
 
@@ -174,3 +175,10 @@ class Resolver:
         if binary.machine and binary.machine != self.machine:
             return Unusable(WRONG_ARCHITECTURE, f"{binary.machine}, the process is {self.machine}")
         return None
+
+
+def _has_fallback(name: str, names: list[str]) -> bool:
+    """`libcudnn_graph.so.9.28.1` beside `libcudnn_graph.so.9`: the full-release name is tried
+    first, then the soname; the soname names the file every sub-library then shares, and is the
+    one followed here (the front's own release is what the full name tells)."""
+    return any(other != name and name.startswith(other + ".") and ".so." in other for other in names)

@@ -1,0 +1,84 @@
+"""The release a cuDNN front library asks its sub-libraries for, read from its own code.
+
+cuDNN 9's `libcudnn.so.9` opens `libcudnn_graph.so.9.<minor>.<patch>` first, then
+`.so.9.<minor>`, then `.so.9` (glibc's LD_DEBUG=libs shows the three tries). The names are
+not strings in the file: it formats them with `snprintf(buf, size, "%s.%d.%d.%d", name,
+MAJOR, MINOR, PATCH)`, the numbers compiled in as immediates. On x86-64 the System V calling
+convention puts MAJOR in r8d, MINOR in r9d and PATCH on the stack, so the instructions around
+the one reference to that format string carry the front library's own release, independent of
+whichever sub-library a live `cudnnGetVersion()` would reach. Other architectures: not read.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+_LEA_RIP = re.compile(rb"[\x48\x4c]\x8d[\x05\x0d\x15\x1d\x25\x2d\x35\x3d](....)", re.DOTALL)  # lea reg, [rip + disp32]
+_MOV_R8D = re.compile(rb"\x41\xb8(....)", re.DOTALL)  # mov r8d, imm32: the 5th argument
+_MOV_R9D = re.compile(rb"\x41\xb9(....)", re.DOTALL)  # mov r9d, imm32: the 6th argument
+_PUSH = re.compile(rb"\x6a(.)|\x68(....)", re.DOTALL)  # push imm8 / imm32: the 7th argument, on the stack
+_WINDOW = 48  # bytes either side of the lea: the compiler schedules the argument set-up around it
+
+
+def front_release(path: str, major: int) -> Optional[tuple[int, int, int]]:
+    """(major, minor, patch) the front library formats its sub-library names with, or None.
+
+    Kept only when the major it formats is the library's own soname major and the
+    three-number and two-number formats agree on the minor: a stray byte pattern cannot pass both.
+    """
+    try:
+        from elftools.common.exceptions import ELFError
+        from elftools.elf.elffile import ELFFile
+
+        with open(path, "rb") as handle:
+            elf = ELFFile(handle)
+            if elf["e_machine"] != "EM_X86_64":
+                return None
+            rodata, text = elf.get_section_by_name(".rodata"), elf.get_section_by_name(".text")
+            if rodata is None or text is None:
+                return None
+            handle.seek(rodata["sh_offset"])
+            strings = handle.read(rodata["sh_size"])
+            handle.seek(text["sh_offset"])
+            code = handle.read(text["sh_size"])
+    except (OSError, ValueError, ELFError):
+        return None
+    three = _arguments(code, text["sh_addr"], _address(strings, rodata["sh_addr"], b"%s.%d.%d.%d\x00"), with_patch=True)
+    two = _arguments(code, text["sh_addr"], _address(strings, rodata["sh_addr"], b"%s.%d.%d\x00"), with_patch=False)
+    if three is None or three[0] != major or (two is not None and two[:2] != three[:2]):
+        return None
+    return three
+
+
+def _address(strings: bytes, base: int, literal: bytes) -> Optional[int]:
+    at = strings.find(literal)
+    while at > 0 and strings[at - 1] != 0:  # a suffix of a longer string is not this format
+        at = strings.find(literal, at + 1)
+    return base + at if at >= 0 else None
+
+
+def _arguments(code: bytes, base: int, target: Optional[int], with_patch: bool) -> Optional[tuple[int, int, int]]:
+    """The immediates passed beside the first instruction that loads `target`'s address."""
+    if target is None:
+        return None
+    for match in _LEA_RIP.finditer(code):
+        if base + match.end() + int.from_bytes(match.group(1), "little", signed=True) != target:
+            continue
+        start = max(0, match.start() - _WINDOW)
+        window = code[start : match.end() + _WINDOW]
+        lea = match.start() - start
+        major, minor = _nearest(_MOV_R8D, window, lea), _nearest(_MOV_R9D, window, lea)
+        push = _PUSH.search(window, lea + len(match.group(0))) if with_patch else None  # pushed after the format's address is set
+        if major is None or minor is None or (with_patch and push is None):
+            return None
+        patch = int.from_bytes(push.group(1) or push.group(2), "little") if push else 0
+        values = (major, minor, patch)
+        return values if all(v < 1000 for v in values) else None
+    return None
+
+
+def _nearest(pattern: re.Pattern, window: bytes, at: int) -> Optional[int]:
+    """The immediate of the matching instruction closest to offset `at`."""
+    found = sorted(pattern.finditer(window), key=lambda m: abs(m.start() - at))
+    return int.from_bytes(found[0].group(1), "little") if found else None

@@ -69,10 +69,9 @@ def _arguments(code: bytes, base: int, target: Optional[int], with_patch: bool) 
         window = code[start : match.end() + _WINDOW]
         lea = match.start() - start
         major, minor = _nearest(_MOV_R8D, window, lea), _nearest(_MOV_R9D, window, lea)
-        push = _PUSH.search(window, lea + len(match.group(0))) if with_patch else None  # pushed after the format's address is set
-        if major is None or minor is None or (with_patch and push is None):
+        patch = _nearest(_PUSH, window, lea) if with_patch else 0
+        if major is None or minor is None or patch is None:
             return None
-        patch = int.from_bytes(push.group(1) or push.group(2), "little") if push else 0
         values = (major, minor, patch)
         return values if all(v < 1000 for v in values) else None
     return None
@@ -81,4 +80,4 @@ def _arguments(code: bytes, base: int, target: Optional[int], with_patch: bool) 
 def _nearest(pattern: re.Pattern, window: bytes, at: int) -> Optional[int]:
     """The immediate of the matching instruction closest to offset `at`."""
     found = sorted(pattern.finditer(window), key=lambda m: abs(m.start() - at))
-    return int.from_bytes(found[0].group(1), "little") if found else None
+    return int.from_bytes(next(g for g in found[0].groups() if g is not None), "little") if found else None

@@ -21,7 +21,7 @@ from cudnn_doctor.checks._cudnn import (
 )
 from cudnn_doctor.checks._libraries import build_key, cuda_key, cudnn_key, is_cudnn_front, lookup, reach_folder_fix, system_builds
 from cudnn_doctor.checks.registry import finding, rule
-from cudnn_doctor.facts import SYSTEM, CudnnInstall, Facts, FrameworkBuild, LoadStep
+from cudnn_doctor.facts import DIST_INFO, SYSTEM, CudnnInstall, CudnnLibrary, Facts, FrameworkBuild, LoadStep
 from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.paths import PathRules
 
@@ -167,24 +167,44 @@ def _wanted_key(build: FrameworkBuild) -> str:
     explained_by=("framework-cuda-mismatch",),
 )
 def cudnn_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
-    """cuDNN builds exist per CUDA major (cuda11 / cuda12 archives); the wrong one looks for cuBLAS DLLs that are not there."""
+    """cuDNN builds exist per CUDA major (cuda11 / cuda12 archives); the wrong one looks for cuBLAS DLLs that are not there.
+
+    Every cuDNN library of the load is judged, for every framework (torch's bundled or wheel
+    cuDNN included): a sub-library or engine found in another installation is as wrong as a front one."""
     for resolution, build in resolutions_with_builds(facts):
-        if build.cuda_from != SYSTEM:
-            continue  # a build that bundles its cuDNN brings the one made for its CUDA
-        step = front_step(resolution)
-        install, _ = owner(facts, step.winner if step else None)
         major = build.cuda_major
-        if install is None or install.cuda_major is None or major is None or install.cuda_major == major:
+        if major is None:
             continue
+        wrong: dict[str, tuple[CudnnInstall, list[str]]] = {}
+        for step in cudnn_steps(resolution):
+            install, _ = owner(facts, step.winner)
+            if install is not None and install.cuda_major is not None and install.cuda_major != major:
+                wrong.setdefault(install.folder, (install, []))[1].append(step.winner)
+        if not wrong:
+            continue
+        install, files = next(iter(wrong.values()))
+        names = ", ".join(PathRules(facts.os).basename(f) for f in files)
+        others = [i for i, _ in list(wrong.values())[1:]]
         yield finding(
             "cudnn-cuda-mismatch",
-            f"{build.name} {build.version} uses CUDA {major}, but the cuDNN it loads from {install.folder} (cuDNN {install.version}) was built for "
-            f"CUDA {install.cuda_major} ({install.cuda_source}).",
-            [
+            f"{build.name} {build.version} uses CUDA {major}, but the cuDNN it loads from {install.folder} ({names}; cuDNN {install.version or install.major}) "
+            f"was built for CUDA {install.cuda_major} ({install.cuda_source})."
+            + "".join(f" So was {i.folder} (CUDA {i.cuda_major}), which the same load reaches." for i in others),
+            (
+                [f"{build.name} brings its own cuDNN: take {install.folder} off PATH / LD_LIBRARY_PATH so its load stays within that one."]
+                if build.cuda_from != SYSTEM
+                else []
+            )
+            + [
                 f"Replace it with the cuDNN {install.major}.x build for CUDA {major} (archive name ends in _cuda{major}-archive), "
                 "e.g. `cudnn-doctor install cudnn-windows-x86_64-<version>_cuda{major}-archive.zip`.".replace("{major}", str(major))
             ],
-            {"cudnn": install.folder, "cudnn_cuda": install.cuda_major, "framework_cuda": major},
+            {
+                "cudnn": install.folder,
+                "cudnn_cuda": install.cuda_major,
+                "framework_cuda": major,
+                "libraries": {f: i.cuda_major for i, fs in wrong.values() for f in fs},
+            },
             causes=(cuda_key(install.cuda_major), build_key(build)),
         )
 
@@ -285,16 +305,23 @@ def cudnn_mixed_versions(facts: Facts) -> Iterator[Finding]:
                 {"libraries": {p: str(v) for p, v in used.items() if v}},
             )
     for install in facts.cudnn:
-        versions = {found for found in (release(lib.version) for lib in install.libraries if lib.version) if found is not None}
+        own = {lib.path: version for lib in install.libraries for version in [_own_version(install, lib)] if version}
+        versions = {found for found in map(release, own.values()) if found is not None}
         if len(versions) > 1 and not all(lib.path in reported for lib in install.libraries):
             yield finding(
                 "cudnn-mixed-versions",
                 f"{install.folder} holds cuDNN libraries of releases {', '.join(map(str, sorted(versions)))}: "
-                + "; ".join(f"{lib.path} ({lib.version})" for lib in install.libraries if lib.version)
+                + "; ".join(f"{path} ({version})" for path, version in own.items())
                 + ".",
                 [f"Replace every cuDNN file in {install.folder} with those of one release."],
                 {"folder": install.folder},
             )
+
+
+def _own_version(install: CudnnInstall, library: CudnnLibrary) -> Optional[str]:
+    """A library's version from its own file, else from its wheel's metadata (pip wrote every file
+    the dist-info lists); a header says nothing about which files were copied beside it."""
+    return library.version or (install.version if install.version_source == DIST_INFO else None)
 
 
 @rule("cudnn-header-missing", Severity.WARNING, "cuDNN headers are missing from the toolkit's include folder", Area.CUDNN)

@@ -196,6 +196,8 @@ def test_a_stray_older_front_ahead_of_a_wheel_is_mixed_versions_with_the_right_v
     assert libraries[f"{WHEEL}/libcudnn_graph.so.9"] == "9.28.1"
     assert libraries[f"{WHEEL}/libcudnn_engines_precompiled.so.9"] == "9.28.1"  # loaded at run time by the graph library
     assert "combines releases 9.1.0, 9.28.1" in found[0].detail
+    known = found[0].evidence["known_from"]  # how each version is known
+    assert (known[f"{STRAY}/libcudnn.so.9"], known[f"{WHEEL}/libcudnn_graph.so.9"]) == (ASKED_NAMES, DIST_INFO)
 
 
 @pytest.mark.parametrize("make", [ort_machine, torch_machine], ids=["onnxruntime", "torch"])

@@ -32,10 +32,17 @@ def owner(facts: Facts, path: Optional[str]) -> tuple[Optional[CudnnInstall], Op
 
 
 def library_release(facts: Facts, path: Optional[str]) -> Optional[Version]:
+    return library_release_known(facts, path)[0]
+
+
+def library_release_known(facts: Facts, path: Optional[str]) -> tuple[Optional[Version], Optional[str]]:
+    """The release of the library at `path` and how it is known: from the file itself, else its installation's version."""
     install, library = owner(facts, path)
     if library is not None and library.version:
-        return release(library.version)
-    return release(install.version) if install else None
+        return release(library.version), library.version_source
+    if install is None or install.version is None:
+        return None, None
+    return release(install.version), install.version_source
 
 
 class Wanted(NamedTuple):

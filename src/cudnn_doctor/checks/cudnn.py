@@ -14,6 +14,7 @@ from cudnn_doctor.checks._cudnn import (
     cudnn_steps,
     front_step,
     library_release,
+    library_release_known,
     owner,
     release,
     resolutions_with_builds,
@@ -197,7 +198,7 @@ def cudnn_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
             )
             + [
                 f"Replace it with the cuDNN {install.major}.x build for CUDA {major} (archive name ends in _cuda{major}-archive), "
-                "e.g. `cudnn-doctor install cudnn-windows-x86_64-<version>_cuda{major}-archive.zip`.".replace("{major}", str(major))
+                f"e.g. `cudnn-doctor install cudnn-{_archive_name(facts.os)}-<version>_cuda{major}-archive.{'zip' if facts.os == 'windows' else 'tar.xz'}`."
             ],
             {
                 "cudnn": install.folder,
@@ -207,6 +208,11 @@ def cudnn_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
             },
             causes=(cuda_key(install.cuda_major), build_key(build)),
         )
+
+
+def _archive_name(os_name: str) -> str:
+    """The platform part of NVIDIA's cuDNN archive names (cudnn-windows-x86_64-…, cudnn-linux-x86_64-…)."""
+    return "windows-x86_64" if os_name == "windows" else "linux-x86_64"
 
 
 @rule("cudnn-shadowed", Severity.WARNING, "An earlier copy of a cuDNN library wins the search", Area.CUDNN)
@@ -291,10 +297,11 @@ def cudnn_mixed_versions(facts: Facts) -> Iterator[Finding]:
     """The front library and its sub-libraries must come from one release; mixed, they fail with undefined symbols or CUDNN_STATUS_VERSION_MISMATCH."""
     reported = set()
     for resolution, build in resolutions_with_builds(facts):
-        used = {s.winner: library_release(facts, s.winner) for s in cudnn_steps(resolution) if s.winner}
-        versions = {v for v in used.values() if v}
+        known = {s.winner: library_release_known(facts, s.winner) for s in cudnn_steps(resolution) if s.winner}
+        used = {p: v for p, (v, _) in known.items() if v}
+        versions = set(used.values())
         if len(versions) > 1:
-            listing = "; ".join(f"{p} ({v})" for p, v in used.items() if v)
+            listing = "; ".join(f"{p} ({v}, {known[p][1]})" for p, v in used.items())
             reported.update(used)
             yield finding(
                 "cudnn-mixed-versions",
@@ -302,7 +309,7 @@ def cudnn_mixed_versions(facts: Facts) -> Iterator[Finding]:
                 [
                     "Make one complete cuDNN release the only one on the search path (see cudnn-shadowed), or install the missing release's files beside the front library."
                 ],
-                {"libraries": {p: str(v) for p, v in used.items() if v}},
+                {"libraries": {p: str(v) for p, v in used.items()}, "known_from": {p: known[p][1] for p in used}},
             )
     for install in facts.cudnn:
         own = {lib.path: version for lib in install.libraries for version in [_own_version(install, lib)] if version}

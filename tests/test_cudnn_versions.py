@@ -9,6 +9,7 @@ import `libcudnn_graph.so.9`, and the graph library loads the engines at run tim
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -20,7 +21,7 @@ import pytest
 from cudnn_doctor.binaries import read_binary
 from cudnn_doctor.binaries.versioned import front_release
 from cudnn_doctor.diagnose import diagnose
-from cudnn_doctor.facts import ASKED_NAMES, DIST_INFO, FILE_NAME, FILE_VERSION, HEADER, LOAD, CudnnInstall
+from cudnn_doctor.facts import ASKED_NAMES, CONDA_META, DIST_INFO, FILE_NAME, FILE_VERSION, HEADER, LOAD, CudnnInstall
 from cudnn_doctor.system.fixture import FixtureSystem
 from cudnn_doctor.system.fixture_format import validate
 
@@ -127,6 +128,23 @@ def test_two_releases_unpacked_over_one_wheel_folder_leave_the_metadata_silent()
     files = wheel("9.28.1.4", release=None)
     files[f"{SITE}/nvidia_cudnn_cu12-9.1.0.70.dist-info/METADATA"] = {"text": "Name: nvidia-cudnn-cu12\nVersion: 9.1.0.70\n"}
     assert install_at(ort_machine(files, WHEEL), WHEEL).version is None
+
+
+def test_a_conda_environment_s_own_record():
+    prefix = "/home/dev/miniconda3/envs/ml"
+    files = cudnn9(f"{prefix}/lib", cuda=12)
+    record = {"name": "cudnn", "version": "9.3.0.75", "build": "h93bb076_0", "depends": ["cuda-version >=12,<13.0a0"]}
+    files[f"{prefix}/conda-meta/cudnn-9.3.0.75-h93bb076_0.json"] = {"text": json.dumps(record)}
+    for part in ("adv", "engines_precompiled"):  # no cuBLAS name in the binaries: the record's dependency tells
+        files[f"{prefix}/lib/libcudnn_{part}.so.9"]["imports"] = ["libcudnn_graph.so.9", "libc.so.6"]
+    python = {"executable": f"{prefix}/bin/python", "version": "3.11.7", "current": True, "kind": "conda", "packages": {}, "frameworks": {}}
+    install = install_at(machine(LINUX_BASE, files=files, pythons=[python]), f"{prefix}/lib")
+    assert (install.version, install.version_source, install.cuda_major) == ("9.3.0.75", CONDA_META, 12)
+    windows = {"C:\\conda\\Library\\bin\\cudnn64_9.dll": {"imports": ["KERNEL32.dll"]}}
+    windows["C:\\conda\\conda-meta\\cudnn-9.3.0.75-cuda12_0.json"] = {"text": json.dumps({"version": "9.3.0.75", "build": "cuda12_0"})}
+    python = {"executable": "C:\\conda\\python.exe", "version": "3.11.7", "current": True, "kind": "conda", "packages": {}, "frameworks": {}}
+    install = install_at(machine(WINDOWS_BASE, files=windows, pythons=[python]), "C:\\conda\\Library\\bin")
+    assert (install.version, install.version_source, install.cuda_major) == ("9.3.0.75", CONDA_META, 12)
 
 
 def test_file_name_and_file_version():

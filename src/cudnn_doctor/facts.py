@@ -297,6 +297,8 @@ class Resolution(NamedTuple):
 # and last a live cudnnGetVersion(), which answers from whichever sub-library the loader picked.
 HEADER = "header"
 DIST_INFO = "dist-info METADATA"
+CONDA_META = "conda-meta record"
+DISTRIBUTION_METADATA = (DIST_INFO, CONDA_META)  # the package manager wrote every file it lists
 ASKED_NAMES = "versioned names the front asks for"
 FILE_VERSION = "FileVersion"
 FILE_NAME = "file name"
@@ -321,7 +323,7 @@ class CudnnInstall(NamedTuple):
     libraries: tuple[CudnnLibrary, ...]
     missing_parts: tuple[str, ...] = ()
     version: Optional[str] = None
-    version_source: Optional[str] = None  # HEADER | DIST_INFO | ASKED_NAMES | FILE_VERSION | FILE_NAME | LOAD
+    version_source: Optional[str] = None  # HEADER | DIST_INFO | CONDA_META | ASKED_NAMES | FILE_VERSION | FILE_NAME | LOAD
     cuda_major: Optional[int] = None
     cuda_source: Optional[str] = None
     header: Optional[str] = None

@@ -22,7 +22,7 @@ from cudnn_doctor.checks._cudnn import (
 )
 from cudnn_doctor.checks._libraries import build_key, cuda_key, cudnn_key, is_cudnn_front, lookup, reach_folder_fix, system_builds
 from cudnn_doctor.checks.registry import finding, rule
-from cudnn_doctor.facts import DIST_INFO, SYSTEM, CudnnInstall, CudnnLibrary, Facts, FrameworkBuild, LoadStep
+from cudnn_doctor.facts import DISTRIBUTION_METADATA, SYSTEM, CudnnInstall, CudnnLibrary, Facts, FrameworkBuild, LoadStep
 from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.paths import PathRules
 
@@ -326,9 +326,9 @@ def cudnn_mixed_versions(facts: Facts) -> Iterator[Finding]:
 
 
 def _own_version(install: CudnnInstall, library: CudnnLibrary) -> Optional[str]:
-    """A library's version from its own file, else from its wheel's metadata (pip wrote every file
-    the dist-info lists); a header says nothing about which files were copied beside it."""
-    return library.version or (install.version if install.version_source == DIST_INFO else None)
+    """A library's version from its own file, else from its package's metadata (pip or conda wrote
+    every file it lists); a header says nothing about which files were copied beside it."""
+    return library.version or (install.version if install.version_source in DISTRIBUTION_METADATA else None)
 
 
 @rule("cudnn-header-missing", Severity.WARNING, "cuDNN headers are missing from the toolkit's include folder", Area.CUDNN)

@@ -3,24 +3,17 @@
 Looked for in CUDA toolkits (and archive folders copied whole below them), standalone
 installs, pip wheels (site-packages/nvidia/cudnn), conda environments, torch/lib, the
 system folders, and every PATH / LD_LIBRARY_PATH / loader-cache folder. An installation's
-version comes from its own evidence only, in this order: its own header, its wheel's dist-info
-METADATA, the full-release names its front library asks for, the PE FileVersion or `.so.X.Y.Z`
-name, and only then a live load (answered by whichever sub-library the loader picked). Another
-installation's header is never borrowed: a wheel without one does not take the system's.
+version comes from its own evidence only (`cudnn_versions`), and only then from a live load,
+which is answered by whichever sub-library the loader picked.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Iterable, NamedTuple, Optional
+from typing import Iterable, Optional
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.facts import (
-    ASKED_NAMES,
-    DIST_INFO,
-    FILE_NAME,
-    FILE_VERSION,
-    HEADER,
     LOAD,
     CudnnInstall,
     CudnnLibrary,
@@ -28,14 +21,13 @@ from cudnn_doctor.facts import (
     ToolkitFacts,
 )
 from cudnn_doctor.loader.index import FolderIndex
+from cudnn_doctor.probes.cudnn_versions import Distribution, distribution, install_version, library_version, own_header
 from cudnn_doctor.system.interface import FileInfo, System
-from cudnn_doctor.versions import cuda_major_of_dll_number, cudnn_header_version, parse_cudnn_version
+from cudnn_doctor.versions import cuda_major_of_dll_number, parse_cudnn_version
 
 _WINDOWS_NAME = re.compile(r"^cudnn(?:_([a-z_]+?))?64_(\d+)\.dll$", re.IGNORECASE)
 _LINUX_NAME = re.compile(r"^libcudnn(?:_([a-z_]+))?\.so\.(\d+)((?:\.\d+)*)$")
 _CUBLAS = re.compile(r"(?i)^(?:lib)?cublas(?:Lt)?(?:64_(\d+)\.dll|\.so\.(\d+))")
-_ASKED = re.compile(r"^libcudnn_[a-z_]+\.so\.(\d+)\.(\d+)\.(\d+)$")  # libcudnn_graph.so.9.28.1
-_DIST_INFO = re.compile(r"(?i)^nvidia_cudnn_cu(\d+)-([^-]+)\.dist-info$")
 _CUDA_IN_PATH = re.compile(r"(?i)(?:[\\/](\d+)\.x(?:[\\/]|$)|_cuda(\d+)[-_]|cudnn-cu(\d+)|[\\/]cu(\d+)[\\/])")
 STANDARD_TOOLKIT_FOLDERS = {
     "bin",
@@ -174,7 +166,7 @@ def _installs_in(system: System, folder: str, toolkit: Optional[str], nested: Op
         if info is None:
             continue
         binary = system.binary(path) if info.readable and info.size > 0 else None
-        version, how = _file_version(system, path, binary, major)
+        version, how = library_version(system, path, binary, major)
         by_major.setdefault(major, {})[part] = CudnnLibrary(path, part, info.size, info.readable, version, binary.machine if binary else None, how)
     installs = []
     for major, libraries in by_major.items():
@@ -183,10 +175,10 @@ def _installs_in(system: System, folder: str, toolkit: Optional[str], nested: Op
         missing = tuple(p for p in expected if p not in libraries)
         front = libraries.get("")
         system_dir = _is_system_dir(system, folder)
-        header, header_version = _header(system, folder, toolkit, nested, system_dir, major)
-        wheel = _wheel(system, folder, major)
-        version, source = _install_version(libraries, header_version, wheel)
-        cuda_major, cuda_source = _cuda_major(system, libraries, wheel)
+        header, header_version = own_header(system, folder, toolkit, nested, system_dir, major)
+        dist = distribution(system, folder, major)
+        version, source = install_version(libraries, header_version, dist)
+        cuda_major, cuda_source = _cuda_major(system, libraries, dist)
         if (version is None or cuda_major is None) and front and front.readable and front.size > 0:
             load = system.load_report(front.path)  # last: the live answer comes from whichever sub-library the loader picked
             if version is None and load and load.get("ok") and load.get("cudnn_version"):
@@ -219,94 +211,7 @@ def _installs_in(system: System, folder: str, toolkit: Optional[str], nested: Op
     return installs
 
 
-def _file_version(system: System, path: str, binary, major: int) -> tuple[Optional[str], Optional[str]]:
-    """The library's own version and how it is known: the full-release names it asks its
-    sub-libraries for (a cuDNN 9 front), its PE FileVersion (cuDNN <= 7 carries a CUDA-style one:
-    ignored), or its real `.so.X.Y.Z` name."""
-    asked = {m.groups() for m in (_ASKED.match(n) for n in (binary.loads if binary else ())) if m and int(m.group(1)) == major}
-    if len(asked) == 1:
-        return ".".join(asked.pop()), ASKED_NAMES
-    if binary is not None and binary.version and not binary.version.startswith("6.14."):
-        return binary.version, FILE_VERSION
-    if not system.paths.windows:
-        real = system.paths.basename(system.realpath(path))
-        match = _LINUX_NAME.match(real)
-        if match and match.group(3):
-            return f"{match.group(2)}{match.group(3)}", FILE_NAME
-    return None, None
-
-
-def _header(system: System, folder: str, toolkit: Optional[str], nested: Optional[str], system_dir: bool, major: int) -> tuple[Optional[str], Optional[str]]:
-    """The installation's own header: beside its libraries, in the toolkit it was copied into
-    (not for an archive left nested below it), or the system include folders for a system-folder
-    install. Never another installation's: a wheel without a header does not take the system one's."""
-    rules = system.paths
-    parent = rules.dirname(folder)
-    if rules.basename(folder).lower() == "x64":
-        parent = rules.dirname(parent)
-    includes = [rules.join(parent, "include")]
-    if rules.basename(rules.dirname(folder)).lower() == "bin":  # standalone cuDNN 9: bin\12.x
-        includes.append(rules.join(rules.dirname(parent), "include", rules.basename(folder)))
-    if toolkit and not nested:
-        includes.append(rules.join(toolkit, "include"))
-    if system_dir and not rules.windows:
-        includes += ["/usr/include/x86_64-linux-gnu", "/usr/include/aarch64-linux-gnu", "/usr/include"]
-    for include in includes:
-        for name in (f"cudnn_version_v{major}.h", "cudnn_version.h", f"cudnn_v{major}.h", "cudnn.h"):
-            path = rules.join(include, name)
-            text = system.read_text(path, limit=64 * 1024)
-            if not text:
-                continue
-            version = cudnn_header_version(text)
-            if version is not None and int(version.split(".")[0]) == major:
-                return path, version
-    return None, None
-
-
-class _Wheel(NamedTuple):
-    """The nvidia-cudnn-cuXX distribution whose files a site-packages/nvidia/cudnn folder holds."""
-
-    name: str
-    version: str
-    cuda_major: int
-
-
-def _wheel(system: System, folder: str, major: int) -> Optional[_Wheel]:
-    """The dist-info of nvidia-cudnn-cu11/12/13 in the same site-packages, when exactly one release of this major is there."""
-    rules = system.paths
-    package = rules.dirname(folder)
-    if rules.basename(package).lower() != "cudnn" or rules.basename(rules.dirname(package)).lower() != "nvidia":
-        return None
-    site = rules.dirname(rules.dirname(package))
-    found = set()
-    for entry in system.list_dir(site, sizes=False) or []:
-        match = _DIST_INFO.match(rules.basename(entry.path))
-        if not match or not entry.is_dir:
-            continue
-        text = system.read_text(rules.join(entry.path, "METADATA"), limit=16 * 1024) or ""
-        version = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.lower().startswith("version:")), None)
-        parsed = parse_cudnn_version(version) if version else None
-        if parsed is not None and parsed.release[0] == major:
-            found.add(_Wheel(f"nvidia-cudnn-cu{match.group(1)}", version, int(match.group(1))))
-    return found.pop() if len(found) == 1 else None  # two releases over one folder: the files say which won
-
-
-def _install_version(libraries: dict[str, CudnnLibrary], header: Optional[str], wheel: Optional[_Wheel]) -> tuple[Optional[str], Optional[str]]:
-    """The installation's version from its own evidence, most trusted first; the live load is the caller's last resort."""
-    if header:
-        return header, HEADER
-    if wheel:
-        return wheel.version, DIST_INFO
-    front = libraries.get("")
-    if front and front.version:
-        return front.version, front.version_source
-    versions = {(lib.version, lib.version_source) for lib in libraries.values() if lib.version}
-    if len({v for v, _ in versions}) == 1:
-        return versions.pop()
-    return None, None
-
-
-def _cuda_major(system: System, libraries: dict[str, CudnnLibrary], wheel: Optional[_Wheel]) -> tuple[Optional[int], Optional[str]]:
+def _cuda_major(system: System, libraries: dict[str, CudnnLibrary], dist: Optional[Distribution]) -> tuple[Optional[int], Optional[str]]:
     for library in libraries.values():
         binary = system.binary(library.path) if library.readable and library.size > 0 else None
         for name in (*(binary.imports if binary else ()), *(binary.loads if binary else ())):
@@ -314,8 +219,8 @@ def _cuda_major(system: System, libraries: dict[str, CudnnLibrary], wheel: Optio
             if match:
                 major = cuda_major_of_dll_number(match.group(1)) if match.group(1) else int(match.group(2))
                 return major, f"{system.paths.basename(library.path)} needs {name}"
-    if wheel:
-        return wheel.cuda_major, f"{wheel.name} {wheel.version}"
+    if dist and dist.cuda_major:
+        return dist.cuda_major, f"{dist.name} {dist.version}"
     return None, None
 
 

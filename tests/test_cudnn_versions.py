@@ -228,6 +228,26 @@ def test_the_same_wheel_alone_is_one_release(make):
     assert not any(s.name.endswith(".9.28.1") for s in steps) and not findings(document, "dependency-missing")
 
 
+def test_the_front_takes_a_file_of_its_full_release_name_before_the_soname_search():
+    """A system package ships real `libcudnn_graph.so.9.1.0` files (the `.so.9` names are links). A
+    9.1.0 front asks for that name first, so the loader takes the system's graph library from a
+    default folder even though a 9.28 wheel's `libcudnn_graph.so.9` comes earlier on LD_LIBRARY_PATH;
+    the system graph library then loads the wheel's engines by their plain names."""
+    system = "/usr/lib/x86_64-linux-gnu"
+    files = {**wheel(), f"{STRAY}/libcudnn.so.9": front("9.1.0")}
+    for part in PARTS:
+        real = f"{system}/libcudnn_{part}.so.9.1.0"
+        files[f"{system}/libcudnn_{part}.so.9"] = {"link": f"libcudnn_{part}.so.9.1.0"}
+        files[real] = {**cudnn9(system, parts=(part,), with_front=False)[f"{system}/libcudnn_{part}.so.9"], "rpath": []}
+    document = ort_machine(files, f"{STRAY}:{WHEEL}:/usr/local/cuda-12/lib64")
+    steps = {s.name: s for r in run(document).facts.resolutions for s in r.steps if not s.reused}
+    assert steps["libcudnn_graph.so.9.1.0"].winner == f"{system}/libcudnn_graph.so.9.1.0"
+    assert "libcudnn_graph.so.9" not in steps and steps["libcudnn_ops.so.9.1.0"].winner == f"{system}/libcudnn_ops.so.9.1.0"
+    assert steps["libcudnn_engines_precompiled.so.9"].winner == f"{WHEEL}/libcudnn_engines_precompiled.so.9"
+    libraries = findings(document, "cudnn-mixed-versions")[0].evidence["libraries"]
+    assert libraries[f"{system}/libcudnn_graph.so.9.1.0"] == "9.1.0" and libraries[f"{WHEEL}/libcudnn_heuristic.so.9"] == "9.28.1"
+
+
 def test_an_older_front_copied_over_a_wheel_is_mixed_within_the_folder():
     """No framework loads it yet: the folder alone shows it, by the front's own release against its wheel's metadata."""
     files = wheel(release=None)

@@ -313,6 +313,7 @@ class CudnnLibrary(NamedTuple):
     version: Optional[str] = None  # from the file itself: ASKED_NAMES, FILE_VERSION or FILE_NAME
     machine: Optional[str] = None
     version_source: Optional[str] = None  # how `version` is known
+    real_path: Optional[str] = None  # the file behind the soname link (libcudnn_graph.so.9.1.0), when it differs
 
 
 class CudnnInstall(NamedTuple):

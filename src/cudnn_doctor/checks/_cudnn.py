@@ -21,12 +21,14 @@ def release(version: Optional[str]) -> Optional[Version]:
 
 
 def owner(facts: Facts, path: Optional[str]) -> tuple[Optional[CudnnInstall], Optional[CudnnLibrary]]:
+    """The installation and library of a loaded file, by its soname path or the file behind it
+    (a front asking for `libcudnn_graph.so.9.1.0` loads the link's target by that name)."""
     if path is None:
         return None, None
     rules = PathRules(facts.os)
     for install in facts.cudnn:
         for library in install.libraries:
-            if rules.same(library.path, path):
+            if rules.same(library.path, path) or (library.real_path is not None and rules.same(library.real_path, path)):
                 return install, library
     return None, None
 

@@ -31,6 +31,7 @@ class _Request(NamedTuple):
     chain: tuple[tuple[tuple[str, ...], str], ...]  # (DT_RPATH, origin) from the requester up to the executable
     runpath: tuple[str, ...]
     optional: bool = False
+    first: tuple[str, ...] = ()  # fuller names tried before `name`, in order (libcudnn_graph.so.9.28.1, ...)
 
 
 class Resolver:
@@ -64,7 +65,7 @@ class Resolver:
             if key in loaded:
                 steps.append(LoadStep(request.requester, request.name, request.how, loaded[key], reused=True))
                 continue
-            step, binary = self._find(request, executable, tuple(dll_directories))
+            step, binary = self._find_first(request, executable, tuple(dll_directories))
             if request.how == "root" and step.winner is None and elsewhere:
                 copies = (self.index.find(folder, request.name) for folder in elsewhere)
                 step = step._replace(elsewhere=tuple(dict.fromkeys(c for c in copies if c)))
@@ -75,8 +76,8 @@ class Resolver:
             if binary.soname:
                 loaded.setdefault(rules.name_key(binary.soname), step.winner)
             chain = ((tuple(binary.rpath), rules.dirname(step.winner)), *request.chain)
-            for name, how, optional in self._dependencies(step.winner, binary):
-                queue.append(_Request(name, step.winner, how, chain, tuple(binary.runpath), optional))
+            for name, how, optional, first in self._dependencies(step.winner, binary):
+                queue.append(_Request(name, step.winner, how, chain, tuple(binary.runpath), optional, first))
         return Resolution(framework, executable, tuple(self._settle_runtime_loads(steps, loaded)))
 
     def _settle_runtime_loads(self, steps: list[LoadStep], loaded: dict[str, str]) -> list[LoadStep]:
@@ -91,18 +92,31 @@ class Resolver:
             settled.append(step)
         return settled
 
-    def _dependencies(self, path: str, binary: BinaryInfo) -> list[tuple[str, str, bool]]:
-        """(name, import | load, optional). Unversioned `.so` names found by a scan are fallback
-        spellings (development links): a miss there is optional."""
-        deps = [(name, "import", False) for name in binary.imports]
+    def _find_first(self, request: _Request, executable: str, dll_directories: tuple[str, ...]) -> tuple[LoadStep, Optional[BinaryInfo]]:
+        """cuDNN 9's front tries `libcudnn_graph.so.9.28.1`, then `.so.9.28`, then the soname
+        (glibc's LD_DEBUG=libs shows it): the first name found anywhere on the search wins; the
+        misses before it are not failures."""
+        for name in request.first:
+            step, binary = self._find(request._replace(name=name, optional=True), executable, dll_directories)
+            if step.winner is not None:
+                return step._replace(optional=request.optional), binary
+        return self._find(request, executable, dll_directories)
+
+    def _dependencies(self, path: str, binary: BinaryInfo) -> list[tuple[str, str, bool, tuple[str, ...]]]:
+        """(name, import | load, optional, fuller names tried first). Unversioned `.so` names found
+        by a scan are fallback spellings (development links): a miss there is optional."""
+        deps = [(name, "import", False, ()) for name in binary.imports]
         loads = list(binary.loads)
         if not binary.loads_complete:
             name = self.system.paths.name_key(self.system.paths.basename(path))
             soname = self.system.paths.name_key(binary.soname) if binary.soname else None
             extra = self._known_loads.get(name) or (self._known_loads.get(soname) if soname else None) or []
             loads += [n for n in extra if n not in loads]
+        fuller = {n: sorted((f for f in loads if f.startswith(n + ".")), key=len, reverse=True) for n in loads if ".so." in n}
         loads = [n for n in loads if not _has_fallback(n, loads)]
-        deps += [(name, "load", not binary.loads_complete and name.endswith(".so")) for name in loads if name not in binary.imports]
+        deps += [
+            (name, "load", not binary.loads_complete and name.endswith(".so"), tuple(fuller.get(name, ()))) for name in loads if name not in binary.imports
+        ]
         return deps
 
     def _places(self, request: _Request, executable: str, dll_directories: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -178,7 +192,5 @@ class Resolver:
 
 
 def _has_fallback(name: str, names: list[str]) -> bool:
-    """`libcudnn_graph.so.9.28.1` beside `libcudnn_graph.so.9`: the full-release name is tried
-    first, then the soname; the soname names the file every sub-library then shares, and is the
-    one followed here (the front's own release is what the full name tells)."""
+    """`libcudnn_graph.so.9.28.1` beside `libcudnn_graph.so.9`: one request, the fuller name tried first."""
     return any(other != name and name.startswith(other + ".") and ".so." in other for other in names)

@@ -167,7 +167,9 @@ def _installs_in(system: System, folder: str, toolkit: Optional[str], nested: Op
             continue
         binary = system.binary(path) if info.readable and info.size > 0 else None
         version, how = library_version(system, path, binary, major)
-        by_major.setdefault(major, {})[part] = CudnnLibrary(path, part, info.size, info.readable, version, binary.machine if binary else None, how)
+        real = system.realpath(path)
+        real_path = None if rules.same(real, path) else real
+        by_major.setdefault(major, {})[part] = CudnnLibrary(path, part, info.size, info.readable, version, binary.machine if binary else None, how, real_path)
     installs = []
     for major, libraries in by_major.items():
         release = knowledge.cudnn_release(major)

@@ -140,3 +140,15 @@ def test_where_a_build_takes_cuda_from():
     assert build("torch", {"torch": "2.5.1+cu124"}, os_name="windows").cuda_from == "bundled"
     assert build("tensorflow", {"tensorflow": "2.16.1"}).cuda_from == "system"
     assert build("tensorflow", {"tensorflow": "2.16.1", "nvidia-cudnn-cu12": "8.9.7.29", "nvidia-cuda-runtime-cu12": "12.3.101"}).cuda_from == "nvidia-wheels"
+
+
+def test_cupy_cuda_from_its_wheel_name_and_its_report():
+    assert (build("cupy", {"cupy-cuda12x": "13.3.0"}).cuda.value, build("cupy", {"cupy-cuda12x": "13.3.0"}).cuda.how) == ("12", DIST_VERSION)
+    assert build("cupy", {"cupy-cuda113": "10.6.0"}).cuda.value == "11.3"
+    assert build("cupy", {"cupy-cuda80": "4.5.0"}).cuda.value == "8.0"
+    live = build("cupy", {"cupy-cuda12x": "13.3.0"}, {"version": "13.3.0", "cuda": 12040, "device_count": 1, "cuda_available": True, "cudnn": 8902})
+    assert (live.cuda.value, live.cuda.how) == ("12.4", LIVE) and live.sees_gpu and live.cudnn_works and live.cudnn_loaded == "8.9.2"
+    # cuDNN is optional to CuPy (removed in 14): it is never asked for from the system.
+    assert live.cudnn is None and live.system_libraries.cudnn is None and live.system_libraries.cudart == "libcudart.so.12"
+    assert build("cupy", {"cupy": "13.3.0"}).gpu_build is None  # built from source: nothing says which CUDA
+    assert build("cupy", {"cupy-cuda13x": "14.0.0", "nvidia-cuda-runtime": "13.0.96"}).cuda_from == "nvidia-wheels"

@@ -48,6 +48,7 @@ _PADDLE_CUDNN = re.compile(r"compiled with CUDNN (\d+(?:\.\d+)*), but CUDNN vers
 _JAX_CUDNN = re.compile(r"Found cuDNN version (\d+), but JAX was built against version (\d+)")
 _TORCH_CUDNN = re.compile(r"PyTorch was compiled\s+against \((\d+), (\d+), (\d+)\) but found runtime version \((\d+), (\d+), (\d+)\)")
 _NVIDIA_WHEEL = re.compile(r"^nvidia-(cu|cuda|cudnn|nccl|nvjitlink|nvtx|cufft|curand|cusolver|cusparse|npp|nvrtc)")  # canonical names
+_CUPY_WHEEL = re.compile(r"^cupy-cuda(\d+?)(x|\d)$")  # cupy-cuda12x (a CUDA major), cupy-cuda113, cupy-cuda80
 _CUDNN_LOADED = re.compile(r"Loaded cuDNN version|cuDNN Version: \d|works well on \d+ GPU")
 
 
@@ -240,11 +241,31 @@ def _onnxruntime(source: _Source) -> Fields:
     return fields
 
 
+def _cupy(source: _Source) -> Fields:
+    """CuPy names its CUDA in the wheel (cupy-cuda12x, cupy-cuda113) and reports the runtime it loaded;
+    cuDNN is optional (CuPy <= 13) or gone (14), so it is never a requirement."""
+    report = source.report
+    fields: Fields = {"gpu_build": not report.get("is_hip", False)}
+    reported = parse_cuda_version(report.get("cuda"))
+    wheel = next((_CUPY_WHEEL.match(d) for d in source.python.packages if _CUPY_WHEEL.match(d)), None)
+    if reported:
+        fields["cuda"] = Known(f"{reported.major}.{reported.minor}", LIVE)
+    elif wheel:
+        major, minor = wheel.group(1), wheel.group(2)
+        fields["cuda"] = Known(major if minor == "x" else f"{major}.{minor}", DIST_VERSION)
+    elif source.has("cupy"):
+        fields["gpu_build"] = None  # built from source: against whatever CUDA it found
+    if report.get("cudnn"):
+        fields["cudnn_loaded"] = str(parse_cudnn_version(report["cudnn"]) or report["cudnn"])
+    fields["cudnn_works"] = bool(report.get("cuda_available")) and bool(report.get("cudnn"))
+    return fields
+
+
 def _nothing(source: _Source) -> Fields:
     return {}
 
 
-_READERS: dict[str, Callable[[_Source], Fields]] = {"torch": _torch, "tensorflow": _tensorflow, "paddle": _paddle, "onnxruntime": _onnxruntime}
+_READERS: dict[str, Callable[[_Source], Fields]] = {"torch": _torch, "tensorflow": _tensorflow, "paddle": _paddle, "onnxruntime": _onnxruntime, "cupy": _cupy}
 
 
 def _python_range(row: Any) -> Known:

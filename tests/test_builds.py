@@ -77,6 +77,33 @@ def test_paddle_post_tag_and_onnxruntime_table():
         # Python's ctypes on Windows and cuDNN 8's own loader
         ("Could not find the DLL(s) 'msvcp140_1.dll'", [("msvcp140_1.dll", None, False)]),
         ("Could not locate zlibwapi.dll. Please make sure it is in your library path!", [("zlibwapi.dll", None, False)]),
+        # TensorFlow 1.x on Linux and on Windows (its import-time self-check)
+        (
+            "W tensorflow/stream_executor/platform/default/dso_loader.cc:55] Could not dlopen library 'libcudnn.so.7'; "
+            "dlerror: libcudnn.so.7: cannot open shared object file: No such file or directory",
+            [("libcudnn.so.7", None, True)],
+        ),
+        (
+            "ImportError: Could not find 'cudnn64_7.dll'. TensorFlow requires that this DLL be installed in a directory that is named in your %PATH% "
+            "environment variable.",
+            [("cudnn64_7.dll", None, True)],
+        ),
+        # PaddlePaddle's dynamic loader, with the try-list it searched
+        (
+            "RuntimeError: (PreconditionNotMet) The third-party dynamic library (cudnn64_8.dll) that Paddle depends on is not configured correctly. "
+            "(error code is 126)",
+            [("cudnn64_8.dll", None, True)],
+        ),
+        (
+            "The third-party dynamic library (cufft64_120.dll;cufft64_12.dll;cufft64_10.dll) that Paddle depends on is not configured correctly.",
+            [("cufft64_120.dll", None, True), ("cufft64_12.dll", None, True), ("cufft64_10.dll", None, True)],
+        ),
+        # ONNX Runtime 1.19+ on Windows: the provider and the DLL it depends on
+        (
+            '[ONNXRuntimeError] : 1 : FAIL : Error loading "C:\\env\\Lib\\site-packages\\onnxruntime\\capi\\onnxruntime_providers_cuda.dll" '
+            'which depends on "cudnn64_9.dll" which is missing. (Error 126: "The specified module could not be found.")',
+            [("cudnn64_9.dll", "C:\\env\\Lib\\site-packages\\onnxruntime\\capi\\onnxruntime_providers_cuda.dll", False)],
+        ),
         ("all fine: Loaded cuDNN version 8902", []),
     ],
 )

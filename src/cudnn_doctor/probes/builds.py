@@ -34,8 +34,18 @@ _LOCAL_CUDA = re.compile(r"\+cu(\d+)(\d)$")  # torch 2.1.0+cu121
 _PADDLE_POST = re.compile(r"\.(post(\d+)(\d))$")  # paddlepaddle-gpu 2.2.0.post112
 
 # Messages that name a library the framework could not load, across frameworks and eras.
-_DIRECT_LOAD = re.compile(r"Could not load dynamic library '([^']+)'")  # TensorFlow's dso_loader: its own request
-_DEPENDENCY = re.compile(r"Failed to load library (\S+) with error: ([\w.+-]+): cannot open shared object file")  # ONNX Runtime
+# A framework's own request, by name: TensorFlow 2's dso_loader ("Could not load dynamic library"), TensorFlow 1's
+# ("Could not dlopen library"), TensorFlow 1's Windows self-check ("Could not find 'cudnn64_7.dll'. TensorFlow
+# requires"), PaddlePaddle's dynamic loader (its try-list, ';'-separated: "cufft64_120.dll;cufft64_12.dll").
+_DIRECT_LOADS = (
+    re.compile(r"Could not (?:load dynamic|dlopen) library '([^']+)'"),
+    re.compile(r"Could not find '([^']+\.dll)'\. TensorFlow requires"),
+    re.compile(r"The third-party dynamic library \(([^)]+)\) that Paddle depends on"),
+)
+_DEPENDENCIES = (  # ONNX Runtime's CUDA provider and what it could not find (Linux, then Windows since 1.19)
+    re.compile(r"Failed to load library (\S+) with error: ([\w.+-]+): cannot open shared object file"),
+    re.compile(r'Error loading "([^"]+)" which depends on "([^"]+)" which is missing'),
+)
 _OTHER_LOADS = (
     re.compile(r"([\w.+-]+\.so[.\d]*): cannot open shared object file"),  # dlopen / ImportError on Linux
     re.compile(r"Could not find the DLL\(s\) '([^']+)'"),  # Python's ctypes / TensorFlow's self-check on Windows
@@ -279,11 +289,13 @@ def _python_range(row: Any) -> Known:
 def load_failures(text: str) -> tuple[LoadFailure, ...]:
     """Every library the messages name as not loadable, once, with who needed it when they say."""
     found: dict[str, LoadFailure] = {}
-    for match in _DEPENDENCY.finditer(text):
-        found.setdefault(match.group(2), LoadFailure(match.group(2), _line_at(text, match.start()), match.group(1)))
-    for match in _DIRECT_LOAD.finditer(text):
-        for name in match.group(1).split("', '"):
-            found[name] = LoadFailure(name, _line_at(text, match.start()), None, direct=True)
+    for pattern in _DEPENDENCIES:
+        for match in pattern.finditer(text):
+            found.setdefault(match.group(2), LoadFailure(match.group(2), _line_at(text, match.start()), match.group(1)))
+    for pattern in _DIRECT_LOADS:
+        for match in pattern.finditer(text):
+            for name in re.split(r"', '|;", match.group(1)):
+                found[name.strip()] = LoadFailure(name.strip(), _line_at(text, match.start()), None, direct=True)
     for pattern in _OTHER_LOADS:
         for match in pattern.finditer(text):
             for name in match.group(1).split("', '"):

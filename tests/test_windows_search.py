@@ -230,3 +230,43 @@ def test_real_onnxruntime_provider_finds_cublas_in_its_own_folder(tmp_path, besi
     else:
         assert cublas.winner == f"{CAPI}\\cublas64_13.dll" and steps[("import", "cublaslt64_13.dll")].winner == f"{CAPI}\\cublasLt64_13.dll"
     assert steps[("load", "cudnn64_9.dll")].searched[0] == ENV  # a run-time LoadLibrary: the standard order
+
+
+# --- the live check and `which` ----------------------------------------------------------------
+
+
+def test_only_standard_loads_by_name_are_checked_against_a_real_load(monkeypatch):
+    """A name the provider imports is searched from the provider's folder: a bare LoadLibrary cannot repeat that."""
+    files = {**_provider(imports=("cublas64_12.dll", "cublasLt64_12.dll")), **_cudnn9(CAPI), **{f"{CAPI}\\{name}": DLL for name in CUDA12}}
+    system = FixtureSystem(_ort(files, path=f"{SYS32};C:\\Windows;{CAPI}"))
+    asked: list[list[str]] = []
+    monkeypatch.setattr(system, "mapped_libraries", lambda exe, names: asked.append(list(names)) or {"loaded": {}, "errors": {}})
+    from cudnn_doctor.diagnose import diagnose
+
+    diagnose(system)
+    assert asked and "cublas64_12.dll" not in asked[0] and {"cudart64_12.dll", "cudnn64_9.dll"} <= set(asked[0])
+
+
+def test_the_real_load_asks_windows_for_the_standard_order(monkeypatch):
+    """ctypes.CDLL(name) on Python >= 3.8 passes LOAD_LIBRARY_SEARCH_DEFAULT_DIRS (no PATH): the probe must not."""
+    from cudnn_doctor.system import map_probe
+
+    calls: list[tuple[str, dict[str, Any]]] = []
+    monkeypatch.setattr(map_probe.ctypes, "CDLL", lambda name, **kw: calls.append((name, kw)))
+    monkeypatch.setattr(map_probe.sys, "platform", "win32")
+    monkeypatch.setattr(map_probe, "_path_windows", lambda name: f"C:\\found\\{name}")
+    map_probe.main(["cudnn64_9.dll"])
+    assert calls == [("cudnn64_9.dll", {"winmode": 0})]
+
+
+def test_which_on_an_extension_module_says_how_it_searches(tmp_path, capsys):
+    from cudnn_doctor.cli import main
+
+    pyd = f"{SITE}\\ext\\_native.pyd"
+    document = machine(WINDOWS_BASE, files={pyd: {"size": 10, "imports": ["helper.dll"], "loads": []}, "C:\\Tools\\helper.dll": DLL}, env={"PATH": "C:\\Tools"})
+    (tmp_path / "m.yaml").write_text(yaml.safe_dump(document))
+    code = main(["which", pyd, "--fixture", str(tmp_path / "m.yaml"), "--python", PYTHON])
+    out = capsys.readouterr().out
+    assert code == 1 and "helper.dll ← _native.pyd: NOT FOUND" in out
+    assert "loaded with LOAD_LIBRARY_SEARCH_DEFAULT_DIRS | LOAD_LIBRARY_SEARCH_DLL_LOAD_DIR (a Python extension module)" in out
+    assert "never PATH" in out

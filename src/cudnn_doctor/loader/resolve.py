@@ -198,6 +198,7 @@ class Resolver:
             optional=optional,
             provided_by=provided,
             blocked_by=stopped,
+            search=request.mode if self.windows else None,
         )
         return step, winner_binary
 

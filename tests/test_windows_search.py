@@ -214,7 +214,10 @@ REAL_PROVIDER = (
 @pytest.mark.parametrize("beside_python", [False, True])
 def test_real_onnxruntime_provider_finds_cublas_in_its_own_folder(tmp_path, beside_python):
     """onnxruntime-gpu 1.31.1's provider imports cuBLAS 13 and onnxruntime_providers_shared.dll and loads cuDNN at run time."""
-    os.symlink(REAL_PROVIDER, tmp_path / "provider.dll")
+    try:
+        os.symlink(REAL_PROVIDER, tmp_path / "provider.dll")  # 194 MB: linked, not copied
+    except OSError:
+        pytest.skip("cannot make a symbolic link here")
     folder = ENV if beside_python else CAPI
     files: dict[str, Any] = {PROVIDER: {"source": "provider.dll"}, f"{CAPI}\\onnxruntime_providers_shared.dll": DLL}
     files.update({f"{folder}\\{name}": DLL for name in ("cublas64_13.dll", "cublasLt64_13.dll")})

@@ -274,6 +274,7 @@ class LoadStep(NamedTuple):
     provided_by: Optional[str] = None  # "os" / "driver": assumed present though no file was seen
     blocked_by: Optional[str] = None  # the broken file the loader took and failed on
     elsewhere: tuple[str, ...] = ()  # roots not found: copies on the machine the search does not reach
+    search: Optional[str] = None  # Windows: how the load that searched was asked for (loader.windows.MODES)
 
     @property
     def failed(self) -> bool:

@@ -3,6 +3,9 @@
 Starting from root names or paths (what a framework asks for), each found library's static
 imports and run-time loads are followed with the search order of the OS (`windows.py`,
 `linux.py`). A module already loaded under the same name is reused, as both loaders do.
+On Windows a root carries the search mode of the call that loads it (`Root`, `windows.py`):
+its imports, and theirs, are searched the way that call asked for; a run-time load starts a
+new, standard search.
 Run-time loads come from the binary (fixture `loads`, or a scan of the file) and, when that
 list is not known to be complete, from the knowledge data.
 """
@@ -11,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from typing import NamedTuple, Optional, Sequence
+from typing import NamedTuple, Optional, Sequence, Union
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.binaries import BinaryInfo, machine_of_arch
@@ -24,6 +27,15 @@ from cudnn_doctor.system.interface import System
 SKIPPED_BY_LD_SO = (WRONG_ARCHITECTURE, UNREADABLE)
 
 
+class Root(NamedTuple):
+    """A library a framework asks for, and how (Windows): `mode` is one of windows.MODES;
+    `load_dir` the folder of the DLL whose load it is part of (by default its own, for a path)."""
+
+    name: str
+    mode: str = windows.STANDARD
+    load_dir: Optional[str] = None
+
+
 class _Request(NamedTuple):
     name: str
     requester: str
@@ -31,6 +43,8 @@ class _Request(NamedTuple):
     chain: tuple[tuple[tuple[str, ...], str], ...]  # (DT_RPATH, origin) from the requester up to the executable
     runpath: tuple[str, ...]
     optional: bool = False
+    mode: str = windows.STANDARD  # Windows: the search mode of the load this request is part of
+    load_dir: Optional[str] = None
 
 
 class Resolver:
@@ -50,12 +64,21 @@ class Resolver:
             self._optional |= {knowledge.cudnn_file_name(part, release.major, system.os) for part in release.optional}
         self._known_loads = {self.system.paths.name_key(row.library): row.loads for row in cudnn.runtime_loads}
 
-    def resolve(self, framework: str, executable: str, roots: Sequence[str], dll_directories: Sequence[str] = (), elsewhere: Sequence[str] = ()) -> Resolution:
-        """`elsewhere`: folders to look in for copies of a root that the search does not reach (evidence for the fix)."""
+    def resolve(
+        self,
+        framework: str,
+        executable: str,
+        roots: Sequence[Union[str, Root]],
+        dll_directories: Sequence[str] = (),
+        elsewhere: Sequence[str] = (),
+    ) -> Resolution:
+        """`dll_directories`: folders added with os.add_dll_directory (Windows);
+        `elsewhere`: folders to look in for copies of a root that the search does not reach (evidence for the fix)."""
         rules = self.system.paths
         exe_binary = self.system.binary(executable) if self.system.exists(executable) else None
         exe_chain = ((tuple(exe_binary.rpath) if exe_binary else (), rules.dirname(executable)),)
-        queue = deque(_Request(root, executable, "root", exe_chain, tuple(exe_binary.runpath) if exe_binary else ()) for root in roots)
+        runpath = tuple(exe_binary.runpath) if exe_binary else ()
+        queue = deque(_Request(root.name, executable, "root", exe_chain, runpath, mode=root.mode, load_dir=root.load_dir) for root in map(self._root, roots))
         loaded: dict[str, str] = {}
         steps: list[LoadStep] = []
         while queue:
@@ -76,8 +99,23 @@ class Resolver:
                 loaded.setdefault(rules.name_key(binary.soname), step.winner)
             chain = ((tuple(binary.rpath), rules.dirname(step.winner)), *request.chain)
             for name, how, optional in self._dependencies(step.winner, binary):
-                queue.append(_Request(name, step.winner, how, chain, tuple(binary.runpath), optional))
+                # an import is part of the same load; a run-time load is a new LoadLibrary call by name
+                mode, load_dir = (request.mode, request.load_dir) if how == "import" else (windows.STANDARD, None)
+                queue.append(_Request(name, step.winner, how, chain, tuple(binary.runpath), optional, mode, load_dir))
         return Resolution(framework, executable, tuple(self._settle_runtime_loads(steps, loaded)))
+
+    def _root(self, root: Union[str, Root]) -> Root:
+        """A root with its search mode settled: a Python extension module (`.pyd`) by path is
+        loaded as CPython does (DEFAULT_DIRS); a mode that searches the DLL's own folder gets it."""
+        rules = self.system.paths
+        if isinstance(root, str):
+            pyd = self.windows and rules.is_abs(root) and root.lower().endswith(".pyd")
+            root = Root(root, windows.DEFAULT_DIRS if pyd else windows.STANDARD)
+        if root.mode not in windows.MODES:
+            raise ValueError(f"unknown Windows search mode {root.mode!r}")
+        if root.load_dir is None and root.mode in windows.WITH_LOAD_DIR and rules.is_abs(root.name):
+            root = root._replace(load_dir=rules.dirname(root.name))
+        return root
 
     def _settle_runtime_loads(self, steps: list[LoadStep], loaded: dict[str, str]) -> list[LoadStep]:
         """A name loaded at run time is found if any part of the process loaded it: the order of
@@ -106,7 +144,7 @@ class Resolver:
 
     def _places(self, request: _Request, executable: str, dll_directories: tuple[str, ...]) -> list[tuple[str, str]]:
         if self.windows:
-            return windows.search_places(self.system, executable, dll_directories)
+            return windows.search_places(self.system, executable, request.mode, request.load_dir, dll_directories)
         origin = self.system.paths.dirname(request.requester)
         return linux.search_places(self.system, request.runpath, request.chain, origin)
 
@@ -160,6 +198,7 @@ class Resolver:
             optional=optional,
             provided_by=provided,
             blocked_by=stopped,
+            search=request.mode if self.windows else None,
         )
         return step, winner_binary
 

@@ -3,10 +3,14 @@
 Roots by framework (from the knowledge data's loads_cuda):
 - frameworks that load CUDA from the system (TensorFlow, PaddlePaddle, ONNX Runtime): the
   CUDA runtime, cuBLAS and cuDNN front library of the CUDA / cuDNN version the build was made for,
-  plus ONNX Runtime's CUDA provider library when it is installed;
+  plus ONNX Runtime's CUDA provider library when it is installed. On Windows ONNX Runtime loads
+  the provider with LOAD_WITH_ALTERED_SEARCH_PATH (onnxruntime/core/platform/windows/env.cc), so
+  the provider's folder is searched first for what it imports — the names above included, when
+  its import table lists them; what it loads at run time is searched the standard way;
 - PyTorch: `torch/lib/libtorch_cuda.so` on Linux (its RUNPATH reaches the nvidia-* wheels);
   on Windows every DLL in `torch\\lib`, which `torch/__init__.py` preloads with
-  `os.add_dll_directory` in effect.
+  `LoadLibraryExW(dll, LOAD_LIBRARY_SEARCH_DEFAULT_DIRS | LOAD_LIBRARY_SEARCH_DLL_LOAD_DIR)` after
+  `os.add_dll_directory` of its DLL folders, falling back to PATH (windows.DEFAULT_DIRS_THEN_PATH).
 
 Then every cuDNN installation that no framework's load uses is resolved as a program started
 from here would load it (framework `process`): its front library by path, with its imports and
@@ -17,9 +21,10 @@ same judgement of its cuDNN.
 from __future__ import annotations
 
 from cudnn_doctor.facts import PROCESS, CudnnInstall, FrameworkBuild, PythonEnv, Resolution, ToolkitFacts
+from cudnn_doctor.loader import windows
 from cudnn_doctor.loader.index import FolderIndex
-from cudnn_doctor.loader.resolve import Resolver
-from cudnn_doctor.probes.cudnn import site_packages
+from cudnn_doctor.loader.resolve import Resolver, Root
+from cudnn_doctor.probes.cudnn import python_prefix, site_packages
 from cudnn_doctor.system.interface import System
 
 
@@ -42,8 +47,8 @@ def probe_resolutions(
     for build in builds:
         roots, dll_directories = _roots(system, build, by_executable[build.executable])
         # what the framework says it failed to load is resolved too, whether or not a table row knows it
-        asked = {rules.name_key(rules.basename(r)) for r in roots}
-        roots += [f.library for f in build.load_failures if f.direct and rules.name_key(f.library) not in asked]
+        asked = {rules.name_key(rules.basename(r.name)) for r in roots}
+        roots += [Root(f.library) for f in build.load_failures if f.direct and rules.name_key(f.library) not in asked]
         if roots:
             resolutions.append(resolver.resolve(build.name, build.executable, roots, dll_directories, elsewhere))
     return tuple(resolutions) + _unused_installations(system, resolver, pythons, cudnn, resolutions)
@@ -78,7 +83,7 @@ def _unused_installations(
     return tuple(found)
 
 
-def _roots(system: System, build: FrameworkBuild, python: PythonEnv) -> tuple[list[str], list[str]]:
+def _roots(system: System, build: FrameworkBuild, python: PythonEnv) -> tuple[list[Root], list[str]]:
     rules = system.paths
     sites = [s for s in site_packages(system, python) if system.is_dir(s)]
     if build.name == "torch":
@@ -86,16 +91,33 @@ def _roots(system: System, build: FrameworkBuild, python: PythonEnv) -> tuple[li
             lib = rules.join(site, "torch", "lib")
             if rules.windows:
                 dlls = [e.path for e in system.list_dir(lib) or [] if e.path.lower().endswith(".dll")]
-                return sorted(dlls), [lib]
+                return [Root(dll, windows.DEFAULT_DIRS_THEN_PATH) for dll in sorted(dlls)], _torch_dll_paths(system, python, lib)
             cuda = rules.join(lib, "libtorch_cuda.so")
             if system.is_file(cuda):
-                return [cuda], []
+                return [Root(cuda)], []
         return [], []
     libraries = build.system_libraries
     if libraries is None:
         return [], []
-    roots = [name for name in (libraries.cudart, libraries.cublas) if name]
-    if build.name == "onnxruntime":
-        provider = "onnxruntime_providers_cuda.dll" if rules.windows else "libonnxruntime_providers_cuda.so"
-        roots += [rules.join(site, "onnxruntime", "capi", provider) for site in sites if system.is_file(rules.join(site, "onnxruntime", "capi", provider))]
-    return roots + ([libraries.cudnn] if libraries.cudnn else []), []
+    names = [name for name in (libraries.cudart, libraries.cublas) if name]
+    cudnn = [libraries.cudnn] if libraries.cudnn else []
+    if build.name != "onnxruntime":
+        return [Root(name) for name in names + cudnn], []
+    provider_name = "onnxruntime_providers_cuda.dll" if rules.windows else "libonnxruntime_providers_cuda.so"
+    providers = [rules.join(site, "onnxruntime", "capi", provider_name) for site in sites]
+    providers = [p for p in providers if system.is_file(p)]
+    if not rules.windows or not providers:
+        return [Root(name) for name in names] + [Root(p) for p in providers] + [Root(name) for name in cudnn], []
+    provider = providers[0]
+    binary = system.binary(provider)
+    imported = {rules.name_key(name) for name in (binary.imports if binary else ())}
+    asked = [Root(name, windows.ALTERED, rules.dirname(provider)) if rules.name_key(name) in imported else Root(name) for name in names + cudnn]
+    return [*asked[: len(names)], *(Root(p, windows.ALTERED) for p in providers), *asked[len(names) :]], []
+
+
+def _torch_dll_paths(system: System, python: PythonEnv, lib: str) -> list[str]:
+    """The folders torch/__init__.py adds with os.add_dll_directory: torch\\lib, and the
+    environment's Library\\bin (conda) and bin when they exist."""
+    rules = system.paths
+    prefix = python_prefix(system, python.executable)
+    return [lib] + [folder for folder in (rules.join(prefix, "Library", "bin"), rules.join(prefix, "bin")) if system.is_dir(folder)]

@@ -52,7 +52,12 @@ def test_a_pattern_stands_for_the_files_its_formatting_can_produce():
 
 def test_versions_of_one_library_form_one_try_list_newest_first():
     groups = group_loads(["libcudart.so.12", "libcuda.so.1", "libcudart.so.13", "libnvrtc.so.%d", "libnvrtc.so.12", "nvrtc64_120_0.dll", "nvrtc64_130_0.dll"])
-    assert groups == [("libcudart.so.13", "libcudart.so.12"), ("libcuda.so.1",), ("libnvrtc.so.12", "libnvrtc.so.%d"), ("nvrtc64_130_0.dll", "nvrtc64_120_0.dll")]
+    assert groups == [
+        ("libcudart.so.13", "libcudart.so.12"),
+        ("libcuda.so.1",),
+        ("libnvrtc.so.12", "libnvrtc.so.%d"),
+        ("nvrtc64_130_0.dll", "nvrtc64_120_0.dll"),
+    ]
     assert group_loads(["libcudnn_ops.so.9", "libcudnn_cnn.so.9"]) == [("libcudnn_ops.so.9",), ("libcudnn_cnn.so.9",)]  # other libraries: no list
 
 

@@ -69,7 +69,5 @@ def _widen(data: mmap.mmap, dot: int, binary_format: str) -> str:
     end = dot + tail.end()
     if end < len(data) and _printable(data[end]):  # ".dllfoo", "libcuda.so.1: %s": not a whole string
         return ""
-    if start > 0 and data[start - 1] == 0x20 and (end >= len(data) or data[end] != 0):
-        return ""  # after a space only as the NUL-terminated tail of a message
     name = data[start:end].decode("ascii", "replace")
     return name if name.lower().startswith(_STARTS[binary_format]) else ""

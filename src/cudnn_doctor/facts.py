@@ -9,6 +9,7 @@ helps the reader, the reason (`source`, `error`), never by raising.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping, NamedTuple, Optional
 
 from packaging.version import Version
@@ -275,10 +276,24 @@ class LoadStep(NamedTuple):
     blocked_by: Optional[str] = None  # the broken file the loader took and failed on
     elsewhere: tuple[str, ...] = ()  # roots not found: copies on the machine the search does not reach
     search: Optional[str] = None  # Windows: how the load that searched was asked for (loader.windows.MODES)
+    one_of: tuple[str, ...] = ()  # a try-list (versions of one library): any member satisfies it; `name` is the one taken, or the first
 
     @property
     def failed(self) -> bool:
         return self.winner is None and not self.reused and self.provided_by is None
+
+    @property
+    def wanted(self) -> str:
+        """What was asked for, as a report says it: "one of a, b" for a try-list, `libnvrtc.so.<N>` for a pattern."""
+        if len(self.one_of) > 1:
+            return "one of " + ", ".join(spoken_name(n) for n in self.one_of)
+        return spoken_name(self.name)
+
+
+def spoken_name(name: str) -> str:
+    """A name the library completes at run time, with its version spelt <N>: `libnvrtc.so.%d` → `libnvrtc.so.<N>`."""
+    spoken = re.sub(r"%[0-9]*[dui]", "<N>", name)
+    return spoken + "<N>" if spoken.endswith(".") and ".so." in spoken else spoken
 
 
 PROCESS = "process"  # the framework name of a load no known framework makes: any program loading a cuDNN installation

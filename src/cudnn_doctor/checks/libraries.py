@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import re
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Sequence
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.checks._cudnn import every_resolution, library_release, owner
 from cudnn_doctor.checks._libraries import area_of_library, basename, build_key, cuda_key_of_library, cudnn_key, is_cudnn
 from cudnn_doctor.checks.registry import finding, rule
-from cudnn_doctor.facts import EMPTY, PROCESS, UNREADABLE, WRONG_ARCHITECTURE, Candidate, Facts, FrameworkBuild, Resolution
+from cudnn_doctor.facts import EMPTY, PROCESS, UNREADABLE, WRONG_ARCHITECTURE, Candidate, Facts, FrameworkBuild, LoadStep, Resolution
 from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.paths import PathRules
 
@@ -137,18 +137,21 @@ def dependency_missing(facts: Facts) -> Iterator[Finding]:
             continue
         vouched, vouched_names = _vouched(resolution, rules) if build is not None and build.cudnn_works else (set(), set())
         missing: dict[str, list[str]] = {}
+        steps: dict[str, LoadStep] = {}
         optional: set[str] = set()
         for step in resolution.steps:
-            if step.how == "root" or not step.failed or _skip_missing(facts, step.requester, step.name):
+            names = step.one_of or (step.name,)
+            if step.how == "root" or not step.failed or any(_skip_missing(facts, step.requester, n) for n in names):
                 continue
-            if (step.how == "import" and step.requester in vouched) or rules.name_key(step.name) in vouched_names:
+            if (step.how == "import" and step.requester in vouched) or any(rules.name_key(n) in vouched_names for n in names):
                 continue  # the live process did load it, from somewhere the emulation does not see
-            missing.setdefault(step.name, []).append(step.requester)
+            missing.setdefault(step.wanted, []).append(step.requester)
+            steps.setdefault(step.wanted, step)
             if step.optional:
-                optional.add(step.name)
-        for name, requesters in missing.items():
-            emulated.add((resolution.executable, resolution.framework, rules.name_key(name)))
-            yield _missing(facts, build, name, requesters, name in optional, rules, resolution)
+                optional.add(step.wanted)
+        for wanted, requesters in missing.items():
+            emulated.update((resolution.executable, resolution.framework, rules.name_key(n)) for n in steps[wanted].one_of or (steps[wanted].name,))
+            yield _missing(facts, build, steps[wanted], requesters, wanted in optional, rules, resolution)
     yield from _logged_missing(facts, emulated)
 
 
@@ -170,17 +173,27 @@ def _vouched(resolution: Resolution, rules: PathRules) -> tuple[set[str], set[st
 
 
 def _missing(
-    facts: Facts, build: Optional[FrameworkBuild], name: str, requesters: list[str], optional: bool, rules: PathRules, resolution: Optional[Resolution] = None
+    facts: Facts,
+    build: Optional[FrameworkBuild],
+    step: LoadStep,
+    requesters: list[str],
+    optional: bool,
+    rules: PathRules,
+    resolution: Optional[Resolution] = None,
 ) -> Finding:
+    """`step`: the first failed request for it; a try-list is reported once, naming every member.
+    Without a build the load is a program's that loads an installation no framework uses."""
     who = ", ".join(sorted({rules.basename(r) for r in requesters}))
+    name, members = step.name, step.one_of or (step.name,)
     provider = knowledge.library_provider(name)
     folder = rules.dirname(requesters[0]) or "the folder of the library that needs it"
+    nowhere = "none of which the loader finds" if len(members) > 1 else "which the loader finds nowhere"
     if build is not None:
         loader = f"loaded by {build.name} in {build.executable}"
     else:  # no framework loads this installation: any program that does would fail the same way
         roots = [s.winner or s.name for s in resolution.steps if s.how == "root"] if resolution else []
         loader = f"when any program loads {roots[0] if roots else 'this cuDNN'}"
-    detail = f"{who} ({loader}) needs {name}, which the loader finds nowhere."
+    detail = f"{who} ({loader}) needs {step.wanted}, {nowhere}."
     if optional:
         detail += " The library treats this load as optional: only some algorithms fail."
     fix = []
@@ -188,22 +201,24 @@ def _missing(
         detail += f" It is provided by {provider.provider}."
         fix.append(provider.fix.replace("{folder}", folder))
     else:
-        fix.append(f"Install what provides {name} and put its folder on {'PATH' if facts.os == 'windows' else 'LD_LIBRARY_PATH'}.")
+        fix.append(f"Install what provides {step.wanted} and put its folder on {'PATH' if facts.os == 'windows' else 'LD_LIBRARY_PATH'}.")
     return finding(
         "dependency-missing",
         detail,
         fix,
-        {"name": name, "needed_by": requesters, "provider": provider.provider if provider else None},
+        {"name": name, "one_of": list(members), "needed_by": requesters, "provider": provider.provider if provider else None},
         severity=Severity.WARNING if optional else Severity.ERROR,
         area=area_of_library(name, requesters[0]),
-        causes=_dependency_causes(facts, build, name, requesters),
+        causes=_dependency_causes(facts, build, members, requesters),
     )
 
 
-def _dependency_causes(facts: Facts, build: Optional[FrameworkBuild], name: str, requesters: list[str]) -> list[Optional[str]]:
-    """What a missing dependency is a symptom of: the CUDA runtime it belongs to, the incomplete cuDNN
-    installation that asks for its own part, or the build whose own library asks for it."""
-    causes = [cuda_key_of_library(name)]
+def _dependency_causes(facts: Facts, build: Optional[FrameworkBuild], names: Sequence[str], requesters: list[str]) -> list[Optional[str]]:
+    """What a missing dependency is a symptom of: the CUDA runtime it belongs to (any member of a
+    try-list's), the incomplete cuDNN installation that asks for its own part, or the build whose
+    own library asks for it."""
+    name = names[0]
+    causes = [cuda_key_of_library(n) for n in names]
     for requester in requesters:
         install, _ = owner(facts, requester)
         if install is not None and is_cudnn(name):
@@ -229,14 +244,16 @@ def _logged_missing(facts: Facts, emulated: set[tuple[str, str, str]]) -> Iterat
             if (build.executable, build.name, key) in emulated:
                 continue
             if not failure.direct:
-                yield _missing(facts, build, basename(failure.library), [failure.needed_by or build.name], False, rules)
+                step = LoadStep(failure.needed_by or build.name, basename(failure.library), "load", None)
+                yield _missing(facts, build, step, [step.requester], False, rules)
                 continue
             root = roots.get((build.executable, build.name), {}).get(key)
             if key in known or (root is not None and not root.failed):
                 continue  # a table-known library has its own finding; a found one is judged by what it needs
             requests.setdefault(failure.message, []).append(basename(failure.library))
         for names in requests.values():
-            yield _missing(facts, build, names[0] if len(names) == 1 else "one of " + ", ".join(names), [build.name], False, rules)
+            step = LoadStep(build.name, names[0], "root", None, one_of=tuple(names) if len(names) > 1 else ())
+            yield _missing(facts, build, step, [build.name], False, rules)
 
 
 @rule("loader-emulation-differs", Severity.WARNING, "The real loader picked another file than the emulation", Area.ENVIRONMENT)

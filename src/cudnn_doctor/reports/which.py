@@ -47,7 +47,7 @@ def _lines(resolution: Resolution, confirmations: tuple[Confirmation, ...]) -> I
             else "NOT FOUND" + (" (optional)" if step.optional else "")
         )
         requester = step.requester.replace("\\", "/").rsplit("/", 1)[-1]
-        yield (f"  {step.how:6} {step.name} ← {requester}: {where}\n")
+        yield (f"  {step.how:6} {step.wanted} ← {requester}: {where}\n")
 
 
 # Windows loads that do not search the standard way (loader/windows.py)

@@ -137,7 +137,7 @@ _NOT_LITERAL = object()
 
 
 def _literal(node: ast.AST) -> Any:
-    if isinstance(node, ast.Call) and len(node.args) <= 1 and not node.keywords:  # OrderedDict([...]) / dict({...}) / OrderedDict()
+    if isinstance(node, ast.Call) and _called(node.func) in ("dict", "OrderedDict") and len(node.args) <= 1 and not node.keywords:  # OrderedDict([...]) / dict()
         inner = _literal(node.args[0]) if node.args else {}
         try:
             return dict(inner) if isinstance(inner, (dict, list)) else _NOT_LITERAL
@@ -147,6 +147,11 @@ def _literal(node: ast.AST) -> Any:
         return ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return _NOT_LITERAL
+
+
+def _called(func: ast.AST) -> Optional[str]:
+    """The name a call calls: `dict`, or `OrderedDict` of `collections.OrderedDict`."""
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
 
 
 def requirements_of(metadata: str, environment: dict[str, str]) -> Iterable[WheelRequirement]:
@@ -210,7 +215,11 @@ def library_majors(info: BinaryInfo, path: str, short: str) -> tuple[Optional[Ev
 
 
 def _one_major(names: Iterable[str], major_of: Any) -> Optional[tuple[int, str]]:
-    found = {major_of(n): n for n in names if major_of(n) is not None}
+    found: dict[int, str] = {}
+    for name in names:
+        major = major_of(name)
+        if major is not None:
+            found.setdefault(major, name)
     return next(iter(found.items())) if len(found) == 1 else None
 
 

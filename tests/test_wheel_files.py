@@ -17,6 +17,7 @@ from cudnn_doctor.facts import DIST_METADATA, DIST_VERSION, KNOWLEDGE, LIBRARY_I
 from cudnn_doctor.probes.builds import probe_builds
 from cudnn_doctor.probes.wheel_files import cuda_major_of_library, module_constants, requirements_of
 from cudnn_doctor.system.fixture import FixtureSystem
+
 from .conftest import LINUX_BASE, WINDOWS_BASE, machine, run
 
 CACHE = Path.home() / ".cache" / "cudnn-doctor-tests"
@@ -72,7 +73,14 @@ def _ort_machine(windows: bool, extracted: Path, **extra_files: dict) -> dict:
 
 
 def _python(exe: str, packages: dict | None = None, frameworks: dict | None = None) -> dict:
-    return {"executable": exe, "version": "3.11.9", "current": True, "kind": "venv", "packages": packages or {"onnxruntime-gpu": ORT}, "frameworks": frameworks or {}}
+    return {
+        "executable": exe,
+        "version": "3.11.9",
+        "current": True,
+        "kind": "venv",
+        "packages": packages or {"onnxruntime-gpu": ORT},
+        "frameworks": frameworks or {},
+    }
 
 
 def _real(document: dict, extracted: Path):
@@ -89,7 +97,9 @@ def _build(document: dict, name: str, extracted: Path | None = None):
 @pytest.mark.network
 @pytest.mark.parametrize("windows", [False, True], ids=["linux", "windows"])
 def test_real_onnxruntime_gpu_1_31_is_a_cuda_13_build_read_from_its_files(windows):
-    extracted = _ort_wheel("win_amd64" if windows else "manylinux_2_28_x86_64", "onnxruntime_providers_cuda.dll" if windows else "libonnxruntime_providers_cuda.so")
+    extracted = _ort_wheel(
+        "win_amd64" if windows else "manylinux_2_28_x86_64", "onnxruntime_providers_cuda.dll" if windows else "libonnxruntime_providers_cuda.so"
+    )
     build = _build(_ort_machine(windows, extracted), "onnxruntime", extracted)
     assert (build.cuda.value, build.cuda.how, build.cuda.evidence) == ("13.0", WHEEL_METADATA, ORT_INFO)
     assert build.cuda.source.endswith("build_and_package_info.py") and build.cuda_major == 13
@@ -98,7 +108,9 @@ def test_real_onnxruntime_gpu_1_31_is_a_cuda_13_build_read_from_its_files(window
     assert build.cudnn.how == (LIBRARY_IMPORTS if windows else DIST_METADATA)
     assert build.system_libraries.cudart == ("cudart64_13.dll" if windows else "libcudart.so.13")
     assert build.system_libraries.cudnn == ("cudnn64_9.dll" if windows else "libcudnn.so.9")
-    assert ("cublas64_13.dll" if windows else "libcublas.so.13") in build.needs and build.gpu_library.endswith("providers_cuda" + (".dll" if windows else ".so"))
+    assert ("cublas64_13.dll" if windows else "libcublas.so.13") in build.needs and build.gpu_library.endswith(
+        "providers_cuda" + (".dll" if windows else ".so")
+    )
     assert {r.name for r in build.extra("cuda")} >= {"nvidia-cuda-runtime", "nvidia-cuda-nvrtc"}
     assert build.extra("cudnn") == (WheelRequirement("nvidia-cudnn-cu13", "~=9.0", "cudnn"),)
 
@@ -112,7 +124,11 @@ def test_real_onnxruntime_gpu_1_31_with_cuda_13_is_no_framework_cuda_mismatch():
     assert "framework-cuda-mismatch" not in {f.id for f in diagnosis.findings}
     (build,) = diagnosis.facts.builds
     steps = {s.name for r in diagnosis.facts.resolutions for s in r.steps if s.how == "root"}
-    assert "libcudart.so.13" in steps and "libcudart.so.12" not in steps
+    assert build.cuda_major == 13 and "libcudart.so.13" in steps and "libcudart.so.12" not in steps
+    # the same machine with a build that says CUDA 12 is the mismatch: the check does look here
+    twelve = _ort_machine(False, extracted, **toolkit)
+    twelve["files"][f"{SITE_LINUX}/{ORT_INFO}"] = {"text": "cuda_version = '12.8'\n"}
+    assert "framework-cuda-mismatch" in {f.id for f in _real(twelve, extracted).findings}
 
 
 def test_onnxruntime_build_module_outranks_the_table_and_the_terminal_says_where():
@@ -120,7 +136,9 @@ def test_onnxruntime_build_module_outranks_the_table_and_the_terminal_says_where
     document = machine(
         LINUX_BASE,
         files={
-            f"{site}/onnxruntime/capi/build_and_package_info.py": {"text": "package_name = 'onnxruntime-gpu'\n__version__ = '1.20.0'\ncuda_version = '11.8'\ncudnn_version = '8.9'\n"},
+            f"{site}/onnxruntime/capi/build_and_package_info.py": {
+                "text": "package_name = 'onnxruntime-gpu'\n__version__ = '1.20.0'\ncuda_version = '11.8'\ncudnn_version = '8.9'\n"
+            },
             EXE_LINUX: {"size": 100},
             **LINUX_VENV,
         },
@@ -183,7 +201,10 @@ def test_torch_version_module_library_and_metadata():
     cpu = {**files, f"{site}/torch/version.py": {"text": "__version__ = '2.9.0'\ncuda = None\nhip = None\n"}}
     del cpu[f"{site}/torch/lib/libtorch_cuda.so"]
     assert _build(machine(LINUX_BASE, files=cpu, env=LINUX_ENV, pythons=python), "torch").gpu_build is False
-    live = _build(machine(LINUX_BASE, files=files, env=LINUX_ENV, pythons=[_python(EXE_LINUX, {"torch": "2.9.0"}, {"torch": {"version": "2.9.0", "cuda": "13.1"}})]), "torch")
+    live = _build(
+        machine(LINUX_BASE, files=files, env=LINUX_ENV, pythons=[_python(EXE_LINUX, {"torch": "2.9.0"}, {"torch": {"version": "2.9.0", "cuda": "13.1"}})]),
+        "torch",
+    )
     assert (live.cuda.value, live.cuda.how) == ("13.1", LIVE)  # what the running framework says comes first
 
 
@@ -191,7 +212,9 @@ def test_torch_on_windows_reads_torch_cuda_dll_and_ignores_linux_only_requiremen
     site = SITE_WINDOWS
     files = {
         f"{site}\\torch\\lib\\torch_cuda.dll": {"imports": ["cudart64_12.dll", "cublas64_12.dll", "cudnn64_9.dll", "KERNEL32.dll"]},
-        f"{site}\\torch-2.5.1+cu124.dist-info\\METADATA": {"text": 'Name: torch\nVersion: 2.5.1+cu124\nRequires-Dist: nvidia-cudnn-cu12==9.1.0.70; platform_system == "Linux"\n'},
+        f"{site}\\torch-2.5.1+cu124.dist-info\\METADATA": {
+            "text": 'Name: torch\nVersion: 2.5.1+cu124\nRequires-Dist: nvidia-cudnn-cu12==9.1.0.70; platform_system == "Linux"\n'
+        },
         EXE_WINDOWS: {"size": 100},
         "C:\\env\\pyvenv.cfg": {"text": "version = 3.11.9\n"},
     }
@@ -207,7 +230,11 @@ def test_tensorflow_build_info_module_and_the_table_refining_the_cudnn_major():
         '"""Auto-generated module providing information about the build."""\nimport collections\n\n'
         "build_info = collections.OrderedDict([('cuda_version', '64_112'), ('cudnn_version', '64_8'), ('is_cuda_build', True), ('nvcuda_dll_name', 'nvcuda.dll')])\n"
     )
-    files = {f"{site}\\tensorflow\\python\\platform\\build_info.py": {"text": text}, EXE_WINDOWS: {"size": 100}, "C:\\env\\pyvenv.cfg": {"text": "version = 3.10.9\n"}}
+    files = {
+        f"{site}\\tensorflow\\python\\platform\\build_info.py": {"text": text},
+        EXE_WINDOWS: {"size": 100},
+        "C:\\env\\pyvenv.cfg": {"text": "version = 3.10.9\n"},
+    }
     python = [{**_python(EXE_WINDOWS, {"tensorflow": "2.10.0"}), "version": "3.10.9"}]
     tf = _build(machine(WINDOWS_BASE, files=files, env={"PATH": "C:\\Windows\\system32"}, pythons=python), "tensorflow")
     assert (tf.gpu_build, tf.cuda.value, tf.cuda.how, tf.cuda.evidence) == (True, "64_112", WHEEL_METADATA, "tensorflow/python/platform/build_info.py")
@@ -241,9 +268,20 @@ def test_jax_plugin_name_and_its_requirements():
     jax = _build(machine(LINUX_BASE, files=files, env=LINUX_ENV, pythons=[_python(EXE_LINUX, packages)]), "jax")
     assert (jax.gpu_build, jax.cuda.value, jax.cuda.how, jax.cuda.evidence) == (True, "12", DIST_METADATA, "jax-cuda12-plugin 0.4.35 is installed")
     assert (jax.cudnn.value, jax.cudnn.how) == ("9", DIST_METADATA) and {r.extra for r in jax.nvidia_requirements} == {"with-cuda"}
-    old = _build(machine(LINUX_BASE, files={EXE_LINUX: {"size": 100}, **LINUX_VENV}, env=LINUX_ENV, pythons=[_python(EXE_LINUX, {"jax": "0.4.23", "jaxlib": "0.4.23+cuda12.cudnn89"})]), "jax")
+    old = _build(
+        machine(
+            LINUX_BASE,
+            files={EXE_LINUX: {"size": 100}, **LINUX_VENV},
+            env=LINUX_ENV,
+            pythons=[_python(EXE_LINUX, {"jax": "0.4.23", "jaxlib": "0.4.23+cuda12.cudnn89"})],
+        ),
+        "jax",
+    )
     assert (old.cuda.value, old.cuda.how, old.cudnn.value) == ("12", DIST_VERSION, "8.9")
-    cpu = _build(machine(LINUX_BASE, files={EXE_LINUX: {"size": 100}, **LINUX_VENV}, env=LINUX_ENV, pythons=[_python(EXE_LINUX, {"jax": "0.4.35", "jaxlib": "0.4.35"})]), "jax")
+    cpu = _build(
+        machine(LINUX_BASE, files={EXE_LINUX: {"size": 100}, **LINUX_VENV}, env=LINUX_ENV, pythons=[_python(EXE_LINUX, {"jax": "0.4.35", "jaxlib": "0.4.35"})]),
+        "jax",
+    )
     assert cpu.cuda is None and cpu.gpu_build is None
 
 
@@ -255,7 +293,15 @@ def test_without_the_machine_s_files_the_table_still_answers():
 
 @pytest.mark.parametrize(
     "name, major",
-    [("libcudart.so.13", 13), ("libcudart.so.11.0", 11), ("cublasLt64_12.dll", 12), ("cudart64_110.dll", 11), ("nvrtc64_120_0.dll", 12), ("libcufft.so.12", None), ("curand64_10.dll", None)],
+    [
+        ("libcudart.so.13", 13),
+        ("libcudart.so.11.0", 11),
+        ("cublasLt64_12.dll", 12),
+        ("cudart64_110.dll", 11),
+        ("nvrtc64_120_0.dll", 12),
+        ("libcufft.so.12", None),
+        ("curand64_10.dll", None),
+    ],
 )
 def test_cuda_major_of_a_library_name(name, major):
     assert cuda_major_of_library(name) == major  # cuFFT and cuRAND number their own releases
@@ -271,4 +317,3 @@ def test_requires_dist_markers_are_evaluated_for_the_target_machine():
     text = 'Name: x\nRequires-Dist: a; python_version < "3.9"\nRequires-Dist: b[c]>=1; extra == "gpu" or extra == "all"\nRequires-Dist: ???\n\nRequires-Dist: body\n'
     windows = {"platform_system": "Windows", "python_version": "3.11", "python_full_version": "3.11.9", "sys_platform": "win32", "os_name": "nt"}
     assert list(requirements_of(text, windows)) == [WheelRequirement("b", ">=1", "gpu"), WheelRequirement("b", ">=1", "all")]
-

@@ -137,7 +137,9 @@ _NOT_LITERAL = object()
 
 
 def _literal(node: ast.AST) -> Any:
-    if isinstance(node, ast.Call) and _called(node.func) in ("dict", "OrderedDict") and len(node.args) <= 1 and not node.keywords:  # OrderedDict([...]) / dict()
+    if (
+        isinstance(node, ast.Call) and _called(node.func) in ("dict", "OrderedDict") and len(node.args) <= 1 and not node.keywords
+    ):  # OrderedDict([...]) / dict()
         inner = _literal(node.args[0]) if node.args else {}
         try:
             return dict(inner) if isinstance(inner, (dict, list)) else _NOT_LITERAL

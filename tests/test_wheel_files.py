@@ -5,6 +5,8 @@ small machines for each framework's evidence."""
 
 from __future__ import annotations
 
+import io
+import json
 import subprocess
 import sys
 import zipfile
@@ -16,6 +18,7 @@ from cudnn_doctor.diagnose import diagnose
 from cudnn_doctor.facts import DIST_METADATA, DIST_VERSION, KNOWLEDGE, LIBRARY_IMPORTS, LIVE, WHEEL_METADATA, PythonEnv, WheelRequirement
 from cudnn_doctor.probes.builds import probe_builds
 from cudnn_doctor.probes.wheel_files import cuda_major_of_library, module_constants, requirements_of
+from cudnn_doctor.reports import json_report
 from cudnn_doctor.system.fixture import FixtureSystem
 
 from .conftest import LINUX_BASE, WINDOWS_BASE, machine, run
@@ -145,12 +148,17 @@ def test_onnxruntime_build_module_outranks_the_table_and_the_terminal_says_where
         env=LINUX_ENV,
         pythons=[_python(EXE_LINUX, {"onnxruntime-gpu": "1.20.0"})],
     )
-    build = _build(document, "onnxruntime")  # the table says CUDA 12 / cuDNN 9 for 1.20: a custom build says otherwise
+    diagnosis = run(document)
+    (build,) = diagnosis.facts.builds  # the table says CUDA 12 / cuDNN 9 for 1.20: a custom build says otherwise
     assert (build.cuda.value, build.cuda.how, build.cudnn.value, build.cudnn.how) == ("11.8", WHEEL_METADATA, "8", WHEEL_METADATA)
     assert build.system_libraries.cudart == "libcudart.so.11.0"
     from cudnn_doctor.reports.terminal import _build_line
 
     assert f"CUDA 11.8 ({ORT_INFO})" in _build_line(build)
+    out = io.StringIO()
+    json_report.render(diagnosis, out)
+    (reported,) = json.loads(out.getvalue())["facts"]["builds"]
+    assert reported["cuda"] == {"value": "11.8", "how": WHEEL_METADATA, "source": f"{site}/{ORT_INFO}", "evidence": ORT_INFO}
 
 
 def test_onnxruntime_gpu_library_imports_then_metadata_then_table():

@@ -325,3 +325,10 @@ def test_requires_dist_markers_are_evaluated_for_the_target_machine():
     text = 'Name: x\nRequires-Dist: a; python_version < "3.9"\nRequires-Dist: b[c]>=1; extra == "gpu" or extra == "all"\nRequires-Dist: ???\n\nRequires-Dist: body\n'
     windows = {"platform_system": "Windows", "python_version": "3.11", "python_full_version": "3.11.9", "sys_platform": "win32", "os_name": "nt"}
     assert list(requirements_of(text, windows)) == [WheelRequirement("b", ">=1", "gpu"), WheelRequirement("b", ">=1", "all")]
+
+
+def test_the_onnxruntime_gpu_table_says_nothing_about_other_onnxruntime_distributions():
+    """The rows describe the PyPI onnxruntime-gpu builds; the CPU `onnxruntime` of the same version has no CUDA."""
+    python = PythonEnv("/env/bin/python", "3.11.9", "venv", True, {"onnxruntime": "1.20.0"})
+    (build,) = probe_builds((python,), "linux")
+    assert build.cuda is None and build.cudnn is None and not (build.system_libraries and build.system_libraries.cudart)

@@ -332,3 +332,12 @@ def test_the_onnxruntime_gpu_table_says_nothing_about_other_onnxruntime_distribu
     python = PythonEnv("/env/bin/python", "3.11.9", "venv", True, {"onnxruntime": "1.20.0"})
     (build,) = probe_builds((python,), "linux")
     assert build.cuda is None and build.cudnn is None and not (build.system_libraries and build.system_libraries.cudart)
+
+
+def test_cupy_wheel_extras_are_exposed():
+    site = SITE_LINUX
+    metadata = 'Name: cupy-cuda12x\nVersion: 13.3.0\nRequires-Dist: numpy\nRequires-Dist: nvidia-cuda-runtime-cu12==12.*; extra == "ctk"\n'
+    files = {f"{site}/cupy_cuda12x-13.3.0.dist-info/METADATA": {"text": metadata}, EXE_LINUX: {"size": 100}, **LINUX_VENV}
+    cupy = _build(machine(LINUX_BASE, files=files, env=LINUX_ENV, pythons=[_python(EXE_LINUX, {"cupy-cuda12x": "13.3.0"})]), "cupy")
+    assert (cupy.cuda.value, cupy.cuda.how) == ("12", DIST_VERSION) and cupy.cudnn is None
+    assert cupy.extra("ctk") == (WheelRequirement("nvidia-cuda-runtime-cu12", "==12.*", "ctk"),)

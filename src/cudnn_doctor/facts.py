@@ -313,6 +313,9 @@ class LoadStep(NamedTuple):
         return self.winner is None and not self.reused and self.provided_by is None
 
 
+PROCESS = "process"  # the framework name of a load no known framework makes: any program loading a cuDNN installation
+
+
 class Resolution(NamedTuple):
     """The whole tree one framework's process would load, as the OS loader would resolve it."""
 

@@ -41,8 +41,18 @@ _LOCAL_CUDA = re.compile(r"\+cu(\d+)(\d)$")  # torch 2.1.0+cu121
 _PADDLE_POST = re.compile(r"\.(post(\d+)(\d))$")  # paddlepaddle-gpu 2.2.0.post112
 
 # Messages that name a library the framework could not load, across frameworks and eras.
-_DIRECT_LOAD = re.compile(r"Could not load dynamic library '([^']+)'")  # TensorFlow's dso_loader: its own request
-_DEPENDENCY = re.compile(r"Failed to load library (\S+) with error: ([\w.+-]+): cannot open shared object file")  # ONNX Runtime
+# A framework's own request, by name: TensorFlow 2's dso_loader ("Could not load dynamic library"), TensorFlow 1's
+# ("Could not dlopen library"), TensorFlow 1's Windows self-check ("Could not find 'cudnn64_7.dll'. TensorFlow
+# requires"), PaddlePaddle's dynamic loader (its try-list, ';'-separated: "cufft64_120.dll;cufft64_12.dll").
+_DIRECT_LOADS = (
+    re.compile(r"Could not (?:load dynamic|dlopen) library '([^']+)'"),
+    re.compile(r"Could not find '([^']+\.dll)'\. TensorFlow requires"),
+    re.compile(r"The third-party dynamic library \(([^)]+)\) that Paddle depends on"),
+)
+_DEPENDENCIES = (  # ONNX Runtime's CUDA provider and what it could not find (Linux, then Windows since 1.19)
+    re.compile(r"Failed to load library (\S+) with error: ([\w.+-]+): cannot open shared object file"),
+    re.compile(r'Error loading "([^"]+)" which depends on "([^"]+)" which is missing'),
+)
 _OTHER_LOADS = (
     re.compile(r"([\w.+-]+\.so[.\d]*): cannot open shared object file"),  # dlopen / ImportError on Linux
     re.compile(r"Could not find the DLL\(s\) '([^']+)'"),  # Python's ctypes / TensorFlow's self-check on Windows
@@ -57,6 +67,7 @@ _TORCH_CUDNN = re.compile(r"PyTorch was compiled\s+against \((\d+), (\d+), (\d+)
 _JAX_PLUGIN = re.compile(r"^jax-cuda(\d+)-(?:plugin|pjrt)$")  # jax-cuda12-plugin, jax-cuda13-pjrt
 _JAXLIB_TAG = re.compile(r"\+cuda(\d+)(?:\.cudnn(\d+))?")  # jaxlib 0.4.23+cuda12.cudnn89
 _NVIDIA_WHEEL = re.compile(r"^nvidia-(cu|cuda|cudnn|nccl|nvjitlink|nvtx|cufft|curand|cusolver|cusparse|npp|nvrtc)")  # canonical names
+_CUPY_WHEEL = re.compile(r"^cupy-cuda(\d+?)(x|\d)$")  # cupy-cuda12x (a CUDA major), cupy-cuda113, cupy-cuda80
 _CUDNN_LOADED = re.compile(r"Loaded cuDNN version|cuDNN Version: \d|works well on \d+ GPU")
 
 
@@ -317,11 +328,43 @@ def _jax(source: _Source) -> Fields:
     return fields
 
 
+def _cupy(source: _Source) -> Fields:
+    """CuPy names its CUDA in the wheel (cupy-cuda12x, cupy-cuda113) and reports the runtime it loaded;
+    cuDNN is optional (CuPy <= 13) or gone (14), so it is never a requirement."""
+    report = source.report
+    fields = _files_say(source, None)  # its Requires-Dist: the [ctk] extra names the nvidia-* wheels of its CUDA
+    fields["gpu_build"] = not report.get("is_hip", False)
+    reported = parse_cuda_version(report.get("cuda"))
+    wheel = next((_CUPY_WHEEL.match(d) for d in source.python.packages if _CUPY_WHEEL.match(d)), None)
+    said = fields.pop("cuda_said")
+    fields.pop("cudnn_said")  # cuDNN is never a requirement of CuPy
+    if reported:
+        fields["cuda"] = Known(f"{reported.major}.{reported.minor}", LIVE)
+    elif wheel:
+        major, minor = wheel.group(1), wheel.group(2)
+        fields["cuda"] = Known(major if minor == "x" else f"{major}.{minor}", DIST_VERSION)
+    elif said:
+        fields["cuda"] = said[0]
+    elif source.has("cupy"):
+        fields["gpu_build"] = None  # built from source: against whatever CUDA it found
+    if report.get("cudnn"):
+        fields["cudnn_loaded"] = str(parse_cudnn_version(report["cudnn"]) or report["cudnn"])
+    fields["cudnn_works"] = bool(report.get("cuda_available")) and bool(report.get("cudnn"))
+    return fields
+
+
 def _nothing(source: _Source) -> Fields:
     return {}
 
 
-_READERS: dict[str, Callable[[_Source], Fields]] = {"torch": _torch, "tensorflow": _tensorflow, "paddle": _paddle, "onnxruntime": _onnxruntime, "jax": _jax}
+_READERS: dict[str, Callable[[_Source], Fields]] = {
+    "torch": _torch,
+    "tensorflow": _tensorflow,
+    "paddle": _paddle,
+    "onnxruntime": _onnxruntime,
+    "jax": _jax,
+    "cupy": _cupy,
+}
 
 
 # --- what the framework's own files say (read by wheel_files, never imported) ------------------
@@ -393,11 +436,13 @@ def _python_range(row: Any) -> Known:
 def load_failures(text: str) -> tuple[LoadFailure, ...]:
     """Every library the messages name as not loadable, once, with who needed it when they say."""
     found: dict[str, LoadFailure] = {}
-    for match in _DEPENDENCY.finditer(text):
-        found.setdefault(match.group(2), LoadFailure(match.group(2), _line_at(text, match.start()), match.group(1)))
-    for match in _DIRECT_LOAD.finditer(text):
-        for name in match.group(1).split("', '"):
-            found[name] = LoadFailure(name, _line_at(text, match.start()), None, direct=True)
+    for pattern in _DEPENDENCIES:
+        for match in pattern.finditer(text):
+            found.setdefault(match.group(2), LoadFailure(match.group(2), _line_at(text, match.start()), match.group(1)))
+    for pattern in _DIRECT_LOADS:
+        for match in pattern.finditer(text):
+            for name in re.split(r"', '|;", match.group(1)):
+                found[name.strip()] = LoadFailure(name.strip(), _line_at(text, match.start()), None, direct=True)
     for pattern in _OTHER_LOADS:
         for match in pattern.finditer(text):
             for name in match.group(1).split("', '"):

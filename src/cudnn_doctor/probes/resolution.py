@@ -7,11 +7,16 @@ Roots by framework (from the knowledge data's loads_cuda):
 - PyTorch: `torch/lib/libtorch_cuda.so` on Linux (its RUNPATH reaches the nvidia-* wheels);
   on Windows every DLL in `torch\\lib`, which `torch/__init__.py` preloads with
   `os.add_dll_directory` in effect.
+
+Then every cuDNN installation that no framework's load uses is resolved as a program started
+from here would load it (framework `process`): its front library by path, with its imports and
+run-time loads, so a native program, an unknown package or a machine without Python gets the
+same judgement of its cuDNN.
 """
 
 from __future__ import annotations
 
-from cudnn_doctor.facts import FrameworkBuild, PythonEnv, Resolution, ToolkitFacts
+from cudnn_doctor.facts import PROCESS, CudnnInstall, FrameworkBuild, PythonEnv, Resolution, ToolkitFacts
 from cudnn_doctor.loader.index import FolderIndex
 from cudnn_doctor.loader.resolve import Resolver
 from cudnn_doctor.probes.cudnn import site_packages
@@ -19,9 +24,14 @@ from cudnn_doctor.system.interface import System
 
 
 def probe_resolutions(
-    system: System, pythons: tuple[PythonEnv, ...], builds: tuple[FrameworkBuild, ...], toolkits: ToolkitFacts, index: FolderIndex
+    system: System,
+    pythons: tuple[PythonEnv, ...],
+    builds: tuple[FrameworkBuild, ...],
+    toolkits: ToolkitFacts,
+    index: FolderIndex,
+    cudnn: tuple[CudnnInstall, ...] = (),
 ) -> tuple[Resolution, ...]:
-    resolver = None
+    resolver = Resolver(system, index)
     rules = system.paths
     # where a root that is not found may still lie: the toolkits' library folders
     elsewhere = [t.bin_dir for t in toolkits.toolkits]
@@ -31,10 +41,41 @@ def probe_resolutions(
     by_executable = {p.executable: p for p in pythons}
     for build in builds:
         roots, dll_directories = _roots(system, build, by_executable[build.executable])
+        # what the framework says it failed to load is resolved too, whether or not a table row knows it
+        asked = {rules.name_key(rules.basename(r)) for r in roots}
+        roots += [f.library for f in build.load_failures if f.direct and rules.name_key(f.library) not in asked]
         if roots:
-            resolver = resolver or Resolver(system, index)
             resolutions.append(resolver.resolve(build.name, build.executable, roots, dll_directories, elsewhere))
-    return tuple(resolutions)
+    return tuple(resolutions) + _unused_installations(system, resolver, pythons, cudnn, resolutions)
+
+
+def _unused_installations(
+    system: System, resolver: Resolver, pythons: tuple[PythonEnv, ...], cudnn: tuple[CudnnInstall, ...], resolutions: list[Resolution]
+) -> tuple[Resolution, ...]:
+    """Each cuDNN installation no framework loads but a program started here would: one whose front
+    library the loader's search finds by name (PATH, LD_LIBRARY_PATH, the loader cache), or one
+    inside a Python package, which its package loads by path. An installation nothing reaches
+    (a folder off every search path) is not loaded by anything and is not judged as a load."""
+    rules = system.paths
+    used = {rules.key(s.winner) for r in resolutions for s in r.steps if s.winner}
+    current = next((p for p in pythons if p.current), pythons[0] if pythons else None)
+    executable = current.executable if current else ""
+    packages = [site for python in pythons for site in site_packages(system, python)]
+    found = []
+    for install in cudnn:
+        if any(rules.key(library.path) in used for library in install.libraries):
+            continue
+        fronts = [library.path for library in install.libraries if not library.part]
+        if any(rules.inside(install.folder, site) for site in packages):
+            found.append(resolver.resolve(PROCESS, executable, fronts or [library.path for library in install.libraries]))
+            continue
+        for front in fronts:
+            by_name = resolver.resolve(PROCESS, executable, [rules.basename(front)])
+            winner = by_name.steps[0].winner if by_name.steps else None
+            if winner and rules.same(system.realpath(rules.dirname(winner)), system.realpath(install.folder)):
+                found.append(by_name)
+                used.update(rules.key(s.winner) for s in by_name.steps if s.winner)
+    return tuple(found)
 
 
 def _roots(system: System, build: FrameworkBuild, python: PythonEnv) -> tuple[list[str], list[str]]:

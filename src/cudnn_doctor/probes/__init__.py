@@ -56,7 +56,7 @@ def run_probes(system: System, with_frameworks: bool = True, framework_timeout: 
             while_waiting()
         pythons = guarded("frameworks", reports.result, pythons)
         pool.shutdown()
-    builds = guarded("builds", lambda: probe_builds(pythons, system.os), ())
+    builds = guarded("builds", lambda: probe_builds(pythons, system.os, system), ())
     resolutions = guarded("loader", lambda: probe_resolutions(system, pythons, builds, toolkits, index, cudnn), ())
     confirmations = guarded("loader check", lambda: probe_confirmations(system, resolutions), ()) if with_frameworks else ()
     return Facts(

@@ -211,7 +211,7 @@ def _build_line(build: FrameworkBuild) -> str:
     parts = [f"{build.name} {build.version or '?'}", f"GPU build: {_yes_no(build.gpu_build)}"]
     for label, known in (("CUDA", build.cuda), ("cuDNN", build.cudnn)):
         if known is not None:
-            parts.append(f"{label} {known.value} ({known.how})")
+            parts.append(f"{label} {known.value} ({known.said})")
     parts.append(f"CUDA from: {build.cuda_from}")
     if build.cuda_available is not None:
         parts.append(f"cuda_available={build.cuda_available}")

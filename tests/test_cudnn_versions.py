@@ -352,3 +352,11 @@ def test_a_stray_real_front_ahead_of_a_real_wheel_front(tmp_path):
     libraries = mixed[0].evidence["libraries"]
     assert libraries[f"{STRAY}/libcudnn.so.9"] == ".".join(old.split(".")[:3])
     assert libraries[f"{WHEEL}/libcudnn_graph.so.9"] == ".".join(new.split(".")[:3])
+
+
+def test_a_full_release_name_is_tried_before_the_soname_it_extends():
+    """The try-list order of the front's names is the order ld.so's LD_DEBUG=libs shows it trying them."""
+    from cudnn_doctor.binaries.names import group_loads
+
+    groups = group_loads(["libcudnn_graph.so.9", "libcudnn_graph.so.9.28", "libcudnn_graph.so.9.28.1", "libcudart.so.12", "libcudart.so.13"])
+    assert groups == [("libcudnn_graph.so.9.28.1", "libcudnn_graph.so.9.28", "libcudnn_graph.so.9"), ("libcudart.so.13", "libcudart.so.12")]

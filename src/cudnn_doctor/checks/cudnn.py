@@ -172,6 +172,7 @@ def cudnn_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
 
     Every cuDNN library of the load is judged, for every framework (torch's bundled or wheel
     cuDNN included): a sub-library or engine found in another installation is as wrong as a front one."""
+    judged: set[str] = set()
     for resolution, build in resolutions_with_builds(facts):
         major = build.cuda_major
         if major is None:
@@ -186,6 +187,7 @@ def cudnn_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
         install, files = next(iter(wrong.values()))
         names = ", ".join(PathRules(facts.os).basename(f) for f in files)
         others = [i for i, _ in list(wrong.values())[1:]]
+        judged.update(wrong)
         yield finding(
             "cudnn-cuda-mismatch",
             f"{build.name} {build.version} uses CUDA {major}, but the cuDNN it loads from {install.folder} ({names}; cuDNN {install.version or install.major}) "
@@ -207,6 +209,29 @@ def cudnn_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
                 "libraries": {f: i.cuda_major for i, fs in wrong.values() for f in fs},
             },
             causes=(cuda_key(install.cuda_major), build_key(build)),
+        )
+    yield from _toolkit_mismatches(facts, judged)
+
+
+def _toolkit_mismatches(facts: Facts, judged: set[str]) -> Iterator[Finding]:
+    """A cuDNN copied into a toolkit of another CUDA major fails for every program that uses that
+    toolkit: it asks for the cuBLAS of its own major, which the toolkit does not have."""
+    for install in facts.cudnn:
+        toolkit = facts.toolkits.by_root(install.toolkit)
+        version = toolkit.parsed_version if toolkit else None
+        if install.folder in judged or install.cuda_major is None or version is None or version.release[0] == install.cuda_major:
+            continue
+        major = version.release[0]
+        yield finding(
+            "cudnn-cuda-mismatch",
+            f"The cuDNN {install.version or install.major} in {install.folder} was built for CUDA {install.cuda_major} ({install.cuda_source}), "
+            f"but it sits in the CUDA {toolkit.version} toolkit at {toolkit.root}: it loads the cuBLAS of CUDA {install.cuda_major}, which that toolkit lacks.",
+            [
+                f"Replace it with the cuDNN {install.major}.x build for CUDA {major} (archive name ends in _cuda{major}-archive), "
+                f"e.g. `cudnn-doctor install cudnn-<os>-x86_64-<version>_cuda{major}-archive.zip`."
+            ],
+            {"cudnn": install.folder, "cudnn_cuda": install.cuda_major, "toolkit": toolkit.root, "toolkit_cuda": toolkit.version},
+            causes=(cuda_key(install.cuda_major), cudnn_key(facts, install.folder)),
         )
 
 

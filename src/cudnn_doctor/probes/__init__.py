@@ -56,8 +56,8 @@ def run_probes(system: System, with_frameworks: bool = True, framework_timeout: 
             while_waiting()
         pythons = guarded("frameworks", reports.result, pythons)
         pool.shutdown()
-    builds = guarded("builds", lambda: probe_builds(pythons, system.os), ())
-    resolutions = guarded("loader", lambda: probe_resolutions(system, pythons, builds, toolkits, index), ())
+    builds = guarded("builds", lambda: probe_builds(pythons, system.os, system), ())
+    resolutions = guarded("loader", lambda: probe_resolutions(system, pythons, builds, toolkits, index, cudnn), ())
     confirmations = guarded("loader check", lambda: probe_confirmations(system, resolutions), ()) if with_frameworks else ()
     return Facts(
         system.os, system.arch, system.wsl, driver, toolkits, pythons, environment, wsl_driver, tuple(failures), cudnn, resolutions, confirmations, builds

@@ -218,6 +218,16 @@ def test_a_stray_older_front_ahead_of_a_wheel_is_mixed_versions_with_the_right_v
     assert (known[f"{STRAY}/libcudnn.so.9"], known[f"{WHEEL}/libcudnn_graph.so.9"]) == (ASKED_NAMES, DIST_INFO)
 
 
+def test_a_stray_front_ahead_of_a_wheel_without_any_framework():
+    """No framework installed: a program started here loads the stray front by name and gets the wheel's sub-libraries."""
+    python = {"executable": "/v/bin/python", "version": "3.11.7", "current": True, "kind": "venv", "packages": {}, "frameworks": {}}
+    files = {**wheel(), f"{STRAY}/libcudnn.so.9": front("9.1.0")}
+    document = machine(LINUX_BASE, files=files, env={"LD_LIBRARY_PATH": f"{STRAY}:{WHEEL}"}, pythons=[python])
+    found = findings(document, "cudnn-mixed-versions")
+    assert len(found) == 1 and "a program started here combines releases 9.1.0, 9.28.1" in found[0].detail, found
+    assert found[0].evidence["libraries"][f"{STRAY}/libcudnn.so.9"] == "9.1.0"
+
+
 @pytest.mark.parametrize("make", [ort_machine, torch_machine], ids=["onnxruntime", "torch"])
 def test_the_same_wheel_alone_is_one_release(make):
     document = make(wheel(), f"{WHEEL}:/usr/local/cuda-12/lib64")
@@ -248,15 +258,29 @@ def test_the_front_takes_a_file_of_its_full_release_name_before_the_soname_searc
     assert libraries[f"{system}/libcudnn_graph.so.9.1.0"] == "9.1.0" and libraries[f"{WHEEL}/libcudnn_heuristic.so.9"] == "9.28.1"
 
 
-def test_an_older_front_copied_over_a_wheel_is_mixed_within_the_folder():
-    """No framework loads it yet: the folder alone shows it, by the front's own release against its wheel's metadata."""
+def test_an_older_front_copied_over_a_wheel_is_mixed():
+    """No framework: a program loading the wheel by path combines the front's own release with its wheel's."""
     files = wheel(release=None)
     files[f"{WHEEL}/libcudnn.so.9"] = front("9.24.0")
     python = {"executable": "/v/bin/python", "version": "3.11.7", "current": True, "kind": "venv", "packages": {}, "frameworks": {}}
     found = findings(machine(LINUX_BASE, files=files, pythons=[python]), "cudnn-mixed-versions")
-    assert found and found[0].evidence == {"folder": WHEEL}, found
-    assert "releases 9.24.0, 9.28.1" in found[0].detail and f"{WHEEL}/libcudnn_graph.so.9 (9.28.1.4)" in found[0].detail
+    assert len(found) == 1 and "combines releases 9.24.0, 9.28.1" in found[0].detail, found
     assert not findings(machine(LINUX_BASE, files=wheel(), pythons=[python]), "cudnn-mixed-versions")
+
+
+def test_an_older_front_in_a_conda_environment_nothing_loads_is_mixed_within_the_folder():
+    """Off every search path, nothing loads it: the folder alone shows it, by the front's own release
+    against the package record (conda wrote every file it lists; a header would say nothing of that)."""
+    prefix = "/home/dev/miniconda3/envs/old"
+    files = cudnn9(f"{prefix}/lib", "9.1.0")
+    files[f"{prefix}/conda-meta/cudnn-9.3.0.75-h93bb076_0.json"] = {"text": json.dumps({"version": "9.3.0.75", "build": "h93bb076_0"})}
+    python = {"executable": f"{prefix}/bin/python", "version": "3.11.7", "current": True, "kind": "conda", "packages": {}, "frameworks": {}}
+    found = findings(machine(LINUX_BASE, files=files, pythons=[python]), "cudnn-mixed-versions")
+    assert len(found) == 1 and found[0].evidence == {"folder": f"{prefix}/lib"}, found
+    assert "releases 9.1.0, 9.3.0" in found[0].detail and f"{prefix}/lib/libcudnn_graph.so.9 (9.3.0.75)" in found[0].detail
+    files[f"{prefix}/include/cudnn_version.h"] = header(9, 3, 0)
+    del files[f"{prefix}/conda-meta/cudnn-9.3.0.75-h93bb076_0.json"]
+    assert not findings(machine(LINUX_BASE, files=files, pythons=[python]), "cudnn-mixed-versions")
 
 
 def _engines_for_cuda_11_on_the_path(make) -> dict[str, Any]:

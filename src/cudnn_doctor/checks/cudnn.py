@@ -12,6 +12,7 @@ from cudnn_doctor import knowledge
 from cudnn_doctor.checks._cudnn import (
     Wanted,
     cudnn_steps,
+    every_resolution,
     front_step,
     library_release,
     library_release_known,
@@ -22,7 +23,7 @@ from cudnn_doctor.checks._cudnn import (
 )
 from cudnn_doctor.checks._libraries import build_key, cuda_key, cudnn_key, is_cudnn_front, lookup, reach_folder_fix, system_builds
 from cudnn_doctor.checks.registry import finding, rule
-from cudnn_doctor.facts import DISTRIBUTION_METADATA, SYSTEM, CudnnInstall, CudnnLibrary, Facts, FrameworkBuild, LoadStep
+from cudnn_doctor.facts import DISTRIBUTION_METADATA, PROCESS, SYSTEM, CudnnInstall, CudnnLibrary, Facts, FrameworkBuild, LoadStep
 from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.paths import PathRules
 
@@ -321,16 +322,19 @@ def cudnn_partial_install(facts: Facts) -> Iterator[Finding]:
 def cudnn_mixed_versions(facts: Facts) -> Iterator[Finding]:
     """The front library and its sub-libraries must come from one release; mixed, they fail with undefined symbols or CUDNN_STATUS_VERSION_MISMATCH."""
     reported = set()
-    for resolution, build in resolutions_with_builds(facts):
+    for resolution, build in every_resolution(facts):
+        if build is None and resolution.framework != PROCESS:
+            continue
         known = {s.winner: library_release_known(facts, s.winner) for s in cudnn_steps(resolution) if s.winner}
         used = {p: v for p, (v, _) in known.items() if v}
         versions = set(used.values())
         if len(versions) > 1:
             listing = "; ".join(f"{p} ({v}, {known[p][1]})" for p, v in used.items())
             reported.update(used)
+            who = f"{build.name} in {build.executable}" if build is not None else "a program started here"
             yield finding(
                 "cudnn-mixed-versions",
-                f"One load of cuDNN by {build.name} in {build.executable} combines releases {', '.join(map(str, sorted(versions)))}: {listing}.",
+                f"One load of cuDNN by {who} combines releases {', '.join(map(str, sorted(versions)))}: {listing}.",
                 [
                     "Make one complete cuDNN release the only one on the search path (see cudnn-shadowed), or install the missing release's files beside the front library."
                 ],

@@ -1,0 +1,115 @@
+"""Package ownership through links: the soname link, each link on its way and the real file are all looked up (dpkg, rpm)."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from cudnn_doctor.probes.ownership import PackageOwnership, link_chain
+from cudnn_doctor.system.fixture import FixtureSystem
+
+from .conftest import LINUX_BASE, machine, run
+
+SYSTEM = "/usr/lib/x86_64-linux-gnu"
+OTHER = "/opt/cudnn/lib"  # a second cuDNN 8 on LD_LIBRARY_PATH: a system copy that no package owns is then reported
+
+
+def _cudnn8(folder: str, linked: bool = False) -> dict[str, Any]:
+    """libcudnn.so.8 in `folder`: the file itself, or (`linked`) the soname link to libcudnn.so.8.9.7 as packages ship it."""
+    library = {"soname": "libcudnn.so.8", "imports": ["libc.so.6"], "loads": []}
+    if not linked:
+        return {f"{folder}/libcudnn.so.8": library}
+    return {f"{folder}/libcudnn.so.8": {"link": "libcudnn.so.8.9.7"}, f"{folder}/libcudnn.so.8.9.7": library}
+
+
+def _system_copy(files: dict[str, Any], commands: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    return machine(LINUX_BASE, files={**_cudnn8(OTHER), **files}, env={"LD_LIBRARY_PATH": OTHER}, commands=commands)
+
+
+def _system_install(document: dict[str, Any]):
+    return next(i for i in run(document).facts.cudnn if i.folder == SYSTEM)
+
+
+def _reported(document: dict[str, Any]) -> bool:
+    return "cudnn-in-system-dir" in {f.id for f in run(document).findings}
+
+
+def test_dpkg_listing_only_the_real_file_owns_the_soname_link():
+    files = {**_cudnn8(SYSTEM, linked=True), "/var/lib/dpkg/info/libcudnn8.list": {"text": f"/.\n{SYSTEM}/libcudnn.so.8.9.7\n"}}
+    document = _system_copy(files)
+    assert _system_install(document).package == "libcudnn8"
+    assert not _reported(document)
+
+
+def test_dpkg_listing_only_the_link_owns_it():
+    files = {**_cudnn8(SYSTEM, linked=True), "/var/lib/dpkg/info/libcudnn8.list": {"text": f"{SYSTEM}/libcudnn.so.8\n"}}
+    assert _system_install(_system_copy(files)).package == "libcudnn8"
+
+
+def test_dpkg_listing_a_link_in_the_middle_of_the_chain_owns_it():
+    """libcudnn.so.8 -> /etc/alternatives/libcudnn -> /opt/nv/libcudnn.so.8 -> libcudnn.so.8.9.7: the package lists only the third."""
+    files = {
+        f"{SYSTEM}/libcudnn.so.8": {"link": "/etc/alternatives/libcudnn"},
+        "/etc/alternatives/libcudnn": {"link": "/opt/nv/libcudnn.so.8"},
+        "/opt/nv/libcudnn.so.8": {"link": "libcudnn.so.8.9.7"},
+        "/opt/nv/libcudnn.so.8.9.7": {"soname": "libcudnn.so.8", "imports": ["libc.so.6"], "loads": []},
+        "/var/lib/dpkg/info/libcudnn8-dev.list": {"text": "/opt/nv/libcudnn.so.8\n"},
+    }
+    system = FixtureSystem(_system_copy(files))
+    assert link_chain(system, f"{SYSTEM}/libcudnn.so.8") == [
+        f"{SYSTEM}/libcudnn.so.8",
+        "/etc/alternatives/libcudnn",
+        "/opt/nv/libcudnn.so.8",
+        "/opt/nv/libcudnn.so.8.9.7",
+    ]
+    assert PackageOwnership(system).owner(f"{SYSTEM}/libcudnn.so.8") == "libcudnn8-dev"
+
+
+def test_near_miss_a_list_naming_another_file_or_another_package_family_owns_nothing():
+    other_file = {**_cudnn8(SYSTEM, linked=True), "/var/lib/dpkg/info/libcudnn8.list": {"text": f"{SYSTEM}/libcudnn.so.8.9.6\n{SYSTEM}/libcudnn.so\n"}}
+    document = _system_copy(other_file)
+    assert _system_install(document).package is None
+    assert _reported(document)
+    # cuDNN's ownership reads only cuDNN's lists: a list of another package naming the file is not read
+    other_package = {**_cudnn8(SYSTEM, linked=True), "/var/lib/dpkg/info/zlib1g.list": {"text": f"{SYSTEM}/libcudnn.so.8.9.7\n"}}
+    assert _reported(_system_copy(other_package))
+
+
+def test_rpm_owning_the_real_file_owns_the_soname_link():
+    lib64 = "/usr/lib64"
+    files = _cudnn8(lib64, linked=True)
+    not_owned = {"returncode": 1, "stdout": f"file {lib64}/libcudnn.so.8 is not owned by any package\n"}
+    commands = {
+        f"rpm -qf {lib64}/libcudnn.so.8": not_owned,
+        f"rpm -qf {lib64}/libcudnn.so.8.9.7": {"returncode": 0, "stdout": "libcudnn8-8.9.7.29-1.cuda12.2.x86_64\n"},
+    }
+    document = _system_copy(files, commands)
+    install = next(i for i in run(document).facts.cudnn if i.folder == lib64)
+    assert install.package == "libcudnn8-8.9.7.29-1.cuda12.2.x86_64"
+    assert "cudnn-in-system-dir" not in {f.id for f in run(document).findings}
+
+
+def test_near_miss_rpm_owning_nothing_or_absent():
+    lib64 = "/usr/lib64"
+    files = _cudnn8(lib64, linked=True)
+    commands = {
+        f"rpm -qf {lib64}/libcudnn.so.8": {"returncode": 1, "stdout": f"file {lib64}/libcudnn.so.8 is not owned by any package\n"},
+        f"rpm -qf {lib64}/libcudnn.so.8.9.7": {"returncode": 1, "stdout": f"file {lib64}/libcudnn.so.8.9.7 is not owned by any package\n"},
+    }
+    for document in (_system_copy(files, commands), _system_copy(files)):  # rpm says no; rpm not installed
+        install = next(i for i in run(document).facts.cudnn if i.folder == lib64)
+        assert install.package is None
+        assert "cudnn-in-system-dir" in {f.id for f in run(document).findings}
+
+
+def test_rpm_is_not_asked_again_once_it_is_missing():
+    calls: list[list[str]] = []
+
+    class Counting(FixtureSystem):
+        def run(self, argv, timeout=10.0):
+            calls.append(list(argv))
+            return super().run(argv, timeout)
+
+    ownership = PackageOwnership(Counting(machine(LINUX_BASE, files=_cudnn8(SYSTEM, linked=True))))
+    assert ownership.owner(f"{SYSTEM}/libcudnn.so.8") is None
+    assert ownership.owner(f"{SYSTEM}/libcudnn.so.8.9.7") is None
+    assert [c[0] for c in calls] == ["rpm"]

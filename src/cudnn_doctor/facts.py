@@ -220,6 +220,9 @@ class Facts(NamedTuple):
     resolutions: tuple[Resolution, ...] = ()
     confirmations: tuple[Confirmation, ...] = ()
     builds: tuple[FrameworkBuild, ...] = ()
+    driver_files: tuple[
+        str, ...
+    ] = ()  # the NVIDIA driver's own files seen (libcuda.so.N, nvcuda.dll, /proc/driver/nvidia/version): none means no driver is visible
 
     def python(self, executable: str) -> Optional[PythonEnv]:
         return next((p for p in self.pythons if p.executable == executable), None)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Sequence
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.checks._cudnn import every_resolution, library_release, owner
+from cudnn_doctor.checks._driver_libraries import driver_gap, driver_visible, is_driver_library, other_spelling_loaded
 from cudnn_doctor.checks._libraries import area_of_library, basename, build_key, cuda_key_of_library, cudnn_key, is_cudnn
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import EMPTY, PROCESS, UNREADABLE, WRONG_ARCHITECTURE, Candidate, Facts, FrameworkBuild, Resolution
@@ -103,8 +104,8 @@ def library_wrong_architecture(facts: Facts) -> Iterator[Finding]:
 
 def _skip_missing(facts: Facts, requester: str, name: str) -> bool:
     """Names whose absence is explained elsewhere or does not matter."""
-    if re.match(knowledge.table("libraries").driver_provided.pattern, name):
-        return True  # the driver's: no-nvidia-gpu / wsl-linux-driver-installed
+    if is_driver_library(name):
+        return not driver_visible(facts)  # no driver at all: no-nvidia-gpu / wsl-linux-driver-installed say it
     if name.lower() == "zlibwapi.dll":
         version = library_release(facts, requester)
         return version is not None and not knowledge.zlibwapi_required(version)
@@ -138,17 +139,21 @@ def dependency_missing(facts: Facts) -> Iterator[Finding]:
         vouched, vouched_names = _vouched(resolution, rules) if build is not None and build.cudnn_works else (set(), set())
         missing: dict[str, list[str]] = {}
         optional: set[str] = set()
+        elsewhere: dict[str, list[str]] = {}
         for step in resolution.steps:
             if step.how == "root" or not step.failed or _skip_missing(facts, step.requester, step.name):
                 continue
+            if other_spelling_loaded(resolution, step, rules):
+                continue  # the fallback spelling of a driver library the process did load
             if (step.how == "import" and step.requester in vouched) or rules.name_key(step.name) in vouched_names:
                 continue  # the live process did load it, from somewhere the emulation does not see
             missing.setdefault(step.name, []).append(step.requester)
+            elsewhere.setdefault(step.name, []).extend(step.elsewhere)
             if step.optional:
                 optional.add(step.name)
         for name, requesters in missing.items():
             emulated.add((resolution.executable, resolution.framework, rules.name_key(name)))
-            yield _missing(facts, build, name, requesters, name in optional, rules, resolution)
+            yield _missing(facts, build, name, requesters, name in optional, rules, resolution, elsewhere.get(name, ()))
     yield from _logged_missing(facts, emulated)
 
 
@@ -170,8 +175,16 @@ def _vouched(resolution: Resolution, rules: PathRules) -> tuple[set[str], set[st
 
 
 def _missing(
-    facts: Facts, build: Optional[FrameworkBuild], name: str, requesters: list[str], optional: bool, rules: PathRules, resolution: Optional[Resolution] = None
+    facts: Facts,
+    build: Optional[FrameworkBuild],
+    name: str,
+    requesters: list[str],
+    optional: bool,
+    rules: PathRules,
+    resolution: Optional[Resolution] = None,
+    elsewhere: Sequence[str] = (),
 ) -> Finding:
+    """`elsewhere`: copies of the name in folders the search does not reach."""
     who = ", ".join(sorted({rules.basename(r) for r in requesters}))
     provider = knowledge.library_provider(name)
     folder = rules.dirname(requesters[0]) or "the folder of the library that needs it"
@@ -184,7 +197,10 @@ def _missing(
     if optional:
         detail += " The library treats this load as optional: only some algorithms fail."
     fix = []
-    if provider:
+    if is_driver_library(name):
+        gap, fix = driver_gap(facts, name, elsewhere)
+        detail += gap
+    elif provider:
         detail += f" It is provided by {provider.provider}."
         fix.append(provider.fix.replace("{folder}", folder))
     else:
@@ -193,7 +209,7 @@ def _missing(
         "dependency-missing",
         detail,
         fix,
-        {"name": name, "needed_by": requesters, "provider": provider.provider if provider else None},
+        {"name": name, "needed_by": requesters, "provider": "the NVIDIA driver" if is_driver_library(name) else provider.provider if provider else None},
         severity=Severity.WARNING if optional else Severity.ERROR,
         area=area_of_library(name, requesters[0]),
         causes=_dependency_causes(facts, build, name, requesters),
@@ -225,6 +241,8 @@ def _logged_missing(facts: Facts, emulated: set[tuple[str, str, str]]) -> Iterat
         known = {rules.name_key(n) for n in (build.system_libraries or ()) if n}
         requests: dict[str, list[str]] = {}
         for failure in build.load_failures:
+            if is_driver_library(failure.library) and not driver_visible(facts):
+                continue  # no driver at all: no-nvidia-gpu says it
             key = rules.name_key(basename(failure.library))
             if (build.executable, build.name, key) in emulated:
                 continue

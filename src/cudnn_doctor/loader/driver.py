@@ -4,7 +4,7 @@ The driver's libraries (libcuda.so.1, nvcuda.dll) never come with a framework: w
 visible their absence is "no driver" (no-nvidia-gpu), not a broken dependency. When the driver's
 files are seen, a driver name the search cannot find is a real gap (a missing soname link, a
 folder the loader cache does not list, a partial driver install). Seen means: a versioned
-driver library (never the toolkit's `stubs/libcuda.so`) in a folder the loader searches
+driver library (never the toolkit's unversioned `stubs/libcuda.so`, nor cuda-compat's copy) in a folder the loader searches
 (default folders, LD_LIBRARY_PATH, the loader cache), in a folder drivers install into, or
 /proc/driver/nvidia/version (the kernel module); on Windows nvcuda.dll / nvml.dll in System32.
 """
@@ -35,7 +35,9 @@ DRIVER_FOLDERS = (
     "/run/nvidia/driver/usr/lib/x86_64-linux-gnu",
     "/run/nvidia/driver/usr/lib64",
 )
-_NOT_THE_DRIVER = re.compile(r"[\\/](stubs|compat)[\\/][^\\/]+$")  # the toolkit's link stubs, the forward-compatibility package
+# The CUDA forward-compatibility package (cuda-compat: /usr/local/cuda-X.Y/compat) ships a newer
+# libcuda that works only on top of an installed driver: it is no evidence of one.
+_NOT_THE_DRIVER = re.compile(r"[\\/]compat[\\/][^\\/]+$")
 
 
 def driver_folders(system: System) -> list[str]:

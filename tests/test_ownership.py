@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from cudnn_doctor.facts import PackageOwner
 from cudnn_doctor.probes.ownership import PackageOwnership, link_chain
 from cudnn_doctor.system.fixture import FixtureSystem
 
@@ -61,7 +62,7 @@ def test_dpkg_listing_a_link_in_the_middle_of_the_chain_owns_it():
         "/opt/nv/libcudnn.so.8",
         "/opt/nv/libcudnn.so.8.9.7",
     ]
-    assert PackageOwnership(system).owner(f"{SYSTEM}/libcudnn.so.8") == "libcudnn8-dev"
+    assert PackageOwnership(system).owner(f"{SYSTEM}/libcudnn.so.8") == PackageOwner("libcudnn8-dev", "dpkg")
 
 
 def test_near_miss_a_list_naming_another_file_or_another_package_family_owns_nothing():
@@ -113,3 +114,33 @@ def test_rpm_is_not_asked_again_once_it_is_missing():
     assert ownership.owner(f"{SYSTEM}/libcudnn.so.8") is None
     assert ownership.owner(f"{SYSTEM}/libcudnn.so.8.9.7") is None
     assert [c[0] for c in calls] == ["rpm"]
+
+
+# --- the Linux driver inside WSL2: the fix names the package that installed it --------------------
+
+WSL_LINUX_DRIVER = {
+    f"{SYSTEM}/libcuda.so.565.57.01": {"soname": "libcuda.so.1"},
+    f"{SYSTEM}/libcuda.so.1": {"link": "libcuda.so.565.57.01"},  # made by ldconfig: in no package's list
+    "/usr/lib/wsl/lib/libcuda.so.1": {"soname": "libcuda.so.1"},
+}
+
+
+def _wsl_fix(files: dict[str, Any], commands: Optional[dict[str, Any]] = None) -> str:
+    document = machine(LINUX_BASE, files={**WSL_LINUX_DRIVER, **files}, wsl=True, commands=commands)
+    finding = next(f for f in run(document).findings if f.id == "wsl-linux-driver-installed")
+    return "\n".join(finding.fix)
+
+
+def test_wsl_linux_driver_fix_names_the_dpkg_package_through_the_soname_link():
+    listed = {"/var/lib/dpkg/info/libnvidia-compute-565:amd64.list": {"text": f"/.\n{SYSTEM}/libcuda.so.565.57.01\n"}}
+    fix = _wsl_fix(listed)
+    assert "`sudo apt-get remove --purge libnvidia-compute-565:amd64`" in fix and "dpkg -S" not in fix
+    # near miss: no package lists the files: the fix says how to find it
+    assert f"`dpkg -S {SYSTEM}/libcuda.so.565.57.01`" in _wsl_fix({})
+
+
+def test_wsl_linux_driver_fix_names_the_rpm_package():
+    owned = {"returncode": 0, "stdout": "nvidia-driver-cuda-libs-565.57.01-1.fc40.x86_64\n"}
+    not_owned = {"returncode": 1, "stdout": "file is not owned by any package\n"}
+    commands = {f"rpm -qf {SYSTEM}/libcuda.so.1": not_owned, f"rpm -qf {SYSTEM}/libcuda.so.565.57.01": owned}
+    assert "`sudo dnf remove nvidia-driver-cuda-libs-565.57.01-1.fc40.x86_64`" in _wsl_fix({}, commands)

@@ -20,7 +20,7 @@ from cudnn_doctor.probes.gpu import probe_driver
 from cudnn_doctor.probes.pythons import probe_frameworks, probe_pythons
 from cudnn_doctor.probes.resolution import probe_resolutions
 from cudnn_doctor.probes.toolkit import probe_toolkits
-from cudnn_doctor.probes.wsl import probe_linux_driver_in_wsl
+from cudnn_doctor.probes.wsl import probe_linux_driver_in_wsl, probe_linux_driver_packages
 from cudnn_doctor.system.interface import System
 
 T = TypeVar("T")
@@ -50,6 +50,7 @@ def run_probes(system: System, with_frameworks: bool = True, framework_timeout: 
     toolkits = guarded("toolkits", lambda: probe_toolkits(system), ToolkitFacts())
     environment = guarded("environment", lambda: probe_environment(system), EnvironmentFacts())
     wsl_driver = guarded("wsl", lambda: probe_linux_driver_in_wsl(system), ())
+    wsl_packages = guarded("wsl packages", lambda: probe_linux_driver_packages(system, wsl_driver), ()) if wsl_driver else ()
     index = FolderIndex(system)
     driver_files = guarded("driver files", lambda: probe_driver_files(system, index), ())
     cudnn = guarded("cudnn", lambda: probe_cudnn(system, toolkits, pythons, index), ())
@@ -75,5 +76,6 @@ def run_probes(system: System, with_frameworks: bool = True, framework_timeout: 
         resolutions,
         confirmations,
         builds,
+        wsl_packages,
         driver_files,
     )

@@ -146,7 +146,7 @@ def _installs_in(system: System, folder: str, toolkit: Optional[str], nested: Op
         version, source = _install_version(libraries, header_version, load)
         cuda_major, cuda_source = _cuda_major(system, folder, libraries, load)
         system_dir = _is_system_dir(system, folder)
-        package = next((owner for owner in (owned.owner(p.path) for p in libraries.values()) if owner), None) if system_dir else None
+        owner = next((o for o in (owned.owner(p.path) for p in libraries.values()) if o), None) if system_dir else None
         import_libs, headers = _toolkit_dev_files(system, toolkit) if toolkit else ((), ())
         installs.append(
             CudnnInstall(
@@ -162,7 +162,7 @@ def _installs_in(system: System, folder: str, toolkit: Optional[str], nested: Op
                 toolkit,
                 nested,
                 system_dir,
-                package,
+                owner.package if owner else None,
                 import_libs,
                 headers,
             )

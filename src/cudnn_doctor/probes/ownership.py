@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
+from cudnn_doctor.facts import PackageOwner
 from cudnn_doctor.system.interface import System
 
 DPKG_INFO = "/var/lib/dpkg/info"
@@ -27,7 +28,7 @@ class PackageOwnership:
         self._rpm_missing = False
         self._rpm: dict[str, Optional[str]] = {}
 
-    def owner(self, path: str) -> Optional[str]:
+    def owner(self, path: str) -> Optional[PackageOwner]:
         """The package that lists `path`, a link on its way, or the file it resolves to; None when none does."""
         if self.system.paths.windows:
             return None
@@ -35,11 +36,11 @@ class PackageOwnership:
         dpkg = self._dpkg_lists()
         for candidate in chain:
             if candidate in dpkg:
-                return dpkg[candidate]
+                return PackageOwner(dpkg[candidate], "dpkg")
         for candidate in chain:
             package = self._rpm_owner(candidate)
             if package:
-                return package
+                return PackageOwner(package, "rpm")
         return None
 
     def _dpkg_lists(self) -> dict[str, str]:

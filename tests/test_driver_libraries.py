@@ -117,6 +117,18 @@ def test_soname_link_missing_beside_the_real_libcuda():
     assert _missing(_linux(_real())) == {}
 
 
+def test_a_framework_that_reached_the_gpu_proves_libcuda_loaded():
+    """TensorFlow lists a GPU: its process loaded libcuda.so.1 from somewhere the emulation does not see (the JIT compiler is not proven)."""
+    driver = _real(soname_link=False)
+    driver[f"{LIB}/libcuda.so.550.144.03"]["loads"] = ["libnvidia-ptxjitcompiler.so.1"]
+    document = _linux(driver, part_loads=("libcuda.so", "libcuda.so.1", "libnvidia-ptxjitcompiler.so.1"))
+    document["pythons"][0]["frameworks"]["tensorflow"]["gpus"] = ["/physical_device:GPU:0"]
+    assert set(_missing(document)) == {"libnvidia-ptxjitcompiler.so.1"}
+    # near miss: no GPU in its report, and the missing link is the error it is
+    document["pythons"][0]["frameworks"]["tensorflow"]["gpus"] = []
+    assert set(_missing(document)) == {"libcuda.so", "libcuda.so.1", "libnvidia-ptxjitcompiler.so.1"}
+
+
 def test_kernel_module_alone_makes_the_driver_visible():
     """A container started with the NVIDIA runtime but without its libraries mounted: /proc shows the driver, libcuda is nowhere."""
     document = _linux({"/proc/driver/nvidia/version": {"text": "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.144.03\n"}})

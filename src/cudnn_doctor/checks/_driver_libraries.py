@@ -9,15 +9,16 @@ WSL2's /usr/lib/wsl/lib, or a partial driver install.
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from typing import Optional, Sequence
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.checks._libraries import basename
-from cudnn_doctor.facts import Facts, LoadStep, Resolution
+from cudnn_doctor.facts import Facts, FrameworkBuild, LoadStep, Resolution
 from cudnn_doctor.paths import PathRules
 
 WSL_DRIVER_DIR = "/usr/lib/wsl/lib"
 KERNEL_MODULE = "/proc/driver/nvidia/version"
+_DRIVER_API = re.compile(r"(?i)^(libcuda\.so(\.\d+)*|nvcuda\.dll)$")
 
 
 def is_driver_library(name: str) -> bool:
@@ -27,6 +28,12 @@ def is_driver_library(name: str) -> bool:
 def driver_visible(facts: Facts) -> bool:
     """The driver's own files were seen (not only a name nobody found)."""
     return bool(facts.driver_files)
+
+
+def proven_by_the_gpu(build: Optional[FrameworkBuild], name: str) -> bool:
+    """The driver's CUDA library itself (libcuda.so*, nvcuda.dll) when the framework's own report reached a GPU:
+    nothing reaches one without it, so its process loaded it from somewhere the emulation does not see."""
+    return build is not None and bool(_DRIVER_API.match(basename(name))) and (build.sees_gpu or build.cuda_available is True)
 
 
 def other_spelling_loaded(resolution: Resolution, step: LoadStep, rules: PathRules) -> bool:

@@ -7,7 +7,7 @@ from typing import Iterator, Optional, Sequence
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.checks._cudnn import every_resolution, library_release, owner
-from cudnn_doctor.checks._driver_libraries import driver_gap, driver_visible, is_driver_library, other_spelling_loaded
+from cudnn_doctor.checks._driver_libraries import driver_gap, driver_visible, is_driver_library, other_spelling_loaded, proven_by_the_gpu
 from cudnn_doctor.checks._libraries import area_of_library, basename, build_key, cuda_key_of_library, cudnn_key, is_cudnn
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import EMPTY, PROCESS, UNREADABLE, WRONG_ARCHITECTURE, Candidate, Facts, FrameworkBuild, Resolution
@@ -143,8 +143,8 @@ def dependency_missing(facts: Facts) -> Iterator[Finding]:
         for step in resolution.steps:
             if step.how == "root" or not step.failed or _skip_missing(facts, step.requester, step.name):
                 continue
-            if other_spelling_loaded(resolution, step, rules):
-                continue  # the fallback spelling of a driver library the process did load
+            if other_spelling_loaded(resolution, step, rules) or proven_by_the_gpu(build, step.name):
+                continue  # the fallback spelling of a driver library the process did load; the driver itself, when the framework reached a GPU
             if (step.how == "import" and step.requester in vouched) or rules.name_key(step.name) in vouched_names:
                 continue  # the live process did load it, from somewhere the emulation does not see
             missing.setdefault(step.name, []).append(step.requester)

@@ -62,7 +62,18 @@ def test_dpkg_listing_a_link_in_the_middle_of_the_chain_owns_it():
         "/opt/nv/libcudnn.so.8",
         "/opt/nv/libcudnn.so.8.9.7",
     ]
-    assert PackageOwnership(system).owner(f"{SYSTEM}/libcudnn.so.8") == PackageOwner("libcudnn8-dev", "dpkg")
+    assert PackageOwnership(system, wanted=lambda package: True).owner(f"{SYSTEM}/libcudnn.so.8") == PackageOwner("libcudnn8-dev", "dpkg")
+
+
+def test_merged_usr_a_package_listing_lib_owns_what_the_loader_finds_in_usr_lib():
+    """/lib is a link to usr/lib: the package lists /lib/x86_64-linux-gnu/..., the probe finds /usr/lib/x86_64-linux-gnu/..."""
+    listed = {"/lib": {"link": "usr/lib"}, "/var/lib/dpkg/info/libcudnn8:amd64.list": {"text": "/lib/x86_64-linux-gnu/libcudnn.so.8.9.7\n"}}
+    system = FixtureSystem(_system_copy({**_cudnn8(SYSTEM, linked=True), **listed}))
+    assert PackageOwnership(system, wanted=lambda package: True).owner(f"{SYSTEM}/libcudnn.so.8") == PackageOwner("libcudnn8:amd64", "dpkg")
+    # near miss: without the folder link the two paths are different files
+    del listed["/lib"]
+    system = FixtureSystem(_system_copy({**_cudnn8(SYSTEM, linked=True), **listed}))
+    assert PackageOwnership(system, wanted=lambda package: True).owner(f"{SYSTEM}/libcudnn.so.8") is None
 
 
 def test_near_miss_a_list_naming_another_file_or_another_package_family_owns_nothing():
@@ -110,7 +121,7 @@ def test_rpm_is_not_asked_again_once_it_is_missing():
             calls.append(list(argv))
             return super().run(argv, timeout)
 
-    ownership = PackageOwnership(Counting(machine(LINUX_BASE, files=_cudnn8(SYSTEM, linked=True))))
+    ownership = PackageOwnership(Counting(machine(LINUX_BASE, files=_cudnn8(SYSTEM, linked=True))), wanted=lambda package: True)
     assert ownership.owner(f"{SYSTEM}/libcudnn.so.8") is None
     assert ownership.owner(f"{SYSTEM}/libcudnn.so.8.9.7") is None
     assert [c[0] for c in calls] == ["rpm"]

@@ -4,7 +4,10 @@ A library is found under its soname (`libcudnn.so.8`), which is usually a link t
 (`libcudnn.so.8.9.7`); a package may list either one, and the link itself may come from
 `ldconfig` or `update-alternatives` rather than from the package. So the path found, every link
 along its chain, and the file the chain ends at are all looked up: any one listed makes the
-library the package's. The lists are read lazily, only when a question is asked.
+library the package's. Folder links count too: on a merged /usr a package lists
+/lib/x86_64-linux-gnu/libz.so.1 and the loader finds /usr/lib/x86_64-linux-gnu/libz.so.1, so
+both sides are compared in their folders' real locations. The lists are read lazily, only when a
+question is asked.
 """
 
 from __future__ import annotations
@@ -19,14 +22,15 @@ _MAX_HOPS = 40  # the kernel's limit on links followed (ELOOP)
 
 
 class PackageOwnership:
-    """path → owning package; `wanted` picks the dpkg lists worth reading by package name (all by default)."""
+    """path → owning package; `wanted` picks the dpkg lists worth reading by package name (a system has tens of thousands of listed files)."""
 
-    def __init__(self, system: System, wanted: Callable[[str], bool] = lambda package: True) -> None:
+    def __init__(self, system: System, wanted: Callable[[str], bool]) -> None:
         self.system = system
         self._wanted = wanted
         self._dpkg: Optional[dict[str, str]] = None
         self._rpm_missing = False
         self._rpm: dict[str, Optional[str]] = {}
+        self._folders: dict[str, str] = {}  # folder → its real path, each resolved once
 
     def owner(self, path: str) -> Optional[PackageOwner]:
         """The package that lists `path`, a link on its way, or the file it resolves to; None when none does."""
@@ -35,8 +39,9 @@ class PackageOwnership:
         chain = link_chain(self.system, path)
         dpkg = self._dpkg_lists()
         for candidate in chain:
-            if candidate in dpkg:
-                return PackageOwner(dpkg[candidate], "dpkg")
+            package = dpkg.get(candidate) or dpkg.get(self._canonical(candidate))
+            if package:
+                return PackageOwner(package, "dpkg")
         for candidate in chain:
             package = self._rpm_owner(candidate)
             if package:
@@ -54,7 +59,17 @@ class PackageOwnership:
                 for line in (self.system.read_text(entry.path) or "").splitlines():
                     if line.strip():
                         self._dpkg.setdefault(line.strip(), package)
+            for listed, package in list(self._dpkg.items()):  # /lib/x86_64-linux-gnu/x as listed, /usr/lib/... where found (merged /usr)
+                self._dpkg.setdefault(self._canonical(listed), package)
         return self._dpkg
+
+    def _canonical(self, path: str) -> str:
+        """`path` in its folder's real location (folder links such as /lib -> usr/lib resolved, the name itself kept)."""
+        rules = self.system.paths
+        folder = rules.dirname(path)
+        if folder not in self._folders:
+            self._folders[folder] = self.system.realpath(folder)
+        return rules.join(self._folders[folder], rules.basename(path))
 
     def _rpm_owner(self, path: str) -> Optional[str]:
         """`rpm -qf PATH`: the owning package's name-version-release, when rpm is installed and knows the file."""

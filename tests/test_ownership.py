@@ -70,8 +70,12 @@ def test_merged_usr_a_package_listing_lib_owns_what_the_loader_finds_in_usr_lib(
     listed = {"/lib": {"link": "usr/lib"}, "/var/lib/dpkg/info/libcudnn8:amd64.list": {"text": "/lib/x86_64-linux-gnu/libcudnn.so.8.9.7\n"}}
     system = FixtureSystem(_system_copy({**_cudnn8(SYSTEM, linked=True), **listed}))
     assert PackageOwnership(system, wanted=lambda package: True).owner(f"{SYSTEM}/libcudnn.so.8") == PackageOwner("libcudnn8:amd64", "dpkg")
+    # the other way round: the package lists the soname link under /usr/lib, the loader finds it under /lib
+    listed["/var/lib/dpkg/info/libcudnn8:amd64.list"] = {"text": f"{SYSTEM}/libcudnn.so.8\n"}
+    system = FixtureSystem(_system_copy({**_cudnn8(SYSTEM, linked=True), **listed}))
+    assert PackageOwnership(system, wanted=lambda package: True).owner("/lib/x86_64-linux-gnu/libcudnn.so.8") == PackageOwner("libcudnn8:amd64", "dpkg")
     # near miss: without the folder link the two paths are different files
-    del listed["/lib"]
+    listed = {"/var/lib/dpkg/info/libcudnn8:amd64.list": {"text": "/lib/x86_64-linux-gnu/libcudnn.so.8.9.7\n"}}
     system = FixtureSystem(_system_copy({**_cudnn8(SYSTEM, linked=True), **listed}))
     assert PackageOwnership(system, wanted=lambda package: True).owner(f"{SYSTEM}/libcudnn.so.8") is None
 

@@ -235,6 +235,13 @@ BUNDLED = "bundled"  # shipped inside the framework's own wheel
 NVIDIA_WHEELS = "nvidia-wheels"  # pip nvidia-* wheels, reached through the framework's RUNPATH or its own preloading
 
 
+class PackageOwner(NamedTuple):
+    """The package manager's package that installed a file."""
+
+    package: str  # as the manager names it: libnvidia-compute-565:amd64 (dpkg), libcudnn8-8.9.7.29-1.cuda12.2.x86_64 (rpm)
+    manager: str  # dpkg | rpm
+
+
 class ProbeFailure(NamedTuple):
     probe: str
     error: str
@@ -254,6 +261,9 @@ class Facts(NamedTuple):
     resolutions: tuple[Resolution, ...] = ()
     confirmations: tuple[Confirmation, ...] = ()
     builds: tuple[FrameworkBuild, ...] = ()
+    linux_driver_packages: tuple[PackageOwner, ...] = ()  # the packages that installed linux_driver_in_wsl, where known
+    # the NVIDIA driver's own files seen (libcuda.so.N, nvcuda.dll, /proc/driver/nvidia/version): none means no driver is visible
+    driver_files: tuple[str, ...] = ()
 
     def python(self, executable: str) -> Optional[PythonEnv]:
         return next((p for p in self.pythons if p.executable == executable), None)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Iterator, Optional
 
+from packaging.version import Version
+
 from cudnn_doctor.checks._libraries import build_key, cuda_key, is_cuda_library, lookup, reach_folder_fix, system_builds
+from cudnn_doctor.checks._variables import kind_problem, set_command, value_problems
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import Facts, Toolkit
 from cudnn_doctor.findings import Area, Finding, Severity
@@ -114,25 +117,68 @@ def nvcc_not_on_path(facts: Facts) -> Iterator[Finding]:
     yield finding("nvcc-not-on-path", detail, fix, {"toolkit": best.root}, causes=causes)
 
 
-@rule("cuda-path-mismatch", Severity.WARNING, "CUDA_PATH / CUDA_HOME and nvcc on PATH name different toolkits", Area.TOOLKIT)
+@rule("cuda-path-mismatch", Severity.WARNING, "CUDA_PATH / CUDA_HOME does not name the toolkit of the nvcc on PATH", Area.TOOLKIT)
 def cuda_path_mismatch(facts: Facts) -> Iterator[Finding]:
-    """Build systems take headers and libraries from CUDA_HOME / CUDA_PATH but compile with the nvcc on PATH; two versions mixed fail in odd ways."""
+    """Build systems take headers and libraries from CUDA_HOME / CUDA_PATH but compile with the nvcc on PATH; two versions mixed, or a value naming no toolkit, fail in odd ways."""
     tk = facts.toolkits
     path_toolkit = tk.by_root(tk.path_toolkit)
-    if path_toolkit is None:
-        return
+    kinds = {(t.name, t.value): t.kind for t in tk.targets}
     for name, value in tk.variables:
         if name.upper() not in ("CUDA_PATH", "CUDA_HOME"):
             continue
-        named = _toolkit_for(facts, value, facts.os)
-        if named is None or named.root == path_toolkit.root:
+        problems, meant = value_problems(name, value, facts.os)
+        named = None if problems else _toolkit_for(facts, value, facts.os)
+        if named is not None:
+            if path_toolkit is not None and named.root != path_toolkit.root:
+                yield finding(
+                    "cuda-path-mismatch",
+                    f"{name}={value} is CUDA {named.version}, but the nvcc first on PATH ({tk.nvcc_on_path}) is CUDA {path_toolkit.version} at {path_toolkit.root}.",
+                    [f"Point {name} at {path_toolkit.root}, or put {named.bin_dir} first on PATH, so both name the same toolkit."],
+                    {"variable": name, "value": value, "nvcc": tk.nvcc_on_path},
+                )
             continue
-        yield finding(
-            "cuda-path-mismatch",
-            f"{name}={value} is CUDA {named.version}, but the nvcc first on PATH ({tk.nvcc_on_path}) is CUDA {path_toolkit.version} at {path_toolkit.root}.",
-            [f"Point {name} at {path_toolkit.root}, or put {named.bin_dir} first on PATH, so both name the same toolkit."],
-            {"variable": name, "value": value, "nvcc": tk.nvcc_on_path},
-        )
+        if not problems:
+            problems = [kind_problem(kinds.get((name, value), "missing"), facts.os == "windows")]
+        yield _malformed(facts, name, value, problems, meant)
+
+
+def _malformed(facts: Facts, name: str, value: str, problems: list[str], meant: Optional[str]) -> Finding:
+    """The value names no toolkit: say why, and give the one value to set instead."""
+    tk = facts.toolkits
+    path_toolkit = tk.by_root(tk.path_toolkit)
+    meant_toolkit = _toolkit_for(facts, meant, facts.os) if meant else None
+    detail = f"{name} is '{value}', which {'; it '.join(problems)}."
+    if meant_toolkit is not None:
+        detail += f" Written correctly it would name CUDA {meant_toolkit.version} at {meant_toolkit.root}."
+    target, spelled = _corrected(facts, meant_toolkit)
+    if path_toolkit is not None:
+        detail += f" The nvcc first on PATH ({tk.nvcc_on_path}) is CUDA {path_toolkit.version} at {path_toolkit.root}; builds mix its compiler with whatever {name} leads them to."
+    elif target is not None:
+        detail += f" No nvcc is on PATH; {'that' if target is meant_toolkit else 'the newest installed'} toolkit is CUDA {target.version} at {target.root}."
+    else:
+        detail += " No CUDA toolkit is installed."
+    return finding(
+        "cuda-path-mismatch",
+        detail,
+        [set_command(facts, name, spelled)],
+        {"variable": name, "value": value, "problems": problems, "corrected": spelled, "nvcc": tk.nvcc_on_path},
+    )
+
+
+def _corrected(facts: Facts, meant: Optional[Toolkit]) -> tuple[Optional[Toolkit], Optional[str]]:
+    """The toolkit of the nvcc on PATH, else the one the value meant, else the newest: with the spelling PATH uses for it."""
+    tk = facts.toolkits
+    toolkit = tk.by_root(tk.path_toolkit) or meant
+    if toolkit is None and tk.toolkits:
+        toolkit = max(tk.toolkits, key=lambda t: (t.has_nvcc, t.parsed_version or Version("0")))
+    if toolkit is None:
+        return None, None
+    rules = PathRules(facts.os)
+    if tk.nvcc_on_path and tk.by_root(tk.path_toolkit) is toolkit:
+        spelled = rules.dirname(rules.dirname(tk.nvcc_on_path))  # /usr/local/cuda when PATH reaches 13.0 through the link
+        if any(rules.same(spelled, a) for a in toolkit.aliases):
+            return toolkit, spelled
+    return toolkit, toolkit.root
 
 
 @rule("multiple-cuda-on-path", Severity.WARNING, "Several CUDA toolkits are on PATH", Area.TOOLKIT)

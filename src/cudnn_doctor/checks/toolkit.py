@@ -94,11 +94,14 @@ def cuda_libs_not_found(facts: Facts) -> Iterator[Finding]:
         yield finding("cuda-libs-not-found", detail, fix, {"framework": build.name, "missing": names}, causes=causes)
 
 
-@rule("nvcc-not-on-path", Severity.WARNING, "A CUDA toolkit is installed but nvcc is not on PATH", Area.TOOLKIT, explained_by=("env-stale-session",))
+@rule("nvcc-not-on-path", Severity.WARNING, "A CUDA toolkit is installed but its nvcc is not on PATH", Area.TOOLKIT, explained_by=("env-stale-session",))
 def nvcc_not_on_path(facts: Facts) -> Iterator[Finding]:
-    """Build scripts (setup.py, CMake, make) call `nvcc` by name and fail with "nvcc: not found"."""
+    """Build scripts (setup.py, CMake, make) call `nvcc` by name: they fail with "nvcc: not found", or compile with an older or a distribution's nvcc."""
     with_nvcc = [t for t in facts.toolkits.toolkits if t.has_nvcc]
-    if not with_nvcc or facts.toolkits.nvcc_on_path:
+    if not with_nvcc:
+        return
+    if facts.toolkits.nvcc_on_path:
+        yield from _older_nvcc_first(facts)
         return
     best = max(with_nvcc, key=lambda t: t.parsed_version or 0)
     detail = f"CUDA {best.version} is installed at {best.root}, but no nvcc is on PATH."
@@ -107,7 +110,7 @@ def nvcc_not_on_path(facts: Facts) -> Iterator[Finding]:
         step, stale = reach_folder_fix(facts, best.bin_dir)
         fix, causes = [step], [stale]
     else:
-        fix = [f"export PATH={best.bin_dir}:$PATH  (add it to ~/.bashrc to keep it)"]
+        fix, causes = [f"export PATH={best.bin_dir}:$PATH  (add it to ~/.bashrc to keep it)"], [_nvcc_key(best.bin_dir)]
         if facts.environment.variables.get("SUDO_USER"):
             detail += " This shell runs under sudo, whose secure_path and env_reset drop the PATH of your own shell."
             fix = [
@@ -115,6 +118,76 @@ def nvcc_not_on_path(facts: Facts) -> Iterator[Finding]:
                 f"Or add {best.bin_dir} to secure_path in /etc/sudoers (via `sudo visudo`).",
             ]
     yield finding("nvcc-not-on-path", detail, fix, {"toolkit": best.root}, causes=causes)
+
+
+def _older_nvcc_first(facts: Facts) -> Iterator[Finding]:
+    """The nvcc on PATH is an older toolkit's or a distribution's, while the toolkit the machine is set up for has its bin off PATH."""
+    tk = facts.toolkits
+    first = tk.by_root(tk.path_toolkit)
+    distro = _distribution_nvcc(facts)
+    pointed = [p for p in _pointed_at(facts) if p[0].has_nvcc and not p[0].on_path and (first is None or p[0].root != first.root)]
+    newer = [p for p in pointed if _newer(p[0], first) or (distro and (first is None or first.parsed_version is None))]
+    if not newer:
+        return
+    target = max(newer, key=lambda p: p[0].parsed_version or Version("0"))[0]
+    reasons = list(dict.fromkeys(why for t, why, _ in newer if t is target))
+    bin_dir = PathRules(facts.os).join(next(spelled for t, _, spelled in newer if t is target), "bin")
+    version = f"CUDA {first.version}" if first and first.version else "an unknown CUDA version"
+    where = f"from the distribution package {distro} ({version})" if distro else f"from {version} at {first.root if first else tk.nvcc_real}"
+    detail = (
+        f"The nvcc first on PATH is {tk.nvcc_on_path}, {where}, but CUDA {target.version} at {target.root} is the toolkit "
+        f"{' and '.join(reasons)}, and its bin folder {bin_dir} is not on PATH. Builds compile with the older nvcc against the newer toolkit's headers and libraries, or fail."
+    )
+    causes = [_nvcc_key(bin_dir)]
+    if facts.os == "windows":
+        step, stale = reach_folder_fix(facts, bin_dir)
+        fix = [step if stale else f"Put {bin_dir} first on PATH (System Properties → Environment Variables → Path → New, Move Up), then open a new terminal."]
+        causes = [stale] if stale else causes
+    else:
+        fix = [f"export PATH={bin_dir}:$PATH  (add it to ~/.bashrc to keep it)"]
+        if distro:
+            fix.append(f"Or remove the distribution's older compiler: `sudo apt remove {distro}`.")
+    evidence = {"toolkit": target.root, "nvcc": tk.nvcc_on_path, "package": distro, "pointed_by": reasons}
+    yield finding("nvcc-not-on-path", detail, fix, evidence, causes=causes)
+
+
+def _nvcc_key(bin_dir: str) -> str:
+    """The cause "this toolkit's bin folder is off PATH": no stale session explains it (that is Windows' cause, keyed apart)."""
+    return f"nvcc:{bin_dir}"
+
+
+def _distribution_nvcc(facts: Facts) -> Optional[str]:
+    """The Linux distribution's own nvcc (Debian/Ubuntu nvidia-cuda-toolkit), not one of NVIDIA's cuda-nvcc-X-Y packages."""
+    package = facts.toolkits.nvcc_package
+    if package and not package.startswith("cuda-"):
+        return package
+    return None
+
+
+def _pointed_at(facts: Facts) -> Iterator[tuple[Toolkit, str, str]]:
+    """Toolkits the machine is set up for, why, and the spelling that points there: the `cuda` link, CUDA_HOME / CUDA_PATH, a framework's CUDA."""
+    rules = PathRules(facts.os)
+    for toolkit in facts.toolkits.toolkits:
+        for alias in toolkit.aliases:
+            if rules.basename(alias).lower() == "cuda":
+                yield toolkit, f"{alias} links to", alias
+    for name, value in facts.toolkits.variables:
+        if name.upper() in ("CUDA_PATH", "CUDA_HOME") and not value_problems(name, value, facts.os)[0]:
+            toolkit = _toolkit_for(facts, value, facts.os)
+            if toolkit is not None:
+                yield toolkit, f"{name} names", value
+    for build in facts.builds:
+        if build.cuda_version is None:
+            continue
+        for toolkit in facts.toolkits.toolkits:
+            if toolkit.parsed_version and toolkit.parsed_version.release[:2] == build.cuda_version.release[:2]:
+                yield toolkit, f"{build.name} {build.version} was built for", toolkit.root
+
+
+def _newer(toolkit: Toolkit, than: Optional[Toolkit]) -> bool:
+    if than is None or than.parsed_version is None or toolkit.parsed_version is None:
+        return False
+    return toolkit.parsed_version.release[:2] > than.parsed_version.release[:2]
 
 
 @rule("cuda-path-mismatch", Severity.WARNING, "CUDA_PATH / CUDA_HOME does not name the toolkit of the nvcc on PATH", Area.TOOLKIT)
@@ -133,7 +206,7 @@ def cuda_path_mismatch(facts: Facts) -> Iterator[Finding]:
                 yield finding(
                     "cuda-path-mismatch",
                     f"{name}={value} is CUDA {named.version}, but the nvcc first on PATH ({tk.nvcc_on_path}) is CUDA {path_toolkit.version} at {path_toolkit.root}.",
-                    [f"Point {name} at {path_toolkit.root}, or put {named.bin_dir} first on PATH, so both name the same toolkit."],
+                    [set_command(facts, name, _corrected(facts, None)[1]), f"Or put {named.bin_dir} first on PATH, so both name the same toolkit."],
                     {"variable": name, "value": value, "nvcc": tk.nvcc_on_path},
                 )
             continue

@@ -20,7 +20,9 @@ V124, V118 = f"{CUDA}\\v12.4", f"{CUDA}\\v11.8"
 
 
 def nvcc(version: str) -> dict:
-    return {"nvcc --version": {"returncode": 0, "stdout": f"nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release {version}, V{version}.131\n"}}
+    return {
+        "nvcc --version": {"returncode": 0, "stdout": f"nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release {version}, V{version}.131\n"}
+    }
 
 
 WINDOWS_FILES = {
@@ -195,7 +197,10 @@ def test_distribution_nvcc_first_while_the_cuda_link_points_at_a_newer_toolkit()
     assert len(found) == 1
     assert "from the distribution package nvidia-cuda-toolkit (CUDA 11.5.131)" in found[0].detail
     assert "/usr/local/cuda links to" in found[0].detail
-    assert found[0].fix == ("export PATH=/usr/local/cuda/bin:$PATH  (add it to ~/.bashrc to keep it)", "Or remove the distribution's older compiler: `sudo apt remove nvidia-cuda-toolkit`.")
+    assert found[0].fix == (
+        "export PATH=/usr/local/cuda/bin:$PATH  (add it to ~/.bashrc to keep it)",
+        "Or remove the distribution's older compiler: `sudo apt remove nvidia-cuda-toolkit`.",
+    )
     assert "No other finding explains it" not in found[0].detail
 
 
@@ -244,7 +249,12 @@ def test_older_toolkit_first_while_a_framework_was_built_for_a_newer_one():
     ],
 )
 def test_quiet_when_the_pointed_at_toolkits_bin_is_on_path(path):
-    document = machine(LINUX_BASE, files=LINUX_FILES, env={"PATH": path}, commands=nvcc("12.4" if "12.4" in path.split(":")[0] or path.startswith("/usr/local/cuda/") else "11.8"))
+    document = machine(
+        LINUX_BASE,
+        files=LINUX_FILES,
+        env={"PATH": path},
+        commands=nvcc("12.4" if "12.4" in path.split(":")[0] or path.startswith("/usr/local/cuda/") else "11.8"),
+    )
     assert not findings_of(document, "nvcc-not-on-path")
 
 

@@ -43,18 +43,28 @@ def value_problems(name: str, value: str, os_name: str) -> tuple[list[str], Opti
         problems.append(f"holds {shown} unexpanded: nothing expands it in this variable, so tools look for a folder literally named so")
     separators = ";" if rules.windows else ";:"
     if any(s in text for s in separators):
-        pieces = [p for p in re.split(f"[{separators}]", text) if p.strip()]
+        pieces = [p for p in text.replace(";", rules.list_sep).split(rules.list_sep) if p.strip()]
         joined = "', '".join(sorted({s for s in separators if s in text}))
-        problems.append(f"holds {len(pieces)} path{'s' if len(pieces) != 1 else ''} joined with '{joined}' as if it were PATH; it must name exactly one toolkit folder")
+        problems.append(
+            f"holds {len(pieces)} path{'s' if len(pieces) != 1 else ''} joined with '{joined}' as if it were PATH; it must name exactly one toolkit folder"
+        )
         return problems, None
     if text.endswith(("\\", "/")) and len(rules.norm(text)) > 3:
         problems.append(
             "ends in a path separator"
-            + (f', so a quoted "%{name}%" ends in \\" and the closing quote is read as part of the value' if rules.windows else ", so tools that compare it with the toolkit's own spelling see another folder")
+            + (
+                f', so a quoted "%{name}%" ends in \\" and the closing quote is read as part of the value'
+                if rules.windows
+                else ", so tools that compare it with the toolkit's own spelling see another folder"
+            )
         )
         text = text.rstrip("\\/")
     if rules.name_key(rules.basename(text)) in _NVCC:
-        problems.append("names the compiler itself, not the toolkit folder that holds bin\\nvcc.exe" if rules.windows else "names the compiler itself, not the toolkit folder that holds bin/nvcc")
+        problems.append(
+            "names the compiler itself, not the toolkit folder that holds bin\\nvcc.exe"
+            if rules.windows
+            else "names the compiler itself, not the toolkit folder that holds bin/nvcc"
+        )
         text = rules.dirname(text)
         if rules.name_key(rules.basename(text)) == "bin":
             text = rules.dirname(text)

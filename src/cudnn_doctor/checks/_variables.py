@@ -82,8 +82,8 @@ def kind_problem(kind: str, windows: bool) -> str:
         return "names a folder that does not exist (a toolkit that was uninstalled or moved)"
     if kind == "file":
         return "names a file, not a toolkit folder"
-    nvcc = "bin\\nvcc.exe" if windows else "bin/nvcc"
-    return f"names a folder that holds no toolkit: no {nvcc}, version.json or include/cuda.h (what an uninstalled toolkit leaves behind)"
+    nvcc, header = ("bin\\nvcc.exe", "include\\cuda.h") if windows else ("bin/nvcc", "include/cuda.h")
+    return f"names a folder that holds no toolkit: no {nvcc}, version.json or {header} (what an uninstalled toolkit leaves behind)"
 
 
 def set_command(facts: Facts, name: str, value: Optional[str]) -> str:

@@ -270,3 +270,15 @@ def test_windows_older_nvcc_first_while_cuda_path_names_a_newer_toolkit():
     assert "CUDA_PATH names" in found[0].detail
     assert found[0].fix[0].startswith(f"Put {V124}\\bin first on PATH")
     assert not findings_of(windows(V124), "nvcc-not-on-path")
+
+
+def test_a_value_the_probe_saw_as_a_toolkit_is_never_faulted_for_naming_none():
+    from cudnn_doctor.checks import run_checks
+    from cudnn_doctor.facts import VariableTarget
+
+    from .conftest import run
+
+    facts = run(linux("/opt/elsewhere")).facts
+    assert [f.id for f in run_checks(facts) if f.id == "cuda-path-mismatch"]  # a missing folder is faulted
+    seen = facts._replace(toolkits=facts.toolkits._replace(targets=(VariableTarget("CUDA_HOME", "/opt/elsewhere", "toolkit"),)))
+    assert not [f for f in run_checks(seen) if f.id == "cuda-path-mismatch"]

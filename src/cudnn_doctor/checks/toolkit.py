@@ -211,7 +211,10 @@ def cuda_path_mismatch(facts: Facts) -> Iterator[Finding]:
                 )
             continue
         if not problems:
-            problems = [kind_problem(kinds.get((name, value), "missing"), facts.os == "windows")]
+            kind = kinds.get((name, value), "missing")
+            if kind == "toolkit":  # the probe saw a toolkit there that no check knows: never fault what may be right
+                continue
+            problems = [kind_problem(kind, facts.os == "windows")]
         yield _malformed(facts, name, value, problems, meant)
 
 

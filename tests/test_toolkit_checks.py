@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import pytest
 
+from cudnn_doctor.checks import run_checks
 from cudnn_doctor.checks._variables import value_problems
+from cudnn_doctor.facts import VariableTarget
 from cudnn_doctor.probes.toolkit import probe_toolkits
 from cudnn_doctor.system.fixture import FixtureSystem
 
-from .conftest import LINUX_BASE, WINDOWS_BASE, findings_of, machine
+from .conftest import LINUX_BASE, WINDOWS_BASE, findings_of, machine, run
 
 CUDA = "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA"
 V124, V118 = f"{CUDA}\\v12.4", f"{CUDA}\\v11.8"
@@ -273,11 +275,6 @@ def test_windows_older_nvcc_first_while_cuda_path_names_a_newer_toolkit():
 
 
 def test_a_value_the_probe_saw_as_a_toolkit_is_never_faulted_for_naming_none():
-    from cudnn_doctor.checks import run_checks
-    from cudnn_doctor.facts import VariableTarget
-
-    from .conftest import run
-
     facts = run(linux("/opt/elsewhere")).facts
     assert [f.id for f in run_checks(facts) if f.id == "cuda-path-mismatch"]  # a missing folder is faulted
     seen = facts._replace(toolkits=facts.toolkits._replace(targets=(VariableTarget("CUDA_HOME", "/opt/elsewhere", "toolkit"),)))

@@ -82,32 +82,33 @@ def test_windows_malformed_cuda_path_fires_with_the_exact_setx_command(value, pr
     assert found[0].evidence["corrected"] == V124
 
 
+K, LINK = "/usr/local/cuda-12.4", "/usr/local/cuda"  # nvcc on PATH is reached through the link
 LINUX_SHAPES = [
-    ("/usr/local/cuda-12.4/bin", "bin folder"),
-    ("/usr/local/cuda-12.4/", "ends in a path separator"),
-    ('"/usr/local/cuda-12.4"', "wrapped in quotes"),
-    ("'/usr/local/cuda-12.4'", "wrapped in quotes"),
-    ("/usr/local/cuda-12.4'", "stray quote"),
-    ("/usr/local/cuda-11.8:/usr/local/cuda-12.4", "2 paths joined with ':'"),
-    ("/usr/local/cuda-12.4;/usr/local/cuda-11.8", "joined with ';'"),
-    ("$CUDA_ROOT", "$CUDA_ROOT unexpanded"),
-    ("${HOME}/cuda-12.4", "${HOME} unexpanded"),
-    ("~/cuda", "~ unexpanded"),
-    ("/usr/local/cuda-12.4 ", "spaces or tabs"),
-    ("/usr/local/cuda-12.1", "does not exist"),
-    ("/usr/local/cuda-12.4/bin/nvcc", "names the compiler itself"),
-    ("/usr/local/cuda-11.2", "holds no toolkit"),
-    ("usr/local/cuda-12.4", "not an absolute path"),
+    ("/usr/local/cuda-12.4/bin", "bin folder", K),  # what the value meant, when it meant the toolkit of that nvcc
+    ("/usr/local/cuda-12.4/", "ends in a path separator", K),
+    ('"/usr/local/cuda-12.4"', "wrapped in quotes", K),
+    ("'/usr/local/cuda-12.4'", "wrapped in quotes", K),
+    ("/usr/local/cuda-12.4'", "stray quote", K),
+    ("/usr/local/cuda-11.8:/usr/local/cuda-12.4", "2 paths joined with ':'", LINK),  # else the spelling PATH uses
+    ("/usr/local/cuda-12.4;/usr/local/cuda-11.8", "joined with ';'", LINK),
+    ("$CUDA_ROOT", "$CUDA_ROOT unexpanded", LINK),
+    ("${HOME}/cuda-12.4", "${HOME} unexpanded", LINK),
+    ("~/cuda", "~ unexpanded", LINK),
+    ("/usr/local/cuda-12.4 ", "spaces or tabs", K),
+    ("/usr/local/cuda-12.1", "does not exist", LINK),
+    ("/usr/local/cuda-12.4/bin/nvcc", "names the compiler itself", K),
+    ("/usr/local/cuda/bin/", "; it ends in the toolkit's bin folder", LINK),
+    ("/usr/local/cuda-11.2", "holds no toolkit", LINK),
+    ("usr/local/cuda-12.4", "not an absolute path", LINK),
 ]
 
 
-@pytest.mark.parametrize(("value", "problem"), LINUX_SHAPES)
-def test_linux_malformed_cuda_home_fires_with_the_export_line(value, problem):
+@pytest.mark.parametrize(("value", "problem", "corrected"), LINUX_SHAPES)
+def test_linux_malformed_cuda_home_fires_with_the_export_line(value, problem, corrected):
     found = findings_of(linux(value), "cuda-path-mismatch")
     assert len(found) == 1
     assert f"CUDA_HOME is '{value}'" in found[0].detail and problem in found[0].detail
-    # nvcc on PATH is reached through the /usr/local/cuda link: the value keeps that spelling
-    assert found[0].fix[0].startswith("Run `export CUDA_HOME=/usr/local/cuda` ")
+    assert found[0].fix[0].startswith(f"Run `export CUDA_HOME={corrected}` ")
 
 
 @pytest.mark.parametrize("value", [V124, f"{CUDA}/V12.4", f"{CUDA.lower()}\\v12.4"])
@@ -279,3 +280,12 @@ def test_a_value_the_probe_saw_as_a_toolkit_is_never_faulted_for_naming_none():
     assert [f.id for f in run_checks(facts) if f.id == "cuda-path-mismatch"]  # a missing folder is faulted
     seen = facts._replace(toolkits=facts.toolkits._replace(targets=(VariableTarget("CUDA_HOME", "/opt/elsewhere", "toolkit"),)))
     assert not [f for f in run_checks(seen) if f.id == "cuda-path-mismatch"]
+
+
+def test_the_corrected_value_keeps_the_users_spelling_of_the_same_toolkit():
+    """`"/usr/local/cuda-12.4/"` with nvcc reached through /usr/local/cuda: the fix keeps cuda-12.4, the link stays the link."""
+    found = findings_of(linux('"/usr/local/cuda-12.4/"'), "cuda-path-mismatch")
+    assert found[0].fix[0].startswith("Run `export CUDA_HOME=/usr/local/cuda-12.4` ")
+    plain_path = "/usr/local/cuda-12.4/bin:/usr/bin"
+    assert findings_of(linux("/usr/local/cuda/bin", path=plain_path), "cuda-path-mismatch")[0].evidence["corrected"] == "/usr/local/cuda"
+    assert findings_of(linux("/usr/local/cuda-12.1", path=plain_path), "cuda-path-mismatch")[0].evidence["corrected"] == "/usr/local/cuda-12.4"

@@ -226,7 +226,7 @@ def _malformed(facts: Facts, name: str, value: str, problems: list[str], meant: 
     detail = f"{name} is '{value}', which {'; it '.join(problems)}."
     if meant_toolkit is not None:
         detail += f" Written correctly it would name CUDA {meant_toolkit.version} at {meant_toolkit.root}."
-    target, spelled = _corrected(facts, meant_toolkit)
+    target, spelled = _corrected(facts, meant_toolkit, meant)
     if path_toolkit is not None:
         detail += f" The nvcc first on PATH ({tk.nvcc_on_path}) is CUDA {path_toolkit.version} at {path_toolkit.root}; builds mix its compiler with whatever {name} leads them to."
     elif target is not None:
@@ -241,8 +241,8 @@ def _malformed(facts: Facts, name: str, value: str, problems: list[str], meant: 
     )
 
 
-def _corrected(facts: Facts, meant: Optional[Toolkit]) -> tuple[Optional[Toolkit], Optional[str]]:
-    """The toolkit of the nvcc on PATH, else the one the value meant, else the newest: with the spelling PATH uses for it."""
+def _corrected(facts: Facts, meant: Optional[Toolkit], meant_spelling: Optional[str] = None) -> tuple[Optional[Toolkit], Optional[str]]:
+    """The toolkit of the nvcc on PATH, else the one the value meant, else the newest: spelled as the user did, else as PATH does."""
     tk = facts.toolkits
     toolkit = tk.by_root(tk.path_toolkit) or meant
     if toolkit is None and tk.toolkits:
@@ -250,6 +250,8 @@ def _corrected(facts: Facts, meant: Optional[Toolkit]) -> tuple[Optional[Toolkit
     if toolkit is None:
         return None, None
     rules = PathRules(facts.os)
+    if meant is toolkit and meant_spelling:
+        return toolkit, rules.norm(meant_spelling)  # /usr/local/cuda stays the link the user chose
     if tk.nvcc_on_path and tk.by_root(tk.path_toolkit) is toolkit:
         spelled = rules.dirname(rules.dirname(tk.nvcc_on_path))  # /usr/local/cuda when PATH reaches 13.0 through the link
         if any(rules.same(spelled, a) for a in toolkit.aliases):

@@ -100,6 +100,7 @@ LINUX_SHAPES = [
     ("/usr/local/cuda/bin/", "; it ends in the toolkit's bin folder", LINK),
     ("/usr/local/cuda-11.2", "holds no toolkit", LINK),
     ("usr/local/cuda-12.4", "not an absolute path", LINK),
+    ("", "is empty", LINK),
 ]
 
 

@@ -62,6 +62,14 @@ class Toolkit(NamedTuple):
         return parse_version(self.version)
 
 
+class VariableTarget(NamedTuple):
+    """What a toolkit variable's literal value names, read as one path (never split into pieces)."""
+
+    name: str
+    value: str
+    kind: str  # toolkit | folder | file | missing: a folder that is no toolkit is what an uninstall leaves
+
+
 class ToolkitFacts(NamedTuple):
     toolkits: tuple[Toolkit, ...] = ()
     nvcc_on_path: Optional[str] = None  # the first nvcc on PATH, as found there
@@ -69,6 +77,8 @@ class ToolkitFacts(NamedTuple):
     nvcc_version: Optional[str] = None
     path_toolkit: Optional[str] = None  # root of the toolkit that nvcc belongs to
     variables: tuple[tuple[str, str], ...] = ()  # CUDA_PATH, CUDA_HOME, CUDA_PATH_Vx_y as set
+    targets: tuple[VariableTarget, ...] = ()  # what each of those values names on disk, taken literally
+    nvcc_package: Optional[str] = None  # the dpkg package that owns the nvcc on PATH (nvidia-cuda-toolkit, cuda-nvcc-12-4)
 
     def by_root(self, root: Optional[str]) -> Optional[Toolkit]:
         return next((t for t in self.toolkits if t.root == root), None)

@@ -62,6 +62,14 @@ class Toolkit(NamedTuple):
         return parse_version(self.version)
 
 
+class VariableTarget(NamedTuple):
+    """What a toolkit variable's literal value names, read as one path (never split into pieces)."""
+
+    name: str
+    value: str
+    kind: str  # toolkit | folder | file | missing: a folder that is no toolkit is what an uninstall leaves
+
+
 class ToolkitFacts(NamedTuple):
     toolkits: tuple[Toolkit, ...] = ()
     nvcc_on_path: Optional[str] = None  # the first nvcc on PATH, as found there
@@ -69,6 +77,8 @@ class ToolkitFacts(NamedTuple):
     nvcc_version: Optional[str] = None
     path_toolkit: Optional[str] = None  # root of the toolkit that nvcc belongs to
     variables: tuple[tuple[str, str], ...] = ()  # CUDA_PATH, CUDA_HOME, CUDA_PATH_Vx_y as set
+    targets: tuple[VariableTarget, ...] = ()  # what each of those values names on disk, taken literally
+    nvcc_package: Optional[str] = None  # the dpkg package that owns the nvcc on PATH (nvidia-cuda-toolkit, cuda-nvcc-12-4)
 
     def by_root(self, root: Optional[str]) -> Optional[Toolkit]:
         return next((t for t in self.toolkits if t.root == root), None)
@@ -235,6 +245,13 @@ BUNDLED = "bundled"  # shipped inside the framework's own wheel
 NVIDIA_WHEELS = "nvidia-wheels"  # pip nvidia-* wheels, reached through the framework's RUNPATH or its own preloading
 
 
+class PackageOwner(NamedTuple):
+    """The package manager's package that installed a file."""
+
+    package: str  # as the manager names it: libnvidia-compute-565:amd64 (dpkg), libcudnn8-8.9.7.29-1.cuda12.2.x86_64 (rpm)
+    manager: str  # dpkg | rpm
+
+
 class ProbeFailure(NamedTuple):
     probe: str
     error: str
@@ -254,6 +271,9 @@ class Facts(NamedTuple):
     resolutions: tuple[Resolution, ...] = ()
     confirmations: tuple[Confirmation, ...] = ()
     builds: tuple[FrameworkBuild, ...] = ()
+    linux_driver_packages: tuple[PackageOwner, ...] = ()  # the packages that installed linux_driver_in_wsl, where known
+    # the NVIDIA driver's own files seen (libcuda.so.N, nvcuda.dll, /proc/driver/nvidia/version): none means no driver is visible
+    driver_files: tuple[str, ...] = ()
 
     def python(self, executable: str) -> Optional[PythonEnv]:
         return next((p for p in self.pythons if p.executable == executable), None)

@@ -207,13 +207,21 @@ def wsl_linux_driver(facts: Facts) -> Iterator[Finding]:
         return
     files = ", ".join(facts.linux_driver_in_wsl)
     real = next((f for f in facts.linux_driver_in_wsl if re.search(r"libcuda\.so\.\d{3}", f)), facts.linux_driver_in_wsl[0])
+    pulled_in = "often pulled in by the `cuda` or `cuda-drivers` metapackage; install `cuda-toolkit-X-Y` instead"
+    dpkg = [o.package for o in facts.linux_driver_packages if o.manager == "dpkg"]
+    rpm = [o.package for o in facts.linux_driver_packages if o.manager == "rpm"]
+    if dpkg or rpm:
+        remove = (
+            [f"Remove the package{'s' if len(dpkg) > 1 else ''} that installed them: `sudo apt-get remove --purge {' '.join(dpkg)}` ({pulled_in})."]
+            if dpkg
+            else []
+        )
+        remove += [f"Remove the package{'s' if len(rpm) > 1 else ''} that installed them: `sudo dnf remove {' '.join(rpm)}`."] if rpm else []
+    else:
+        remove = [f"Find the package that installed them: `dpkg -S {real}`.", f"Remove it: `sudo apt-get remove --purge <that package>` ({pulled_in})."]
     yield finding(
         "wsl-linux-driver-installed",
         f"Linux driver libraries inside WSL: {files}. They shadow /usr/lib/wsl/lib/libcuda.so.1, the only driver that reaches the GPU under WSL2.",
-        [
-            f"Find the package that installed them: `dpkg -S {real}`.",
-            "Remove it: `sudo apt-get remove --purge <that package>` (often pulled in by the `cuda` or `cuda-drivers` metapackage; install `cuda-toolkit-X-Y` instead).",
-            "Run `sudo ldconfig`, then check that `ldconfig -p | grep libcuda` lists only /usr/lib/wsl/lib.",
-        ],
-        {"files": list(facts.linux_driver_in_wsl)},
+        [*remove, "Run `sudo ldconfig`, then check that `ldconfig -p | grep libcuda` lists only /usr/lib/wsl/lib."],
+        {"files": list(facts.linux_driver_in_wsl), "packages": [o.package for o in facts.linux_driver_packages]},
     )

@@ -7,6 +7,7 @@ from typing import Iterator, Optional, Sequence
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.checks._cudnn import every_resolution, library_release, owner
+from cudnn_doctor.checks._driver_libraries import driver_gap, driver_visible, is_driver_library, other_spelling_loaded, proven_by_the_gpu
 from cudnn_doctor.checks._libraries import area_of_library, basename, build_key, cuda_key_of_library, cudnn_key, is_cudnn
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import EMPTY, PROCESS, UNREADABLE, WRONG_ARCHITECTURE, Candidate, Facts, FrameworkBuild, LoadStep, Resolution
@@ -103,8 +104,8 @@ def library_wrong_architecture(facts: Facts) -> Iterator[Finding]:
 
 def _skip_missing(facts: Facts, requester: str, name: str) -> bool:
     """Names whose absence is explained elsewhere or does not matter."""
-    if re.match(knowledge.table("libraries").driver_provided.pattern, name):
-        return True  # the driver's: no-nvidia-gpu / wsl-linux-driver-installed
+    if is_driver_library(name):
+        return not driver_visible(facts)  # no driver at all: no-nvidia-gpu / wsl-linux-driver-installed say it
     if name.lower() == "zlibwapi.dll":
         version = library_release(facts, requester)
         return version is not None and not knowledge.zlibwapi_required(version)
@@ -139,19 +140,23 @@ def dependency_missing(facts: Facts) -> Iterator[Finding]:
         missing: dict[str, list[str]] = {}
         steps: dict[str, LoadStep] = {}
         optional: set[str] = set()
+        elsewhere: dict[str, list[str]] = {}
         for step in resolution.steps:
             names = step.one_of or (step.name,)
             if step.how == "root" or not step.failed or any(_skip_missing(facts, step.requester, n) for n in names):
                 continue
+            if other_spelling_loaded(resolution, step, rules) or proven_by_the_gpu(build, step.name):
+                continue  # the fallback spelling of a driver library the process did load; the driver itself, when the framework reached a GPU
             if (step.how == "import" and step.requester in vouched) or any(rules.name_key(n) in vouched_names for n in names):
                 continue  # the live process did load it, from somewhere the emulation does not see
             missing.setdefault(step.wanted, []).append(step.requester)
             steps.setdefault(step.wanted, step)
+            elsewhere.setdefault(step.wanted, []).extend(step.elsewhere)
             if step.optional:
                 optional.add(step.wanted)
         for wanted, requesters in missing.items():
             emulated.update((resolution.executable, resolution.framework, rules.name_key(n)) for n in steps[wanted].one_of or (steps[wanted].name,))
-            yield _missing(facts, build, steps[wanted], requesters, wanted in optional, rules, resolution)
+            yield _missing(facts, build, steps[wanted], requesters, wanted in optional, rules, resolution, elsewhere.get(wanted, ()))
     yield from _logged_missing(facts, emulated)
 
 
@@ -180,9 +185,11 @@ def _missing(
     optional: bool,
     rules: PathRules,
     resolution: Optional[Resolution] = None,
+    elsewhere: Sequence[str] = (),
 ) -> Finding:
     """`step`: the first failed request for it; a try-list is reported once, naming every member.
-    Without a build the load is a program's that loads an installation no framework uses."""
+    Without a build the load is a program's that loads an installation no framework uses.
+    `elsewhere`: copies of the name in folders the search does not reach."""
     who = ", ".join(sorted({rules.basename(r) for r in requesters}))
     name, members = step.name, step.one_of or (step.name,)
     provider = knowledge.library_provider(name)
@@ -197,7 +204,10 @@ def _missing(
     if optional:
         detail += " The library treats this load as optional: only some algorithms fail."
     fix = []
-    if provider:
+    if is_driver_library(name):
+        gap, fix = driver_gap(facts, name, elsewhere)
+        detail += gap
+    elif provider:
         detail += f" It is provided by {provider.provider}."
         fix.append(provider.fix.replace("{folder}", folder))
     else:
@@ -206,7 +216,12 @@ def _missing(
         "dependency-missing",
         detail,
         fix,
-        {"name": name, "one_of": list(members), "needed_by": requesters, "provider": provider.provider if provider else None},
+        {
+            "name": name,
+            "one_of": list(members),
+            "needed_by": requesters,
+            "provider": "the NVIDIA driver" if is_driver_library(name) else provider.provider if provider else None,
+        },
         severity=Severity.WARNING if optional else Severity.ERROR,
         area=area_of_library(name, requesters[0]),
         causes=_dependency_causes(facts, build, members, requesters),
@@ -240,6 +255,8 @@ def _logged_missing(facts: Facts, emulated: set[tuple[str, str, str]]) -> Iterat
         known = {rules.name_key(n) for n in (build.system_libraries or ()) if n}
         requests: dict[str, list[str]] = {}
         for failure in build.load_failures:
+            if is_driver_library(failure.library) and not driver_visible(facts):
+                continue  # no driver at all: no-nvidia-gpu says it
             key = rules.name_key(basename(failure.library))
             if (build.executable, build.name, key) in emulated:
                 continue

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Iterator, Optional
 
+from packaging.version import Version
+
 from cudnn_doctor.checks._libraries import build_key, cuda_key, is_cuda_library, lookup, reach_folder_fix, system_builds
+from cudnn_doctor.checks._variables import kind_problem, set_command, value_problems
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import Facts, Toolkit
 from cudnn_doctor.findings import Area, Finding, Severity
@@ -91,11 +94,14 @@ def cuda_libs_not_found(facts: Facts) -> Iterator[Finding]:
         yield finding("cuda-libs-not-found", detail, fix, {"framework": build.name, "missing": names}, causes=causes)
 
 
-@rule("nvcc-not-on-path", Severity.WARNING, "A CUDA toolkit is installed but nvcc is not on PATH", Area.TOOLKIT, explained_by=("env-stale-session",))
+@rule("nvcc-not-on-path", Severity.WARNING, "A CUDA toolkit is installed but its nvcc is not on PATH", Area.TOOLKIT, explained_by=("env-stale-session",))
 def nvcc_not_on_path(facts: Facts) -> Iterator[Finding]:
-    """Build scripts (setup.py, CMake, make) call `nvcc` by name and fail with "nvcc: not found"."""
+    """Build scripts (setup.py, CMake, make) call `nvcc` by name: they fail with "nvcc: not found", or compile with an older or a distribution's nvcc."""
     with_nvcc = [t for t in facts.toolkits.toolkits if t.has_nvcc]
-    if not with_nvcc or facts.toolkits.nvcc_on_path:
+    if not with_nvcc:
+        return
+    if facts.toolkits.nvcc_on_path:
+        yield from _older_nvcc_first(facts)
         return
     best = max(with_nvcc, key=lambda t: t.parsed_version or 0)
     detail = f"CUDA {best.version} is installed at {best.root}, but no nvcc is on PATH."
@@ -104,7 +110,7 @@ def nvcc_not_on_path(facts: Facts) -> Iterator[Finding]:
         step, stale = reach_folder_fix(facts, best.bin_dir)
         fix, causes = [step], [stale]
     else:
-        fix = [f"export PATH={best.bin_dir}:$PATH  (add it to ~/.bashrc to keep it)"]
+        fix, causes = [f"export PATH={best.bin_dir}:$PATH  (add it to ~/.bashrc to keep it)"], [_nvcc_key(best.bin_dir)]
         if facts.environment.variables.get("SUDO_USER"):
             detail += " This shell runs under sudo, whose secure_path and env_reset drop the PATH of your own shell."
             fix = [
@@ -114,25 +120,143 @@ def nvcc_not_on_path(facts: Facts) -> Iterator[Finding]:
     yield finding("nvcc-not-on-path", detail, fix, {"toolkit": best.root}, causes=causes)
 
 
-@rule("cuda-path-mismatch", Severity.WARNING, "CUDA_PATH / CUDA_HOME and nvcc on PATH name different toolkits", Area.TOOLKIT)
+def _older_nvcc_first(facts: Facts) -> Iterator[Finding]:
+    """The nvcc on PATH is an older toolkit's or a distribution's, while the toolkit the machine is set up for has its bin off PATH."""
+    tk = facts.toolkits
+    first = tk.by_root(tk.path_toolkit)
+    distro = _distribution_nvcc(facts)
+    pointed = [p for p in _pointed_at(facts) if p[0].has_nvcc and not p[0].on_path and (first is None or p[0].root != first.root)]
+    newer = [p for p in pointed if _newer(p[0], first) or (distro and (first is None or first.parsed_version is None))]
+    if not newer:
+        return
+    target = max(newer, key=lambda p: p[0].parsed_version or Version("0"))[0]
+    reasons = list(dict.fromkeys(why for t, why, _ in newer if t is target))
+    bin_dir = PathRules(facts.os).join(next(spelled for t, _, spelled in newer if t is target), "bin")
+    version = f"CUDA {first.version}" if first and first.version else "an unknown CUDA version"
+    where = f"from the distribution package {distro} ({version})" if distro else f"from {version} at {first.root if first else tk.nvcc_real}"
+    detail = (
+        f"The nvcc first on PATH is {tk.nvcc_on_path}, {where}, but CUDA {target.version} at {target.root} is the toolkit "
+        f"{' and '.join(reasons)}, and its bin folder {bin_dir} is not on PATH. Builds compile with the older nvcc against the newer toolkit's headers and libraries, or fail."
+    )
+    causes = [_nvcc_key(bin_dir)]
+    if facts.os == "windows":
+        step, stale = reach_folder_fix(facts, bin_dir)
+        fix = [step if stale else f"Put {bin_dir} first on PATH (System Properties → Environment Variables → Path → New, Move Up), then open a new terminal."]
+        causes = [stale] if stale else causes
+    else:
+        fix = [f"export PATH={bin_dir}:$PATH  (add it to ~/.bashrc to keep it)"]
+        if distro:
+            fix.append(f"Or remove the distribution's older compiler: `sudo apt remove {distro}`.")
+    evidence = {"toolkit": target.root, "nvcc": tk.nvcc_on_path, "package": distro, "pointed_by": reasons}
+    yield finding("nvcc-not-on-path", detail, fix, evidence, causes=causes)
+
+
+def _nvcc_key(bin_dir: str) -> str:
+    """The cause "this toolkit's bin folder is off PATH": no stale session explains it (that is Windows' cause, keyed apart)."""
+    return f"nvcc:{bin_dir}"
+
+
+def _distribution_nvcc(facts: Facts) -> Optional[str]:
+    """The Linux distribution's own nvcc (Debian/Ubuntu nvidia-cuda-toolkit), not one of NVIDIA's cuda-nvcc-X-Y packages."""
+    package = facts.toolkits.nvcc_package
+    if package and not package.startswith("cuda-"):
+        return package
+    return None
+
+
+def _pointed_at(facts: Facts) -> Iterator[tuple[Toolkit, str, str]]:
+    """Toolkits the machine is set up for, why, and the spelling that points there: the `cuda` link, CUDA_HOME / CUDA_PATH, a framework's CUDA."""
+    rules = PathRules(facts.os)
+    for toolkit in facts.toolkits.toolkits:
+        for alias in toolkit.aliases:
+            if rules.basename(alias).lower() == "cuda":
+                yield toolkit, f"{alias} links to", alias
+    for name, value in facts.toolkits.variables:
+        if name.upper() in ("CUDA_PATH", "CUDA_HOME") and not value_problems(name, value, facts.os)[0]:
+            toolkit = _toolkit_for(facts, value, facts.os)
+            if toolkit is not None:
+                yield toolkit, f"{name} names", value
+    for build in facts.builds:
+        if build.cuda_version is None:
+            continue
+        for toolkit in facts.toolkits.toolkits:
+            if toolkit.parsed_version and toolkit.parsed_version.release[:2] == build.cuda_version.release[:2]:
+                yield toolkit, f"{build.name} {build.version} was built for", toolkit.root
+
+
+def _newer(toolkit: Toolkit, than: Optional[Toolkit]) -> bool:
+    if than is None or than.parsed_version is None or toolkit.parsed_version is None:
+        return False
+    return toolkit.parsed_version.release[:2] > than.parsed_version.release[:2]
+
+
+@rule("cuda-path-mismatch", Severity.WARNING, "CUDA_PATH / CUDA_HOME does not name the toolkit of the nvcc on PATH", Area.TOOLKIT)
 def cuda_path_mismatch(facts: Facts) -> Iterator[Finding]:
-    """Build systems take headers and libraries from CUDA_HOME / CUDA_PATH but compile with the nvcc on PATH; two versions mixed fail in odd ways."""
+    """Build systems take headers and libraries from CUDA_HOME / CUDA_PATH but compile with the nvcc on PATH; two versions mixed, or a value naming no toolkit, fail in odd ways."""
     tk = facts.toolkits
     path_toolkit = tk.by_root(tk.path_toolkit)
-    if path_toolkit is None:
-        return
+    kinds = {(t.name, t.value): t.kind for t in tk.targets}
     for name, value in tk.variables:
         if name.upper() not in ("CUDA_PATH", "CUDA_HOME"):
             continue
-        named = _toolkit_for(facts, value, facts.os)
-        if named is None or named.root == path_toolkit.root:
+        problems, meant = value_problems(name, value, facts.os)
+        named = None if problems else _toolkit_for(facts, value, facts.os)
+        if named is not None:
+            if path_toolkit is not None and named.root != path_toolkit.root:
+                yield finding(
+                    "cuda-path-mismatch",
+                    f"{name}={value} is CUDA {named.version}, but the nvcc first on PATH ({tk.nvcc_on_path}) is CUDA {path_toolkit.version} at {path_toolkit.root}.",
+                    [set_command(facts, name, _corrected(facts, None)[1]), f"Or put {named.bin_dir} first on PATH, so both name the same toolkit."],
+                    {"variable": name, "value": value, "nvcc": tk.nvcc_on_path},
+                )
             continue
-        yield finding(
-            "cuda-path-mismatch",
-            f"{name}={value} is CUDA {named.version}, but the nvcc first on PATH ({tk.nvcc_on_path}) is CUDA {path_toolkit.version} at {path_toolkit.root}.",
-            [f"Point {name} at {path_toolkit.root}, or put {named.bin_dir} first on PATH, so both name the same toolkit."],
-            {"variable": name, "value": value, "nvcc": tk.nvcc_on_path},
-        )
+        if not problems:
+            kind = kinds.get((name, value), "missing")
+            if kind == "toolkit":  # the probe saw a toolkit there that no check knows: never fault what may be right
+                continue
+            problems = [kind_problem(kind, facts.os == "windows")]
+        yield _malformed(facts, name, value, problems, meant)
+
+
+def _malformed(facts: Facts, name: str, value: str, problems: list[str], meant: Optional[str]) -> Finding:
+    """The value names no toolkit: say why, and give the one value to set instead."""
+    tk = facts.toolkits
+    path_toolkit = tk.by_root(tk.path_toolkit)
+    meant_toolkit = _toolkit_for(facts, meant, facts.os) if meant else None
+    detail = f"{name} is '{value}', which {'; it '.join(problems)}."
+    if meant_toolkit is not None:
+        detail += f" Written correctly it would name CUDA {meant_toolkit.version} at {meant_toolkit.root}."
+    target, spelled = _corrected(facts, meant_toolkit, meant)
+    if path_toolkit is not None:
+        detail += f" The nvcc first on PATH ({tk.nvcc_on_path}) is CUDA {path_toolkit.version} at {path_toolkit.root}; builds mix its compiler with whatever {name} leads them to."
+    elif target is not None:
+        detail += f" No nvcc is on PATH; {'that' if target is meant_toolkit else 'the newest installed'} toolkit is CUDA {target.version} at {target.root}."
+    else:
+        detail += " No CUDA toolkit is installed."
+    return finding(
+        "cuda-path-mismatch",
+        detail,
+        [set_command(facts, name, spelled)],
+        {"variable": name, "value": value, "problems": problems, "corrected": spelled, "nvcc": tk.nvcc_on_path},
+    )
+
+
+def _corrected(facts: Facts, meant: Optional[Toolkit], meant_spelling: Optional[str] = None) -> tuple[Optional[Toolkit], Optional[str]]:
+    """The toolkit of the nvcc on PATH, else the one the value meant, else the newest: spelled as the user did, else as PATH does."""
+    tk = facts.toolkits
+    toolkit = tk.by_root(tk.path_toolkit) or meant
+    if toolkit is None and tk.toolkits:
+        toolkit = max(tk.toolkits, key=lambda t: (t.has_nvcc, t.parsed_version or Version("0")))
+    if toolkit is None:
+        return None, None
+    rules = PathRules(facts.os)
+    if meant is toolkit and meant_spelling:
+        return toolkit, rules.norm(meant_spelling)  # /usr/local/cuda stays the link the user chose
+    if tk.nvcc_on_path and tk.by_root(tk.path_toolkit) is toolkit:
+        spelled = rules.dirname(rules.dirname(tk.nvcc_on_path))  # /usr/local/cuda when PATH reaches 13.0 through the link
+        if any(rules.same(spelled, a) for a in toolkit.aliases):
+            return toolkit, spelled
+    return toolkit, toolkit.root
 
 
 @rule("multiple-cuda-on-path", Severity.WARNING, "Several CUDA toolkits are on PATH", Area.TOOLKIT)

@@ -281,9 +281,10 @@ class OsProvided(NamedTuple):
 
 
 class DriverProvided(NamedTuple):
-    """Library names the NVIDIA driver provides (a regular expression)."""
+    """Library names the NVIDIA driver provides, and the files whose presence shows a driver is installed (regular expressions)."""
 
     pattern: str
+    files: str
     source: str
     copy: Optional[str] = None
     observed: Optional[str] = None

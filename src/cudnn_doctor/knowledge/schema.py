@@ -255,7 +255,7 @@ TABLES: dict[str, Table] = {
         {
             "providers": _rows(r.LibraryProvider, {"pattern": _regex, "provider": _text, "fix": _text}, lambda row: row.pattern, "pattern"),
             "os_provided": _single(r.OsProvided, {"windows": _regex, "linux": _regex}),
-            "driver_provided": _single(r.DriverProvided, {"pattern": _regex}),
+            "driver_provided": _single(r.DriverProvided, {"pattern": _regex, "files": _regex}),
         },
     ),
     "tensorflow": Table(

@@ -11,6 +11,7 @@ from typing import Optional
 
 from cudnn_doctor.system.interface import System
 
+_LDCONFIG = ("ldconfig", "/sbin/ldconfig", "/usr/sbin/ldconfig")
 _CACHE_LINE = re.compile(r"^\s*(\S+)\s+\(([^)]*)\)\s+=>\s+(\S+)\s*$")
 
 
@@ -21,6 +22,7 @@ class FolderIndex:
         self.system = system
         self._listings: dict[str, Optional[dict[str, str]]] = {}
         self._cache: Optional[dict[str, str]] = None
+        self._cache_known = False
 
     def files(self, folder: str) -> dict[str, str]:
         rules = self.system.paths
@@ -37,14 +39,24 @@ class FolderIndex:
 
     @property
     def cache(self) -> dict[str, str]:
-        """`ldconfig -p`: name → path, first entry of this machine's ABI wins (as in ld.so)."""
+        """`ldconfig -p` (from PATH, else /sbin): name → path, first entry of this machine's ABI wins (as in ld.so)."""
         if self._cache is None:
             self._cache = {}
             if not self.system.paths.windows:
-                result = self.system.run(["ldconfig", "-p"], timeout=10)
+                for program in _LDCONFIG:  # ordinary users' PATH often lacks /sbin (Debian)
+                    result = self.system.run([program, "-p"], timeout=10)
+                    if not result.not_found:
+                        break
+                self._cache_known = result.ok
                 abi = "x86-64" if self.system.arch == "x86_64" else "AArch64"
                 for line in result.stdout.splitlines() if result.ok else []:
                     match = _CACHE_LINE.match(line)
                     if match and (abi in match.group(2) or "," not in match.group(2)):
                         self._cache.setdefault(match.group(1), match.group(3))
         return self._cache
+
+    @property
+    def cache_known(self) -> bool:
+        """`ldconfig -p` answered: a name missing from the cache is really not in it."""
+        _ = self.cache
+        return self._cache_known

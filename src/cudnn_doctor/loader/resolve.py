@@ -22,7 +22,7 @@ from cudnn_doctor import knowledge
 from cudnn_doctor.binaries import BinaryInfo, machine_of_arch
 from cudnn_doctor.binaries.names import family, group_loads, is_pattern, pattern_regex
 from cudnn_doctor.facts import EMPTY, NOT_A_BINARY, UNREADABLE, WRONG_ARCHITECTURE, Candidate, LoadStep, Resolution, Unusable
-from cudnn_doctor.loader import linux, windows
+from cudnn_doctor.loader import driver, linux, windows
 from cudnn_doctor.loader.index import FolderIndex
 from cudnn_doctor.system.interface import System
 
@@ -62,6 +62,7 @@ class Resolver:
         table = knowledge.table("libraries")
         self._os_provided = re.compile(table.os_provided.windows if self.windows else table.os_provided.linux)
         self._driver_provided = re.compile(table.driver_provided.pattern)
+        self._driver_files: Optional[tuple[str, ...]] = None  # read when a driver name is first missed
         cudnn = knowledge.table("cudnn")
         self._optional = {row.name for row in cudnn.optional_loads}
         for release in cudnn.releases:  # parts only later releases ship
@@ -225,10 +226,10 @@ class Resolver:
                         winner, winner_binary = path, binary
                     elif self.windows or problem.kind not in SKIPPED_BY_LD_SO:
                         stopped = path  # the first file of that name is taken, broken or not (ld.so: "file too short")
-        provided = None
+        provided, elsewhere = None, ()
         if winner is None and not candidates:
             if self._driver_provided.match(name):
-                provided = "driver"
+                provided, elsewhere = self._driver_name(name, searched)
             elif self._os_provided.match(name):
                 provided = "os"
         step = LoadStep(
@@ -242,6 +243,7 @@ class Resolver:
             provided_by=provided,
             blocked_by=stopped,
             search=request.mode if self.windows else None,
+            elsewhere=elsewhere,
         )
         return step, winner_binary
 
@@ -257,6 +259,23 @@ class Resolver:
         else:
             found = [(key, path) for key, path in self.index.files(folder).items() if regex.match(key)]
         return [path for _, path in sorted(found, key=lambda item: _version_key(item[0]), reverse=True)]
+
+    def _driver_name(self, name: str, searched: list[str]) -> tuple[Optional[str], tuple[str, ...]]:
+        """(provided_by, copies the search does not reach) for a driver name the search did not find.
+
+        Provided by the driver only while no driver is visible (then no-nvidia-gpu says it), or when
+        the only copies lie in a driver folder that the loader cache may list but the cache is not
+        known (no `ldconfig -p`): the emulation cannot tell. Otherwise it is missing for real."""
+        if self._driver_files is None:
+            self._driver_files = driver.driver_files(self.system, self.index)
+        if not self._driver_files:
+            return "driver", ()
+        rules = self.system.paths
+        reached = {rules.key(folder) for folder in searched if folder != "ld.so.cache"}
+        copies = tuple(c for c in driver.copies(self.system, self.index, name) if rules.key(rules.dirname(c)) not in reached)
+        if copies and not self.windows and not self.index.cache_known:
+            return "driver", copies
+        return None, copies
 
     def _problem(self, path: str, binary: Optional[BinaryInfo]) -> Optional[Unusable]:
         info = self.system.stat(path)

@@ -10,6 +10,7 @@ import traceback
 from typing import Callable, Optional, TypeVar
 
 from cudnn_doctor.facts import DriverFacts, EnvironmentFacts, Facts, ProbeFailure, ToolkitFacts
+from cudnn_doctor.loader.driver import driver_files as probe_driver_files
 from cudnn_doctor.loader.index import FolderIndex
 from cudnn_doctor.probes.builds import probe_builds
 from cudnn_doctor.probes.confirm import probe_confirmations
@@ -19,7 +20,7 @@ from cudnn_doctor.probes.gpu import probe_driver
 from cudnn_doctor.probes.pythons import probe_frameworks, probe_pythons
 from cudnn_doctor.probes.resolution import probe_resolutions
 from cudnn_doctor.probes.toolkit import probe_toolkits
-from cudnn_doctor.probes.wsl import probe_linux_driver_in_wsl
+from cudnn_doctor.probes.wsl import probe_linux_driver_in_wsl, probe_linux_driver_packages
 from cudnn_doctor.system.interface import System
 
 T = TypeVar("T")
@@ -49,7 +50,9 @@ def run_probes(system: System, with_frameworks: bool = True, framework_timeout: 
     toolkits = guarded("toolkits", lambda: probe_toolkits(system), ToolkitFacts())
     environment = guarded("environment", lambda: probe_environment(system), EnvironmentFacts())
     wsl_driver = guarded("wsl", lambda: probe_linux_driver_in_wsl(system), ())
+    wsl_packages = guarded("wsl packages", lambda: probe_linux_driver_packages(system, wsl_driver), ()) if wsl_driver else ()
     index = FolderIndex(system)
+    driver_files = guarded("driver files", lambda: probe_driver_files(system, index), ())
     cudnn = guarded("cudnn", lambda: probe_cudnn(system, toolkits, pythons, index), ())
     if reports is not None and pool is not None:
         if while_waiting is not None:
@@ -60,5 +63,19 @@ def run_probes(system: System, with_frameworks: bool = True, framework_timeout: 
     resolutions = guarded("loader", lambda: probe_resolutions(system, pythons, builds, toolkits, index, cudnn), ())
     confirmations = guarded("loader check", lambda: probe_confirmations(system, resolutions), ()) if with_frameworks else ()
     return Facts(
-        system.os, system.arch, system.wsl, driver, toolkits, pythons, environment, wsl_driver, tuple(failures), cudnn, resolutions, confirmations, builds
+        system.os,
+        system.arch,
+        system.wsl,
+        driver,
+        toolkits,
+        pythons,
+        environment,
+        wsl_driver,
+        tuple(failures),
+        cudnn,
+        resolutions,
+        confirmations,
+        builds,
+        wsl_packages,
+        driver_files,
     )

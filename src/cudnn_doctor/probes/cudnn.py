@@ -22,6 +22,7 @@ from cudnn_doctor.facts import (
 )
 from cudnn_doctor.loader.index import FolderIndex
 from cudnn_doctor.probes.cudnn_versions import Distribution, distribution, install_version, library_version, own_header
+from cudnn_doctor.probes.ownership import PackageOwnership
 from cudnn_doctor.system.interface import FileInfo, System
 from cudnn_doctor.versions import cuda_major_of_dll_number, parse_cudnn_version
 
@@ -78,7 +79,7 @@ def probe_cudnn(system: System, toolkits: ToolkitFacts, pythons: tuple[PythonEnv
     for folder in _other_folders(system, pythons, index):
         add(folder)
 
-    owned = _LazyOwnership(system)
+    owned = PackageOwnership(system, wanted=lambda package: "cudnn" in package)  # only cuDNN's lists are worth reading
     installs = []
     for folder, toolkit, nested in folders.values():
         installs += _installs_in(system, folder, toolkit, nested, owned, index)
@@ -125,33 +126,7 @@ def site_packages(system: System, python: PythonEnv) -> list[str]:
     return [rules.join(prefix, "lib", f"python{major_minor}", name) for name in ("site-packages", "dist-packages")]
 
 
-class _LazyOwnership:
-    """The package manager's file lists, read only when a cuDNN is found in a system folder."""
-
-    def __init__(self, system: System) -> None:
-        self.system = system
-        self._owned: Optional[dict[str, str]] = None
-
-    def get(self, path: str) -> Optional[str]:
-        if self._owned is None:
-            self._owned = _package_owned(self.system)
-        return self._owned.get(path)
-
-
-def _package_owned(system: System) -> dict[str, str]:
-    """Linux: path → package, for the cuDNN files a package manager (dpkg) installed."""
-    if system.paths.windows:
-        return {}
-    owned = {}
-    for entry in system.list_dir("/var/lib/dpkg/info", sizes=False) or []:
-        name = system.paths.basename(entry.path)
-        if "cudnn" in name and name.endswith(".list"):
-            for line in (system.read_text(entry.path) or "").splitlines():
-                owned[line.strip()] = name[: -len(".list")]
-    return owned
-
-
-def _installs_in(system: System, folder: str, toolkit: Optional[str], nested: Optional[str], owned: _LazyOwnership, index: FolderIndex) -> list[CudnnInstall]:
+def _installs_in(system: System, folder: str, toolkit: Optional[str], nested: Optional[str], owned: PackageOwnership, index: FolderIndex) -> list[CudnnInstall]:
     rules = system.paths
     by_major: dict[int, dict[str, CudnnLibrary]] = {}
     pattern = _WINDOWS_NAME if rules.windows else _LINUX_NAME
@@ -189,7 +164,7 @@ def _installs_in(system: System, folder: str, toolkit: Optional[str], nested: Op
                 cuda_major, cuda_source = int(load["cudart_version"]) // 1000, "cudnnGetCudartVersion()"
         if cuda_major is None:
             cuda_major, cuda_source = _cuda_in_path(folder)
-        package = next((owned.get(p.path) for p in libraries.values() if system_dir and owned.get(p.path)), None)
+        owner = next((o for o in (owned.owner(p.path) for p in libraries.values()) if o), None) if system_dir else None
         import_libs, headers = _toolkit_dev_files(system, toolkit) if toolkit else ((), ())
         installs.append(
             CudnnInstall(
@@ -205,7 +180,7 @@ def _installs_in(system: System, folder: str, toolkit: Optional[str], nested: Op
                 toolkit,
                 nested,
                 system_dir,
-                package,
+                owner.package if owner else None,
                 import_libs,
                 headers,
             )

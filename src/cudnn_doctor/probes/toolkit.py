@@ -11,7 +11,7 @@ import json
 import re
 from typing import Optional
 
-from cudnn_doctor.facts import Toolkit, ToolkitFacts
+from cudnn_doctor.facts import Toolkit, ToolkitFacts, VariableTarget
 from cudnn_doctor.system.interface import System
 
 _RELEASE = re.compile(r"release (\d+\.\d+)(?:, V(\d+\.\d+\.\d+))?")
@@ -48,7 +48,34 @@ def probe_toolkits(system: System) -> ToolkitFacts:
         on_path = any(rules.key(rules.join(n, "bin")) in path_dirs for n in [real, *names])
         aliases = tuple(sorted({n for n in names if not rules.same(n, real)}))
         toolkits.append(Toolkit(real, version, source, bin_dir, system.is_file(rules.join(bin_dir, nvcc_name)), aliases, on_path))
-    return ToolkitFacts(tuple(toolkits), nvcc_on_path, nvcc_real, nvcc_version, rules.norm(path_root) if path_root else None, variables)
+    targets = tuple(VariableTarget(name, value, _target_kind(system, value, nvcc_name)) for name, value in variables)
+    package = _dpkg_owner(system, nvcc_on_path, nvcc_real) if nvcc_on_path else None
+    root = rules.norm(path_root) if path_root else None
+    return ToolkitFacts(tuple(toolkits), nvcc_on_path, nvcc_real, nvcc_version, root, variables, targets, package)
+
+
+def _target_kind(system: System, value: str, nvcc_name: str) -> str:
+    """The literal value as one path: quotes, separators and spaces stay part of it, as they do for the tools that read it."""
+    info = system.stat(value) if value else None
+    if info is None:
+        return "missing"
+    if not info.is_dir:
+        return "file"
+    return "toolkit" if _looks_like_toolkit(system, value, nvcc_name) else "folder"
+
+
+def _dpkg_owner(system: System, *paths: Optional[str]) -> Optional[str]:
+    """Linux: the dpkg package whose file list holds nvcc, so a distribution's compiler is told from NVIDIA's own packages."""
+    if system.paths.windows:
+        return None
+    wanted = {p for p in paths if p}
+    for entry in system.list_dir("/var/lib/dpkg/info", sizes=False) or []:
+        name = system.paths.basename(entry.path)
+        if not name.endswith(".list") or not ("cuda" in name or "nvcc" in name):
+            continue
+        if wanted & {line.strip() for line in (system.read_text(entry.path) or "").splitlines()}:
+            return name[: -len(".list")].split(":")[0]  # multiarch lists are named package:arch.list
+    return None
 
 
 def _standard_locations(system: System) -> list[str]:

@@ -201,6 +201,16 @@ BUNDLED = "bundled"  # shipped inside the framework's own wheel
 NVIDIA_WHEELS = "nvidia-wheels"  # pip nvidia-* wheels, reached through the framework's RUNPATH or its own preloading
 
 
+class InstalledWheel(NamedTuple):
+    """One pip nvidia-* wheel in one interpreter's environment and the folder its libraries lie in."""
+
+    executable: str
+    distribution: str  # canonical name, nvidia-cudnn-cu13
+    version: str
+    folder: str  # absolute folder of its libraries (site-packages/nvidia/cu13/lib)
+    libraries: tuple[str, ...] = ()  # the library file names of its kind in that folder
+
+
 class ProbeFailure(NamedTuple):
     probe: str
     error: str
@@ -220,6 +230,7 @@ class Facts(NamedTuple):
     resolutions: tuple[Resolution, ...] = ()
     confirmations: tuple[Confirmation, ...] = ()
     builds: tuple[FrameworkBuild, ...] = ()
+    wheels: tuple[InstalledWheel, ...] = ()
 
     def python(self, executable: str) -> Optional[PythonEnv]:
         return next((p for p in self.pythons if p.executable == executable), None)

@@ -19,6 +19,7 @@ from cudnn_doctor.probes.gpu import probe_driver
 from cudnn_doctor.probes.pythons import probe_frameworks, probe_pythons
 from cudnn_doctor.probes.resolution import probe_resolutions
 from cudnn_doctor.probes.toolkit import probe_toolkits
+from cudnn_doctor.probes.wheels import probe_wheels
 from cudnn_doctor.probes.wsl import probe_linux_driver_in_wsl
 from cudnn_doctor.system.interface import System
 
@@ -58,7 +59,8 @@ def run_probes(system: System, with_frameworks: bool = True, framework_timeout: 
         pool.shutdown()
     builds = guarded("builds", lambda: probe_builds(pythons, system.os), ())
     resolutions = guarded("loader", lambda: probe_resolutions(system, pythons, builds, toolkits, index), ())
+    wheels = guarded("wheels", lambda: probe_wheels(system, pythons), ())
     confirmations = guarded("loader check", lambda: probe_confirmations(system, resolutions), ()) if with_frameworks else ()
     return Facts(
-        system.os, system.arch, system.wsl, driver, toolkits, pythons, environment, wsl_driver, tuple(failures), cudnn, resolutions, confirmations, builds
+        system.os, system.arch, system.wsl, driver, toolkits, pythons, environment, wsl_driver, tuple(failures), cudnn, resolutions, confirmations, builds, wheels
     )

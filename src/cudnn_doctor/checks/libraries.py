@@ -8,6 +8,7 @@ from typing import Iterator, Optional
 from cudnn_doctor import knowledge
 from cudnn_doctor.checks._cudnn import library_release, owner, resolutions_with_builds
 from cudnn_doctor.checks._libraries import area_of_library, basename, build_key, cuda_key_of_library, cudnn_key, is_cudnn
+from cudnn_doctor.checks._wheels import held_by, not_searched, reach_fixes, wheels_key
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import EMPTY, UNREADABLE, WRONG_ARCHITECTURE, Candidate, Facts, FrameworkBuild, Resolution
 from cudnn_doctor.findings import Area, Finding, Severity
@@ -175,7 +176,13 @@ def _missing(facts: Facts, build: FrameworkBuild, name: str, requesters: list[st
     if optional:
         detail += " The library treats this load as optional: only some algorithms fail."
     fix = []
-    if provider:
+    holder = held_by(facts, build, name)
+    causes = _dependency_causes(facts, build, name, requesters)
+    if holder is not None:
+        detail += not_searched(facts, build, [holder])
+        fix.extend(reach_fixes(facts, build, [holder]))
+        causes.append(wheels_key(build))
+    elif provider:
         detail += f" It is provided by {provider.provider}."
         fix.append(provider.fix.replace("{folder}", folder))
     else:
@@ -187,7 +194,7 @@ def _missing(facts: Facts, build: FrameworkBuild, name: str, requesters: list[st
         {"name": name, "needed_by": requesters, "provider": provider.provider if provider else None},
         severity=Severity.WARNING if optional else Severity.ERROR,
         area=area_of_library(name, requesters[0]),
-        causes=_dependency_causes(facts, build, name, requesters),
+        causes=causes,
     )
 
 

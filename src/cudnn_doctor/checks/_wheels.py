@@ -79,15 +79,30 @@ def install_fixes(facts: Facts, build: FrameworkBuild, names: list[str]) -> list
     pip = f'"{build.executable}" -m pip install'
     reach = knowledge.wheel_reach(build.name, facts.os, build.parsed_version)
     python = facts.python(build.executable)
-    if reach and reach.extras and build.version and python is not None:
+    has_wheels = any(w.executable == build.executable for w in facts.wheels)
+    if reach and reach.extras and build.version and python is not None and not has_wheels:  # with the extras installed, that line changes nothing
         dist = next((canonical_name(d) for d in knowledge.framework(build.name).distributions if canonical_name(d) in python.packages), None)
         if dist is not None:
             return [f'{pip} "{dist}[{reach.extras}]=={build.version}"', *reach_fixes(facts, build, [], _future_folders(facts, build, names))[:1]]
-    rows = [(name, knowledge.wheel_providing(basename(name), facts.os, build.cuda_major)) for name in names]
+    major = _pinned_major(facts, names) or build.cuda_major
+    rows = [(name, knowledge.wheel_providing(basename(name), facts.os, major)) for name in names]
     specs = list(dict.fromkeys(_requirement(name, row.distribution, row.library) for name, row in rows if row is not None))
     if not specs:
         return []
     return [f"{pip} {' '.join(specs)}", *reach_fixes(facts, build, [], _future_folders(facts, build, names))]
+
+
+def _pinned_major(facts: Facts, names: list[str]) -> Optional[int]:
+    """The one CUDA major whose wheels ship every name (libcublasLt.so.13 says 13); None when the names fit several (libcurand.so.10)."""
+    common: Optional[set[int]] = None
+    for name in names:
+        majors = {row.cuda for row in knowledge.cuda_wheels() if _matches(row, basename(name), facts.os)}
+        common = majors if common is None else common & majors
+    return next(iter(common)) if common and len(common) == 1 else None
+
+
+def _matches(row: knowledge.records.CudaWheel, name: str, os_name: str) -> bool:
+    return re.match(row.windows if os_name == "windows" else row.linux, name, re.IGNORECASE if os_name == "windows" else 0) is not None
 
 
 def _requirement(name: str, distribution: str, library: str) -> str:
@@ -103,7 +118,7 @@ def _future_folders(facts: Facts, build: FrameworkBuild, names: list[str]) -> li
     sites = site_packages_of(rules, build.executable, python.version if python else "")
     folders = []
     for name in names:
-        row = knowledge.wheel_providing(basename(name), facts.os, build.cuda_major)
+        row = knowledge.wheel_providing(basename(name), facts.os, _pinned_major(facts, names) or build.cuda_major)
         if row is not None and sites:
             folder = rules.join(sites[0], *knowledge.wheel_folder(row, facts.os))
             if folder not in folders:

@@ -8,7 +8,7 @@ from typing import Iterator, Optional
 from cudnn_doctor import knowledge
 from cudnn_doctor.checks._cudnn import library_release, owner, resolutions_with_builds
 from cudnn_doctor.checks._libraries import area_of_library, basename, build_key, cuda_key_of_library, cudnn_key, is_cudnn
-from cudnn_doctor.checks._wheels import held_by, not_searched, reach_fixes, wheels_key
+from cudnn_doctor.checks._wheels import held_by, install_fixes, not_searched, reach_fixes, wheels_key
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import EMPTY, UNREADABLE, WRONG_ARCHITECTURE, Candidate, Facts, FrameworkBuild, Resolution
 from cudnn_doctor.findings import Area, Finding, Severity
@@ -184,7 +184,17 @@ def _missing(facts: Facts, build: FrameworkBuild, name: str, requesters: list[st
         causes.append(wheels_key(build))
     elif provider:
         detail += f" It is provided by {provider.provider}."
-        fix.append(provider.fix.replace("{folder}", folder))
+        pip = install_fixes(facts, build, [name]) if knowledge.wheel_providing(name, facts.os) else []
+        own = provider.fix.replace("{folder}", folder)
+        reach = knowledge.wheel_reach(build.name, facts.os, build.parsed_version)
+        if pip and reach is not None and reach.extras:  # the framework's own pip extras are the usual way
+            fix.extend([*pip, f"Or: {own}"])
+        else:
+            fix.extend([own, *(f"Or: {step}" if i == 0 else step for i, step in enumerate(pip))])
+    elif knowledge.wheel_providing(name, facts.os):
+        row = knowledge.wheel_providing(name, facts.os, build.cuda_major)
+        detail += f" It is provided by the pip wheel {row.distribution} (or a CUDA toolkit)." if row else ""
+        fix.extend(install_fixes(facts, build, [name]))
     else:
         fix.append(f"Install what provides {name} and put its folder on {'PATH' if facts.os == 'windows' else 'LD_LIBRARY_PATH'}.")
     return finding(

@@ -68,7 +68,14 @@ def ort_machine(windows: bool, version: str = "1.22.0", wheels: list = (), provi
         for name in names:
             files[_folder(windows, folder) + sep + name] = {"size": 1_000_000}
     report = {"onnxruntime": {**ORT_REPORT, "version": version}}
-    python = {"executable": WINDOWS_EXE if windows else LINUX_EXE, "version": "3.11.7", "current": True, "kind": "venv", "packages": packages, "frameworks": report}
+    python = {
+        "executable": WINDOWS_EXE if windows else LINUX_EXE,
+        "version": "3.11.7",
+        "current": True,
+        "kind": "venv",
+        "packages": packages,
+        "frameworks": report,
+    }
     return machine(WINDOWS_BASE if windows else LINUX_BASE, files=files, env=dict(env), pythons=[python])
 
 
@@ -168,7 +175,9 @@ def test_missing_wheels_of_an_older_release_get_one_wheel_per_library():
     fix = found["cudnn-missing"].fix
     assert fix[0].startswith("Download the cuDNN release")
     assert fix[1] == f'Or: "{LINUX_EXE}" -m pip install "nvidia-cudnn-cu12==9.*"'
-    assert fix[2] == f"Put the wheels' folders on the search path, before starting Python: export LD_LIBRARY_PATH={LINUX_SITE}/nvidia/cudnn/lib:$LD_LIBRARY_PATH"
+    assert (
+        fix[2] == f"Put the wheels' folders on the search path, before starting Python: export LD_LIBRARY_PATH={LINUX_SITE}/nvidia/cudnn/lib:$LD_LIBRARY_PATH"
+    )
     cudart = found["cuda-libs-not-found"].fix
     assert f'Or: "{LINUX_EXE}" -m pip install nvidia-cuda-runtime-cu12 nvidia-cublas-cu12' in cudart
 

@@ -13,7 +13,6 @@ extras' folders on LD_LIBRARY_PATH (healthy: the only error is the missing drive
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -39,7 +38,9 @@ LIBRARY_NAME = re.compile(r"^(lib[\w.+-]+\.so[.\d]*|[\w.+-]+\.dll)$")
 
 def _pip(python: Path, *args: str, timeout: float = 1800) -> None:
     try:
-        done = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *args], capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *args], capture_output=True, text=True, timeout=timeout
+        )
     except subprocess.TimeoutExpired:
         pytest.skip("the package registry did not answer in time")
     if done.returncode != 0:
@@ -59,10 +60,9 @@ def _venv(name: str, requirement: str) -> Path:
 
 def _deps() -> Path:
     if not (DEPS / "elftools").is_dir():
-        import tomllib
-
-        project = tomllib.loads((SRC.parent / "pyproject.toml").read_text())["project"]
-        _pip(Path(sys.executable), "--target", str(DEPS), *project["dependencies"], timeout=600)
+        text = (SRC.parent / "pyproject.toml").read_text(encoding="utf-8")  # tomllib is 3.11+; the list is one simple array
+        dependencies = re.findall(r'"([^"]+)"', text.split("dependencies = [", 1)[1].split("]", 1)[0])
+        _pip(Path(sys.executable), "--target", str(DEPS), *dependencies, timeout=600)
     return DEPS
 
 

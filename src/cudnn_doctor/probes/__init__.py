@@ -62,5 +62,18 @@ def run_probes(system: System, with_frameworks: bool = True, framework_timeout: 
     wheels = guarded("wheels", lambda: probe_wheels(system, pythons), ())
     confirmations = guarded("loader check", lambda: probe_confirmations(system, resolutions), ()) if with_frameworks else ()
     return Facts(
-        system.os, system.arch, system.wsl, driver, toolkits, pythons, environment, wsl_driver, tuple(failures), cudnn, resolutions, confirmations, builds, wheels
+        system.os,
+        system.arch,
+        system.wsl,
+        driver,
+        toolkits,
+        pythons,
+        environment,
+        wsl_driver,
+        tuple(failures),
+        cudnn,
+        resolutions,
+        confirmations,
+        builds,
+        wheels,
     )

@@ -260,3 +260,22 @@ def test_a_wheel_whose_files_are_gone_is_not_listed():
     facts = run(document).facts
     assert "nvidia-cudnn-cu12" not in {w.distribution for w in facts.wheels}
     assert "installed in this environment" not in errors(document)["cudnn-missing"].detail
+
+
+def test_runpath_chains_between_wheels_reach_the_shared_cuda13_folder():
+    """cuDNN's wheel libraries carry RUNPATH $ORIGIN/../../cu13/lib: once cuDNN itself is found, its CUDA 13 imports
+    resolve inside the wheels, while the ONNX Runtime provider (no RUNPATH) still finds nothing there."""
+    document = ort_machine(
+        False, version="1.31.1", wheels=CU13_LINUX, provider_imports=["libcudart.so.13"], env={"LD_LIBRARY_PATH": f"{LINUX_SITE}/nvidia/cudnn/lib"}
+    )
+    front = f"{LINUX_SITE}/nvidia/cudnn/lib/libcudnn.so.9"
+    document["files"][front].update(imports=["libcublasLt.so.13"], rpath=["$ORIGIN", "$ORIGIN/../../cublas/lib", "$ORIGIN/../../cu13/lib"])
+    diagnosis = run(document)
+    resolution = next(r for r in diagnosis.facts.resolutions if r.framework == "onnxruntime")
+    through_runpath = next(s for s in resolution.steps if s.requester == front and s.name == "libcublasLt.so.13")
+    assert through_runpath.winner == f"{LINUX_SITE}/nvidia/cu13/lib/libcublasLt.so.13"
+    assert not [f for f in diagnosis.findings if f.id == "cudnn-missing"]
+    missing = {f.evidence["name"]: f for f in diagnosis.findings if f.id == "dependency-missing"}
+    assert "libcublasLt.so.13" not in missing
+    assert "installed in this environment as nvidia-cuda-runtime 13.5.37" in missing["libcudart.so.13"].detail
+    assert f"{LINUX_SITE}/nvidia/cu13/lib" in missing["libcudart.so.13"].fix[1]

@@ -180,3 +180,60 @@ def test_onnxruntime_extras_on_ld_library_path_is_healthy(tmp_path):
     _needs_other_items(report, python)
     errors = [f["id"] for f in report["findings"] if f["severity"] == "error"]
     assert errors == ([] if _has_driver(report) else ["no-nvidia-gpu"]), errors
+
+
+def _record_libraries(dist_info: Path) -> list[str]:
+    """The library files a wheel installed, from its RECORD (paths relative to site-packages)."""
+    rows = (line.split(",", 1)[0] for line in (dist_info / "RECORD").read_text(encoding="utf-8").splitlines())
+    return [row for row in rows if row.startswith("nvidia/") and re.search(r"\.so(\.\d+)*$", row)]
+
+
+def test_the_wheel_table_matches_the_installed_wheels_records():
+    """Every library the real CUDA 13 wheels of the extras installed maps to its own distribution and folder in the table."""
+    from cudnn_doctor import knowledge
+    from cudnn_doctor.versions import canonical_name
+
+    python = _venv("ort-extras", ORT.replace("==", "[cuda,cudnn]=="))
+    checked = 0
+    for dist_info in _site(python).glob("nvidia_*.dist-info"):
+        distribution = canonical_name(dist_info.name.split("-")[0])
+        for member in _record_libraries(dist_info):
+            folder, name = member.rsplit("/", 1)
+            if name.startswith(("libcudadevrt", "libcudart_static")):
+                continue
+            row = knowledge.wheel_providing(name, "linux", 13)
+            assert row is not None, member
+            assert (canonical_name(row.distribution), "/".join(knowledge.wheel_folder(row, "linux"))) == (distribution, folder), member
+            checked += 1
+    assert checked >= 10
+
+
+@pytest.mark.parametrize("platform", ["win_amd64", "manylinux_2_28_x86_64"])
+def test_the_wheel_table_matches_a_downloaded_cuda13_runtime_wheel(platform):
+    """The CUDA 13 runtime wheel for each OS: its library lies where the table says (nvidia/cu13/bin/x86_64 on Windows)."""
+    import zipfile
+
+    from cudnn_doctor import knowledge
+
+    folder = CACHE / "wheels" / platform / "nvidia-cuda-runtime-13.0.96"
+    wheels = list(folder.glob("*.whl"))
+    if not wheels:
+        folder.mkdir(parents=True, exist_ok=True)
+        command = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "--python-version", "3.11", "--platform", platform]
+        tags = ["--platform", "manylinux2014_x86_64", "--platform", "manylinux_2_17_x86_64"] if platform.startswith("manylinux") else []
+        try:
+            done = subprocess.run([*command, *tags, "-d", str(folder), "nvidia-cuda-runtime==13.0.96"], capture_output=True, text=True, timeout=300)
+        except subprocess.TimeoutExpired:
+            pytest.skip("the package registry did not answer in time")
+        wheels = list(folder.glob("*.whl"))
+        if done.returncode != 0 or not wheels:
+            pytest.skip("cannot download nvidia-cuda-runtime 13.0.96 from the package registry")
+    os_name = "windows" if platform.startswith("win") else "linux"
+    with zipfile.ZipFile(wheels[0]) as wheel:
+        members = [m for m in wheel.namelist() if re.search(r"\.(dll|so(\.\d+)*)$", m) and "cudart" in m]
+    assert members
+    for member in members:
+        folder_part, name = member.rsplit("/", 1)
+        row = knowledge.wheel_providing(name, os_name)
+        assert row is not None and row.distribution == "nvidia-cuda-runtime", member
+        assert "/".join(knowledge.wheel_folder(row, os_name)) == folder_part

@@ -279,3 +279,13 @@ def test_runpath_chains_between_wheels_reach_the_shared_cuda13_folder():
     assert "libcublasLt.so.13" not in missing
     assert "installed in this environment as nvidia-cuda-runtime 13.5.37" in missing["libcudart.so.13"].detail
     assert f"{LINUX_SITE}/nvidia/cu13/lib" in missing["libcudart.so.13"].fix[1]
+
+
+def test_no_variable_line_without_a_folder_to_put_on_it():
+    """A library no wheel provides gets no `export LD_LIBRARY_PATH=:$LD_LIBRARY_PATH` line with nothing in it."""
+    from cudnn_doctor.checks._wheels import install_fixes, reach_fixes
+
+    facts = run(ort_machine(False, version="1.20.1")).facts
+    build = next(b for b in facts.builds if b.name == "onnxruntime")
+    assert reach_fixes(facts, build, []) == []
+    assert install_fixes(facts, build, ["libfoo.so.1"]) == []

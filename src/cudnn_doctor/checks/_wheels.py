@@ -66,6 +66,8 @@ def reach_fixes(facts: Facts, build: FrameworkBuild, wheels: list[InstalledWheel
             "libraries of the nvidia-* wheels installed in that environment."
         )
     prefix = "Or" if fixes else "Put the wheels' folders on the search path"
+    if not folders:
+        return fixes
     if facts.os == "windows":
         fixes.append(f"{prefix}, before starting Python: set PATH={';'.join(folders)};%PATH%")
     else:

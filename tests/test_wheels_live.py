@@ -53,7 +53,9 @@ def _venv(name: str, requirement: str) -> Path:
     python = folder / "bin" / "python"
     if not list(folder.glob("lib/python*/site-packages/onnxruntime_gpu-*.dist-info")):
         base = Path(getattr(sys, "_base_executable", sys.executable))
-        subprocess.run([str(base), "-m", "venv", "--clear", str(folder)], check=True, capture_output=True, timeout=300)
+        made = subprocess.run([str(base), "-m", "venv", "--clear", str(folder)], capture_output=True, text=True, timeout=300)
+        if made.returncode != 0:
+            pytest.skip(f"cannot create a venv with {base}: {made.stderr.strip().splitlines()[-1:]}")
         _pip(python, requirement)
     return python
 

@@ -289,3 +289,13 @@ def test_no_variable_line_without_a_folder_to_put_on_it():
     build = next(b for b in facts.builds if b.name == "onnxruntime")
     assert reach_fixes(facts, build, []) == []
     assert install_fixes(facts, build, ["libfoo.so.1"]) == []
+
+
+def test_verbose_report_lists_each_wheel_and_its_folder():
+    import io
+
+    from cudnn_doctor.reports import terminal
+
+    out = io.StringIO()
+    terminal.render(run(ort_machine(False, version="1.31.1", wheels=CU13_LINUX)), out, verbose=True, color=False)
+    assert f"wheel nvidia-cublas 13.10.0.20: {LINUX_SITE}/nvidia/cu13/lib (libcublas.so.13, libcublasLt.so.13)" in out.getvalue()

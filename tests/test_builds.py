@@ -77,6 +77,33 @@ def test_paddle_post_tag_and_onnxruntime_table():
         # Python's ctypes on Windows and cuDNN 8's own loader
         ("Could not find the DLL(s) 'msvcp140_1.dll'", [("msvcp140_1.dll", None, False)]),
         ("Could not locate zlibwapi.dll. Please make sure it is in your library path!", [("zlibwapi.dll", None, False)]),
+        # TensorFlow 1.x on Linux and on Windows (its import-time self-check)
+        (
+            "W tensorflow/stream_executor/platform/default/dso_loader.cc:55] Could not dlopen library 'libcudnn.so.7'; "
+            "dlerror: libcudnn.so.7: cannot open shared object file: No such file or directory",
+            [("libcudnn.so.7", None, True)],
+        ),
+        (
+            "ImportError: Could not find 'cudnn64_7.dll'. TensorFlow requires that this DLL be installed in a directory that is named in your %PATH% "
+            "environment variable.",
+            [("cudnn64_7.dll", None, True)],
+        ),
+        # PaddlePaddle's dynamic loader, with the try-list it searched
+        (
+            "RuntimeError: (PreconditionNotMet) The third-party dynamic library (cudnn64_8.dll) that Paddle depends on is not configured correctly. "
+            "(error code is 126)",
+            [("cudnn64_8.dll", None, True)],
+        ),
+        (
+            "The third-party dynamic library (cufft64_120.dll;cufft64_12.dll;cufft64_10.dll) that Paddle depends on is not configured correctly.",
+            [("cufft64_120.dll", None, True), ("cufft64_12.dll", None, True), ("cufft64_10.dll", None, True)],
+        ),
+        # ONNX Runtime 1.19+ on Windows: the provider and the DLL it depends on
+        (
+            '[ONNXRuntimeError] : 1 : FAIL : Error loading "C:\\env\\Lib\\site-packages\\onnxruntime\\capi\\onnxruntime_providers_cuda.dll" '
+            'which depends on "cudnn64_9.dll" which is missing. (Error 126: "The specified module could not be found.")',
+            [("cudnn64_9.dll", "C:\\env\\Lib\\site-packages\\onnxruntime\\capi\\onnxruntime_providers_cuda.dll", False)],
+        ),
         ("all fine: Loaded cuDNN version 8902", []),
     ],
 )
@@ -140,3 +167,15 @@ def test_where_a_build_takes_cuda_from():
     assert build("torch", {"torch": "2.5.1+cu124"}, os_name="windows").cuda_from == "bundled"
     assert build("tensorflow", {"tensorflow": "2.16.1"}).cuda_from == "system"
     assert build("tensorflow", {"tensorflow": "2.16.1", "nvidia-cudnn-cu12": "8.9.7.29", "nvidia-cuda-runtime-cu12": "12.3.101"}).cuda_from == "nvidia-wheels"
+
+
+def test_cupy_cuda_from_its_wheel_name_and_its_report():
+    assert (build("cupy", {"cupy-cuda12x": "13.3.0"}).cuda.value, build("cupy", {"cupy-cuda12x": "13.3.0"}).cuda.how) == ("12", DIST_VERSION)
+    assert build("cupy", {"cupy-cuda113": "10.6.0"}).cuda.value == "11.3"
+    assert build("cupy", {"cupy-cuda80": "4.5.0"}).cuda.value == "8.0"
+    live = build("cupy", {"cupy-cuda12x": "13.3.0"}, {"version": "13.3.0", "cuda": 12040, "device_count": 1, "cuda_available": True, "cudnn": 8902})
+    assert (live.cuda.value, live.cuda.how) == ("12.4", LIVE) and live.sees_gpu and live.cudnn_works and live.cudnn_loaded == "8.9.2"
+    # cuDNN is optional to CuPy (removed in 14): it is never asked for from the system.
+    assert live.cudnn is None and live.system_libraries.cudnn is None and live.system_libraries.cudart == "libcudart.so.12"
+    assert build("cupy", {"cupy": "13.3.0"}).gpu_build is None  # built from source: nothing says which CUDA
+    assert build("cupy", {"cupy-cuda13x": "14.0.0", "nvidia-cuda-runtime": "13.0.96"}).cuda_from == "nvidia-wheels"

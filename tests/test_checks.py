@@ -154,3 +154,19 @@ def run_checks_of(document):
     from .conftest import run
 
     return run(document).findings
+
+
+def test_cupy_needs_the_cuda_runtime_its_wheel_names_from_the_system():
+    cupy = {"cupy": {"version": "13.3.0", "device_count": 1, "cuda_available": True}}
+    alone = machine(LINUX_BASE, pythons=[python("/v/bin/python", "3.11.7", {"cupy-cuda12x": "13.3.0"}, cupy)])
+    missing = findings_of(alone, "cuda-libs-not-found")
+    assert missing and "libcudart.so.12" in missing[0].detail and "cupy" in missing[0].detail, missing
+    lib = "/usr/local/cuda-12.4/targets/x86_64-linux/lib"
+    files = {f"{lib}/{name}": {"soname": name} for name in ("libcudart.so.12", "libcublas.so.12", "libcublasLt.so.12")}
+    found = machine(
+        LINUX_BASE,
+        files=files,
+        env={"LD_LIBRARY_PATH": lib},
+        pythons=[python("/v/bin/python", "3.11.7", {"cupy-cuda12x": "13.3.0"}, cupy)],
+    )
+    assert "cuda-libs-not-found" not in ids(found) and "cudnn-missing" not in ids(found)

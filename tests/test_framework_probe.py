@@ -49,6 +49,31 @@ def test_an_error_while_probing_keeps_the_version(fake_site):
     assert report["version"] == "1.16.3" and report["error"] == "OSError: provider bridge failed"
 
 
+def test_cupy_reports_its_runtime_and_a_driver_failure(fake_site):
+    """CuPy's API as of v13/v14: cupy.cuda.runtime answers from the CUDA runtime it loaded, and
+    getDeviceCount raises CUDARuntimeError without a usable driver; cuDNN is optional."""
+    _module(fake_site, "cupy", "__version__ = '13.3.0'\nfrom cupy import cuda\n")
+    (fake_site / "cupy" / "cuda").mkdir()
+    (fake_site / "cupy" / "cuda" / "__init__.py").write_text("from cupy.cuda import runtime\n", encoding="utf-8")
+    (fake_site / "cupy" / "cuda" / "runtime.py").write_text(
+        textwrap.dedent(
+            """
+            is_hip = False
+            class CUDARuntimeError(RuntimeError):
+                pass
+            def runtimeGetVersion():
+                return 12040
+            def getDeviceCount():
+                raise CUDARuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version")
+            """
+        ),
+        encoding="utf-8",
+    )
+    report = LiveSystem().framework_reports(sys.executable, ["cupy"], timeout=60)["cupy"]
+    assert report["version"] == "13.3.0" and report["cuda"] == 12040 and report["cuda_available"] is False
+    assert "CUDA driver version is insufficient" in report["error"] and "cudnn" not in report
+
+
 def test_probes_run_in_parallel_and_time_out(fake_site):
     _module(fake_site, "jax", "import time\ntime.sleep(30)\n")
     _module(fake_site, "paddle", "raise ImportError('no paddle')\n")

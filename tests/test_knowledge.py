@@ -159,6 +159,9 @@ def test_framework_tables():
     assert Version("3.13.0") in knowledge.torch_release(Version("2.5.1")).python
     assert "10.2" in knowledge.torch_release(Version("1.12.1")).cuda  # on the previous-versions page, not in RELEASE.md
     assert knowledge.onnxruntime_build(Version("1.20.0")).cuda == "12"
+    assert knowledge.onnxruntime_build(Version("1.26.0")).cuda == "12"  # build_and_package_info.py: 12.8
+    assert knowledge.onnxruntime_build(Version("1.27.0")).cuda == "13.0"  # the first CUDA 13 build on PyPI
+    assert knowledge.onnxruntime_build(Version("1.31.1")).cudnn == "9"
     assert [knowledge.zlibwapi_required(Version(v)) for v in ("8.2.4", "8.3.0", "8.9.7.29", "9.0.0")] == [False, True, True, False]
     assert knowledge.library_provider("cublas64_11.dll").provider.startswith("the CUDA 11 toolkit")
 

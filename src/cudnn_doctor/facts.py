@@ -9,11 +9,12 @@ helps the reader, the reason (`source`, `error`), never by raising.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping, NamedTuple, Optional
 
 from packaging.version import Version
 
-from cudnn_doctor.versions import parse_cuda_version, parse_version
+from cudnn_doctor.versions import parse_cuda_version, parse_cudnn_version, parse_version
 
 
 class Gpu(NamedTuple):
@@ -107,18 +108,38 @@ class Known(NamedTuple):
     """A value and how it is known, so a report can say whether the machine or a table said it."""
 
     value: str
-    how: str  # LIVE | WHEEL_METADATA | DIST_VERSION | KNOWLEDGE
-    source: Optional[str] = None  # the knowledge row's vendor URL, when how == KNOWLEDGE
+    how: str  # LIVE | WHEEL_METADATA | LIBRARY_IMPORTS | DIST_METADATA | DIST_VERSION | KNOWLEDGE
+    source: Optional[str] = None  # the knowledge row's vendor URL (KNOWLEDGE), or the path of the file that says it
+    evidence: Optional[str] = None  # what a report quotes: "onnxruntime/capi/build_and_package_info.py", "libtorch_cuda.so imports libcudnn.so.9"
 
     @property
     def version(self) -> Optional[Version]:
         return parse_version(self.value)
 
+    @property
+    def said(self) -> str:
+        """How a message cites it: the file and what it says when a file said it, else how it is known."""
+        return self.evidence or self.how
+
 
 LIVE = "live report"  # the framework said so when imported in its interpreter
-WHEEL_METADATA = "wheel build metadata"  # a file the wheel ships (torch/version.py, build_info.py)
+WHEEL_METADATA = "wheel build metadata"  # a file the wheel ships (torch/version.py, build_info.py), read as text
+LIBRARY_IMPORTS = "library imports"  # the DT_NEEDED / PE imports (or the scanned run-time loads) of the framework's GPU library
+DIST_METADATA = "distribution metadata"  # the Requires-Dist of the installed distribution (nvidia-cudnn-cu13~=9.0)
 DIST_VERSION = "distribution version"  # the local version tag of the installed distribution (+cu118, .post112)
 KNOWLEDGE = "knowledge table"  # a row of the shipped version tables
+
+
+class WheelRequirement(NamedTuple):
+    """One `Requires-Dist` of a framework's distribution that holds on this machine, and the extra that asks for it."""
+
+    name: str  # canonical distribution name: nvidia-cudnn-cu13
+    specifier: str  # "~=9.0"
+    extra: Optional[str] = None  # "cudnn" for `extra == "cudnn"`; None when always required
+
+    @property
+    def text(self) -> str:
+        return f"{self.name}{self.specifier}" + (f" [{self.extra}]" if self.extra else "")
 
 
 class LoadFailure(NamedTuple):
@@ -165,6 +186,9 @@ class FrameworkBuild(NamedTuple):
     cudnn_loaded: Optional[str] = None  # the cuDNN version the running framework reported
     cuda_from: Optional[str] = None  # SYSTEM | BUNDLED | NVIDIA_WHEELS: where its CUDA and cuDNN libraries come from
     cuda_wheels: tuple[str, ...] = ()  # the pip nvidia-* distributions installed beside it
+    gpu_library: Optional[str] = None  # the framework's own CUDA library whose imports were read (libonnxruntime_providers_cuda.so)
+    needs: tuple[str, ...] = ()  # the CUDA / cuDNN libraries that library imports or loads by name
+    nvidia_requirements: tuple[WheelRequirement, ...] = ()  # its Requires-Dist on nvidia-* / CUDA wheels, with their extras ([cuda], [cudnn])
     system_libraries: Optional[SystemLibraries] = None  # when cuda_from == SYSTEM: the names it asks the loader for
     cuda_available: Optional[bool] = None  # its own "can I use a GPU" answer (torch.cuda.is_available())
     sees_gpu: bool = False  # its live report lists a GPU device
@@ -189,6 +213,16 @@ class FrameworkBuild(NamedTuple):
     def cuda_major(self) -> Optional[int]:
         version = self.cuda_version
         return version.release[0] if version else None
+
+    @property
+    def cudnn_major(self) -> Optional[int]:
+        """The cuDNN major it needs (from `cudnn`)."""
+        version = parse_cudnn_version(self.cudnn.value) if self.cudnn else None
+        return version.release[0] if version else None
+
+    def extra(self, name: str) -> tuple[WheelRequirement, ...]:
+        """What `pip install framework[name]` adds: ONNX Runtime's [cuda] and [cudnn] name the nvidia-* wheels of its build."""
+        return tuple(r for r in self.nvidia_requirements if r.extra == name)
 
     @property
     def uses_gpu(self) -> bool:
@@ -285,10 +319,28 @@ class LoadStep(NamedTuple):
     provided_by: Optional[str] = None  # "os" / "driver": assumed present though no file was seen
     blocked_by: Optional[str] = None  # the broken file the loader took and failed on
     elsewhere: tuple[str, ...] = ()  # roots not found: copies on the machine the search does not reach
+    search: Optional[str] = None  # Windows: how the load that searched was asked for (loader.windows.MODES)
+    one_of: tuple[str, ...] = ()  # a try-list (versions of one library): any member satisfies it; `name` is the one taken, or the first
 
     @property
     def failed(self) -> bool:
         return self.winner is None and not self.reused and self.provided_by is None
+
+    @property
+    def wanted(self) -> str:
+        """What was asked for, as a report says it: "one of a, b" for a try-list, `libnvrtc.so.<N>` for a pattern."""
+        if len(self.one_of) > 1:
+            return "one of " + ", ".join(spoken_name(n) for n in self.one_of)
+        return spoken_name(self.name)
+
+
+def spoken_name(name: str) -> str:
+    """A name the library completes at run time, with its version spelt <N>: `libnvrtc.so.%d` → `libnvrtc.so.<N>`."""
+    spoken = re.sub(r"%[0-9]*[dui]", "<N>", name)
+    return spoken + "<N>" if spoken.endswith(".") and ".so." in spoken else spoken
+
+
+PROCESS = "process"  # the framework name of a load no known framework makes: any program loading a cuDNN installation
 
 
 class Resolution(NamedTuple):

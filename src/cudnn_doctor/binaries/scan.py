@@ -6,6 +6,14 @@ memory-mapped (a 600 MB library is never read into memory) and searched for the 
 suffix (".so" / ".dll"), which the regex engine finds with a fast substring search
 (about 1.7 GB/s here); each hit is then widened backwards into a name and kept only if it
 belongs to a library family that matters to the GPU stack.
+
+A name counts only when it is a whole string: it starts where a printable run starts (after a
+NUL or other non-printable byte) and ends at one, so `olibcuda.so.1` or `…_Blibcuda.so.1`
+(packed literals and build flags glued to a name) and names quoted inside messages do not. One
+exception: a message that *ends* with the name after a space, since the linker may share a
+string literal with the tail of a longer one. Names the library completes at run time
+(`libnvrtc.so.%d`, `libnvrtc.so.`, `cudnn64_%d.dll`) are kept as they are spelt: `names.py`
+says what they stand for.
 """
 
 from __future__ import annotations
@@ -14,10 +22,16 @@ import mmap
 import re
 from typing import Optional
 
-_FAMILIES = ("cudnn", "cublas", "cudart", "nvrtc", "zlibwapi", "nvcuda", "cufft", "curand", "cusolver", "cusparse", "nvjitlink", "libcuda.so", "libz.so")
-_NAME_CHARS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+")
+_FAMILIES = ("cudnn", "cublas", "cudart", "nvrtc", "zlibwapi", "nvcuda", "cufft", "curand", "cusolver", "cusparse", "nvjitlink")
+_STARTS = {"pe": _FAMILIES, "elf": (*(f"lib{family}" for family in _FAMILIES), "libcuda.so", "libz.so")}
+_NAME_CHARS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+%")
 _SUFFIXES = {"pe": (rb"\.dll", rb"\.DLL"), "elf": (rb"\.so",)}
-_TAIL = {"pe": re.compile(rb"^\.(?:dll|DLL)"), "elf": re.compile(rb"^\.so(?:\.\d+)*")}
+_VERSION_PART = rb"(?:[0-9]+|%[0-9]*[dui])+"
+_TAIL = {"pe": re.compile(rb"^\.(?:dll|DLL)"), "elf": re.compile(rb"^\.so(?:\." + _VERSION_PART + rb")*\.?")}
+
+
+def _printable(byte: int) -> bool:
+    return 0x20 <= byte < 0x7F
 
 
 def library_names(path: str, binary_format: str, ranges: Optional[list[tuple[int, int]]] = None) -> list[str]:
@@ -35,7 +49,7 @@ def library_names(path: str, binary_format: str, ranges: Optional[list[tuple[int
                 for suffix in _SUFFIXES[binary_format]:
                     for match in re.compile(suffix).finditer(data, start, end):
                         name = _widen(data, match.start(), binary_format)
-                        if name and any(family in name.lower() for family in _FAMILIES):
+                        if name:
                             found.add(name)
     except (OSError, ValueError):  # empty or unreadable: nothing to report
         return []
@@ -43,15 +57,17 @@ def library_names(path: str, binary_format: str, ranges: Optional[list[tuple[int
 
 
 def _widen(data: mmap.mmap, dot: int, binary_format: str) -> str:
+    """The whole-string library name around the suffix at `dot`, or "" when there is none."""
     start = dot
     while start > 0 and dot - start < 96 and data[start - 1] in _NAME_CHARS:
         start -= 1
-    if start == dot:
-        return ""
+    if start == dot or (start > 0 and data[start - 1] != 0x20 and _printable(data[start - 1])):
+        return ""  # glued to other characters: not a name of its own
     tail = _TAIL[binary_format].match(data[dot : dot + 24])
     if tail is None:
         return ""
     end = dot + tail.end()
-    if end < len(data) and data[end] in _NAME_CHARS:  # ".dllfoo" / ".something": not a library name
+    if end < len(data) and _printable(data[end]):  # ".dllfoo", "libcuda.so.1: %s": not a whole string
         return ""
-    return data[start:end].decode("ascii", "replace")
+    name = data[start:end].decode("ascii", "replace")
+    return name if name.lower().startswith(_STARTS[binary_format]) else ""

@@ -65,6 +65,13 @@ def resolutions_with_builds(facts: Facts) -> Iterator[tuple[Resolution, Framewor
             yield resolution, build
 
 
+def every_resolution(facts: Facts) -> Iterator[tuple[Resolution, Optional[FrameworkBuild]]]:
+    """Every load tree with its framework build; None for a cuDNN installation no framework loads."""
+    by_key = {(b.executable, b.name): b for b in facts.builds}
+    for resolution in facts.resolutions:
+        yield resolution, by_key.get((resolution.executable, resolution.framework))
+
+
 def cudnn_steps(resolution: Resolution) -> list[LoadStep]:
     return [s for s in resolution.steps if is_cudnn(s.name) and not s.reused]
 

@@ -184,6 +184,7 @@ def _wanted_key(build: FrameworkBuild) -> str:
 )
 def cudnn_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
     """cuDNN builds exist per CUDA major (cuda11 / cuda12 archives); the wrong one looks for cuBLAS DLLs that are not there."""
+    judged: set[str] = set()
     for resolution, build in resolutions_with_builds(facts):
         if build.cuda_from != SYSTEM:
             continue  # a build that bundles its cuDNN brings the one made for its CUDA
@@ -192,6 +193,7 @@ def cudnn_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
         major = build.cuda_major
         if install is None or install.cuda_major is None or major is None or install.cuda_major == major:
             continue
+        judged.add(install.folder)
         yield finding(
             "cudnn-cuda-mismatch",
             f"{build.name} {build.version} uses CUDA {major}, but the cuDNN it loads from {install.folder} (cuDNN {install.version}) was built for "
@@ -202,6 +204,29 @@ def cudnn_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
             ],
             {"cudnn": install.folder, "cudnn_cuda": install.cuda_major, "framework_cuda": major},
             causes=(cuda_key(install.cuda_major), build_key(build)),
+        )
+    yield from _toolkit_mismatches(facts, judged)
+
+
+def _toolkit_mismatches(facts: Facts, judged: set[str]) -> Iterator[Finding]:
+    """A cuDNN copied into a toolkit of another CUDA major fails for every program that uses that
+    toolkit: it asks for the cuBLAS of its own major, which the toolkit does not have."""
+    for install in facts.cudnn:
+        toolkit = facts.toolkits.by_root(install.toolkit)
+        version = toolkit.parsed_version if toolkit else None
+        if install.folder in judged or install.cuda_major is None or version is None or version.release[0] == install.cuda_major:
+            continue
+        major = version.release[0]
+        yield finding(
+            "cudnn-cuda-mismatch",
+            f"The cuDNN {install.version or install.major} in {install.folder} was built for CUDA {install.cuda_major} ({install.cuda_source}), "
+            f"but it sits in the CUDA {toolkit.version} toolkit at {toolkit.root}: it loads the cuBLAS of CUDA {install.cuda_major}, which that toolkit lacks.",
+            [
+                f"Replace it with the cuDNN {install.major}.x build for CUDA {major} (archive name ends in _cuda{major}-archive), "
+                f"e.g. `cudnn-doctor install cudnn-<os>-x86_64-<version>_cuda{major}-archive.zip`."
+            ],
+            {"cudnn": install.folder, "cudnn_cuda": install.cuda_major, "toolkit": toolkit.root, "toolkit_cuda": toolkit.version},
+            causes=(cuda_key(install.cuda_major), cudnn_key(facts, install.folder)),
         )
 
 

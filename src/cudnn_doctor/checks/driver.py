@@ -62,7 +62,7 @@ def _requirements(facts: Facts) -> Iterator[tuple[str, Version]]:
     for build in facts.builds:
         cuda = build.cuda_version
         if cuda is not None and build.gpu_build is not False:
-            yield f"{build.name} {build.version} (built for CUDA {major_minor(cuda)}, {build.cuda.how}) in {build.executable}", cuda
+            yield f"{build.name} {build.version} (built for CUDA {major_minor(cuda)}, {build.cuda.said}) in {build.executable}", cuda
 
 
 @rule("driver-too-old", Severity.ERROR, "The NVIDIA driver is too old for the installed CUDA software", Area.DRIVER)

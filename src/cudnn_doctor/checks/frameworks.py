@@ -188,10 +188,17 @@ def framework_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
         fix += [OTHER_BUILDS[build.name]] if build.name in OTHER_BUILDS else []
         yield finding(
             "framework-cuda-mismatch",
-            f"{build.name} {build.version} was built for CUDA {major_minor(cuda)} ({build.cuda.how}) and loads {cudart}, "
+            f"{build.name} {build.version} was built for CUDA {major_minor(cuda)} ({build.cuda.said}) and loads {cudart}, "
             f"but the machine has {present}, which does not provide it.",
             fix,
-            {"framework": build.name, "built_for": str(cuda), "known_from": build.cuda.how, "needs": cudart, "installed": [t.version for t in toolkits]},
+            {
+                "framework": build.name,
+                "built_for": str(cuda),
+                "known_from": build.cuda.how,
+                "evidence": build.cuda.source,
+                "needs": cudart,
+                "installed": [t.version for t in toolkits],
+            },
             causes=(cuda_key(build.cuda_major), build_key(build)),
         )
 

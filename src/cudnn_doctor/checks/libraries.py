@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import re
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Sequence
 
 from cudnn_doctor import knowledge
-from cudnn_doctor.checks._cudnn import library_release, owner, resolutions_with_builds
+from cudnn_doctor.checks._cudnn import every_resolution, library_release, owner
 from cudnn_doctor.checks._libraries import area_of_library, basename, build_key, cuda_key_of_library, cudnn_key, is_cudnn
 from cudnn_doctor.checks._wheels import held_by, install_fixes, not_searched, reach_fixes, wheels_key
 from cudnn_doctor.checks.registry import finding, rule
-from cudnn_doctor.facts import EMPTY, UNREADABLE, WRONG_ARCHITECTURE, Candidate, Facts, FrameworkBuild, Resolution
+from cudnn_doctor.facts import EMPTY, PROCESS, UNREADABLE, WRONG_ARCHITECTURE, Candidate, Facts, FrameworkBuild, LoadStep, Resolution
 from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.paths import PathRules
 
@@ -133,21 +133,26 @@ def dependency_missing(facts: Facts) -> Iterator[Finding]:
     """A dependency missing anywhere in the tree fails the load of everything above it, often with a message that names the wrong file."""
     rules = PathRules(facts.os)
     emulated: set[tuple[str, str, str]] = set()  # (executable, framework, name) the emulation already reports
-    for resolution, build in resolutions_with_builds(facts):
-        vouched, vouched_names = _vouched(resolution, rules) if build.cudnn_works else (set(), set())
+    for resolution, build in every_resolution(facts):
+        if build is None and resolution.framework != PROCESS:
+            continue
+        vouched, vouched_names = _vouched(resolution, rules) if build is not None and build.cudnn_works else (set(), set())
         missing: dict[str, list[str]] = {}
+        steps: dict[str, LoadStep] = {}
         optional: set[str] = set()
         for step in resolution.steps:
-            if step.how == "root" or not step.failed or _skip_missing(facts, step.requester, step.name):
+            names = step.one_of or (step.name,)
+            if step.how == "root" or not step.failed or any(_skip_missing(facts, step.requester, n) for n in names):
                 continue
-            if (step.how == "import" and step.requester in vouched) or rules.name_key(step.name) in vouched_names:
+            if (step.how == "import" and step.requester in vouched) or any(rules.name_key(n) in vouched_names for n in names):
                 continue  # the live process did load it, from somewhere the emulation does not see
-            missing.setdefault(step.name, []).append(step.requester)
+            missing.setdefault(step.wanted, []).append(step.requester)
+            steps.setdefault(step.wanted, step)
             if step.optional:
-                optional.add(step.name)
-        for name, requesters in missing.items():
-            emulated.add((build.executable, build.name, rules.name_key(name)))
-            yield _missing(facts, build, name, requesters, name in optional, rules)
+                optional.add(step.wanted)
+        for wanted, requesters in missing.items():
+            emulated.update((resolution.executable, resolution.framework, rules.name_key(n)) for n in steps[wanted].one_of or (steps[wanted].name,))
+            yield _missing(facts, build, steps[wanted], requesters, wanted in optional, rules, resolution)
     yield from _logged_missing(facts, emulated)
 
 
@@ -168,69 +173,105 @@ def _vouched(resolution: Resolution, rules: PathRules) -> tuple[set[str], set[st
     return paths, names
 
 
-def _missing(facts: Facts, build: FrameworkBuild, name: str, requesters: list[str], optional: bool, rules: PathRules) -> Finding:
+def _missing(
+    facts: Facts,
+    build: Optional[FrameworkBuild],
+    step: LoadStep,
+    requesters: list[str],
+    optional: bool,
+    rules: PathRules,
+    resolution: Optional[Resolution] = None,
+) -> Finding:
+    """`step`: the first failed request for it; a try-list is reported once, naming every member.
+    Without a build the load is a program's that loads an installation no framework uses."""
     who = ", ".join(sorted({rules.basename(r) for r in requesters}))
+    name, members = step.name, step.one_of or (step.name,)
     provider = knowledge.library_provider(name)
     folder = rules.dirname(requesters[0]) or "the folder of the library that needs it"
-    detail = f"{who} (loaded by {build.name} in {build.executable}) needs {name}, which the loader finds nowhere."
+    nowhere = "none of which the loader finds" if len(members) > 1 else "which the loader finds nowhere"
+    if build is not None:
+        loader = f"loaded by {build.name} in {build.executable}"
+    else:  # no framework loads this installation: any program that does would fail the same way
+        roots = [s.winner or s.name for s in resolution.steps if s.how == "root"] if resolution else []
+        loader = f"when any program loads {roots[0] if roots else 'this cuDNN'}"
+    detail = f"{who} ({loader}) needs {step.wanted}, {nowhere}."
     if optional:
         detail += " The library treats this load as optional: only some algorithms fail."
     fix = []
-    holder = held_by(facts, build, name)
-    causes = _dependency_causes(facts, build, name, requesters)
-    if holder is not None:
+    holder = next((h for h in (held_by(facts, build, m) for m in members) if h is not None), None) if build is not None else None
+    causes = list(_dependency_causes(facts, build, members, requesters))
+    wheel = build is not None and any(knowledge.wheel_providing(m, facts.os) for m in members)
+    if holder is not None and build is not None:
         detail += not_searched(facts, build, [holder])
         fix.extend(reach_fixes(facts, build, [holder]))
         causes.append(wheels_key(build))
     elif provider:
         detail += f" It is provided by {provider.provider}."
-        pip = install_fixes(facts, build, [name]) if knowledge.wheel_providing(name, facts.os) else []
+        pip = install_fixes(facts, build, list(members)) if wheel and build is not None else []
         own = provider.fix.replace("{folder}", folder)
-        reach = knowledge.wheel_reach(build.name, facts.os, build.parsed_version)
+        reach = knowledge.wheel_reach(build.name, facts.os, build.parsed_version) if build is not None else None
         if pip and reach is not None and reach.extras:  # the framework's own pip extras are the usual way
             fix.extend([*pip, f"Or: {own}"])
         else:
-            fix.extend([own, *(f"Or: {step}" if i == 0 else step for i, step in enumerate(pip))])
-    elif knowledge.wheel_providing(name, facts.os):
+            fix.extend([own, *(f"Or: {line}" if i == 0 else line for i, line in enumerate(pip))])
+    elif wheel and build is not None:
         row = knowledge.wheel_providing(name, facts.os, build.cuda_major)
         detail += f" It is provided by the pip wheel {row.distribution} (or a CUDA toolkit)." if row else ""
-        fix.extend(install_fixes(facts, build, [name]))
+        fix.extend(install_fixes(facts, build, list(members)))
     else:
-        fix.append(f"Install what provides {name} and put its folder on {'PATH' if facts.os == 'windows' else 'LD_LIBRARY_PATH'}.")
+        fix.append(f"Install what provides {step.wanted} and put its folder on {'PATH' if facts.os == 'windows' else 'LD_LIBRARY_PATH'}.")
     return finding(
         "dependency-missing",
         detail,
         fix,
-        {"name": name, "needed_by": requesters, "provider": provider.provider if provider else None},
+        {"name": name, "one_of": list(members), "needed_by": requesters, "provider": provider.provider if provider else None},
         severity=Severity.WARNING if optional else Severity.ERROR,
         area=area_of_library(name, requesters[0]),
         causes=causes,
     )
 
 
-def _dependency_causes(facts: Facts, build: FrameworkBuild, name: str, requesters: list[str]) -> list[Optional[str]]:
-    """What a missing dependency is a symptom of: the CUDA runtime it belongs to, the incomplete cuDNN
-    installation that asks for its own part, or the build whose own library asks for it."""
-    causes = [cuda_key_of_library(name)]
+def _dependency_causes(facts: Facts, build: Optional[FrameworkBuild], names: Sequence[str], requesters: list[str]) -> list[Optional[str]]:
+    """What a missing dependency is a symptom of: the CUDA runtime it belongs to (any member of a
+    try-list's), the incomplete cuDNN installation that asks for its own part, or the build whose
+    own library asks for it."""
+    name = names[0]
+    causes = [cuda_key_of_library(n) for n in names]
     for requester in requesters:
         install, _ = owner(facts, requester)
         if install is not None and is_cudnn(name):
             causes.append(cudnn_key(facts, install.folder))
-        elif install is None and not is_cudnn(requester) and requester != build.name:
+        elif build is not None and install is None and not is_cudnn(requester) and requester != build.name:
             causes.append(build_key(build))  # the framework's own library (ONNX Runtime's CUDA provider)
     return causes
 
 
 def _logged_missing(facts: Facts, emulated: set[tuple[str, str, str]]) -> Iterator[Finding]:
-    """What frameworks' own messages name as missing dependencies (not their own root loads), unless the emulation said it."""
+    """What frameworks' own messages name as missing, unless another finding says it: the emulation
+    (the same gap, with the folder that asks for it), or cuda-libs-not-found / cudnn-missing for the
+    libraries the tables say the build asks for. A library the framework asked for itself that no
+    table row covers is said here, once per message (Paddle's try-list "cufft64_120.dll;cufft64_12.dll"
+    is one request)."""
     rules = PathRules(facts.os)
+    roots = {(r.executable, r.framework): {rules.name_key(s.name): s for s in r.steps if s.how == "root"} for r in facts.resolutions}
     for build in facts.builds:
+        known = {rules.name_key(n) for n in (build.system_libraries or ()) if n}
+        requests: dict[str, list[str]] = {}
         for failure in build.load_failures:
-            if failure.direct:
-                continue  # a library the framework itself asks for: cuda-libs-not-found / cudnn-missing say it
-            if (build.executable, build.name, rules.name_key(basename(failure.library))) in emulated:
-                continue  # the emulation found the same gap, with the folder that asks for it
-            yield _missing(facts, build, basename(failure.library), [failure.needed_by or build.name], False, rules)
+            key = rules.name_key(basename(failure.library))
+            if (build.executable, build.name, key) in emulated:
+                continue
+            if not failure.direct:
+                step = LoadStep(failure.needed_by or build.name, basename(failure.library), "load", None)
+                yield _missing(facts, build, step, [step.requester], False, rules)
+                continue
+            root = roots.get((build.executable, build.name), {}).get(key)
+            if key in known or (root is not None and not root.failed):
+                continue  # a table-known library has its own finding; a found one is judged by what it needs
+            requests.setdefault(failure.message, []).append(basename(failure.library))
+        for names in requests.values():
+            step = LoadStep(build.name, names[0], "root", None, one_of=tuple(names) if len(names) > 1 else ())
+            yield _missing(facts, build, step, [build.name], False, rules)
 
 
 @rule("loader-emulation-differs", Severity.WARNING, "The real loader picked another file than the emulation", Area.ENVIRONMENT)

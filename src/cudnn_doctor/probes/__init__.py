@@ -57,8 +57,8 @@ def run_probes(system: System, with_frameworks: bool = True, framework_timeout: 
             while_waiting()
         pythons = guarded("frameworks", reports.result, pythons)
         pool.shutdown()
-    builds = guarded("builds", lambda: probe_builds(pythons, system.os), ())
-    resolutions = guarded("loader", lambda: probe_resolutions(system, pythons, builds, toolkits, index), ())
+    builds = guarded("builds", lambda: probe_builds(pythons, system.os, system), ())
+    resolutions = guarded("loader", lambda: probe_resolutions(system, pythons, builds, toolkits, index, cudnn), ())
     wheels = guarded("wheels", lambda: probe_wheels(system, pythons), ())
     confirmations = guarded("loader check", lambda: probe_confirmations(system, resolutions), ()) if with_frameworks else ()
     return Facts(

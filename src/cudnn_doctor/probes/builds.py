@@ -2,8 +2,10 @@
 
 This is the only place that knows the shape of each framework's report and the wording of
 its log messages, in every era; checks get a typed `FrameworkBuild` and never parse text.
-Each version it states says how it is known (live report, distribution version, knowledge
-row with its vendor source), because a report must tell evidence from a table's guess.
+Each version it states says how it is known (live report, a file of the wheel, the imports of
+its GPU library, its distribution metadata, its version tag, a knowledge row with its vendor
+source), because a report must tell evidence from a table's guess. The machine's own files come
+first; a table only fills what they do not say (`wheel_files` reads them, without importing).
 """
 
 from __future__ import annotations
@@ -16,11 +18,14 @@ from packaging.version import Version
 from cudnn_doctor import knowledge
 from cudnn_doctor.facts import (
     BUNDLED,
+    DIST_METADATA,
     DIST_VERSION,
     KNOWLEDGE,
+    LIBRARY_IMPORTS,
     LIVE,
     NVIDIA_WHEELS,
     SYSTEM,
+    WHEEL_METADATA,
     CudnnMismatch,
     FrameworkBuild,
     Known,
@@ -28,14 +33,26 @@ from cudnn_doctor.facts import (
     PythonEnv,
     SystemLibraries,
 )
+from cudnn_doctor.probes.wheel_files import Evidence, WheelFiles, library_majors, requirement_majors
+from cudnn_doctor.system.interface import System
 from cudnn_doctor.versions import canonical_name, parse_cuda_version, parse_cudnn_version, parse_version
 
 _LOCAL_CUDA = re.compile(r"\+cu(\d+)(\d)$")  # torch 2.1.0+cu121
 _PADDLE_POST = re.compile(r"\.(post(\d+)(\d))$")  # paddlepaddle-gpu 2.2.0.post112
 
 # Messages that name a library the framework could not load, across frameworks and eras.
-_DIRECT_LOAD = re.compile(r"Could not load dynamic library '([^']+)'")  # TensorFlow's dso_loader: its own request
-_DEPENDENCY = re.compile(r"Failed to load library (\S+) with error: ([\w.+-]+): cannot open shared object file")  # ONNX Runtime
+# A framework's own request, by name: TensorFlow 2's dso_loader ("Could not load dynamic library"), TensorFlow 1's
+# ("Could not dlopen library"), TensorFlow 1's Windows self-check ("Could not find 'cudnn64_7.dll'. TensorFlow
+# requires"), PaddlePaddle's dynamic loader (its try-list, ';'-separated: "cufft64_120.dll;cufft64_12.dll").
+_DIRECT_LOADS = (
+    re.compile(r"Could not (?:load dynamic|dlopen) library '([^']+)'"),
+    re.compile(r"Could not find '([^']+\.dll)'\. TensorFlow requires"),
+    re.compile(r"The third-party dynamic library \(([^)]+)\) that Paddle depends on"),
+)
+_DEPENDENCIES = (  # ONNX Runtime's CUDA provider and what it could not find (Linux, then Windows since 1.19)
+    re.compile(r"Failed to load library (\S+) with error: ([\w.+-]+): cannot open shared object file"),
+    re.compile(r'Error loading "([^"]+)" which depends on "([^"]+)" which is missing'),
+)
 _OTHER_LOADS = (
     re.compile(r"([\w.+-]+\.so[.\d]*): cannot open shared object file"),  # dlopen / ImportError on Linux
     re.compile(r"Could not find the DLL\(s\) '([^']+)'"),  # Python's ctypes / TensorFlow's self-check on Windows
@@ -47,7 +64,10 @@ _TF_CUDNN = re.compile(r"Loaded runtime CuDNN library:\s*(\d+(?:\.\d+)*).*?sourc
 _PADDLE_CUDNN = re.compile(r"compiled with CUDNN (\d+(?:\.\d+)*), but CUDNN version in your machine is (\d+(?:\.\d+)*)")
 _JAX_CUDNN = re.compile(r"Found cuDNN version (\d+), but JAX was built against version (\d+)")
 _TORCH_CUDNN = re.compile(r"PyTorch was compiled\s+against \((\d+), (\d+), (\d+)\) but found runtime version \((\d+), (\d+), (\d+)\)")
+_JAX_PLUGIN = re.compile(r"^jax-cuda(\d+)-(?:plugin|pjrt)$")  # jax-cuda12-plugin, jax-cuda13-pjrt
+_JAXLIB_TAG = re.compile(r"\+cuda(\d+)(?:\.cudnn(\d+))?")  # jaxlib 0.4.23+cuda12.cudnn89
 _NVIDIA_WHEEL = re.compile(r"^nvidia-(cu|cuda|cudnn|nccl|nvjitlink|nvtx|cufft|curand|cusolver|cusparse|npp|nvrtc)")  # canonical names
+_CUPY_WHEEL = re.compile(r"^cupy-cuda(\d+?)(x|\d)$")  # cupy-cuda12x (a CUDA major), cupy-cuda113, cupy-cuda80
 _CUDNN_LOADED = re.compile(r"Loaded cuDNN version|cuDNN Version: \d|works well on \d+ GPU")
 
 
@@ -59,6 +79,8 @@ class _Source(NamedTuple):
     report: Mapping[str, Any]
     package: Optional[str]  # the installed distribution's version
     os: str
+    distribution: Optional[str] = None  # the installed distribution's canonical name
+    files: Optional[WheelFiles] = None  # the interpreter's site-packages, when the machine's files can be read
 
     @property
     def version_text(self) -> Optional[str]:
@@ -80,19 +102,32 @@ class _Source(NamedTuple):
     def has(self, distribution: str) -> bool:
         return canonical_name(distribution) in self.python.packages
 
+    @property
+    def windows(self) -> bool:
+        return self.os == "windows"
 
-def probe_builds(pythons: tuple[PythonEnv, ...], os_name: str) -> tuple[FrameworkBuild, ...]:
-    """Every framework installed in every interpreter (by its distributions or its report)."""
-    return tuple(_build(source) for python in pythons for source in _sources(python, os_name))
+    def build_file(self, *parts: str) -> tuple[dict[str, Any], Optional[str], str]:
+        """A generated module's literal constants ({} when absent), its path, and the path a report quotes."""
+        found = self.files.constants(*parts) if self.files else None
+        return (found[0], found[1], "/".join(parts)) if found else ({}, None, "/".join(parts))
 
 
-def _sources(python: PythonEnv, os_name: str) -> Iterator[_Source]:
+def probe_builds(pythons: tuple[PythonEnv, ...], os_name: str, system: Optional[System] = None) -> tuple[FrameworkBuild, ...]:
+    """Every framework installed in every interpreter (by its distributions or its report); with
+    `system`, what the framework's own files say comes before the tables."""
+    return tuple(_build(source) for python in pythons for source in _sources(python, os_name, system))
+
+
+def _sources(python: PythonEnv, os_name: str, system: Optional[System]) -> Iterator[_Source]:
+    files = None
     for framework in knowledge.frameworks():
         dists = [canonical_name(d) for d in framework.distributions]
-        package = next((python.packages[d] for d in dists if d in python.packages), None)
+        distribution = next((d for d in dists if d in python.packages), None)
         report = python.frameworks.get(framework.name)
-        if package is not None or report is not None:
-            yield _Source(framework.name, python, report or {}, package, os_name)
+        if distribution is not None or report is not None:
+            files = files or (WheelFiles(system, python) if system is not None else None)
+            package = python.packages[distribution] if distribution else None
+            yield _Source(framework.name, python, report or {}, package, os_name, distribution, files)
 
 
 def _build(source: _Source) -> FrameworkBuild:
@@ -116,6 +151,9 @@ def _build(source: _Source) -> FrameworkBuild:
         cudnn_loaded=fields.get("cudnn_loaded"),
         cuda_from=SYSTEM if system else NVIDIA_WHEELS if wheels else BUNDLED,
         cuda_wheels=wheels,
+        gpu_library=fields.get("gpu_library"),
+        needs=fields.get("needs", ()),
+        nvidia_requirements=fields.get("nvidia_requirements", ()),
         system_libraries=_system_libraries(cuda, cudnn, source.os) if system and gpu_build is not False else None,
         cuda_available=report.get("cuda_available") if "cuda_available" in report else None,
         sees_gpu=_sees_gpu(report),
@@ -162,15 +200,24 @@ Fields = dict[str, Any]
 def _torch(source: _Source) -> Fields:
     report, version_text = source.report, source.version_text or ""
     tag = _LOCAL_CUDA.search(version_text)
-    fields: Fields = {}
+    stated, path, short = source.build_file("torch", "version.py")
+    library = ("torch", "lib", "torch_cuda.dll") if source.windows else ("torch", "lib", "libtorch_cuda.so")
+    fields = _files_say(source, library)
     if "cuda" in report and source.imported:
         fields["gpu_build"] = report["cuda"] is not None
+    elif "cuda" in stated:  # torch/version.py: cuda = None in CPU and ROCm builds
+        fields["gpu_build"] = stated["cuda"] is not None
     elif "+cpu" in version_text or tag:
         fields["gpu_build"] = tag is not None
-    if report.get("cuda"):
-        fields["cuda"] = Known(str(report["cuda"]), LIVE)
-    elif tag:
-        fields["cuda"] = Known(f"{tag.group(1)}.{tag.group(2)}", DIST_VERSION)
+    elif "gpu_library" in fields:
+        fields["gpu_build"] = True
+    fields["cuda"] = _first(
+        Known(str(report["cuda"]), LIVE) if report.get("cuda") else None,
+        _stated(stated.get("cuda"), path, short),
+        Known(f"{tag.group(1)}.{tag.group(2)}", DIST_VERSION) if tag else None,
+        *fields.pop("cuda_said"),
+    )
+    fields["cudnn"] = _first(*fields.pop("cudnn_said"))
     if report.get("cudnn"):
         fields["cudnn_loaded"] = str(parse_cudnn_version(report["cudnn"]) or report["cudnn"])
     fields["cudnn_works"] = bool(report.get("cuda_available")) and bool(report.get("cudnn"))
@@ -183,22 +230,34 @@ def _torch(source: _Source) -> Fields:
 def _tensorflow(source: _Source) -> Fields:
     report = source.report
     info = report.get("build_info") or {}
-    fields: Fields = {}
+    stated, path, short = source.build_file("tensorflow", "python", "platform", "build_info.py")
+    built = stated.get("build_info") if isinstance(stated.get("build_info"), dict) else {}
+    fields = _files_say(source, None)
     if "built_with_cuda" in report:
         fields["gpu_build"] = bool(report["built_with_cuda"])
     elif "is_cuda_build" in info:
         fields["gpu_build"] = bool(info["is_cuda_build"])
+    elif "is_cuda_build" in built:
+        fields["gpu_build"] = bool(built["is_cuda_build"])
     elif source.has("tensorflow-cpu"):
         fields["gpu_build"] = False
     row = knowledge.tensorflow_build(source.version, source.os) if source.version else None
-    if info.get("cuda_version"):
-        fields["cuda"] = Known(str(info["cuda_version"]), LIVE)
-    elif row:
-        fields["cuda"] = Known(row.cuda, KNOWLEDGE, row.source)
-    if row:  # the tested cuDNN release: that major, and at least that release
-        fields["cudnn"] = Known(row.cudnn, KNOWLEDGE, row.source)
-    elif info.get("cudnn_version") and parse_cudnn_version(info["cudnn_version"]):
-        fields["cudnn"] = Known(str(parse_cudnn_version(info["cudnn_version"]).release[0]), LIVE)
+    fields["cuda"] = _first(
+        Known(str(info["cuda_version"]), LIVE) if info.get("cuda_version") else None,
+        _stated(built.get("cuda_version"), path, short),
+        *fields.pop("cuda_said"),
+        Known(row.cuda, KNOWLEDGE, row.source) if row else None,
+    )
+    live_cudnn = parse_cudnn_version(info.get("cudnn_version"))
+    # the tested cuDNN release of the table row: that major, and at least that release
+    fields["cudnn"] = _refined(
+        _first(
+            Known(str(live_cudnn.release[0]), LIVE) if live_cudnn else None,
+            _stated_major(built.get("cudnn_version"), path, short),
+            *fields.pop("cudnn_said"),
+        ),
+        Known(row.cudnn, KNOWLEDGE, row.source) if row else None,
+    )
     python_row = row or (knowledge.tensorflow_build(source.version, "linux") if source.version else None)
     if python_row:
         fields["supported_python"] = _python_range(python_row)
@@ -207,36 +266,90 @@ def _tensorflow(source: _Source) -> Fields:
 
 def _paddle(source: _Source) -> Fields:
     report = source.report
-    fields: Fields = {}
+    stated, path, short = source.build_file("paddle", "version", "__init__.py")
+    fields = _files_say(source, None)
+    built_cuda = stated.get("cuda_version")
     if "compiled_with_cuda" in report:
         fields["gpu_build"] = bool(report["compiled_with_cuda"])
+    elif isinstance(built_cuda, str) and built_cuda:
+        fields["gpu_build"] = built_cuda != "False"  # paddle/version/__init__.py of a CPU build: cuda_version = 'False'
     elif source.has("paddlepaddle-gpu"):
         fields["gpu_build"] = True
     tag = _PADDLE_POST.search(source.python.packages.get("paddlepaddle-gpu", ""))
-    if report.get("cuda"):
-        fields["cuda"] = Known(str(report["cuda"]), LIVE)
-    elif tag:
-        fields["cuda"] = Known(f"{tag.group(2)}.{tag.group(3)}", DIST_VERSION)
+    fields["cuda"] = _first(
+        Known(str(report["cuda"]), LIVE) if report.get("cuda") else None,
+        _stated(built_cuda, path, short),
+        Known(f"{tag.group(2)}.{tag.group(3)}", DIST_VERSION) if tag else None,
+        *fields.pop("cuda_said"),
+    )
     row = knowledge.paddle_build(tag.group(1), source.os) if tag else None
     reported = parse_cudnn_version(report.get("cudnn_version"))
-    if row:
-        fields["cudnn"] = Known(row.cudnn, KNOWLEDGE, row.source)
-    elif reported:
-        fields["cudnn"] = Known(str(reported), LIVE)
+    fields["cudnn"] = _refined(
+        _first(Known(str(reported), LIVE) if reported else None, _stated_major(stated.get("cudnn_version"), path, short), *fields.pop("cudnn_said")),
+        Known(row.cudnn, KNOWLEDGE, row.source) if row else None,
+    )
     return fields
 
 
 def _onnxruntime(source: _Source) -> Fields:
     report = source.report
-    fields: Fields = {}
+    stated, path, short = source.build_file("onnxruntime", "capi", "build_and_package_info.py")
+    provider = "onnxruntime_providers_cuda.dll" if source.windows else "libonnxruntime_providers_cuda.so"
+    fields = _files_say(source, ("onnxruntime", "capi", provider))
     if "providers" in report:
         fields["gpu_build"] = "CUDAExecutionProvider" in report["providers"]
-    elif source.has("onnxruntime-gpu"):
+    elif source.has("onnxruntime-gpu") or "gpu_library" in fields:
         fields["gpu_build"] = True
-    row = knowledge.onnxruntime_build(source.version) if source.version else None
-    if row:
-        fields["cuda"] = Known(row.cuda, KNOWLEDGE, row.source)
-        fields["cudnn"] = Known(str(row.cudnn), KNOWLEDGE, row.source)
+    row = knowledge.onnxruntime_build(source.version) if source.version and source.has("onnxruntime-gpu") else None
+    fields["cuda"] = _first(_stated(stated.get("cuda_version"), path, short), *fields.pop("cuda_said"), Known(row.cuda, KNOWLEDGE, row.source) if row else None)
+    fields["cudnn"] = _first(
+        _stated_major(stated.get("cudnn_version"), path, short), *fields.pop("cudnn_said"), Known(str(row.cudnn), KNOWLEDGE, row.source) if row else None
+    )
+    return fields
+
+
+def _jax(source: _Source) -> Fields:
+    """JAX's CUDA build is a plugin distribution named for its CUDA major (jax-cuda12-plugin), or
+    before the plugins a jaxlib tagged with it (0.4.23+cuda12.cudnn89)."""
+    plugin = next((d for d in sorted(source.python.packages, key=lambda d: (not d.endswith("-plugin"), d)) if _JAX_PLUGIN.match(d)), None)
+    tag = _JAXLIB_TAG.search(source.python.packages.get("jaxlib", ""))
+    fields: Fields = {"cuda_said": [], "cudnn_said": []}
+    if plugin is not None:
+        fields = _files_say(source._replace(distribution=plugin, package=source.python.packages[plugin]), None)
+        major = _JAX_PLUGIN.match(plugin).group(1)  # type: ignore[union-attr]
+        fields["cuda_said"].insert(0, Known(major, DIST_METADATA, None, f"{plugin} {source.python.packages[plugin]} is installed"))
+    if "devices" in source.report and source.imported:
+        fields["gpu_build"] = plugin is not None or tag is not None or _sees_gpu(source.report)
+    elif plugin is not None or tag is not None:
+        fields["gpu_build"] = True
+    fields["cuda"] = _first(*fields.pop("cuda_said"), Known(tag.group(1), DIST_VERSION) if tag else None)
+    digits = tag.group(2) if tag else None  # cudnn89: 8.9, cudnn91: 9.1
+    fields["cudnn"] = _first(*fields.pop("cudnn_said"), Known(f"{digits[0]}.{digits[1:]}" if len(digits) > 1 else digits, DIST_VERSION) if digits else None)
+    return fields
+
+
+def _cupy(source: _Source) -> Fields:
+    """CuPy names its CUDA in the wheel (cupy-cuda12x, cupy-cuda113) and reports the runtime it loaded;
+    cuDNN is optional (CuPy <= 13) or gone (14), so it is never a requirement."""
+    report = source.report
+    fields = _files_say(source, None)  # its Requires-Dist: the [ctk] extra names the nvidia-* wheels of its CUDA
+    fields["gpu_build"] = not report.get("is_hip", False)
+    reported = parse_cuda_version(report.get("cuda"))
+    wheel = next((_CUPY_WHEEL.match(d) for d in source.python.packages if _CUPY_WHEEL.match(d)), None)
+    said = fields.pop("cuda_said")
+    fields.pop("cudnn_said")  # cuDNN is never a requirement of CuPy
+    if reported:
+        fields["cuda"] = Known(f"{reported.major}.{reported.minor}", LIVE)
+    elif wheel:
+        major, minor = wheel.group(1), wheel.group(2)
+        fields["cuda"] = Known(major if minor == "x" else f"{major}.{minor}", DIST_VERSION)
+    elif said:
+        fields["cuda"] = said[0]
+    elif source.has("cupy"):
+        fields["gpu_build"] = None  # built from source: against whatever CUDA it found
+    if report.get("cudnn"):
+        fields["cudnn_loaded"] = str(parse_cudnn_version(report["cudnn"]) or report["cudnn"])
+    fields["cudnn_works"] = bool(report.get("cuda_available")) and bool(report.get("cudnn"))
     return fields
 
 
@@ -244,7 +357,72 @@ def _nothing(source: _Source) -> Fields:
     return {}
 
 
-_READERS: dict[str, Callable[[_Source], Fields]] = {"torch": _torch, "tensorflow": _tensorflow, "paddle": _paddle, "onnxruntime": _onnxruntime}
+_READERS: dict[str, Callable[[_Source], Fields]] = {
+    "torch": _torch,
+    "tensorflow": _tensorflow,
+    "paddle": _paddle,
+    "onnxruntime": _onnxruntime,
+    "jax": _jax,
+    "cupy": _cupy,
+}
+
+
+# --- what the framework's own files say (read by wheel_files, never imported) ------------------
+
+
+def _files_say(source: _Source, library: Optional[tuple[str, ...]]) -> Fields:
+    """The GPU library's imports and the distribution's NVIDIA requirements, as `cuda_said` /
+    `cudnn_said` candidates (library first, metadata second) plus `gpu_library`, `needs` and
+    `nvidia_requirements`; empty lists when the files cannot be read (no System, not installed)."""
+    fields: Fields = {"cuda_said": [], "cudnn_said": []}
+    if source.files is None:
+        return fields
+    found = source.files.binary(*library) if library else None
+    if found is not None:
+        info, path = found
+        cuda, cudnn, fields["needs"] = library_majors(info, path, "/".join(library or ()))
+        fields["gpu_library"] = path
+        fields["cuda_said"] += [_known(cuda, LIBRARY_IMPORTS)] if cuda else []
+        fields["cudnn_said"] += [_known(cudnn, LIBRARY_IMPORTS)] if cudnn else []
+    if source.distribution:
+        requirements, path = source.files.requirements(source.distribution)
+        nvidia = tuple(r for r in requirements if _NVIDIA_WHEEL.match(r.name) or r.name == "cuda-toolkit")
+        fields["nvidia_requirements"] = nvidia
+        cuda, cudnn = requirement_majors(nvidia, path or "", f"{source.distribution} {source.package}")
+        fields["cuda_said"] += [_known(cuda, DIST_METADATA)] if cuda else []
+        fields["cudnn_said"] += [_known(cudnn, DIST_METADATA)] if cudnn else []
+    return fields
+
+
+def _known(evidence: Evidence, how: str) -> Known:
+    return Known(evidence.value, how, evidence.path, evidence.detail)
+
+
+def _stated(value: Any, path: Optional[str], short: str) -> Optional[Known]:
+    """A CUDA version a generated module states ("13.0", "64_112"); None for None, "False", "" and non-versions."""
+    if path is None or not isinstance(value, (str, int)) or isinstance(value, bool) or parse_cuda_version(str(value)) is None:
+        return None
+    return Known(str(value), WHEEL_METADATA, path, short)
+
+
+def _stated_major(value: Any, path: Optional[str], short: str) -> Optional[Known]:
+    """The cuDNN major a generated module states ("9.1", "64_8", "8"): the major is what the build's library names carry."""
+    version = parse_cudnn_version(str(value)) if path is not None and isinstance(value, (str, int)) and not isinstance(value, bool) else None
+    return Known(str(version.release[0]), WHEEL_METADATA, path, short) if version else None
+
+
+def _first(*candidates: Optional[Known]) -> Optional[Known]:
+    """The first that is known: callers list evidence before tables."""
+    return next((c for c in candidates if c is not None), None)
+
+
+def _refined(stated: Optional[Known], row: Optional[Known]) -> Optional[Known]:
+    """A table row that names a cuDNN release ("8.1") of the major the build states says more (its
+    minimum) and is kept; a row that contradicts the build, or names only a major, is not."""
+    if row is None or stated is None:
+        return stated or row
+    same_major = cudnn_major(row) == cudnn_major(stated)
+    return row if same_major and "." in row.value else stated
 
 
 def _python_range(row: Any) -> Known:
@@ -258,11 +436,13 @@ def _python_range(row: Any) -> Known:
 def load_failures(text: str) -> tuple[LoadFailure, ...]:
     """Every library the messages name as not loadable, once, with who needed it when they say."""
     found: dict[str, LoadFailure] = {}
-    for match in _DEPENDENCY.finditer(text):
-        found.setdefault(match.group(2), LoadFailure(match.group(2), _line_at(text, match.start()), match.group(1)))
-    for match in _DIRECT_LOAD.finditer(text):
-        for name in match.group(1).split("', '"):
-            found[name] = LoadFailure(name, _line_at(text, match.start()), None, direct=True)
+    for pattern in _DEPENDENCIES:
+        for match in pattern.finditer(text):
+            found.setdefault(match.group(2), LoadFailure(match.group(2), _line_at(text, match.start()), match.group(1)))
+    for pattern in _DIRECT_LOADS:
+        for match in pattern.finditer(text):
+            for name in re.split(r"', '|;", match.group(1)):
+                found[name.strip()] = LoadFailure(name.strip(), _line_at(text, match.start()), None, direct=True)
     for pattern in _OTHER_LOADS:
         for match in pattern.finditer(text):
             for name in match.group(1).split("', '"):

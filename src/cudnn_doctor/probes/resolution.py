@@ -3,25 +3,40 @@
 Roots by framework (from the knowledge data's loads_cuda):
 - frameworks that load CUDA from the system (TensorFlow, PaddlePaddle, ONNX Runtime): the
   CUDA runtime, cuBLAS and cuDNN front library of the CUDA / cuDNN version the build was made for,
-  plus ONNX Runtime's CUDA provider library when it is installed;
+  plus ONNX Runtime's CUDA provider library when it is installed. On Windows ONNX Runtime loads
+  the provider with LOAD_WITH_ALTERED_SEARCH_PATH (onnxruntime/core/platform/windows/env.cc), so
+  the provider's folder is searched first for what it imports — the names above included, when
+  its import table lists them; what it loads at run time is searched the standard way;
 - PyTorch: `torch/lib/libtorch_cuda.so` on Linux (its RUNPATH reaches the nvidia-* wheels);
   on Windows every DLL in `torch\\lib`, which `torch/__init__.py` preloads with
-  `os.add_dll_directory` in effect.
+  `LoadLibraryExW(dll, LOAD_LIBRARY_SEARCH_DEFAULT_DIRS | LOAD_LIBRARY_SEARCH_DLL_LOAD_DIR)` after
+  `os.add_dll_directory` of its DLL folders, falling back to PATH (windows.DEFAULT_DIRS_THEN_PATH).
+
+Then every cuDNN installation that no framework's load uses is resolved as a program started
+from here would load it (framework `process`): its front library by path, with its imports and
+run-time loads, so a native program, an unknown package or a machine without Python gets the
+same judgement of its cuDNN.
 """
 
 from __future__ import annotations
 
-from cudnn_doctor.facts import FrameworkBuild, PythonEnv, Resolution, ToolkitFacts
+from cudnn_doctor.facts import PROCESS, CudnnInstall, FrameworkBuild, PythonEnv, Resolution, ToolkitFacts
+from cudnn_doctor.loader import windows
 from cudnn_doctor.loader.index import FolderIndex
-from cudnn_doctor.loader.resolve import Resolver
-from cudnn_doctor.probes.cudnn import site_packages
+from cudnn_doctor.loader.resolve import Resolver, Root
+from cudnn_doctor.probes.cudnn import python_prefix, site_packages
 from cudnn_doctor.system.interface import System
 
 
 def probe_resolutions(
-    system: System, pythons: tuple[PythonEnv, ...], builds: tuple[FrameworkBuild, ...], toolkits: ToolkitFacts, index: FolderIndex
+    system: System,
+    pythons: tuple[PythonEnv, ...],
+    builds: tuple[FrameworkBuild, ...],
+    toolkits: ToolkitFacts,
+    index: FolderIndex,
+    cudnn: tuple[CudnnInstall, ...] = (),
 ) -> tuple[Resolution, ...]:
-    resolver = None
+    resolver = Resolver(system, index)
     rules = system.paths
     # where a root that is not found may still lie: the toolkits' library folders
     elsewhere = [t.bin_dir for t in toolkits.toolkits]
@@ -31,13 +46,44 @@ def probe_resolutions(
     by_executable = {p.executable: p for p in pythons}
     for build in builds:
         roots, dll_directories = _roots(system, build, by_executable[build.executable])
+        # what the framework says it failed to load is resolved too, whether or not a table row knows it
+        asked = {rules.name_key(rules.basename(r.name)) for r in roots}
+        roots += [Root(f.library) for f in build.load_failures if f.direct and rules.name_key(f.library) not in asked]
         if roots:
-            resolver = resolver or Resolver(system, index)
             resolutions.append(resolver.resolve(build.name, build.executable, roots, dll_directories, elsewhere))
-    return tuple(resolutions)
+    return tuple(resolutions) + _unused_installations(system, resolver, pythons, cudnn, resolutions)
 
 
-def _roots(system: System, build: FrameworkBuild, python: PythonEnv) -> tuple[list[str], list[str]]:
+def _unused_installations(
+    system: System, resolver: Resolver, pythons: tuple[PythonEnv, ...], cudnn: tuple[CudnnInstall, ...], resolutions: list[Resolution]
+) -> tuple[Resolution, ...]:
+    """Each cuDNN installation no framework loads but a program started here would: one whose front
+    library the loader's search finds by name (PATH, LD_LIBRARY_PATH, the loader cache), or one
+    inside a Python package, which its package loads by path. An installation nothing reaches
+    (a folder off every search path) is not loaded by anything and is not judged as a load."""
+    rules = system.paths
+    used = {rules.key(s.winner) for r in resolutions for s in r.steps if s.winner}
+    current = next((p for p in pythons if p.current), pythons[0] if pythons else None)
+    executable = current.executable if current else ""
+    packages = [site for python in pythons for site in site_packages(system, python)]
+    found = []
+    for install in cudnn:
+        if any(rules.key(library.path) in used for library in install.libraries):
+            continue
+        fronts = [library.path for library in install.libraries if not library.part]
+        if any(rules.inside(install.folder, site) for site in packages):
+            found.append(resolver.resolve(PROCESS, executable, fronts or [library.path for library in install.libraries]))
+            continue
+        for front in fronts:
+            by_name = resolver.resolve(PROCESS, executable, [rules.basename(front)])
+            winner = by_name.steps[0].winner if by_name.steps else None
+            if winner and rules.same(system.realpath(rules.dirname(winner)), system.realpath(install.folder)):
+                found.append(by_name)
+                used.update(rules.key(s.winner) for s in by_name.steps if s.winner)
+    return tuple(found)
+
+
+def _roots(system: System, build: FrameworkBuild, python: PythonEnv) -> tuple[list[Root], list[str]]:
     rules = system.paths
     sites = [s for s in site_packages(system, python) if system.is_dir(s)]
     if build.name == "torch":
@@ -45,16 +91,33 @@ def _roots(system: System, build: FrameworkBuild, python: PythonEnv) -> tuple[li
             lib = rules.join(site, "torch", "lib")
             if rules.windows:
                 dlls = [e.path for e in system.list_dir(lib) or [] if e.path.lower().endswith(".dll")]
-                return sorted(dlls), [lib]
+                return [Root(dll, windows.DEFAULT_DIRS_THEN_PATH) for dll in sorted(dlls)], _torch_dll_paths(system, python, lib)
             cuda = rules.join(lib, "libtorch_cuda.so")
             if system.is_file(cuda):
-                return [cuda], []
+                return [Root(cuda)], []
         return [], []
     libraries = build.system_libraries
     if libraries is None:
         return [], []
-    roots = [name for name in (libraries.cudart, libraries.cublas) if name]
-    if build.name == "onnxruntime":
-        provider = "onnxruntime_providers_cuda.dll" if rules.windows else "libonnxruntime_providers_cuda.so"
-        roots += [rules.join(site, "onnxruntime", "capi", provider) for site in sites if system.is_file(rules.join(site, "onnxruntime", "capi", provider))]
-    return roots + ([libraries.cudnn] if libraries.cudnn else []), []
+    names = [name for name in (libraries.cudart, libraries.cublas) if name]
+    cudnn = [libraries.cudnn] if libraries.cudnn else []
+    if build.name != "onnxruntime":
+        return [Root(name) for name in names + cudnn], []
+    provider_name = "onnxruntime_providers_cuda.dll" if rules.windows else "libonnxruntime_providers_cuda.so"
+    providers = [rules.join(site, "onnxruntime", "capi", provider_name) for site in sites]
+    providers = [p for p in providers if system.is_file(p)]
+    if not rules.windows or not providers:
+        return [Root(name) for name in names] + [Root(p) for p in providers] + [Root(name) for name in cudnn], []
+    provider = providers[0]
+    binary = system.binary(provider)
+    imported = {rules.name_key(name) for name in (binary.imports if binary else ())}
+    asked = [Root(name, windows.ALTERED, rules.dirname(provider)) if rules.name_key(name) in imported else Root(name) for name in names + cudnn]
+    return [*asked[: len(names)], *(Root(p, windows.ALTERED) for p in providers), *asked[len(names) :]], []
+
+
+def _torch_dll_paths(system: System, python: PythonEnv, lib: str) -> list[str]:
+    """The folders torch/__init__.py adds with os.add_dll_directory: torch\\lib, and the
+    environment's Library\\bin (conda) and bin when they exist."""
+    rules = system.paths
+    prefix = python_prefix(system, python.executable)
+    return [lib] + [folder for folder in (rules.join(prefix, "Library", "bin"), rules.join(prefix, "bin")) if system.is_dir(folder)]

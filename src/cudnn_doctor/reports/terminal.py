@@ -194,7 +194,7 @@ def _facts_lines(facts: Facts, area: Area) -> Iterable[str]:
                     f"BROKEN {step.blocked_by}" if step.blocked_by else f"provided by the {step.provided_by}" if step.provided_by else "NOT FOUND"
                 )
                 shadow = f"  (also: {', '.join(c.path for c in step.candidates if c.path != step.winner)})" if len(step.candidates) > 1 else ""
-                yield f"  {step.how:6} {step.name} ← {step.requester.replace(chr(92), '/').rsplit('/', 1)[-1]}: {where}{shadow}"
+                yield f"  {step.how:6} {step.wanted} ← {step.requester.replace(chr(92), '/').rsplit('/', 1)[-1]}: {where}{shadow}"
     elif area is Area.FRAMEWORKS:
         for python in facts.pythons:
             yield f"{python.executable}: Python {python.version} ({python.kind}){' [current]' if python.current else ''}, {len(python.packages)} distributions"
@@ -214,7 +214,7 @@ def _build_line(build: FrameworkBuild) -> str:
     parts = [f"{build.name} {build.version or '?'}", f"GPU build: {_yes_no(build.gpu_build)}"]
     for label, known in (("CUDA", build.cuda), ("cuDNN", build.cudnn)):
         if known is not None:
-            parts.append(f"{label} {known.value} ({known.how})")
+            parts.append(f"{label} {known.value} ({known.said})")
     parts.append(f"CUDA from: {build.cuda_from}")
     if build.cuda_available is not None:
         parts.append(f"cuda_available={build.cuda_available}")

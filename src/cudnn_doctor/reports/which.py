@@ -19,6 +19,9 @@ def _lines(resolution: Resolution, confirmations: tuple[Confirmation, ...]) -> I
         return
     root = resolution.steps[0]
     yield (f"{root.name} from {resolution.executable}\n")
+    how = _SEARCH.get(root.search or "")
+    if how:
+        yield (f"loaded with {how}\n")
     yield ("search order:\n")
     hits = {_folder_key(c.path): c for c in root.candidates}
     for number, place in enumerate(root.searched, 1):
@@ -44,7 +47,16 @@ def _lines(resolution: Resolution, confirmations: tuple[Confirmation, ...]) -> I
             else "NOT FOUND" + (" (optional)" if step.optional else "")
         )
         requester = step.requester.replace("\\", "/").rsplit("/", 1)[-1]
-        yield (f"  {step.how:6} {step.name} ← {requester}: {where}\n")
+        yield (f"  {step.how:6} {step.wanted} ← {requester}: {where}\n")
+
+
+# Windows loads that do not search the standard way (loader/windows.py)
+_SEARCH = {
+    "altered": "LOAD_WITH_ALTERED_SEARCH_PATH: its imports are searched from its folder, not python.exe's",
+    "default-dirs": "LOAD_LIBRARY_SEARCH_DEFAULT_DIRS | LOAD_LIBRARY_SEARCH_DLL_LOAD_DIR (a Python extension module): "
+    "its imports are searched in its folder, python.exe's, os.add_dll_directory folders and System32, never PATH",
+    "default-dirs-then-path": "torch's preload (LOAD_LIBRARY_SEARCH_DEFAULT_DIRS | LOAD_LIBRARY_SEARCH_DLL_LOAD_DIR, then PATH)",
+}
 
 
 def _folder_key(path: str) -> str:

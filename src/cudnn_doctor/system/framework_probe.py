@@ -62,7 +62,28 @@ def _onnxruntime(report):
     report["providers"] = list(onnxruntime.get_available_providers())
 
 
-PROBES = {"torch": _torch, "tensorflow": _tensorflow, "paddle": _paddle, "jax": _jax, "onnxruntime": _onnxruntime}
+def _cupy(report):
+    import cupy
+
+    report["version"] = cupy.__version__
+    runtime = cupy.cuda.runtime
+    report["cuda"] = runtime.runtimeGetVersion()  # 12040: the CUDA runtime CuPy loaded
+    report["is_hip"] = bool(getattr(runtime, "is_hip", False))
+    try:
+        report["device_count"] = int(runtime.getDeviceCount())
+    except Exception as error:  # no driver, or a driver too old for this runtime
+        report["device_count"] = 0
+        report["error"] = "%s: %s" % (type(error).__name__, error)
+    report["cuda_available"] = report["device_count"] > 0
+    try:  # optional in CuPy <= 13, removed in 14: cuDNN's absence only disables cupyx's DNN functions
+        from cupy_backends.cuda.libs import cudnn
+
+        report["cudnn"] = int(cudnn.getVersion())
+    except Exception as error:
+        report["cudnn_error"] = "%s: %s" % (type(error).__name__, error)
+
+
+PROBES = {"torch": _torch, "tensorflow": _tensorflow, "paddle": _paddle, "jax": _jax, "onnxruntime": _onnxruntime, "cupy": _cupy}
 
 
 def main(name):

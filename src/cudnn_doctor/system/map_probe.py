@@ -31,11 +31,19 @@ def _path_windows(name):
     return buffer.value
 
 
+def _load(name):
+    """LoadLibrary's standard search on Windows: ctypes.CDLL alone (Python >= 3.8) passes
+    LOAD_LIBRARY_SEARCH_DEFAULT_DIRS, which skips PATH; winmode=0 asks for the standard order."""
+    if sys.platform == "win32" and sys.version_info >= (3, 8):
+        return ctypes.CDLL(name, winmode=0)
+    return ctypes.CDLL(name)
+
+
 def main(names):
     loaded, errors = {}, {}
     for name in names:
         try:
-            ctypes.CDLL(name)
+            _load(name)
         except OSError as error:
             errors[name] = str(error)
     if sys.platform == "win32":

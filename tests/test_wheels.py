@@ -299,3 +299,15 @@ def test_verbose_report_lists_each_wheel_and_its_folder():
     out = io.StringIO()
     terminal.render(run(ort_machine(False, version="1.31.1", wheels=CU13_LINUX)), out, verbose=True, color=False)
     assert f"wheel nvidia-cublas 13.10.0.20: {LINUX_SITE}/nvidia/cu13/lib (libcublas.so.13, libcublasLt.so.13)" in out.getvalue()
+
+
+def test_one_pip_line_is_one_cause():
+    """Without the extras, cuDNN and the provider's CUDA imports are missing for one reason: one head, the rest its symptoms."""
+    document = ort_machine(False, version="1.31.1", provider_imports=["libcublasLt.so.13", "libcurand.so.10"])
+    findings = run(document).findings
+    ours = {"cudnn-missing", "cuda-libs-not-found", "dependency-missing"}  # the test machine's driver is too old for CUDA 13: another finding
+    heads = [f for f in findings if f.severity is Severity.ERROR and f.symptom_of is None and f.id in ours]
+    assert [f.id for f in heads] == ["cudnn-missing"], [(f.id, f.detail[:80]) for f in heads]
+    missing = [f for f in findings if f.id == "dependency-missing"]
+    assert missing and all(f.symptom_of is not None for f in missing)
+    assert all(f.fix[0] == f'"{LINUX_EXE}" -m pip install "onnxruntime-gpu[cuda,cudnn]==1.31.1"' for f in missing)

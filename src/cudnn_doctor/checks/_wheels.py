@@ -75,14 +75,19 @@ def reach_fixes(facts: Facts, build: FrameworkBuild, wheels: list[InstalledWheel
     return fixes
 
 
+def extras_missing(facts: Facts, build: FrameworkBuild) -> bool:
+    """The framework release installs its CUDA libraries through pip extras, and none of those wheels is installed beside it."""
+    reach = knowledge.wheel_reach(build.name, facts.os, build.parsed_version)
+    return bool(reach and reach.extras and build.version) and not any(w.executable == build.executable for w in facts.wheels)
+
+
 def install_fixes(facts: Facts, build: FrameworkBuild, names: list[str]) -> list[str]:
     """The pip line that installs what provides `names` into the build's environment, and what then makes the process find it.
     A framework release with pip extras for its CUDA libraries gets those; otherwise the wheel of each library for the build's CUDA major."""
     pip = f'"{build.executable}" -m pip install'
     reach = knowledge.wheel_reach(build.name, facts.os, build.parsed_version)
     python = facts.python(build.executable)
-    has_wheels = any(w.executable == build.executable for w in facts.wheels)
-    if reach and reach.extras and build.version and python is not None and not has_wheels:  # with the extras installed, that line changes nothing
+    if reach and reach.extras and python is not None and extras_missing(facts, build):  # with the extras installed, that line changes nothing
         dist = next((canonical_name(d) for d in knowledge.framework(build.name).distributions if canonical_name(d) in python.packages), None)
         if dist is not None:
             return [f'{pip} "{dist}[{reach.extras}]=={build.version}"', *reach_fixes(facts, build, [], _future_folders(facts, build, names))[:1]]

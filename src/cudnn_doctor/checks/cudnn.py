@@ -20,7 +20,7 @@ from cudnn_doctor.checks._cudnn import (
     wanted_cudnn,
 )
 from cudnn_doctor.checks._libraries import build_key, cuda_key, cudnn_key, is_cudnn_front, lookup, reach_folder_fix, system_builds
-from cudnn_doctor.checks._wheels import held_by, install_fixes, not_searched, reach_fixes, wheels_key
+from cudnn_doctor.checks._wheels import extras_missing, held_by, install_fixes, not_searched, reach_fixes, wheels_key
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import SYSTEM, CudnnInstall, Facts, FrameworkBuild, LoadStep
 from cudnn_doctor.findings import Area, Finding, Severity
@@ -60,6 +60,8 @@ def cudnn_missing(facts: Facts) -> Iterator[Finding]:
                 causes.append(stale)
         if not fix:
             fix.extend(_install_cudnn(facts, build, name))
+            if extras_missing(facts, build):
+                causes.append(wheels_key(build))  # one pip line installs all of them: one cause
         causes.append(_wanted_key(build))
         yield finding("cudnn-missing", detail, fix, {"framework": build.name, "library": name}, causes=causes)
 

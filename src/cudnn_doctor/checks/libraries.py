@@ -8,7 +8,7 @@ from typing import Iterator, Optional, Sequence
 from cudnn_doctor import knowledge
 from cudnn_doctor.checks._cudnn import every_resolution, library_release, owner
 from cudnn_doctor.checks._libraries import area_of_library, basename, build_key, cuda_key_of_library, cudnn_key, is_cudnn
-from cudnn_doctor.checks._wheels import held_by, install_fixes, not_searched, reach_fixes, wheels_key
+from cudnn_doctor.checks._wheels import extras_missing, held_by, install_fixes, not_searched, reach_fixes, wheels_key
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import EMPTY, PROCESS, UNREADABLE, WRONG_ARCHITECTURE, Candidate, Facts, FrameworkBuild, LoadStep, Resolution
 from cudnn_doctor.findings import Area, Finding, Severity
@@ -201,6 +201,8 @@ def _missing(
     holder = next((h for h in (held_by(facts, build, m) for m in members) if h is not None), None) if build is not None else None
     causes = list(_dependency_causes(facts, build, members, requesters))
     wheel = build is not None and any(knowledge.wheel_providing(m, facts.os) for m in members)
+    if wheel and build is not None and holder is None and extras_missing(facts, build):
+        causes.append(wheels_key(build))  # the framework's one pip line installs it with the rest: one cause
     if holder is not None and build is not None:
         detail += not_searched(facts, build, [holder])
         fix.extend(reach_fixes(facts, build, [holder]))

@@ -6,7 +6,7 @@ from typing import Iterator, Optional
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.checks._libraries import build_key, cuda_key, is_cuda_library, lookup, reach_folder_fix, system_builds
-from cudnn_doctor.checks._wheels import held_by, install_fixes, not_searched, reach_fixes, wheels_key
+from cudnn_doctor.checks._wheels import extras_missing, held_by, install_fixes, not_searched, reach_fixes, wheels_key
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import Facts, Toolkit
 from cudnn_doctor.findings import Area, Finding, Severity
@@ -96,6 +96,8 @@ def cuda_libs_not_found(facts: Facts) -> Iterator[Finding]:
                 f"{'bin folder on PATH' if facts.os == 'windows' else 'lib64 folder on LD_LIBRARY_PATH'}."
             )
             pip = install_fixes(facts, build, [n for n in dict.fromkeys([*names, *(x for x in (cudart, build.system_libraries.cublas) if x)])])
+            if extras_missing(facts, build):
+                causes.append(wheels_key(build))
             reach = knowledge.wheel_reach(build.name, facts.os, build.parsed_version)
             if reach is not None and reach.extras and pip:
                 fix.extend([*pip, f"Or: {toolkit}"])

@@ -201,6 +201,9 @@ def _facts_lines(facts: Facts, area: Area) -> Iterable[str]:
             for build in facts.builds:
                 if build.executable == python.executable:
                     yield "  " + _build_line(build)
+            for wheel in facts.wheels:
+                if wheel.executable == python.executable:
+                    yield f"  wheel {wheel.distribution} {wheel.version}: {wheel.folder} ({', '.join(wheel.libraries)})"
     elif area is Area.ENVIRONMENT:
         for entry in (*facts.environment.path, *facts.environment.ld_library_path):
             yield f"{entry.variable}[{entry.index}] {entry.value}{'' if entry.exists else '  (missing)'}"

@@ -10,7 +10,7 @@ import os
 from typing import Iterable, Optional, TextIO
 
 from cudnn_doctor.diagnosis import Diagnosis
-from cudnn_doctor.facts import Facts, FrameworkBuild
+from cudnn_doctor.facts import PROCESS, Facts, FrameworkBuild
 from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.reports.encoding import Fitter
 
@@ -34,6 +34,8 @@ def _cudnn_summary(facts: Facts) -> str:
         cuda = f" for CUDA {install.cuda_major}" if install.cuda_major else ""
         parts.append(f"{install.version or install.major}{cuda} at {install.folder}")
     for resolution in facts.resolutions:
+        if resolution.framework == PROCESS:
+            continue  # an installation no framework loads: its folder is listed above
         for step in resolution.steps:
             if step.how != "reused" and step.winner and _is_cudnn_front(step.name):
                 copies = len(step.candidates)

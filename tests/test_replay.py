@@ -75,7 +75,9 @@ def _torch_machine(**files: Any) -> dict[str, Any]:
 def test_a_scanned_load_list_stays_incomplete_so_an_optional_miss_stays_a_warning():
     """Live, `loads` come from a string scan: knowledge adds to them and a missing unversioned `.so` is optional (a warning).
     Recorded as a complete list, the replay made it an error and dropped the knowledge loads."""
-    document = _torch_machine(**{f"{CUDNN9}/libcudnn.so.9": {"soname": "libcudnn.so.9", "imports": ["libc.so.6"], "loads": ["libnvrtc.so"], "loads_complete": False}})
+    document = _torch_machine(
+        **{f"{CUDNN9}/libcudnn.so.9": {"soname": "libcudnn.so.9", "imports": ["libc.so.6"], "loads": ["libnvrtc.so"], "loads_complete": False}}
+    )
     live = diagnose(FixtureSystem(document))
     missing = [f for f in live.findings if f.id == "dependency-missing" and "libnvrtc.so" in f.detail]
     assert [f.severity.value for f in missing] == ["warning"]
@@ -89,7 +91,14 @@ def test_a_fixture_without_loads_replays_with_the_knowledge_loads():
     live = diagnose(FixtureSystem(document))
     assert any(s.how == "load" for r in live.facts.resolutions for s in r.steps)
     recorded = assert_replay_equals_live(document)
-    assert recorded["files"][f"{CUDNN9}/libcudnn.so.9"] == {"size": 1024, "imports": ["libc.so.6"], "loads": [], "loads_complete": False, "machine": "x86_64", "soname": "libcudnn.so.9"}
+    assert recorded["files"][f"{CUDNN9}/libcudnn.so.9"] == {
+        "size": 1024,
+        "imports": ["libc.so.6"],
+        "loads": [],
+        "loads_complete": False,
+        "machine": "x86_64",
+        "soname": "libcudnn.so.9",
+    }
 
 
 def test_a_file_that_is_no_binary_stays_one():
@@ -128,7 +137,11 @@ def test_listings_name_entries_below_the_folder_as_asked():
     assert [e.path for e in listing or []] == ["/lib64/ld-linux-x86-64.so.2"]
 
 
-MAPPED = {"cudart64_110.dll": {"path": "C:\\Elsewhere\\cudart64_110.dll"}, "cublas64_11.dll": {}, "cudnn64_8.dll": {"error": "[WinError 126] The specified module could not be found"}}
+MAPPED = {
+    "cudart64_110.dll": {"path": "C:\\Elsewhere\\cudart64_110.dll"},
+    "cublas64_11.dll": {},
+    "cudnn64_8.dll": {"error": "[WinError 126] The specified module could not be found"},
+}
 
 
 def test_real_loads_are_recorded_and_replayed():
@@ -198,7 +211,11 @@ def move_behind_link(doc: dict[str, Any], draw: Callable) -> None:
     old = draw(st.sampled_from(names))
     if draw(st.booleans()):
         old = rules.dirname(old)
-    new = rules.join(rules.dirname(old), "real-" + rules.basename(old)) if draw(st.booleans()) else rules.join(rules.dirname(rules.dirname(old)) or old, "moved", rules.basename(old))
+    new = (
+        rules.join(rules.dirname(old), "real-" + rules.basename(old))
+        if draw(st.booleans())
+        else rules.join(rules.dirname(rules.dirname(old)) or old, "moved", rules.basename(old))
+    )
     if rules.inside(new, old) or rules.same(new, old):
         return
     files = doc["files"]

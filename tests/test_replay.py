@@ -263,7 +263,31 @@ def real_loads(doc: dict[str, Any], draw: Callable) -> None:
             )
 
 
-MUTATIONS = [drop_loads, move_behind_link, spoil, real_loads]
+def reach_through_link(doc: dict[str, Any], draw: Callable) -> None:
+    """A folder the environment names (PATH, LD_LIBRARY_PATH, CUDA_PATH) or an interpreter is reached through a new link."""
+    rules = _rules(doc)
+    names = _binaries(doc)
+    if not names:
+        return
+    folder = rules.dirname(draw(st.sampled_from(names)))
+    link = rules.join(rules.dirname(folder) or folder, "via-link")
+    if rules.inside(folder, link) or any(rules.inside(p, link) for p in doc["files"]):
+        return
+    doc["files"][link] = {"link": folder if draw(st.booleans()) else rules.basename(folder)}
+    variable = draw(st.sampled_from(["PATH", "LD_LIBRARY_PATH", "CUDA_PATH", "python"]))
+    if variable == "python":
+        pythons = doc.get("pythons") or []
+        executables = [p for p in names if rules.basename(p).startswith("python") and rules.same(rules.dirname(p), folder)]
+        if pythons and executables:
+            python = draw(st.sampled_from(pythons))
+            python["executable"] = rules.join(link, rules.basename(python["executable"]))
+        return
+    separator = ";" if rules.windows else ":"
+    old = doc["env"].get(variable)
+    doc["env"][variable] = link if variable == "CUDA_PATH" or not old else separator.join([link, old] if draw(st.booleans()) else [old, link])
+
+
+MUTATIONS = [drop_loads, move_behind_link, spoil, real_loads, reach_through_link]
 
 
 @st.composite

@@ -299,7 +299,7 @@ def generated_machine(draw: Callable) -> dict[str, Any]:
 
 
 @pytest.mark.skipif(not DOCUMENTS, reason="no fixture machines to start from")
-@settings(max_examples=int(os.environ.get("CUDNN_DOCTOR_REPLAYS", "60")), deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=int(os.environ.get("CUDNN_DOCTOR_REPLAYS", "60")), deadline=None, database=None, suppress_health_check=list(HealthCheck))
 @given(generated_machine())
 def test_a_recorded_machine_replays_to_the_same_findings_and_severities(document: dict[str, Any]):
     assert_replay_equals_live(document)

@@ -118,3 +118,13 @@ def test_a_try_list_in_one_message_is_one_request():
     log = "The third-party dynamic library (cufft64_120.dll;cufft64_12.dll;cufft64_10.dll) that Paddle depends on is not configured correctly."
     missing = [f for f in run(machine(WINDOWS_BASE, pythons=_paddle(log))).findings if f.id == "dependency-missing"]
     assert len(missing) == 1 and "one of cufft64_120.dll, cufft64_12.dll, cufft64_10.dll" in missing[0].detail, [f.detail for f in missing]
+
+
+def test_the_summary_lists_an_unclaimed_installation_by_its_folder_not_as_a_framework():
+    import io
+
+    from cudnn_doctor.reports import terminal
+
+    out = io.StringIO()
+    terminal.render(run(machine(LINUX_BASE, files={**cudnn9_linux(LIB), **cublas(LIB)}, pythons=[])), out, color=False)
+    assert f"9 for CUDA 12 at {LIB}" in out.getvalue() and "process loads" not in out.getvalue(), out.getvalue()

@@ -252,6 +252,16 @@ class PackageOwner(NamedTuple):
     manager: str  # dpkg | rpm
 
 
+class InstalledWheel(NamedTuple):
+    """One pip nvidia-* wheel in one interpreter's environment and the folder its libraries lie in."""
+
+    executable: str
+    distribution: str  # canonical name, nvidia-cudnn-cu13
+    version: str
+    folder: str  # absolute folder of its libraries (site-packages/nvidia/cu13/lib)
+    libraries: tuple[str, ...] = ()  # the library file names of its kind in that folder
+
+
 class ProbeFailure(NamedTuple):
     probe: str
     error: str
@@ -274,6 +284,7 @@ class Facts(NamedTuple):
     linux_driver_packages: tuple[PackageOwner, ...] = ()  # the packages that installed linux_driver_in_wsl, where known
     # the NVIDIA driver's own files seen (libcuda.so.N, nvcuda.dll, /proc/driver/nvidia/version): none means no driver is visible
     driver_files: tuple[str, ...] = ()
+    wheels: tuple[InstalledWheel, ...] = ()
 
     def python(self, executable: str) -> Optional[PythonEnv]:
         return next((p for p in self.pythons if p.executable == executable), None)

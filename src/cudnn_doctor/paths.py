@@ -90,3 +90,14 @@ _PERCENT_VAR = re.compile(r"%([^%]+)%")
 def expand_percent(value: str, scope: dict[str, str]) -> str:
     """Expand Windows `%NAME%` references the way a REG_EXPAND_SZ value is expanded."""
     return _PERCENT_VAR.sub(lambda m: scope.get(m.group(1).upper(), m.group(0)), value)
+
+
+def site_packages_of(rules: PathRules, executable: str, version: str) -> list[str]:
+    """Where an interpreter's distributions live (`Lib\\site-packages` on Windows, `lib/pythonX.Y/site-packages` and
+    `dist-packages` elsewhere), from its path and version alone: checks name folders a pip install will create."""
+    folder = rules.dirname(executable)
+    prefix = rules.dirname(folder) if rules.basename(folder).lower() in ("bin", "scripts") else folder
+    if rules.windows:
+        return [rules.join(prefix, "Lib", "site-packages")]
+    major_minor = ".".join(version.split(".")[:2])
+    return [rules.join(prefix, "lib", f"python{major_minor}", name) for name in ("site-packages", "dist-packages")]

@@ -42,6 +42,7 @@ DIAGNOSED_NAMES = frozenset(
         "PATH",
         "PATHEXT",
         "PWD",
+        "SUDO_USER",  # sudo drops the PATH of the user's shell: nvcc-not-on-path says so
         "HOME",
         "USERPROFILE",
         "SYSTEMROOT",

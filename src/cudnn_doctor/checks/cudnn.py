@@ -22,6 +22,7 @@ from cudnn_doctor.checks._cudnn import (
     wanted_cudnn,
 )
 from cudnn_doctor.checks._libraries import build_key, cuda_key, cudnn_key, is_cudnn_front, lookup, reach_folder_fix, system_builds
+from cudnn_doctor.checks._wheels import extras_missing, held_by, install_fixes, not_searched, reach_fixes, wheels_key
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import DISTRIBUTION_METADATA, PROCESS, SYSTEM, CudnnInstall, CudnnLibrary, Facts, FrameworkBuild, LoadStep
 from cudnn_doctor.findings import Area, Finding, Severity
@@ -47,20 +48,37 @@ def cudnn_missing(facts: Facts) -> Iterator[Finding]:
         detail = f"{build.name} {build.version} in {build.executable} cannot load {name}"
         detail += " (its own log says so)." if said else "."
         fix, causes = [], []
+        holder = held_by(facts, build, name)
         if found is not None and found.winner is None:
             detail += f" Searched: {'; '.join(found.searched[:8])}{'; …' if len(found.searched) > 8 else ''}."
-            if found.elsewhere:
+            if holder is not None:
+                detail += not_searched(facts, build, [holder])
+                fix.extend(reach_fixes(facts, build, [holder]))
+                causes.append(wheels_key(build))
+            elif found.elsewhere:
                 detail += f" A copy exists at {found.elsewhere[0]}, outside the search path."
                 step, stale = reach_folder_fix(facts, PathRules(facts.os).dirname(found.elsewhere[0]))
                 fix.append(step)
                 causes.append(stale)
         if not fix:
-            fix.append(
-                "Download the cuDNN release that matches the framework's CUDA version from https://developer.nvidia.com/rdp/cudnn-archive "
-                "and copy its bin, include and lib folders into the CUDA toolkit folder (or run `cudnn-doctor install ARCHIVE`)."
-            )
+            fix.extend(_install_cudnn(facts, build, name))
+            if extras_missing(facts, build):
+                causes.append(wheels_key(build))  # one pip line installs all of them: one cause
         causes.append(_wanted_key(build))
         yield finding("cudnn-missing", detail, fix, {"framework": build.name, "library": name}, causes=causes)
+
+
+def _install_cudnn(facts: Facts, build: FrameworkBuild, name: str) -> list[str]:
+    """pip first where the framework release installs its CUDA libraries through extras (and can preload them); else the archive, then the wheel."""
+    archive = (
+        "Download the cuDNN release that matches the framework's CUDA version from https://developer.nvidia.com/rdp/cudnn-archive "
+        "and copy its bin, include and lib folders into the CUDA toolkit folder (or run `cudnn-doctor install ARCHIVE`)."
+    )
+    pip = install_fixes(facts, build, [name])
+    reach = knowledge.wheel_reach(build.name, facts.os, build.parsed_version)
+    if reach is not None and reach.extras:
+        return [*pip, f"Or: {archive}"]
+    return [archive, *(f"Or: {step}" if i == 0 else step for i, step in enumerate(pip))]
 
 
 def _where(facts: Facts, path: Optional[str]) -> str:

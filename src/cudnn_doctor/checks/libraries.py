@@ -9,6 +9,7 @@ from cudnn_doctor import knowledge
 from cudnn_doctor.checks._cudnn import every_resolution, library_release, owner
 from cudnn_doctor.checks._driver_libraries import driver_gap, driver_visible, is_driver_library, other_spelling_loaded, proven_by_the_gpu
 from cudnn_doctor.checks._libraries import area_of_library, basename, build_key, cuda_key_of_library, cudnn_key, is_cudnn
+from cudnn_doctor.checks._wheels import extras_missing, held_by, install_fixes, not_searched, reach_fixes, wheels_key
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import EMPTY, PROCESS, UNREADABLE, WRONG_ARCHITECTURE, Candidate, Facts, FrameworkBuild, LoadStep, Resolution
 from cudnn_doctor.findings import Area, Finding, Severity
@@ -204,12 +205,31 @@ def _missing(
     if optional:
         detail += " The library treats this load as optional: only some algorithms fail."
     fix = []
+    holder = next((h for h in (held_by(facts, build, m) for m in members) if h is not None), None) if build is not None else None
+    causes = list(_dependency_causes(facts, build, members, requesters))
+    wheel = build is not None and any(knowledge.wheel_providing(m, facts.os) for m in members)
+    if wheel and build is not None and holder is None and extras_missing(facts, build):
+        causes.append(wheels_key(build))  # the framework's one pip line installs it with the rest: one cause
     if is_driver_library(name):
         gap, fix = driver_gap(facts, name, elsewhere)
         detail += gap
+    elif holder is not None and build is not None:
+        detail += not_searched(facts, build, [holder])
+        fix.extend(reach_fixes(facts, build, [holder]))
+        causes.append(wheels_key(build))
     elif provider:
         detail += f" It is provided by {provider.provider}."
-        fix.append(provider.fix.replace("{folder}", folder))
+        pip = install_fixes(facts, build, list(members)) if wheel and build is not None else []
+        own = provider.fix.replace("{folder}", folder)
+        reach = knowledge.wheel_reach(build.name, facts.os, build.parsed_version) if build is not None else None
+        if pip and reach is not None and reach.extras:  # the framework's own pip extras are the usual way
+            fix.extend([*pip, f"Or: {own}"])
+        else:
+            fix.extend([own, *(f"Or: {line}" if i == 0 else line for i, line in enumerate(pip))])
+    elif wheel and build is not None:
+        row = knowledge.wheel_providing(name, facts.os, build.cuda_major)
+        detail += f" It is provided by the pip wheel {row.distribution} (or a CUDA toolkit)." if row else ""
+        fix.extend(install_fixes(facts, build, list(members)))
     else:
         fix.append(f"Install what provides {step.wanted} and put its folder on {'PATH' if facts.os == 'windows' else 'LD_LIBRARY_PATH'}.")
     return finding(
@@ -224,7 +244,7 @@ def _missing(
         },
         severity=Severity.WARNING if optional else Severity.ERROR,
         area=area_of_library(name, requesters[0]),
-        causes=_dependency_causes(facts, build, members, requesters),
+        causes=causes,
     )
 
 

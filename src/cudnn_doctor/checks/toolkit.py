@@ -6,8 +6,10 @@ from typing import Iterator, Optional
 
 from packaging.version import Version
 
+from cudnn_doctor import knowledge
 from cudnn_doctor.checks._libraries import build_key, cuda_key, is_cuda_library, lookup, reach_folder_fix, system_builds
 from cudnn_doctor.checks._variables import kind_problem, set_command, value_problems
+from cudnn_doctor.checks._wheels import extras_missing, held_by, install_fixes, not_searched, reach_fixes, wheels_key
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import Facts, Toolkit
 from cudnn_doctor.findings import Area, Finding, Severity
@@ -77,9 +79,14 @@ def cuda_libs_not_found(facts: Facts) -> Iterator[Finding]:
         if said:
             detail += " It says so itself in its log."
         fix, causes = [], [cuda_key(build.cuda_major), build_key(build)]
+        holder = held_by(facts, build, cudart) if cudart else None
         if found is not None and found.winner is None:
             detail += f" The loader searched {len(found.searched)} places ({'; '.join(found.searched[:6])}{'; …' if len(found.searched) > 6 else ''}) and found no {cudart}."
-            if found.elsewhere:
+            if holder is not None:
+                detail += not_searched(facts, build, [holder])
+                fix.extend(reach_fixes(facts, build, [holder]))
+                causes.append(wheels_key(build))
+            elif found.elsewhere:
                 folder = found.elsewhere[0].rsplit("\\" if facts.os == "windows" else "/", 1)[0]
                 detail += f" It exists at {found.elsewhere[0]}, which is not on the search path."
                 step, stale = reach_folder_fix(facts, folder)
@@ -87,10 +94,18 @@ def cuda_libs_not_found(facts: Facts) -> Iterator[Finding]:
                 causes.append(stale)
         if not fix:
             version = major_minor(build.cuda_version) if build.cuda_version else "matching"
-            fix.append(
+            toolkit = (
                 f"Install the CUDA {version} toolkit (https://developer.nvidia.com/cuda-toolkit-archive) and put its "
                 f"{'bin folder on PATH' if facts.os == 'windows' else 'lib64 folder on LD_LIBRARY_PATH'}."
             )
+            pip = install_fixes(facts, build, [n for n in dict.fromkeys([*names, *(x for x in (cudart, build.system_libraries.cublas) if x)])])
+            if extras_missing(facts, build):
+                causes.append(wheels_key(build))
+            reach = knowledge.wheel_reach(build.name, facts.os, build.parsed_version)
+            if reach is not None and reach.extras and pip:
+                fix.extend([*pip, f"Or: {toolkit}"])
+            else:
+                fix.extend([toolkit, *(f"Or: {step}" if i == 0 else step for i, step in enumerate(pip))])
         yield finding("cuda-libs-not-found", detail, fix, {"framework": build.name, "missing": names}, causes=causes)
 
 

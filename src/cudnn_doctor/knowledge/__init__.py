@@ -255,3 +255,38 @@ def library_provider(name: str) -> Optional[records.LibraryProvider]:
             major = groups.get("major") or str(cuda_major_of_dll_number(groups.get("digits") or "") or "")
             return row._replace(provider=row.provider.replace("{major}", major), fix=row.fix.replace("{major}", major))
     return None
+
+
+def cuda_wheels() -> tuple[records.CudaWheel, ...]:
+    return table("cuda_wheels").wheels
+
+
+def wheel_providing(name: str, os_name: str, cuda_major: Optional[int] = None) -> Optional[records.CudaWheel]:
+    """The nvidia-* wheel that ships a library file name (`libcublasLt.so.13`, `nvrtc64_120_0.dll`);
+    for names every CUDA major shares (`libcudnn.so.9`, `curand64_10.dll`) the row of `cuda_major`
+    when given, else the newest."""
+    import re
+
+    flags = re.IGNORECASE if os_name == "windows" else 0
+    rows = [row for row in cuda_wheels() if re.match(row.windows if os_name == "windows" else row.linux, name, flags)]
+    if cuda_major is not None and any(row.cuda == cuda_major for row in rows):
+        rows = [row for row in rows if row.cuda == cuda_major]
+    return max(rows, key=lambda row: row.cuda) if rows else None
+
+
+def wheel_folder(row: records.CudaWheel, os_name: str) -> tuple[str, ...]:
+    """The in-wheel folder of a row's files, as parts below site-packages."""
+    return tuple((row.windows_folder if os_name == "windows" else row.linux_folder).split("/"))
+
+
+def wheel_reach(framework_name: str, os_name: str, version: Optional[Version]) -> Optional[records.WheelReach]:
+    """How a framework release reaches installed nvidia-* wheels on an OS (the first row whose range holds it)."""
+    for row in table("cuda_wheels").reach:
+        if row.framework == framework_name and row.os == os_name and (version is None or version in row.versions):
+            return row
+    return None
+
+
+def wheel_placeholders() -> dict[str, str]:
+    """Deprecated PyPI names that fail to install → the name to install instead."""
+    return {canonicalize_name(row.name): row.instead for row in table("cuda_wheels").placeholders}

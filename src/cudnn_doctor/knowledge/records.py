@@ -256,6 +256,54 @@ class GpusTable(NamedTuple):
     cuda_releases: tuple[CudaArchFloor, ...]
 
 
+# cuda_wheels.yaml
+
+
+class CudaWheel(NamedTuple):
+    """Which pip wheel ships a CUDA library family for one CUDA major, and where in site-packages its files lie."""
+
+    cuda: int
+    library: str  # cudart, cublas, cudnn, ... (a family: cublas also ships cublasLt)
+    distribution: str  # the name to `pip install`
+    linux: str  # regular expression of the file names on Linux
+    windows: str  # regular expression of the DLL names on Windows (matched without case)
+    linux_folder: str  # folder of the files, relative to site-packages, "/"-separated
+    windows_folder: str
+    source: str
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+
+
+class WheelPlaceholder(NamedTuple):
+    """A PyPI name that only holds a deprecation notice: installing it fails."""
+
+    name: str
+    instead: str
+    source: str
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+
+
+class WheelReach(NamedTuple):
+    """How a framework makes installed nvidia-* wheels visible to its process on one OS."""
+
+    framework: str
+    os: str
+    how: str  # runpath | preload | preload_dlls (only when the user calls it) | none
+    versions: VersionRange  # the framework releases this holds for
+    source: str
+    extras: Optional[str] = None  # the pip extras that install the wheels ("cuda,cudnn"), when the release has them
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+
+
+class CudaWheelsTable(NamedTuple):
+    reviewed: str
+    wheels: tuple[CudaWheel, ...]
+    placeholders: tuple[WheelPlaceholder, ...]
+    reach: tuple[WheelReach, ...]
+
+
 # libraries.yaml
 
 

@@ -223,6 +223,34 @@ TABLES: dict[str, Table] = {
             "zlibwapi": _single(r.Zlibwapi, {"versions": _range}),
         },
     ),
+    "cuda_wheels": Table(
+        r.CudaWheelsTable,
+        {
+            "wheels": _rows(
+                r.CudaWheel,
+                {
+                    "cuda": _integer,
+                    "library": _text,
+                    "distribution": _text,
+                    "linux": _regex,
+                    "windows": _regex,
+                    "linux_folder": _text,
+                    "windows_folder": _text,
+                },
+                lambda row: (row.cuda, row.library),
+                "cuda",
+                "library",
+            ),
+            "placeholders": _rows(r.WheelPlaceholder, {"name": _text, "instead": _text}, lambda row: row.name.lower(), "name"),
+            "reach": _rows(
+                r.WheelReach,
+                {"framework": _text, "os": _OS, "how": _one_of("runpath", "preload", "preload_dlls", "none"), "versions": _range, "extras": _optional_text},
+                lambda row: (row.framework, row.os, str(row.versions)),
+                "framework",
+                "os",
+            ),
+        },
+    ),
     "environment": Table(
         r.EnvironmentTable,
         {

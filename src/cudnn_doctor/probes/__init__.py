@@ -20,6 +20,7 @@ from cudnn_doctor.probes.gpu import probe_driver
 from cudnn_doctor.probes.pythons import probe_frameworks, probe_pythons
 from cudnn_doctor.probes.resolution import probe_resolutions
 from cudnn_doctor.probes.toolkit import probe_toolkits
+from cudnn_doctor.probes.wheels import probe_wheels
 from cudnn_doctor.probes.wsl import probe_linux_driver_in_wsl, probe_linux_driver_packages
 from cudnn_doctor.system.interface import System
 
@@ -61,6 +62,7 @@ def run_probes(system: System, with_frameworks: bool = True, framework_timeout: 
         pool.shutdown()
     builds = guarded("builds", lambda: probe_builds(pythons, system.os, system), ())
     resolutions = guarded("loader", lambda: probe_resolutions(system, pythons, builds, toolkits, index, cudnn), ())
+    wheels = guarded("wheels", lambda: probe_wheels(system, pythons), ())
     confirmations = guarded("loader check", lambda: probe_confirmations(system, resolutions), ()) if with_frameworks else ()
     return Facts(
         system.os,
@@ -78,4 +80,5 @@ def run_probes(system: System, with_frameworks: bool = True, framework_timeout: 
         builds,
         wsl_packages,
         driver_files,
+        wheels,
     )

@@ -21,6 +21,7 @@ from cudnn_doctor.facts import (
     ToolkitFacts,
 )
 from cudnn_doctor.loader.index import FolderIndex
+from cudnn_doctor.paths import site_packages_of
 from cudnn_doctor.probes.cudnn_versions import Distribution, distribution, install_version, library_version, own_header
 from cudnn_doctor.probes.ownership import PackageOwnership
 from cudnn_doctor.system.interface import FileInfo, System
@@ -118,12 +119,7 @@ def python_prefix(system: System, executable: str) -> str:
 
 
 def site_packages(system: System, python: PythonEnv) -> list[str]:
-    rules = system.paths
-    prefix = python_prefix(system, python.executable)
-    if rules.windows:
-        return [rules.join(prefix, "Lib", "site-packages")]
-    major_minor = ".".join(python.version.split(".")[:2])
-    return [rules.join(prefix, "lib", f"python{major_minor}", name) for name in ("site-packages", "dist-packages")]
+    return site_packages_of(system.paths, python.executable, python.version)
 
 
 def _installs_in(system: System, folder: str, toolkit: Optional[str], nested: Optional[str], owned: PackageOwnership, index: FolderIndex) -> list[CudnnInstall]:

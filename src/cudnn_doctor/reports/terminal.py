@@ -10,7 +10,7 @@ import os
 from typing import Iterable, Optional, TextIO
 
 from cudnn_doctor.diagnosis import Diagnosis
-from cudnn_doctor.facts import Facts, FrameworkBuild
+from cudnn_doctor.facts import PROCESS, Facts, FrameworkBuild
 from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.reports.encoding import Fitter
 
@@ -34,6 +34,8 @@ def _cudnn_summary(facts: Facts) -> str:
         cuda = f" for CUDA {install.cuda_major}" if install.cuda_major else ""
         parts.append(f"{install.version or install.major}{cuda} at {install.folder}")
     for resolution in facts.resolutions:
+        if resolution.framework == PROCESS:
+            continue  # an installation no framework loads: its folder is listed above
         for step in resolution.steps:
             if step.how != "reused" and step.winner and _is_cudnn_front(step.name):
                 copies = len(step.candidates)
@@ -201,6 +203,9 @@ def _facts_lines(facts: Facts, area: Area) -> Iterable[str]:
             for build in facts.builds:
                 if build.executable == python.executable:
                     yield "  " + _build_line(build)
+            for wheel in facts.wheels:
+                if wheel.executable == python.executable:
+                    yield f"  wheel {wheel.distribution} {wheel.version}: {wheel.folder} ({', '.join(wheel.libraries)})"
     elif area is Area.ENVIRONMENT:
         for entry in (*facts.environment.path, *facts.environment.ld_library_path):
             yield f"{entry.variable}[{entry.index}] {entry.value}{'' if entry.exists else '  (missing)'}"

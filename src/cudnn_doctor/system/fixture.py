@@ -162,8 +162,9 @@ class FixtureSystem(System):
             return None
         children = self._children.get(self.paths.key(info.path), {})
         entries = (self.stat(child) for child in sorted(children.values()))
+        folder = self.paths.norm(path)  # entries are named below the folder as asked, links not resolved: os.scandir's paths
         return [
-            FileInfo(self.paths.join(info.path, self.paths.basename(child)), e.is_dir, e.size, e.link, e.readable)
+            FileInfo(self.paths.join(folder, self.paths.basename(child)), e.is_dir, e.size, e.link, e.readable)
             for child, e in zip(sorted(children.values()), entries)
             if e is not None
         ]
@@ -194,6 +195,8 @@ class FixtureSystem(System):
         entry = self._resolved_entry(path)
         if entry is None:
             return None
+        if "binary_error" in entry:  # a live read found no PE/ELF file here (a snapshot says so, in the live words)
+            return BinaryInfo(None, error=entry["binary_error"])
         if not entry.get("readable", True):
             return BinaryInfo(None, error="permission denied")
         base = self._source_binary(entry) if "source" in entry else None
@@ -206,7 +209,7 @@ class FixtureSystem(System):
         for key in ("soname", "version", "machine"):
             if key in entry:
                 fields[key] = entry[key]
-        fields["loads_complete"] = "loads" in entry
+        fields["loads_complete"] = entry.get("loads_complete", "loads" in entry)
         return BinaryInfo(**fields)
 
     def _source_binary(self, entry: dict[str, Any]) -> BinaryInfo:
@@ -334,6 +337,22 @@ class FixtureSystem(System):
     def load_report(self, path: str) -> Optional[dict[str, Any]]:
         entry = self._resolved_entry(path)
         return dict(entry["load"]) if entry and "load" in entry else None
+
+    def mapped_libraries(self, executable: str, names: Sequence[str]) -> Optional[dict[str, Any]]:
+        """The recorded real loads (`mapped`) when every name was recorded; None (unknown) otherwise, as for a hand-written fixture."""
+        python = self._pythons.get(self.paths.key(executable)) or {}
+        mapped = python.get("mapped") or {}
+        if not names or any(name not in mapped for name in names):
+            return None
+        loaded: dict[str, Optional[str]] = {}
+        errors: dict[str, str] = {}
+        for name in names:
+            result = mapped[name] or {}
+            if "error" in result:
+                errors[name] = result["error"]
+            else:
+                loaded[name] = result.get("path")
+        return {"loaded": loaded, "errors": errors}
 
     def current_python(self) -> Optional[str]:
         for python in self._pythons.values():

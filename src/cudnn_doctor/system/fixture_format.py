@@ -50,6 +50,11 @@ FILE = {
     "exports": _STR_LIST,
     "load": LOAD,
     "source": str,
+    # Beyond the spec (backward compatible, written by `snapshot`): what a live read of the file said, so a replay
+    # takes the same branch. `loads_complete: false`: `loads` came from a string scan, so knowledge adds to it and a
+    # missing unversioned `.so` is optional (default: true when `loads` is present). `binary_error`: no PE/ELF file.
+    "loads_complete": bool,
+    "binary_error": str,
 }
 COMMAND = {"returncode": int, "stdout": str, "stderr": str, "timeout": bool}
 GPU = {"name": str, "compute_capability": str, "memory_total_mib": _COUNT, "uuid": str}
@@ -77,6 +82,7 @@ FRAMEWORK = (
         "devices": _STR_LIST,
     },
 )
+MAPPED = {"path": str, "error": str}
 PYTHON = {
     "executable": str,
     "version": str,
@@ -84,6 +90,8 @@ PYTHON = {
     "kind": ("enum", "conda", "venv", "system", "embedded"),
     "packages": _STR_MAP,
     "frameworks": ("map", FRAMEWORK),
+    # Beyond the spec (written by `snapshot`): what loading each name for real in this interpreter mapped (`path`) or the error.
+    "mapped": ("map", MAPPED),
 }
 EXPECT = {"findings": _STR_LIST, "absent": _STR_LIST, "allow": _STR_LIST}
 TOP = {

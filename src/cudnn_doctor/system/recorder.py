@@ -14,6 +14,8 @@ from cudnn_doctor.privacy import kept_environment, kept_persistent
 from cudnn_doctor.system.fixture_format import SCHEMA_ID, command_key
 from cudnn_doctor.system.interface import CommandResult, Env, FileInfo, PythonInfo, System
 
+_MAX_LINK_HOPS = 40
+
 
 class RecordingSystem(System):
     """Delegates to `inner` and records what it answered."""
@@ -26,23 +28,42 @@ class RecordingSystem(System):
         self._pythons: dict[str, dict[str, Any]] = {}
         self._nvml: Optional[dict[str, Any]] = None
         self._current: Optional[str] = None
+        self._resolved: dict[str, str] = {}  # path → path with its links resolved (those links recorded)
 
     # Recording helpers ------------------------------------------------------------------
 
-    def _record_links_along(self, path: str) -> None:
-        """Record every symbolic link on the way to `path`, so the replay resolves it the same way."""
+    def _record_links_along(self, path: str) -> Optional[str]:
+        """Record every symbolic link met on the way to `path`, those inside link targets too (`/usr/local/cuda` →
+        `/etc/alternatives/cuda` → `cuda-13.0`), so the replay resolves it the same way; returns the resolved path,
+        None for a loop (more than 40 links, the kernel's ELOOP)."""
+        return self._resolve(self.paths.norm(path), [_MAX_LINK_HOPS])
+
+    def _resolve(self, path: str, budget: list[int]) -> Optional[str]:
         rules = self.paths
-        prefix = rules.norm(path)
-        while True:
-            info = self.inner.stat(prefix)
-            if info is not None and info.link is not None and prefix not in self._files:
-                self._files[prefix] = {"link": info.link}
-            parent = rules.dirname(prefix)
-            if not parent or rules.same(parent, prefix):
-                break
-            prefix = parent
+        known = self._resolved.get(path)
+        if known is not None:
+            return known
+        parent = rules.dirname(path)
+        if not parent or rules.same(parent, path):
+            return path
+        folder = self._resolve(parent, budget)
+        if folder is None:
+            return None
+        candidate = rules.join(folder, rules.basename(path))
+        target = self.inner.link_target(candidate)  # the folder is resolved: only the last part can be a link
+        if target is not None:
+            if budget[0] <= 0:
+                return None
+            budget[0] -= 1
+            self._files[candidate] = {"link": target}
+            candidate = self._resolve(rules.norm(target if rules.is_abs(target) else rules.join(folder, target)), budget)
+            if candidate is None:
+                return None
+        self._resolved[path] = candidate
+        return candidate
 
     def _record(self, info: FileInfo, text: Optional[str] = None) -> None:
+        """Record a file or folder at its resolved path (`info.path`): size, readability, text."""
         rules = self.paths
         if info.is_dir:
             key = rules.norm(info.path).rstrip(rules.sep) + rules.sep
@@ -52,9 +73,16 @@ class RecordingSystem(System):
         entry["size"] = info.size
         if not info.readable:
             entry["readable"] = False
-        if text is not None:
+        if text is not None and len(text) >= len(entry.get("text", "")):  # the longest read wins: a later short read must not cut it
             entry["text"] = text
-            entry.pop("size", None) if len(text.encode("utf-8")) == info.size else None
+        if "text" in entry and len(entry["text"].encode("utf-8")) == info.size:
+            del entry["size"]  # implied by the text
+
+    def _record_path(self, path: str, info: FileInfo, text: Optional[str] = None) -> None:
+        """Record `path` as stat answered for it: its links, then what they lead to."""
+        resolved = self._record_links_along(path)
+        if resolved is not None:
+            self._record(FileInfo(resolved, info.is_dir, info.size, None, info.readable), text)
 
     # System -----------------------------------------------------------------------------
 
@@ -67,29 +95,30 @@ class RecordingSystem(System):
     def stat(self, path: str) -> Optional[FileInfo]:
         info = self.inner.stat(path)
         if info is not None:
-            self._record_links_along(path)
-            self._record(FileInfo(self.inner.realpath(path), info.is_dir, info.size, None, info.readable))
+            self._record_path(path, info)
         return info
 
     def list_dir(self, path: str, sizes: bool = True) -> Optional[list[FileInfo]]:
         listing = self.inner.list_dir(path, sizes=True)
         if listing is not None:
-            self._record_links_along(path)
-            real = self.inner.realpath(path)
-            self._record(FileInfo(real, True))
+            folder = self._record_links_along(path)
+            if folder is not None:
+                self._record(FileInfo(folder, True))
             for entry in listing:
-                if entry.link is not None:
-                    self._files[self.paths.join(real, self.paths.basename(entry.path))] = {"link": entry.link}
-                else:
-                    self._record(FileInfo(self.paths.join(real, self.paths.basename(entry.path)), entry.is_dir, entry.size, None, entry.readable))
+                if entry.link is None:
+                    if folder is not None:
+                        self._record(FileInfo(self.paths.join(folder, self.paths.basename(entry.path)), entry.is_dir, entry.size, None, entry.readable))
+                    continue
+                target = self.inner.stat(entry.path)  # a link: record where it leads, or the replay drops the entry
+                if target is not None:
+                    self._record_path(entry.path, target)
         return listing
 
     def read_text(self, path: str, limit: int = 1 << 20) -> Optional[str]:
         text = self.inner.read_text(path, limit)
         info = self.inner.stat(path)
         if info is not None and not info.is_dir:
-            self._record_links_along(path)
-            self._record(FileInfo(self.inner.realpath(path), False, info.size, None, info.readable), text)
+            self._record_path(path, info, text)
         return text
 
     def realpath(self, path: str) -> str:
@@ -112,21 +141,28 @@ class RecordingSystem(System):
     def binary(self, path: str) -> Optional[BinaryInfo]:
         info = self.inner.binary(path)
         file = self.inner.stat(path)
-        if info is not None and file is not None and not file.is_dir:
-            self._record_links_along(path)
-            self._record(FileInfo(self.inner.realpath(path), False, file.size, None, file.readable))
-            entry = self._files[self.paths.norm(self.inner.realpath(path))]
-            if info.format is not None:
-                entry.update(imports=list(info.imports), loads=list(info.loads))
-                if info.machine:
-                    entry["machine"] = info.machine
-                for key, value in (("soname", info.soname), ("version", info.version)):
-                    if value:
-                        entry[key] = value
-                if info.runpath:
-                    entry["rpath"] = list(info.runpath)
-                if info.rpath:
-                    entry["dt_rpath"] = list(info.rpath)
+        if info is None or file is None or file.is_dir:
+            return info
+        self._record_path(path, file)
+        resolved = self._record_links_along(path)
+        if resolved is None:
+            return info
+        entry = self._files[self.paths.norm(resolved)]
+        if info.format is None:
+            entry["binary_error"] = info.error or "not a PE or ELF file"
+            return info
+        entry.update(imports=list(info.imports), loads=list(info.loads))
+        if not info.loads_complete:
+            entry["loads_complete"] = False  # a scan's list: the replay adds knowledge loads and treats `.so` misses as optional, as live
+        if info.machine:
+            entry["machine"] = info.machine
+        for key, value in (("soname", info.soname), ("version", info.version)):
+            if value:
+                entry[key] = value
+        if info.runpath:
+            entry["rpath"] = list(info.runpath)
+        if info.rpath:
+            entry["dt_rpath"] = list(info.rpath)
         return info
 
     def open_read(self, path: str) -> BinaryIO:
@@ -170,10 +206,22 @@ class RecordingSystem(System):
 
     def load_report(self, path: str) -> Optional[dict[str, Any]]:
         report = self.inner.load_report(path)
-        if report is not None:
-            self._record_links_along(path)
-            self._files.setdefault(self.paths.norm(self.inner.realpath(path)), {})["load"] = report
+        resolved = self._record_links_along(path)
+        if report is not None and resolved is not None:
+            self._files.setdefault(self.paths.norm(resolved), {})["load"] = report
         return report
+
+    def mapped_libraries(self, executable: str, names: Sequence[str]) -> Optional[dict[str, Any]]:
+        real = self.inner.mapped_libraries(executable, names)
+        if real is not None:
+            loaded, errors = real.get("loaded") or {}, real.get("errors") or {}
+            mapped = self._pythons.setdefault(executable, {"executable": executable}).setdefault("mapped", {})
+            for name in names:
+                if name in errors:
+                    mapped[name] = {"error": str(errors[name])}
+                elif name in loaded:
+                    mapped[name] = {"path": loaded[name]} if loaded[name] is not None else {}
+        return real
 
     def current_python(self) -> Optional[str]:
         self._current = self.inner.current_python()

@@ -128,3 +128,48 @@ def test_the_summary_lists_an_unclaimed_installation_by_its_folder_not_as_a_fram
     out = io.StringIO()
     terminal.render(run(machine(LINUX_BASE, files={**cudnn9_linux(LIB), **cublas(LIB)}, pythons=[])), out, color=False)
     assert f"9 for CUDA 12 at {LIB}" in out.getvalue() and "process loads" not in out.getvalue(), out.getvalue()
+
+
+def _installs(document: dict[str, Any]) -> dict[str, Any]:
+    return {i.folder: i for i in run(document).facts.cudnn}
+
+
+def test_cudnn_3_and_2_are_recognised_by_their_cuda_numbered_names():
+    """cuDNN 1-3 named their library after the CUDA release (cudnn64_70.dll, libcudnn.so.7.0), not after cuDNN's major."""
+    cuda = "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v7.0"
+    header = {"text": "#define CUDNN_MAJOR      3\n#define CUDNN_MINOR      0\n#define CUDNN_PATCHLEVEL 7\n"}
+    windows = machine(
+        WINDOWS_BASE,
+        files={f"{cuda}\\bin\\cudnn64_70.dll": {"size": 60000000, "imports": ["KERNEL32.dll"]}, f"{cuda}\\include\\cudnn.h": header},
+        env={"PATH": f"{cuda}\\bin;C:\\Windows\\System32", "CUDA_PATH": cuda},
+    )
+    install = _installs(windows)[f"{cuda}\\bin"]
+    assert (install.major, install.version, install.cuda_major) == (3, "3.0.7", 7), install
+    linux_folder = "/usr/local/cuda-6.5/lib64"
+    files = {
+        f"{linux_folder}/libcudnn.so.6.5.48": {"soname": "libcudnn.so.6.5", "imports": ["libc.so.6"]},
+        f"{linux_folder}/libcudnn.so.6.5": {"link": "libcudnn.so.6.5.48"},
+        f"{linux_folder}/libcudnn.so": {"link": "libcudnn.so.6.5"},
+    }
+    install = _installs(machine(LINUX_BASE, files=files, env={"LD_LIBRARY_PATH": linux_folder}))[linux_folder]
+    # its file name says CUDA 6.5, not a cuDNN version: no version is claimed without a header
+    assert (install.major, install.version, install.cuda_major) == (2, None, 6), install
+    # near miss: cuDNN 7.0.5's real file libcudnn.so.7.0.5 (soname libcudnn.so.7) is cuDNN 7
+    modern = {
+        f"{LIB}/libcudnn.so.7.0.5": {"soname": "libcudnn.so.7", "imports": ["libc.so.6"]},
+        f"{LIB}/libcudnn.so.7": {"link": "libcudnn.so.7.0.5"},
+    }
+    install = _installs(machine(LINUX_BASE, files=modern))[LIB]
+    assert (install.major, install.version) == (7, "7.0.5"), install
+
+
+def test_a_driver_style_file_version_is_not_a_cudnn_version():
+    """cuDNN 7's cudnn64_7.dll carries a FileVersion that starts with 6 (driver-style): the header says the release."""
+    cuda = "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v10.0"
+    files = {f"{cuda}\\bin\\cudnn64_7.dll": {"size": 300000000, "version": "6.14.11.10000", "imports": ["KERNEL32.dll", "cublas64_100.dll"]}}
+    document = machine(WINDOWS_BASE, files=files, env={"PATH": f"{cuda}\\bin;C:\\Windows\\System32", "CUDA_PATH": cuda})
+    install = _installs(document)[f"{cuda}\\bin"]
+    assert install.major == 7 and install.version is None and install.libraries[0].version is None, install
+    files[f"{cuda}\\include\\cudnn.h"] = {"text": "#define CUDNN_MAJOR 7\n#define CUDNN_MINOR 6\n#define CUDNN_PATCHLEVEL 5\n"}
+    document = machine(WINDOWS_BASE, files=files, env={"PATH": f"{cuda}\\bin;C:\\Windows\\System32", "CUDA_PATH": cuda})
+    assert _installs(document)[f"{cuda}\\bin"].version == "7.6.5"

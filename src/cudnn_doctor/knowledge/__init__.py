@@ -229,6 +229,11 @@ def loads_system_cuda(framework_name: str, packages: Any) -> bool:
     return not (bundled & set(packages))
 
 
+def legacy_cudnn_name(name: str, os_name: str) -> Optional[records.LegacyCudnnName]:
+    """The row of a cuDNN 1-3 library name (cudnn64_70.dll, libcudnn.so.7.0), or None."""
+    return next((row for row in table("cudnn").legacy_names if row.os == os_name and row.name.lower() == name.lower()), None)
+
+
 def cudnn_release(major: int) -> Optional[records.CudnnRelease]:
     return next((row for row in table("cudnn").releases if row.major == major), None)
 

@@ -145,9 +145,22 @@ class Zlibwapi(NamedTuple):
     observed: Optional[str] = None
 
 
+class LegacyCudnnName(NamedTuple):
+    """A library name of cuDNN 1-3, named after the CUDA release it was built for."""
+
+    name: str
+    os: str
+    major: int
+    cuda: str
+    source: str
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+
+
 class CudnnTable(NamedTuple):
     reviewed: str
     releases: tuple[CudnnRelease, ...]
+    legacy_names: tuple[LegacyCudnnName, ...]
     runtime_loads: tuple[RuntimeLoads, ...]
     optional_loads: tuple[OptionalLoad, ...]
     zlibwapi: Zlibwapi

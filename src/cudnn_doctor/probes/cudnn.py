@@ -125,14 +125,18 @@ def site_packages(system: System, python: PythonEnv) -> list[str]:
 def _installs_in(system: System, folder: str, toolkit: Optional[str], nested: Optional[str], owned: PackageOwnership, index: FolderIndex) -> list[CudnnInstall]:
     rules = system.paths
     by_major: dict[int, dict[str, CudnnLibrary]] = {}
+    named_for_cuda: dict[int, str] = {}  # cuDNN 1-3: the CUDA release their names carry
     pattern = _WINDOWS_NAME if rules.windows else _LINUX_NAME
     for name, path in sorted(index.files(folder).items()):
         if "cudnn" not in name.lower():
             continue
+        legacy = knowledge.legacy_cudnn_name(rules.basename(path), system.os)
         match = pattern.match(rules.basename(path))
-        if not match or (not rules.windows and match.group(3)):  # Linux: one entry per library, under its SONAME
+        if legacy is None and (not match or (not rules.windows and match.group(3))):  # Linux: one entry per library, under its SONAME
             continue
-        part, major = (match.group(1) or "").lower(), int(match.group(2))
+        part, major = ("", legacy.major) if legacy else ((match.group(1) or "").lower(), int(match.group(2)))
+        if legacy:
+            named_for_cuda[major] = legacy.cuda
         info: Optional[FileInfo] = system.stat(path)
         if info is None:
             continue
@@ -158,6 +162,11 @@ def _installs_in(system: System, folder: str, toolkit: Optional[str], nested: Op
                 version, source = str(parse_cudnn_version(int(load["cudnn_version"]))), LOAD
             if cuda_major is None and load and load.get("cudart_version"):
                 cuda_major, cuda_source = int(load["cudart_version"]) // 1000, "cudnnGetCudartVersion()"
+        if cuda_major is None and major in named_for_cuda:
+            cuda_major, cuda_source = (
+                int(named_for_cuda[major].split(".")[0]),
+                f"its name (cuDNN {major} and older were named after CUDA {named_for_cuda[major]})",
+            )
         if cuda_major is None:
             cuda_major, cuda_source = _cuda_in_path(folder)
         owner = next((o for o in (owned.owner(p.path) for p in libraries.values()) if o), None) if system_dir else None

@@ -42,12 +42,12 @@ def library_version(system: System, path: str, binary, major: int) -> tuple[Opti
     asked = {m.groups() for m in (_ASKED.match(n) for n in (binary.loads if binary else ())) if m and int(m.group(1)) == major}
     if len(asked) == 1:
         return ".".join(asked.pop()), ASKED_NAMES
-    if binary is not None and binary.version and not binary.version.startswith("6.14."):
-        return binary.version, FILE_VERSION
+    if binary is not None and binary.version and _of_major(binary.version, major):
+        return binary.version, FILE_VERSION  # cuDNN 7's DLLs carry a driver-style FileVersion (6.14.11.x): not a cuDNN version
     if not system.paths.windows:
         real = system.paths.basename(system.realpath(path))
         match = _LINUX_NAME.match(real)
-        if match and match.group(3):
+        if match and match.group(3) and int(match.group(2)) == major:  # cuDNN 1-3: libcudnn.so.7.0.64 is named after CUDA 7.0
             return f"{match.group(2)}{match.group(3)}", FILE_NAME
     return None, None
 

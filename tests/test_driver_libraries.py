@@ -167,7 +167,7 @@ def test_wsl_driver_folder_not_in_the_loader_cache():
     document = _linux(driver, commands=_cache(), wsl=True)
     finding = _missing(document)["libcuda.so.1"]
     assert f"A copy is in {WSL}" in finding.detail
-    assert f"echo {WSL} | sudo tee /etc/ld.so.conf.d/ld.so.wsl.conf && sudo ldconfig" in finding.fix[0]
+    assert f"echo {WSL} | sudo tee -a /etc/ld.so.conf.d/ld.so.wsl.conf && sudo ldconfig" in finding.fix[0]
     assert "wsl-linux-driver-installed" not in {f.id for f in run(document).findings}
     # near misses: the cache lists it (found), or the cache is not known (the emulation cannot tell: provided)
     assert _missing(_linux(driver, commands=_cache(f"{WSL}/libcuda.so.1"), wsl=True)) == {}
@@ -185,7 +185,7 @@ def test_wsl_without_the_windows_drivers_libcuda():
 def test_container_toolkit_folder_not_in_the_loader_cache():
     folder = "/usr/local/nvidia/lib64"
     finding = _missing(_linux(_real(folder), commands=_cache()))["libcuda.so.1"]
-    assert f"echo {folder} | sudo tee /etc/ld.so.conf.d/nvidia.conf" in finding.fix[0]
+    assert f"echo {folder} | sudo tee -a /etc/ld.so.conf.d/nvidia.conf" in finding.fix[0]
     # near miss: the container puts it on LD_LIBRARY_PATH, as NVIDIA's images do
     assert _missing(_linux(_real(folder), commands=_cache(), env={"LD_LIBRARY_PATH": folder})) == {}
 
@@ -230,3 +230,13 @@ def test_windows_nvcuda_missing_beside_the_drivers_nvml():
     assert "nvcuda.dll" not in _missing(_windows({f"{SYSTEM32}\\nvml.dll": {"size": 1000}, f"{SYSTEM32}\\nvcuda.dll": {"size": 1000}}))
     bare = _windows({}, nvml=False)
     assert "nvcuda.dll" not in _missing(bare) and "no-nvidia-gpu" in {f.id for f in run(bare).findings}
+
+
+def test_a_missing_driver_library_is_one_problem_whichever_interpreter_meets_it():
+    """Two environments with TensorFlow both miss libcuda.so.1: the machine has one gap, said once, the other load its symptom."""
+    document = _linux(_real(soname_link=False))
+    second = {**document["pythons"][0], "executable": "/w/bin/python", "current": False}
+    document["pythons"].append(second)
+    findings = run(document).findings
+    gaps = [f for f in findings if f.id == "dependency-missing" and f.evidence["name"] == "libcuda.so.1"]
+    assert len(gaps) == 2 and sum(f.symptom_of is None for f in gaps) == 1, [(f.detail, f.symptom_of) for f in gaps]

@@ -216,7 +216,8 @@ def test_distribution_nvcc_of_unknown_version_still_yields_to_the_linked_toolkit
 def test_nvidias_own_package_is_no_distribution_compiler():
     path = "/usr/local/cuda-12.4/bin:/usr/bin"
     document = machine(LINUX_BASE, files={**LINUX_FILES, **DISTRO}, env={"PATH": path}, commands=nvcc("12.4"))
-    assert probe_toolkits(FixtureSystem(document)).nvcc_package == "cuda-nvcc-12-4"
+    # NVIDIA's packages install under /usr/local: no package lookup is needed to know it is no distribution's compiler
+    assert probe_toolkits(FixtureSystem(document)).nvcc_package is None
     assert not findings_of(document, "nvcc-not-on-path")
 
 
@@ -290,3 +291,11 @@ def test_the_corrected_value_keeps_the_users_spelling_of_the_same_toolkit():
     plain_path = "/usr/local/cuda-12.4/bin:/usr/bin"
     assert findings_of(linux("/usr/local/cuda/bin", path=plain_path), "cuda-path-mismatch")[0].evidence["corrected"] == "/usr/local/cuda"
     assert findings_of(linux("/usr/local/cuda-12.1", path=plain_path), "cuda-path-mismatch")[0].evidence["corrected"] == "/usr/local/cuda-12.4"
+
+
+def test_windows_nvcc_off_path_stands_on_its_own():
+    """Its own cause key: not told that "no other finding explains it" as if it were a framework's symptom."""
+    cuda = "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v12.4"
+    document = machine(WINDOWS_BASE, files={f"{cuda}\\bin\\nvcc.exe": {"size": 1000}}, env={"CUDA_PATH": cuda})
+    found = [f for f in run(document).findings if f.id == "nvcc-not-on-path"]
+    assert found and "No other finding explains it" not in found[0].detail and f"{cuda}\\bin" in found[0].fix[0], found

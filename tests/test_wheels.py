@@ -110,7 +110,8 @@ def test_installed_wheels_that_onnxruntime_does_not_search(windows):
     assert cudnn.fix[0].startswith("Call `import onnxruntime; onnxruntime.preload_dlls()` before creating the InferenceSession")
     expected = folders(windows, wheels)
     if windows:
-        assert cudnn.fix[1] == f"Or, before starting Python: set PATH={';'.join(expected)};%PATH%"
+        joined = ";".join(expected)
+        assert cudnn.fix[1] == f'Or, before starting Python: set "PATH={joined};%PATH%" (cmd) or $env:PATH = "{joined};$env:PATH" (PowerShell)'
     else:
         assert cudnn.fix[1] == f"Or, before starting Python: export LD_LIBRARY_PATH={':'.join(expected)}:$LD_LIBRARY_PATH"
     # never "install what is already installed"
@@ -313,3 +314,9 @@ def test_one_pip_line_is_one_cause():
     missing = [f for f in findings if f.id == "dependency-missing"]
     assert missing and all(f.symptom_of is not None for f in missing)
     assert all(f.fix[0] == f'"{LINUX_EXE}" -m pip install "onnxruntime-gpu[cuda,cudnn]==1.31.1"' for f in missing)
+
+
+def test_no_wheel_is_offered_for_a_cuda_release_that_has_none():
+    """CUDA 10 had no nvidia-* wheels: a CUDA 10.1 build missing cuDNN 7 must not be told to pip install the CUDA 13 one."""
+    assert knowledge.wheel_providing("cudnn64_7.dll", "windows", 10) is None
+    assert knowledge.wheel_providing("libcudnn.so.9", "linux", 12).distribution == "nvidia-cudnn-cu12"

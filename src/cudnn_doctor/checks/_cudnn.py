@@ -7,7 +7,7 @@ from typing import Iterator, NamedTuple, Optional
 from packaging.version import Version
 
 from cudnn_doctor.checks._libraries import is_cudnn, is_cudnn_front
-from cudnn_doctor.facts import CudnnInstall, CudnnLibrary, Facts, FrameworkBuild, LoadStep, Resolution
+from cudnn_doctor.facts import DISTRIBUTION_METADATA, CudnnInstall, CudnnLibrary, Facts, FrameworkBuild, LoadStep, Resolution
 from cudnn_doctor.paths import PathRules
 from cudnn_doctor.versions import parse_cudnn_version, parse_version
 
@@ -45,6 +45,12 @@ def library_release_known(facts: Facts, path: Optional[str]) -> tuple[Optional[V
     if install is None or install.version is None:
         return None, None
     return release(install.version), install.version_source
+
+
+def own_version(install: CudnnInstall, library: CudnnLibrary) -> Optional[str]:
+    """A library's version from its own file, else from its package's metadata (pip or conda wrote
+    every file it lists); a header says nothing about which files were copied beside it."""
+    return library.version or (install.version if install.version_source in DISTRIBUTION_METADATA else None)
 
 
 class Wanted(NamedTuple):

@@ -64,7 +64,7 @@ def driver_gap(facts: Facts, name: str, elsewhere: Sequence[str]) -> tuple[str, 
         for folder in folders:
             conf = "ld.so.wsl.conf" if rules.same(folder, WSL_DRIVER_DIR) else "nvidia.conf"
             fix.append(
-                f"Add {folder} to the loader cache: `echo {folder} | sudo tee /etc/ld.so.conf.d/{conf} && sudo ldconfig` (or put it on LD_LIBRARY_PATH)."
+                f"Add {folder} to the loader cache: `echo {folder} | sudo tee -a /etc/ld.so.conf.d/{conf} && sudo ldconfig` (or put it on LD_LIBRARY_PATH)."
             )
         return detail, fix
     siblings = _siblings(facts, name, rules)

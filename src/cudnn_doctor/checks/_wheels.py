@@ -57,7 +57,7 @@ def not_searched(facts: Facts, build: FrameworkBuild, wheels: list[InstalledWhee
 
 def reach_fixes(facts: Facts, build: FrameworkBuild, wheels: list[InstalledWheel], folders: Optional[list[str]] = None) -> list[str]:
     """What makes the process find the wheels' libraries: the framework's own preloading, or the exact variable line."""
-    folders = folders or _folders(facts, build, wheels)
+    folders = _folders(facts, build, wheels) if folders is None else folders
     fixes = []
     reach = knowledge.wheel_reach(build.name, facts.os, build.parsed_version)
     if reach and reach.how == "preload_dlls":
@@ -69,7 +69,9 @@ def reach_fixes(facts: Facts, build: FrameworkBuild, wheels: list[InstalledWheel
     if not folders:
         return fixes
     if facts.os == "windows":
-        fixes.append(f"{prefix}, before starting Python: set PATH={';'.join(folders)};%PATH%")
+        fixes.append(
+            f'{prefix}, before starting Python: set "PATH={";".join(folders)};%PATH%" (cmd) or $env:PATH = "{";".join(folders)};$env:PATH" (PowerShell)'
+        )
     else:
         fixes.append(f"{prefix}, before starting Python: export LD_LIBRARY_PATH={':'.join(folders)}:$LD_LIBRARY_PATH")
     return fixes

@@ -16,6 +16,7 @@ from cudnn_doctor.checks._cudnn import (
     front_step,
     library_release,
     library_release_known,
+    own_version,
     owner,
     release,
     resolutions_with_builds,
@@ -24,7 +25,7 @@ from cudnn_doctor.checks._cudnn import (
 from cudnn_doctor.checks._libraries import build_key, cuda_key, cudnn_key, is_cudnn_front, lookup, reach_folder_fix, system_builds
 from cudnn_doctor.checks._wheels import extras_missing, held_by, install_fixes, not_searched, reach_fixes, wheels_key
 from cudnn_doctor.checks.registry import finding, rule
-from cudnn_doctor.facts import DISTRIBUTION_METADATA, PROCESS, SYSTEM, CudnnInstall, CudnnLibrary, Facts, FrameworkBuild, LoadStep
+from cudnn_doctor.facts import PROCESS, SYSTEM, CudnnInstall, Facts, FrameworkBuild, LoadStep
 from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.paths import PathRules
 
@@ -217,10 +218,7 @@ def cudnn_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
                 if build.cuda_from != SYSTEM
                 else []
             )
-            + [
-                f"Replace it with the cuDNN {install.major}.x build for CUDA {major} (archive name ends in _cuda{major}-archive), "
-                f"e.g. `cudnn-doctor install cudnn-{_archive_name(facts.os)}-<version>_cuda{major}-archive.{'zip' if facts.os == 'windows' else 'tar.xz'}`."
-            ],
+            + [_replace_fix(facts.os, install.major, major)],
             {
                 "cudnn": install.folder,
                 "cudnn_cuda": install.cuda_major,
@@ -245,13 +243,19 @@ def _toolkit_mismatches(facts: Facts, judged: set[str]) -> Iterator[Finding]:
             "cudnn-cuda-mismatch",
             f"The cuDNN {install.version or install.major} in {install.folder} was built for CUDA {install.cuda_major} ({install.cuda_source}), "
             f"but it sits in the CUDA {toolkit.version} toolkit at {toolkit.root}: it loads the cuBLAS of CUDA {install.cuda_major}, which that toolkit lacks.",
-            [
-                f"Replace it with the cuDNN {install.major}.x build for CUDA {major} (archive name ends in _cuda{major}-archive), "
-                f"e.g. `cudnn-doctor install cudnn-<os>-x86_64-<version>_cuda{major}-archive.zip`."
-            ],
+            [_replace_fix(facts.os, install.major, major)],
             {"cudnn": install.folder, "cudnn_cuda": install.cuda_major, "toolkit": toolkit.root, "toolkit_cuda": toolkit.version},
             causes=(cuda_key(install.cuda_major), cudnn_key(facts, install.folder)),
         )
+
+
+def _replace_fix(os_name: str, cudnn_major: int, cuda_major: int) -> str:
+    """The cuDNN build of the same major for the CUDA the program uses, as the archive NVIDIA names it."""
+    suffix = "zip" if os_name == "windows" else "tar.xz"
+    return (
+        f"Replace it with the cuDNN {cudnn_major}.x build for CUDA {cuda_major} (archive name ends in _cuda{cuda_major}-archive), "
+        f"e.g. `cudnn-doctor install cudnn-{_archive_name(os_name)}-<version>_cuda{cuda_major}-archive.{suffix}`."
+    )
 
 
 def _archive_name(os_name: str) -> str:
@@ -359,7 +363,7 @@ def cudnn_mixed_versions(facts: Facts) -> Iterator[Finding]:
                 {"libraries": {p: str(v) for p, v in used.items()}, "known_from": {p: known[p][1] for p in used}},
             )
     for install in facts.cudnn:
-        own = {lib.path: version for lib in install.libraries for version in [_own_version(install, lib)] if version}
+        own = {lib.path: version for lib in install.libraries for version in [own_version(install, lib)] if version}
         versions = {found for found in map(release, own.values()) if found is not None}
         if len(versions) > 1 and not all(lib.path in reported for lib in install.libraries):
             yield finding(
@@ -370,12 +374,6 @@ def cudnn_mixed_versions(facts: Facts) -> Iterator[Finding]:
                 [f"Replace every cuDNN file in {install.folder} with those of one release."],
                 {"folder": install.folder},
             )
-
-
-def _own_version(install: CudnnInstall, library: CudnnLibrary) -> Optional[str]:
-    """A library's version from its own file, else from its package's metadata (pip or conda wrote
-    every file it lists); a header says nothing about which files were copied beside it."""
-    return library.version or (install.version if install.version_source in DISTRIBUTION_METADATA else None)
 
 
 @rule("cudnn-header-missing", Severity.WARNING, "cuDNN headers are missing from the toolkit's include folder", Area.CUDNN)

@@ -251,9 +251,12 @@ def _missing(
 def _dependency_causes(facts: Facts, build: Optional[FrameworkBuild], names: Sequence[str], requesters: list[str]) -> list[Optional[str]]:
     """What a missing dependency is a symptom of: the CUDA runtime it belongs to (any member of a
     try-list's), the incomplete cuDNN installation that asks for its own part, or the build whose
-    own library asks for it."""
+    own library asks for it. A driver library the search cannot find is one gap of the machine,
+    whichever interpreter's load meets it."""
     name = names[0]
     causes = [cuda_key_of_library(n) for n in names]
+    if is_driver_library(name):
+        causes.append(f"driver:{PathRules(facts.os).name_key(basename(name))}")
     for requester in requesters:
         install, _ = owner(facts, requester)
         if install is not None and is_cudnn(name):

@@ -123,7 +123,7 @@ def nvcc_not_on_path(facts: Facts) -> Iterator[Finding]:
     causes: list = []
     if facts.os == "windows":
         step, stale = reach_folder_fix(facts, best.bin_dir)
-        fix, causes = [step], [stale]
+        fix, causes = [step], [stale or _nvcc_key(best.bin_dir)]
     else:
         fix, causes = [f"export PATH={best.bin_dir}:$PATH  (add it to ~/.bashrc to keep it)"], [_nvcc_key(best.bin_dir)]
         if facts.environment.variables.get("SUDO_USER"):

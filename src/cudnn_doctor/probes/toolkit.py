@@ -12,6 +12,7 @@ import re
 from typing import Optional
 
 from cudnn_doctor.facts import Toolkit, ToolkitFacts, VariableTarget
+from cudnn_doctor.probes.ownership import PackageOwnership
 from cudnn_doctor.system.interface import System
 
 _RELEASE = re.compile(r"release (\d+\.\d+)(?:, V(\d+\.\d+\.\d+))?")
@@ -49,7 +50,7 @@ def probe_toolkits(system: System) -> ToolkitFacts:
         aliases = tuple(sorted({n for n in names if not rules.same(n, real)}))
         toolkits.append(Toolkit(real, version, source, bin_dir, system.is_file(rules.join(bin_dir, nvcc_name)), aliases, on_path))
     targets = tuple(VariableTarget(name, value, _target_kind(system, value, nvcc_name)) for name, value in variables)
-    package = _dpkg_owner(system, nvcc_on_path, nvcc_real) if nvcc_on_path else None
+    package = _package_of_nvcc(system, nvcc_on_path) if nvcc_on_path else None
     root = rules.norm(path_root) if path_root else None
     return ToolkitFacts(tuple(toolkits), nvcc_on_path, nvcc_real, nvcc_version, root, variables, targets, package)
 
@@ -64,18 +65,14 @@ def _target_kind(system: System, value: str, nvcc_name: str) -> str:
     return "toolkit" if _looks_like_toolkit(system, value, nvcc_name) else "folder"
 
 
-def _dpkg_owner(system: System, *paths: Optional[str]) -> Optional[str]:
-    """Linux: the dpkg package whose file list holds nvcc, so a distribution's compiler is told from NVIDIA's own packages."""
-    if system.paths.windows:
+def _package_of_nvcc(system: System, nvcc: str) -> Optional[str]:
+    """Linux: the package that installed nvcc (through its links), so a distribution's compiler is told
+    from NVIDIA's own; an nvcc under /usr/local or /opt is NVIDIA's installer's and needs no lookup."""
+    rules = system.paths
+    if rules.windows or any(rules.inside(system.realpath(nvcc), top) for top in ("/usr/local", "/opt")):
         return None
-    wanted = {p for p in paths if p}
-    for entry in system.list_dir("/var/lib/dpkg/info", sizes=False) or []:
-        name = system.paths.basename(entry.path)
-        if not name.endswith(".list") or not ("cuda" in name or "nvcc" in name):
-            continue
-        if wanted & {line.strip() for line in (system.read_text(entry.path) or "").splitlines()}:
-            return name[: -len(".list")].split(":")[0]  # multiarch lists are named package:arch.list
-    return None
+    owner = PackageOwnership(system, lambda package: "cuda" in package or "nvcc" in package).owner(nvcc)
+    return owner.package.split(":")[0] if owner else None  # multiarch lists are named package:arch
 
 
 def _standard_locations(system: System) -> list[str]:

@@ -15,8 +15,6 @@ import ast
 import re
 from typing import Any, Iterable, NamedTuple, Optional
 
-from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
 from cudnn_doctor.binaries import BinaryInfo
@@ -158,6 +156,10 @@ def _called(func: ast.AST) -> Optional[str]:
 
 def requirements_of(metadata: str, environment: dict[str, str]) -> Iterable[WheelRequirement]:
     """Each `Requires-Dist` header whose markers hold here: once per extra that asks for it, or with extra None."""
+    # imported here: packaging.requirements pulls in packaging.tags, sysconfig and logging (~40 ms a run)
+    from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
+    from packaging.requirements import InvalidRequirement, Requirement
+
     for line in metadata.splitlines():
         if not line.strip():
             break  # the headers end at the first blank line; the description follows

@@ -25,11 +25,14 @@ def probe_wheels(system: System, pythons: tuple[PythonEnv, ...]) -> tuple[Instal
         if not rows:
             continue
         sites = [s for s in site_packages(system, python) if system.is_dir(s)]
+        listed: dict[str, list[str]] = {}  # the CUDA 13 wheels share one folder (nvidia/cu13/lib): listed once
         for row in rows:
             pattern = re.compile(row.windows if rules.windows else row.linux, flags)
             for site in sites:
                 folder = rules.join(site, *knowledge.wheel_folder(row, system.os))
-                names = sorted(n for n in (rules.basename(e.path) for e in system.list_dir(folder, sizes=False) or [] if not e.is_dir) if pattern.match(n))
+                if folder not in listed:
+                    listed[folder] = [rules.basename(e.path) for e in system.list_dir(folder, sizes=False) or [] if not e.is_dir]
+                names = sorted(n for n in listed[folder] if pattern.match(n))
                 if names:
                     dist = canonical_name(row.distribution)
                     found.append(InstalledWheel(python.executable, dist, python.packages[dist], folder, tuple(names)))

@@ -54,7 +54,8 @@ class _Request(NamedTuple):
 class Resolver:
     """Resolves load trees on one System; folder listings are shared between trees."""
 
-    def __init__(self, system: System, index: Optional[FolderIndex] = None) -> None:
+    def __init__(self, system: System, index: Optional[FolderIndex] = None, driver_files: Optional[tuple[str, ...]] = None) -> None:
+        """`driver_files`: the driver's own files when the caller has them (the probes do); else read when a driver name is first missed."""
         self.system = system
         self.index = index or FolderIndex(system)
         self.windows = system.paths.windows
@@ -62,7 +63,7 @@ class Resolver:
         table = knowledge.table("libraries")
         self._os_provided = re.compile(table.os_provided.windows if self.windows else table.os_provided.linux)
         self._driver_provided = re.compile(table.driver_provided.pattern)
-        self._driver_files: Optional[tuple[str, ...]] = None  # read when a driver name is first missed
+        self._driver_files = driver_files
         cudnn = knowledge.table("cudnn")
         self._optional = {row.name for row in cudnn.optional_loads}
         for release in cudnn.releases:  # parts only later releases ship

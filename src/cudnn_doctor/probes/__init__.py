@@ -61,7 +61,7 @@ def run_probes(system: System, with_frameworks: bool = True, framework_timeout: 
         pythons = guarded("frameworks", reports.result, pythons)
         pool.shutdown()
     builds = guarded("builds", lambda: probe_builds(pythons, system.os, system), ())
-    resolutions = guarded("loader", lambda: probe_resolutions(system, pythons, builds, toolkits, index, cudnn), ())
+    resolutions = guarded("loader", lambda: probe_resolutions(system, pythons, builds, toolkits, index, cudnn, driver_files), ())
     wheels = guarded("wheels", lambda: probe_wheels(system, pythons), ())
     confirmations = guarded("loader check", lambda: probe_confirmations(system, resolutions), ()) if with_frameworks else ()
     return Facts(

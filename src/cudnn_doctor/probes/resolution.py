@@ -20,6 +20,8 @@ same judgement of its cuDNN.
 
 from __future__ import annotations
 
+from typing import Optional
+
 from cudnn_doctor.facts import PROCESS, CudnnInstall, FrameworkBuild, PythonEnv, Resolution, ToolkitFacts
 from cudnn_doctor.loader import windows
 from cudnn_doctor.loader.index import FolderIndex
@@ -35,8 +37,9 @@ def probe_resolutions(
     toolkits: ToolkitFacts,
     index: FolderIndex,
     cudnn: tuple[CudnnInstall, ...] = (),
+    driver_files: Optional[tuple[str, ...]] = None,
 ) -> tuple[Resolution, ...]:
-    resolver = Resolver(system, index)
+    resolver = Resolver(system, index, driver_files)
     rules = system.paths
     # where a root that is not found may still lie: the toolkits' library folders
     elsewhere = [t.bin_dir for t in toolkits.toolkits]

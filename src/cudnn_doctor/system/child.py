@@ -2,9 +2,11 @@
 
 `subprocess.run(timeout=...)` kills only the child, then waits for its pipes to close; a grandchild
 that inherited stdout (`sleep &` in a wrapper script, a daemon a framework starts) keeps that wait
-going for as long as it lives. Here the child leads a new process group (a new session on POSIX, a
-new process group on Windows), its output goes to temporary files rather than pipes, and on timeout
-the whole group is killed, so the call returns at its deadline whatever the children do.
+going for as long as it lives. Here the child's output goes to temporary files rather than pipes, so
+no read can block on a descendant, and the child's whole tree is killed at the deadline: on POSIX the
+child leads a new session and its process group is killed; on Windows it is put in a kill-on-close
+Job object (`winjob`), which holds every process it starts. The call returns at its deadline
+whatever the children do, with what they wrote until then.
 """
 
 from __future__ import annotations
@@ -16,12 +18,24 @@ import signal
 import subprocess
 import tempfile
 import threading
+import uuid
 from typing import Mapping, NamedTuple, Optional, Sequence
+
+from cudnn_doctor.system.winjob import Job
 
 MAX_OUTPUT = 16 << 20  # bytes kept of each stream; a child that prints more is cut, not read into memory
 _WINDOWS = os.name == "nt"
+TAG = "CUDNN_DOCTOR_CHILD"  # environment variable marking a child's tree with the child's own id (Linux)
 
-_live: set[subprocess.Popen] = set()
+
+class _Running(NamedTuple):
+    """What it takes to kill one running child's tree."""
+
+    job: Optional[Job]  # its Job object (Windows)
+    tag: bytes  # the TAG=id entry in its environment, as /proc/PID/environ shows it (Linux)
+
+
+_live: dict[subprocess.Popen, _Running] = {}
 _live_lock = threading.Lock()
 
 
@@ -40,18 +54,22 @@ def run_child(
     """Run `argv` for at most `timeout` seconds; raises OSError only when it cannot be started at all."""
     options: dict = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP | subprocess.CREATE_NO_WINDOW} if _WINDOWS else {"start_new_session": True}
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        process = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=cwd, env=env, **options)
+        tagged = {**(os.environ if env is None else env), TAG: uuid.uuid4().hex}  # inherited by what the child starts
+        process = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=cwd, env=tagged, **options)
+        running = _Running(_contain(process) if _WINDOWS else None, f"{TAG}={tagged[TAG]}".encode())
         with _live_lock:
-            _live.add(process)
+            _live[process] = running
         timed_out = False
         try:
             process.wait(timeout=max(timeout, 0.001))
         except subprocess.TimeoutExpired:
             timed_out = True
         finally:  # also on KeyboardInterrupt: children in their own group do not get the terminal's Ctrl-C
-            _kill_tree(process, alive=timed_out or process.returncode is None)
+            _kill_tree(process, running, alive=timed_out or process.returncode is None)
             with _live_lock:
-                _live.discard(process)
+                _live.pop(process, None)
+            if running.job is not None:
+                running.job.close()
         encoding = encoding or locale.getpreferredencoding(False)
         return ChildResult(None if timed_out else process.returncode, _text(out, encoding), _text(err, encoding), timed_out)
 
@@ -59,14 +77,24 @@ def run_child(
 def kill_all() -> None:
     """Kill every child still running (Ctrl-C in the main thread while workers wait on children)."""
     with _live_lock:
-        running = list(_live)
-    for process in running:
-        _kill_tree(process, alive=True)
+        running = list(_live.items())
+    for process, tree in running:
+        _kill_tree(process, tree, alive=True)
 
 
-def _kill_tree(process: subprocess.Popen, alive: bool) -> None:
-    """Kill the child's whole process group; after a normal exit, only what it left running in its group."""
-    if _WINDOWS:
+def _contain(process: subprocess.Popen) -> Optional[Job]:
+    """The child's Job object, or None where Windows (or Wine) will not make one: then taskkill."""
+    try:
+        return Job.contain(int(process._handle))  # type: ignore[attr-defined]  # Popen's process handle on Windows
+    except (OSError, AttributeError, ValueError):
+        return None
+
+
+def _kill_tree(process: subprocess.Popen, running: _Running, alive: bool) -> None:
+    """Kill the child's whole tree; after a normal exit, only what it left running (its group, its job, its tag)."""
+    if running.job is not None:
+        running.job.kill()  # every process the child started, whether or not its parent still runs
+    elif _WINDOWS:
         if alive:
             try:
                 subprocess.run(
@@ -81,15 +109,51 @@ def _kill_tree(process: subprocess.Popen, alive: bool) -> None:
                 pass
             process.kill()
     else:
+        escaped = _tree(process.pid if alive else None, running.tag)  # the child is reaped after a normal exit: its pid may be reused
         try:
             os.killpg(process.pid, signal.SIGKILL)  # the group outlives its leader while members remain
         except (ProcessLookupError, PermissionError):
             pass
+        for pid in escaped:  # a descendant that left the group (setsid, a daemon), and the group it leads
+            for kill in (os.killpg, os.kill):
+                try:
+                    kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
     if alive:
         try:
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:  # unkillable (a process stuck in the kernel): abandon it
             pass
+
+
+def _tree(root: Optional[int], tag: bytes) -> list[int]:
+    """Every process under `root` by parent id, and every one whose environment carries `tag`: a
+    descendant that left the child's group and outlived its parent (a daemon) is found by the tag
+    it inherited. Read from /proc (Linux); [] where there is none."""
+    children: dict[int, list[int]] = {}
+    tagged: list[int] = []
+    try:
+        entries = [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
+    for name in entries:
+        try:
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()  # after "(command)", which may hold spaces
+            children.setdefault(int(fields[1]), []).append(int(name))
+            with open(f"/proc/{name}/environ", "rb") as handle:
+                if tag in handle.read().split(b"\0"):
+                    tagged.append(int(name))
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile, or another user's
+    found, todo = list(tagged), [] if root is None else [root]
+    while todo:
+        for pid in children.get(todo.pop(), []):
+            if pid not in found:
+                found.append(pid)
+                todo.append(pid)
+    return [pid for pid in found if pid != os.getpid()]
 
 
 def _text(handle: io.BufferedRandom, encoding: str) -> str:

@@ -4,9 +4,11 @@
 that inherited stdout (`sleep &` in a wrapper script, a daemon a framework starts) keeps that wait
 going for as long as it lives. Here the child's output goes to temporary files rather than pipes, so
 no read can block on a descendant, and the child's whole tree is killed at the deadline: on POSIX the
-child leads a new session and its process group is killed; on Windows it is put in a kill-on-close
-Job object (`winjob`), which holds every process it starts. The call returns at its deadline
-whatever the children do, with what they wrote until then.
+child leads a new session and its process group is killed, and on Linux so is every process found
+under it by parent id or carrying its TAG in its environment (a daemon that left the group with
+setsid and outlived its parent); on Windows it is put in a kill-on-close Job object (`winjob`),
+which holds every process it starts. The call returns at its deadline whatever the children do,
+with what they wrote until then. After a normal exit the same kill ends what the child left running.
 """
 
 from __future__ import annotations

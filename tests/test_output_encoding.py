@@ -17,7 +17,7 @@ from typing import Optional
 import pytest
 
 from cudnn_doctor.cli import build_parser, main
-from cudnn_doctor.reports.encoding import Fitter, FittedStream
+from cudnn_doctor.reports.encoding import FittedStream, Fitter
 
 from . import archives
 from .conftest import REPO, gallery_paths

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, NoReturn, Optional, Sequence, TextIO
+from typing import NoReturn, Optional, Sequence
 
 from cudnn_doctor.errors import CudnnDoctorError, UsageError
 from cudnn_doctor.reports.encoding import FittedStream
@@ -98,7 +98,6 @@ class _Output(FittedStream):
             raise
         except OSError as error:
             raise _OutputFailed(error) from error
-
 
 
 def _tolerate_unencodable(stream: object) -> None:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, NoReturn, Optional, Sequence, TextIO
+from typing import NoReturn, Optional, Sequence
 
 from cudnn_doctor.errors import CudnnDoctorError, UsageError
+from cudnn_doctor.reports.encoding import FittedStream
 
 
 class _Parser(argparse.ArgumentParser):
@@ -33,14 +34,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command line; returns the exit code (0 no errors found, 1 errors found, 2 usage or input error)."""
+    saved_stderr = sys.stderr
     try:
-        parser = build_parser()
-        args = parser.parse_args(argv)
-        if args.command is None:
-            raise UsageError("missing COMMAND, e.g. `cudnn-doctor check` (see `cudnn-doctor --help`)")
         if sys.stdout is not None:  # None under pythonw: nothing to guard
             _tolerate_unencodable(sys.stdout)
             sys.stdout = _Output(sys.stdout)  # type: ignore[assignment]
+        if sys.stderr is not None:  # warnings and errors may carry → or a path the code page lacks
+            sys.stderr = FittedStream(sys.stderr)  # type: ignore[assignment]
+        parser = build_parser()
+        args = parser.parse_args(argv)  # --help and --version print here: fitted too
+        if args.command is None:
+            raise UsageError("missing COMMAND, e.g. `cudnn-doctor check` (see `cudnn-doctor --help`)")
         code = args.run(args)
         if sys.stdout is not None:
             sys.stdout.flush()  # a closed pipe or a full disk shows here, not in a traceback at interpreter exit
@@ -65,6 +69,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     finally:
         if isinstance(sys.stdout, _Output):
             sys.stdout = sys.stdout.stream
+        sys.stderr = saved_stderr
 
 
 class _OutputFailed(Exception):
@@ -75,15 +80,12 @@ class _OutputFailed(Exception):
         self.error = error
 
 
-class _Output:
-    """sys.stdout while a command runs: a failed write or flush is told apart from any other OSError."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
+class _Output(FittedStream):
+    """sys.stdout while a command runs: text fitted to its encoding, and a failed write or flush told apart from any other OSError."""
 
     def write(self, text: str) -> int:
         try:
-            return self.stream.write(text)
+            return super().write(text)
         except BrokenPipeError:
             raise
         except OSError as error:
@@ -96,9 +98,6 @@ class _Output:
             raise
         except OSError as error:
             raise _OutputFailed(error) from error
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.stream, name)
 
 
 def _tolerate_unencodable(stream: object) -> None:

@@ -12,7 +12,7 @@ import re
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterable, Mapping, Optional, Union
 
 from cudnn_doctor.cli.options import add_timeout_option
 from cudnn_doctor.errors import InputError, UsageError
@@ -37,24 +37,54 @@ def take_snapshot(with_frameworks: bool = True, framework_timeout: float = 60.0,
     recorder = RecordingSystem(LiveSystem(limit=framework_timeout))
     run_probes(recorder, with_frameworks, framework_timeout)
     document = recorder.document(f"snapshot-{platform.node() or 'machine'}", "Recorded by cudnn-doctor snapshot.")
-    return redact_document(document, os.path.expanduser("~"), getpass.getuser(), platform.node()) if redact else document
+    if not redact:
+        return document
+    home = os.path.expanduser("~")
+    return redact_document(document, home, user_names(os.environ, home), platform.node())
+
+
+def user_names(env: Mapping[str, str], home: str) -> list[str]:
+    """Every name this user goes by: USERNAME (Windows), USER and LOGNAME (POSIX), the login, and the home
+    folder's last part, which can differ from all of them (`C:\\Users\\dev.CORP` for USERNAME `dev`)."""
+    names = [env.get(key, "") for key in ("USERNAME", "USER", "LOGNAME")]
+    try:
+        names.append(getpass.getuser())
+    except (KeyError, OSError, ImportError):  # no name for this uid (a container): the variables above are all there is
+        pass
+    names.append(re.split(r"[\\/]", home.rstrip("\\/"))[-1] if home not in ("", "~") else "")
+    return [n for n in dict.fromkeys(names) if n]
 
 
 _GPU_UUID = re.compile(r"(?i)\b(GPU|MIG)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+# What may stand either side of a user name that is a whole path component or a whole value: a path
+# separator, a PATH list separator, a quote, `=`, white space (a command's output has many lines).
+_EDGE = "\\\\/;:=\"',\\s"
 
 
-def redact_document(document: Any, home: str, user: str, host: str = "") -> Any:
-    """Replace the home folder, the user name, the host name and GPU UUIDs everywhere, keys included.
+def redact_document(document: Any, home: str, user: Union[str, Iterable[str]], host: str = "") -> Any:
+    """Replace the home folder, the user's names, the host name and GPU UUIDs everywhere, keys included.
 
-    Windows names are compared without regard to case (`C:\\Users\\Alice` and `c:\\users\\alice` are one
-    folder), and the user name is replaced wherever it is a whole path component (`%HOMEPATH%` is `\\Users\\alice`).
+    On a Windows machine names are compared without regard to case (`C:\\Users\\Alice`, `c:\\users\\alice` and
+    `%HOMEPATH%` `\\Users\\ALICE` are one folder), either slash separates folders, and the 8.3 short name of a long
+    user folder (`ALICEM~1`) goes too. A name is replaced only where it is a whole path component or value, so a
+    folder called `alice-pc-notes` keeps its name and the redacted snapshot replays to the same findings.
     """
-    windows = "\\" in home or ":" in home[:2]
+    windows = (isinstance(document, dict) and document.get("os") == "windows") or "\\" in home or ":" in home[:2]
     flags = re.IGNORECASE if windows else 0
     placeholder_home = "C:\\Users\\user" if windows else "/home/user"
-    rules: list[tuple[re.Pattern[str], str]] = [(re.compile(re.escape(home), flags), placeholder_home.replace("\\", "\\\\"))] if home else []
-    if user and len(user) > 1:
-        rules.append((re.compile(rf"(?<=[\\/]){re.escape(user)}(?=[\\/]|$)|^{re.escape(user)}$", flags), "user"))
+    rules: list[tuple[re.Pattern[str], Any]] = []
+    parts = [p for p in re.split(r"[\\/]+", home.rstrip("\\/")) if p] if home not in ("", "~") else []
+    if len(parts) > 1:
+        separator = r"[\\/]" if windows else "/"
+        lead = separator if home[:1] in "\\/" else ""
+        pattern = lead + separator.join(re.escape(p) for p in parts) + f"(?=$|{separator}|[{_EDGE}])"
+        rules.append((re.compile(pattern, flags), lambda m: _in_style(placeholder_home, m.group(0))))
+    names = [user] if isinstance(user, str) else list(user)
+    for name in sorted({n for n in names if len(n) > 1}, key=len, reverse=True):  # "dev.CORP" before "dev"
+        rules.append((re.compile(f"(?<![^{_EDGE}]){re.escape(name)}(?![^{_EDGE}])", flags), "user"))
+        short = re.sub(r"[\s.]", "", name)[:6]
+        if windows and short and (len(name) > 8 or short != name):
+            rules.append((re.compile(f"(?<![^{_EDGE}]){re.escape(short)}~\\d+(?![^{_EDGE}])", re.IGNORECASE), "user"))
     if host and len(host) > 1:
         # whole values only (the snapshot's name, HOSTNAME, COMPUTERNAME, LOGONSERVER's \\\\HOST): a host called "cuda" must not rewrite paths
         rules.append((re.compile(rf"^(snapshot-|\\\\)?{re.escape(host)}$", re.IGNORECASE), r"\1host"))
@@ -72,6 +102,11 @@ def redact_document(document: Any, home: str, user: str, host: str = "") -> Any:
         return value
 
     return clean(document)
+
+
+def _in_style(placeholder: str, found: str) -> str:
+    """The placeholder home with the separator the replaced text used (`C:/Users/user` for `C:/Users/Alice`)."""
+    return placeholder.replace("\\", "/") if "/" in found and "\\" not in found else placeholder
 
 
 def run(args: argparse.Namespace) -> int:

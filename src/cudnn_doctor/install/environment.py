@@ -6,10 +6,10 @@ All writes go through the System layer, so fixture machines show exactly what wo
 from __future__ import annotations
 
 import os
-from typing import Optional
+from typing import Any, Optional
 
 from cudnn_doctor.install.plan import EnvChange
-from cudnn_doctor.paths import expand_percent
+from cudnn_doctor.paths import PathRules, expand_percent
 from cudnn_doctor.system.interface import System
 
 
@@ -35,10 +35,29 @@ def windows_changes(system: System, target: str, set_cudnn_home: bool) -> list[E
 
 
 def apply_windows_changes(system: System, changes: list[EnvChange]) -> None:
+    """Write the changes outside a transaction (each keeps its registry type, see `registry_kind`), then tell Explorer."""
     for change in changes:
         system.set_persistent_env(change.scope, change.name, change.new)
     if changes:
         system.broadcast_environment_change()
+
+
+def path_added(rules: PathRules, change: dict[str, Any]) -> list[str]:
+    """The entries an install put in a PATH-like value: those of the new value that the old one did not have."""
+    old = [e for e in rules.split_list(change.get("old") or "") if e]
+    return [e for e in rules.split_list(change.get("new") or "") if e and not any(rules.same(e, o) for o in old)]
+
+
+def describe(rules: PathRules, change: dict[str, Any]) -> str:
+    """One environment change, as `history` shows it."""
+    scope, name = change.get("scope"), change.get("name")
+    fresh = change.get("existed") is False or (change.get("existed") is None and change.get("old") is None)
+    if str(name).upper() == "PATH":
+        said = f"{scope} {name}: added {', '.join(path_added(rules, change)) or '(nothing)'}"
+    else:
+        said = f"{scope} {name}: {change.get('old') if not fresh else '(unset)'} → {change.get('new')}"
+    kind = change.get("kind")
+    return said + (f" (a new {kind} value)" if fresh and kind else "")
 
 
 def linux_notes(system: System, lib_dir: str) -> tuple[list[str], Optional[list[str]]]:

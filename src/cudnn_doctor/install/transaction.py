@@ -25,8 +25,9 @@ from typing import Any, Callable, Iterator, NamedTuple, Optional, Sequence
 
 from cudnn_doctor.errors import CudnnDoctorError, InputError
 from cudnn_doctor.install.archive import Archive, library_problem
+from cudnn_doctor.install.environment import path_added
 from cudnn_doctor.install.plan import Action, EnvChange, Plan, sha256_of
-from cudnn_doctor.system.interface import System
+from cudnn_doctor.system.interface import System, registry_kind
 
 TEMP_SUFFIX = ".cudnn-doctor-tmp"
 BLOCK = 4 << 20
@@ -165,12 +166,19 @@ class Store:
         if not _valid_entry(header):
             raise self._damaged(self.journal_path, "its first line is not an install header")
         steps = [dict(s, started=False, done=False) for s in header["steps"]]
-        journal = {**header, "steps": steps, "state": "in-progress"}
+        env = [dict(c, started=False) for c in header.get("env") or [] if isinstance(c, dict)]
+        journal = {**header, "steps": steps, "env": env, "state": "in-progress"}
         for event in records[1:]:
             if not isinstance(event, dict):
                 raise self._damaged(self.journal_path, "a line is not an object")
             if isinstance(event.get("state"), str):
                 journal["state"] = event["state"]
+                continue
+            if "env" in event:
+                index = event["env"]
+                if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(env):
+                    raise self._damaged(self.journal_path, f"an event names environment change {index!r}")
+                env[index].update({k: v for k, v in event.items() if k in _ENV_FIELDS})
                 continue
             index = event.get("step")
             if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(steps):
@@ -207,6 +215,7 @@ class Store:
 
 
 _STEP_FIELDS = ("started", "backup", "old", "dirs", "new")
+_ENV_FIELDS = ("started", "name", "existed", "old", "old_kind", "kind")
 
 
 def _valid_entry(entry: Any) -> bool:
@@ -247,6 +256,7 @@ def apply(
     }
     store.begin(header)
     steps: list[dict[str, Any]] = [dict(s, started=False, done=False) for s in header["steps"]]
+    env: list[dict[str, Any]] = [dict(c, started=False) for c in header["env"]]
     entry: Optional[dict[str, Any]] = None
     try:
         real_target = system.realpath(plan.target)
@@ -254,15 +264,35 @@ def apply(
             _apply_one(store, archive, plan, action, step, index, txid, real_target, progress)
             if after_file is not None:
                 after_file(index)
-        entry = {**{k: v for k, v in header.items() if k != "journal"}, "steps": steps, "state": "installed", "finished": time.time()}
+        for index, change in enumerate(env):
+            _apply_env(store, change, index)
+        if env:
+            system.broadcast_environment_change()
+        entry = {**{k: v for k, v in header.items() if k != "journal"}, "steps": steps, "env": env, "state": "installed", "finished": time.time()}
         history = store.history()
         store.save_history([*history, entry])  # before the journal commits: a kill in between leaves an install that rollback knows
         store.record({"state": "committed"})
     except BaseException as error:
-        report = undo(system, steps)
+        report = undo(system, steps, env=env)
         _after_failed_apply(store, txid, steps, report, entry)
         raise _failure(error, report, system.os) from None
-    return {**header, "steps": steps, "state": "committed"}
+    return {**header, "steps": steps, "env": env, "state": "committed"}
+
+
+def _apply_env(store: Store, change: dict[str, Any], index: int) -> None:
+    """Journal what the variable is now (whether it exists, its value and registry type), then write it."""
+    system = store.system
+    values = (system.persistent_env() or {}).get(change["scope"]) or {}
+    name = next((k for k in values if k.upper() == change["name"].upper()), change["name"])
+    old = values.get(name)
+    old_kind = system.persistent_env_kind(change["scope"], name) if old is not None else None
+    event = {"started": True, "name": name, "existed": old is not None, "old": old, "old_kind": old_kind, "kind": registry_kind(name, change["new"], old_kind)}
+    store.record({"env": index, **event})
+    change.update(event)
+    try:
+        system.set_persistent_env(change["scope"], name, change["new"], event["kind"])
+    except OSError as error:
+        raise InputError(f"could not set {change['scope']} {name} in the registry ({error.strerror or error})") from None
 
 
 def _apply_one(
@@ -433,12 +463,19 @@ def missing_backups(system: System, steps: Sequence[dict[str, Any]], actions: Se
     return problems
 
 
-def undo(system: System, steps: Sequence[dict[str, Any]], actions: Optional[Sequence[str]] = None) -> UndoReport:
-    """Put back what the install changed, newest first; skip what changed since; then remove the folders it created.
+def undo(
+    system: System, steps: Sequence[dict[str, Any]], actions: Optional[Sequence[str]] = None, env: Sequence[dict[str, Any]] = (), said: Optional[list[str]] = None
+) -> UndoReport:
+    """Put back what the install changed, newest first (the environment, written last, first); skip what
+    changed since; then remove the folders it created.
 
-    Never raises for a file: what cannot be restored is in the report (`actions`, when given, are `undo_actions(steps)`).
+    Never raises for a file: what cannot be restored is in the report (`actions`, when given, are
+    `undo_actions(steps)`); `said` collects a sentence per environment change.
     """
     report = UndoReport([], [], [])
+    sentences = undo_environment(system, env, report)
+    if said is not None:
+        said.extend(sentences)
     for index in reversed(range(len(steps))):
         step = steps[index]
         if not step.get("started"):
@@ -499,7 +536,7 @@ def _recover(store: Store) -> Optional[str]:
     if entry is not None and entry.get("state") == "installed" and whole:  # killed after the history was written: the install is whole
         store.record({"state": "committed"})
         return f"an interrupted install of {journal['archive']} into {journal['target']} had finished; it is kept (undo it with `cudnn-doctor rollback`)"
-    report = undo(store.system, steps, actions)
+    report = undo(store.system, steps, actions, env=journal.get("env") or [])
     if report.failed:
         raise InputError(
             f"could not undo the interrupted install into {journal['target']}: {report.summary()}; "
@@ -538,8 +575,9 @@ def _rollback_last(store: Store) -> tuple[dict[str, Any], UndoReport]:
             f"cannot roll back install {entry['id']}: {'; '.join(problems[:5])}"
             f"{f' (and {len(problems) - 5} more)' if len(problems) > 5 else ''}; nothing was changed"
         )
-    report = undo(system, steps, actions)
-    entry["env_restored"] = restore_environment(system, entry)
+    said: list[str] = []
+    report = undo(system, steps, actions, env=entry.get("env") or [], said=said)
+    entry["env_restored"] = said + refresh_loader_cache(system, entry)
     if report.complete:
         store.remove_backups(entry["id"])  # first: a crash after it finds every file already restored
     if not report.failed:  # files changed since stay as they are, and so do their backups
@@ -550,33 +588,57 @@ def _rollback_last(store: Store) -> tuple[dict[str, Any], UndoReport]:
     return entry, report
 
 
-def restore_environment(system: System, entry: dict[str, Any]) -> list[str]:
-    """Undo the persistent PATH / CUDNN_HOME changes and refresh the loader cache the install refreshed; sentences saying what."""
-    said = []
-    changes = [c for c in entry.get("env") or [] if isinstance(c, dict) and {"scope", "name", "new"} <= set(c)]
-    persistent = system.persistent_env() if changes else None
-    for change in changes:
-        values = (persistent or {}).get(change["scope"], {})
+def undo_environment(system: System, changes: Sequence[dict[str, Any]], report: UndoReport) -> list[str]:
+    """Undo the persistent-environment changes, newest first, then broadcast; sentences saying what.
+
+    A value still exactly as the install wrote it gets its old value and type back (or is deleted,
+    if it did not exist). A PATH changed since loses only the entries the install added; the
+    user's own edits stay. Any other value changed since is left alone, and said so. A value
+    already as before (an undo that was interrupted, run again) is left alone silently.
+    """
+    said, changed = [], False
+    rules = system.paths
+    for change in reversed([c for c in changes if isinstance(c, dict) and {"scope", "name", "new"} <= set(c) and c.get("started", True)]):
+        scope = change["scope"]
+        values = (system.persistent_env() or {}).get(scope) or {}
         name = next((k for k in values if k.upper() == change["name"].upper()), change["name"])
-        current = values.get(name)
-        if current == change["new"]:
-            system.set_persistent_env(change["scope"], name, change.get("old"))
-            said.append(f"{change['scope']} {name} restored to {change.get('old') or '(unset)'}")
-        elif current is not None and name.upper() == "PATH":
-            rules = system.paths
-            added = [e for e in rules.split_list(change["new"]) if e and not any(rules.same(e, o) for o in rules.split_list(change.get("old") or "") if o)]
-            kept = [e for e in current.split(";") if not any(e and rules.same(e, a) for a in added)]
-            if len(kept) != len(current.split(";")):
-                system.set_persistent_env(change["scope"], name, ";".join(kept))
-                said.append(f"{change['scope']} {name}: removed {', '.join(added)}")
-        else:
-            said.append(f"{change['scope']} {name} was changed since the install; left as it is")
-    if changes:
-        system.broadcast_environment_change()
+        current, old = values.get(name), change.get("old")
+        existed = change.get("existed", old is not None)
+        try:
+            if current == change["new"]:
+                system.set_persistent_env(scope, name, old if existed else None, change.get("old_kind") if existed else None)
+                said.append(f"{scope} {name} restored to {old if existed else '(unset)'}")
+            elif current == (old if existed else None):
+                continue
+            elif current is not None and name.upper() == "PATH":
+                added = path_added(rules, change)
+                entries = current.split(";")
+                kept = [e for e in entries if not any(e and rules.same(e, a) for a in added)]
+                if len(kept) == len(entries):
+                    continue
+                left = ";".join(kept)
+                system.set_persistent_env(scope, name, left if existed or left.strip(";") else None)
+                said.append(f"{scope} {name}: removed {', '.join(added)}; the rest, changed since the install, is kept")
+            else:
+                said.append(f"{scope} {name} was changed since the install; left as it is")
+                continue
+            changed = True
+        except OSError as error:
+            report.failed.append((f"{scope} {name}", error.strerror or str(error)))
+    if changed:
+        try:
+            system.broadcast_environment_change()
+        except OSError:
+            pass  # the registry is restored; new sign-ins see it
+    return said
+
+
+def refresh_loader_cache(system: System, entry: dict[str, Any]) -> list[str]:
+    """Refresh the loader cache the install refreshed; a sentence when it did."""
     if entry.get("ldconfig") and system.os == "linux":
         system.run(["ldconfig"], timeout=60)
-        said.append("refreshed the loader cache (ldconfig)")
-    return said
+        return ["refreshed the loader cache (ldconfig)"]
+    return []
 
 
 # File helpers ----------------------------------------------------------------------------

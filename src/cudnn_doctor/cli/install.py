@@ -197,9 +197,8 @@ def run_rollback(args: argparse.Namespace) -> int:
 def run_history(args: argparse.Namespace) -> int:
     """List the installs; reads only (recovery is for install and rollback, which hold the lock)."""
     from cudnn_doctor.install import transaction
-    from cudnn_doctor.system import open_system
-
     from cudnn_doctor.install.environment import describe
+    from cudnn_doctor.system import open_system
 
     system = open_system()
     store = transaction.Store(system)

@@ -464,7 +464,11 @@ def missing_backups(system: System, steps: Sequence[dict[str, Any]], actions: Se
 
 
 def undo(
-    system: System, steps: Sequence[dict[str, Any]], actions: Optional[Sequence[str]] = None, env: Sequence[dict[str, Any]] = (), said: Optional[list[str]] = None
+    system: System,
+    steps: Sequence[dict[str, Any]],
+    actions: Optional[Sequence[str]] = None,
+    env: Sequence[dict[str, Any]] = (),
+    said: Optional[list[str]] = None,
 ) -> UndoReport:
     """Put back what the install changed, newest first (the environment, written last, first); skip what
     changed since; then remove the folders it created.

@@ -7,7 +7,9 @@ its cost is linear in the number of files. Every file's old and new identity (SH
 link's target) is kept, so an undo touches only what the install wrote and still holds what it
 wrote: a file changed since is skipped and named, never overwritten. A run killed half-way
 leaves the journal "in-progress"; the next install or rollback, holding the state folder's
-lock, finishes it (the history already has it) or undoes it. Every file operation goes
+lock, finishes it (the history already has it) or undoes it. Persistent-environment changes
+(Windows) are steps too, after the files: each journaled (existed, old value, registry type)
+before it is written, and undone with them. Every file operation goes
 through the System, so a fixture machine is installed into, in memory, exactly as a live one.
 """
 

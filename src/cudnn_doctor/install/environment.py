@@ -6,7 +6,7 @@ All writes go through the System layer, so fixture machines show exactly what wo
 from __future__ import annotations
 
 import os
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from cudnn_doctor.install.plan import EnvChange
 from cudnn_doctor.paths import PathRules, expand_percent
@@ -58,6 +58,53 @@ def describe(rules: PathRules, change: dict[str, Any]) -> str:
         said = f"{scope} {name}: {change.get('old') if not fresh else '(unset)'} → {change.get('new')}"
     kind = change.get("kind")
     return said + (f" (a new {kind} value)" if fresh and kind else "")
+
+
+def undo_environment(system: System, changes: Sequence[dict[str, Any]], failed: list[tuple[str, str]]) -> list[str]:
+    """Undo the persistent-environment changes, newest first, then broadcast; sentences saying what.
+
+    A value still exactly as the install wrote it gets its old value and type back (or is deleted,
+    if it did not exist). A PATH changed since loses only the entries the install added; the
+    user's own edits stay. Any other value changed since is left alone, and said so. A value
+    already as before (an undo that was interrupted, run again) is left alone silently. A write
+    that fails goes to `failed` (what, why), never raised: the files are undone all the same.
+    """
+    said: list[str] = []
+    changed = False
+    rules = system.paths
+    for change in reversed([c for c in changes if isinstance(c, dict) and {"scope", "name", "new"} <= set(c) and c.get("started", True)]):
+        scope = change["scope"]
+        values = (system.persistent_env() or {}).get(scope) or {}
+        name = next((k for k in values if k.upper() == change["name"].upper()), change["name"])
+        current, old = values.get(name), change.get("old")
+        existed = change.get("existed", old is not None)
+        try:
+            if current == change["new"]:
+                system.set_persistent_env(scope, name, old if existed else None, change.get("old_kind") if existed else None)
+                said.append(f"{scope} {name} restored to {old if existed else '(unset)'}")
+            elif current == (old if existed else None):
+                continue
+            elif current is not None and name.upper() == "PATH":
+                added = path_added(rules, change)
+                entries = current.split(";")
+                kept = [e for e in entries if not any(e and rules.same(e, a) for a in added)]
+                if len(kept) == len(entries):
+                    continue
+                left = ";".join(kept)
+                system.set_persistent_env(scope, name, left if existed or left.strip(";") else None)
+                said.append(f"{scope} {name}: removed {', '.join(added)}; the rest, changed since the install, is kept")
+            else:
+                said.append(f"{scope} {name} was changed since the install; left as it is")
+                continue
+            changed = True
+        except OSError as error:
+            failed.append((f"{scope} {name}", error.strerror or str(error)))
+    if changed:
+        try:
+            system.broadcast_environment_change()
+        except OSError:
+            pass  # the registry is restored; new sign-ins see it
+    return said
 
 
 def linux_notes(system: System, lib_dir: str) -> tuple[list[str], Optional[list[str]]]:

@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterator, NamedTuple, Optional, Sequence
 
 from cudnn_doctor.errors import CudnnDoctorError, InputError
 from cudnn_doctor.install.archive import Archive, library_problem
-from cudnn_doctor.install.environment import path_added
+from cudnn_doctor.install.environment import undo_environment
 from cudnn_doctor.install.plan import Action, EnvChange, Plan, sha256_of
 from cudnn_doctor.system.interface import System, registry_kind
 
@@ -479,7 +479,7 @@ def undo(
     `undo_actions(steps)`); `said` collects a sentence per environment change.
     """
     report = UndoReport([], [], [])
-    sentences = undo_environment(system, env, report)
+    sentences = undo_environment(system, env, report.failed)
     if said is not None:
         said.extend(sentences)
     for index in reversed(range(len(steps))):
@@ -592,51 +592,6 @@ def _rollback_last(store: Store) -> tuple[dict[str, Any], UndoReport]:
         entry["left_as_changed"] = report.changed
     store.save_history(history)
     return entry, report
-
-
-def undo_environment(system: System, changes: Sequence[dict[str, Any]], report: UndoReport) -> list[str]:
-    """Undo the persistent-environment changes, newest first, then broadcast; sentences saying what.
-
-    A value still exactly as the install wrote it gets its old value and type back (or is deleted,
-    if it did not exist). A PATH changed since loses only the entries the install added; the
-    user's own edits stay. Any other value changed since is left alone, and said so. A value
-    already as before (an undo that was interrupted, run again) is left alone silently.
-    """
-    said, changed = [], False
-    rules = system.paths
-    for change in reversed([c for c in changes if isinstance(c, dict) and {"scope", "name", "new"} <= set(c) and c.get("started", True)]):
-        scope = change["scope"]
-        values = (system.persistent_env() or {}).get(scope) or {}
-        name = next((k for k in values if k.upper() == change["name"].upper()), change["name"])
-        current, old = values.get(name), change.get("old")
-        existed = change.get("existed", old is not None)
-        try:
-            if current == change["new"]:
-                system.set_persistent_env(scope, name, old if existed else None, change.get("old_kind") if existed else None)
-                said.append(f"{scope} {name} restored to {old if existed else '(unset)'}")
-            elif current == (old if existed else None):
-                continue
-            elif current is not None and name.upper() == "PATH":
-                added = path_added(rules, change)
-                entries = current.split(";")
-                kept = [e for e in entries if not any(e and rules.same(e, a) for a in added)]
-                if len(kept) == len(entries):
-                    continue
-                left = ";".join(kept)
-                system.set_persistent_env(scope, name, left if existed or left.strip(";") else None)
-                said.append(f"{scope} {name}: removed {', '.join(added)}; the rest, changed since the install, is kept")
-            else:
-                said.append(f"{scope} {name} was changed since the install; left as it is")
-                continue
-            changed = True
-        except OSError as error:
-            report.failed.append((f"{scope} {name}", error.strerror or str(error)))
-    if changed:
-        try:
-            system.broadcast_environment_change()
-        except OSError:
-            pass  # the registry is restored; new sign-ins see it
-    return said
 
 
 def refresh_loader_cache(system: System, entry: dict[str, Any]) -> list[str]:

@@ -221,3 +221,68 @@ def test_an_interrupted_rollback_finishes_restoring_the_registry(archive_path, c
         if installed_entries(system):
             rollback(system)  # the next, healthy, rollback
         assert (tree(system, TARGET), registry(system)) == before, f"fault point {point}"
+
+
+class FakeWinreg:
+    """The few winreg calls the live machine makes, over a dict: the live registry code, run on any host."""
+
+    HKEY_CURRENT_USER, HKEY_LOCAL_MACHINE = "HKCU", "HKLM"
+    REG_SZ, REG_EXPAND_SZ, KEY_READ, KEY_SET_VALUE = 1, 2, 0x20019, 0x0002
+
+    def __init__(self) -> None:
+        self.keys: dict[tuple[str, str], dict[str, tuple[str, int]]] = {}
+
+    class _Key:
+        def __init__(self, values: dict[str, tuple[str, int]]) -> None:
+            self.values = values
+
+        def __enter__(self) -> Any:
+            return self
+
+        def __exit__(self, *exc: Any) -> None:
+            pass
+
+    def OpenKey(self, hive: str, subkey: str, *rest: Any) -> Any:
+        return self._Key(self.keys.setdefault((hive, subkey), {}))
+
+    def QueryValueEx(self, key: Any, name: str) -> tuple[str, int]:
+        if name not in key.values:
+            raise FileNotFoundError(2, "The system cannot find the file specified")
+        return key.values[name]
+
+    def SetValueEx(self, key: Any, name: str, reserved: int, kind: int, value: str) -> None:
+        key.values[name] = (value, kind)
+
+    def DeleteValue(self, key: Any, name: str) -> None:
+        if key.values.pop(name, None) is None:
+            raise FileNotFoundError(2, "The system cannot find the file specified")
+
+    def EnumValue(self, key: Any, index: int) -> tuple[str, str, int]:
+        items = list(key.values.items())
+        if index >= len(items):
+            raise OSError(259, "No more data is available")
+        name, (value, kind) = items[index]
+        return name, value, kind
+
+
+def test_the_live_registry_writes_a_new_path_as_reg_expand_sz_and_keeps_an_existing_type(monkeypatch):
+    import sys
+
+    from cudnn_doctor.system.live import LiveSystem
+
+    fake = FakeWinreg()
+    monkeypatch.setitem(sys.modules, "winreg", fake)
+    system = LiveSystem()
+    system.os = "windows"
+    user = fake.keys.setdefault(("HKCU", "Environment"), {})
+    system.set_persistent_env("user", "Path", BIN)
+    system.set_persistent_env("user", "CUDNN_HOME", TARGET)
+    assert user == {"Path": (BIN, fake.REG_EXPAND_SZ), "CUDNN_HOME": (TARGET, fake.REG_SZ)}
+    assert system.persistent_env_kind("user", "Path") == REG_EXPAND_SZ and system.persistent_env_kind("user", "Nope") is None
+    user["Path"] = (WINDOWS_APPS, fake.REG_SZ)  # a literal REG_SZ Path holding a %VAR%: not promoted
+    system.set_persistent_env("user", "Path", f"{WINDOWS_APPS};{BIN}")
+    assert user["Path"] == (f"{WINDOWS_APPS};{BIN}", fake.REG_SZ)
+    system.set_persistent_env("user", "Path", WINDOWS_APPS, REG_EXPAND_SZ)  # an undo gives the old type back
+    assert user["Path"] == (WINDOWS_APPS, fake.REG_EXPAND_SZ)
+    system.set_persistent_env("user", "CUDNN_HOME", None)
+    assert system.persistent_env()["user"] == {"Path": WINDOWS_APPS}

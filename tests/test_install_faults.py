@@ -469,17 +469,18 @@ def test_names_that_collide_on_windows_are_refused(tmp_path, monkeypatch, capsys
         assert tree(system, TARGET) == before
 
 
-def test_a_registry_that_refuses_the_path_change_is_one_line(monkeypatch, capsys, archive_path):
+def test_a_registry_that_refuses_the_path_change_is_one_line_and_undoes_the_install(monkeypatch, capsys, archive_path):
+    """The environment is part of the transaction: a refused registry write undoes the files too."""
     system = windows_machine()
     system.document["persistent_env"] = {"user": {}, "system": {}}
 
-    def refuse(scope: str, name: str, value: Optional[str]) -> None:
+    def refuse(scope: str, name: str, value: Optional[str], kind: Optional[str] = None) -> None:
         raise PermissionError(errno.EACCES, "Access is denied")
 
     monkeypatch.setattr(system, "set_persistent_env", refuse)
     assert cli(monkeypatch, system, "install", str(archive_path), "--yes") == 2
     err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1 and "the files are installed" in err and "cudnn-doctor rollback" in err
+    assert len(err.strip().splitlines()) == 1 and "could not set user Path in the registry (Access is denied)" in err and "every file was restored" in err
     monkeypatch.undo()
-    assert cli(monkeypatch, system, "rollback") == 0
-    assert tree(system, TARGET) == tree(windows_machine(), TARGET)
+    assert tree(system, TARGET) == tree(windows_machine(), TARGET) and system.persistent_env()["user"] == {}
+    assert not installed_entries(system)

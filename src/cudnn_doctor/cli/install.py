@@ -104,14 +104,7 @@ def _install(system: System, store: Store, archive: Archive, args: argparse.Name
     with _progress(plan.bytes_written) as advance:
         transaction.apply(plan, archive, store, progress=advance, after_file=_test_hook(), env_changes=env_changes, ldconfig=command is not None)
     print(f"Installed {len(plan.writes)} files into {plan.target} in {time.perf_counter() - started:.1f} s (rollback: `cudnn-doctor rollback`).")
-    if env_changes:
-        try:
-            environment.apply_windows_changes(system, env_changes)
-        except OSError as error:
-            raise UsageError(
-                f"the files are installed, but the persistent environment could not be changed ({error.strerror or error}): "
-                f"add {plan.target}\\bin to PATH by hand, or undo the install with `cudnn-doctor rollback`"
-            ) from None
+    if env_changes:  # written in the transaction, after the files, journaled: rollback and recovery undo them too
         print("The persistent environment changed: close and reopen terminals, IDEs and Jupyter so they see it.")
     for note in notes:
         print(note)
@@ -204,9 +197,11 @@ def run_rollback(args: argparse.Namespace) -> int:
 def run_history(args: argparse.Namespace) -> int:
     """List the installs; reads only (recovery is for install and rollback, which hold the lock)."""
     from cudnn_doctor.install import transaction
+    from cudnn_doctor.install.environment import describe
     from cudnn_doctor.system import open_system
 
-    store = transaction.Store(open_system())
+    system = open_system()
+    store = transaction.Store(system)
     journal = store.journal()
     if journal is not None and journal.get("state") == "in-progress":
         print(
@@ -222,4 +217,7 @@ def run_history(args: argparse.Namespace) -> int:
         print(
             f"{entry['id']}  {when}  {entry['state']:11}  cuDNN {entry.get('version') or '?'}  {len(entry['steps'])} files  {entry['archive']} → {entry['target']}"
         )
+        for change in entry.get("env") or []:
+            if isinstance(change, dict) and change.get("started", True):
+                print(f"    env {describe(system.paths, change)}")
     return 0

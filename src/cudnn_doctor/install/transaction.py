@@ -7,7 +7,9 @@ its cost is linear in the number of files. Every file's old and new identity (SH
 link's target) is kept, so an undo touches only what the install wrote and still holds what it
 wrote: a file changed since is skipped and named, never overwritten. A run killed half-way
 leaves the journal "in-progress"; the next install or rollback, holding the state folder's
-lock, finishes it (the history already has it) or undoes it. Every file operation goes
+lock, finishes it (the history already has it) or undoes it. Persistent-environment changes
+(Windows) are steps too, after the files: each journaled (existed, old value, registry type)
+before it is written, and undone with them. Every file operation goes
 through the System, so a fixture machine is installed into, in memory, exactly as a live one.
 """
 
@@ -25,8 +27,9 @@ from typing import Any, Callable, Iterator, NamedTuple, Optional, Sequence
 
 from cudnn_doctor.errors import CudnnDoctorError, InputError
 from cudnn_doctor.install.archive import Archive, library_problem
+from cudnn_doctor.install.environment import undo_environment
 from cudnn_doctor.install.plan import Action, EnvChange, Plan, sha256_of
-from cudnn_doctor.system.interface import System
+from cudnn_doctor.system.interface import System, registry_kind
 
 TEMP_SUFFIX = ".cudnn-doctor-tmp"
 BLOCK = 4 << 20
@@ -165,12 +168,19 @@ class Store:
         if not _valid_entry(header):
             raise self._damaged(self.journal_path, "its first line is not an install header")
         steps = [dict(s, started=False, done=False) for s in header["steps"]]
-        journal = {**header, "steps": steps, "state": "in-progress"}
+        env = [dict(c, started=False) for c in header.get("env") or [] if isinstance(c, dict)]
+        journal = {**header, "steps": steps, "env": env, "state": "in-progress"}
         for event in records[1:]:
             if not isinstance(event, dict):
                 raise self._damaged(self.journal_path, "a line is not an object")
             if isinstance(event.get("state"), str):
                 journal["state"] = event["state"]
+                continue
+            if "env" in event:
+                index = event["env"]
+                if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(env):
+                    raise self._damaged(self.journal_path, f"an event names environment change {index!r}")
+                env[index].update({k: v for k, v in event.items() if k in _ENV_FIELDS})
                 continue
             index = event.get("step")
             if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(steps):
@@ -207,6 +217,7 @@ class Store:
 
 
 _STEP_FIELDS = ("started", "backup", "old", "dirs", "new")
+_ENV_FIELDS = ("started", "name", "existed", "old", "old_kind", "kind")
 
 
 def _valid_entry(entry: Any) -> bool:
@@ -247,6 +258,7 @@ def apply(
     }
     store.begin(header)
     steps: list[dict[str, Any]] = [dict(s, started=False, done=False) for s in header["steps"]]
+    env: list[dict[str, Any]] = [dict(c, started=False) for c in header["env"]]
     entry: Optional[dict[str, Any]] = None
     try:
         real_target = system.realpath(plan.target)
@@ -254,15 +266,35 @@ def apply(
             _apply_one(store, archive, plan, action, step, index, txid, real_target, progress)
             if after_file is not None:
                 after_file(index)
-        entry = {**{k: v for k, v in header.items() if k != "journal"}, "steps": steps, "state": "installed", "finished": time.time()}
+        for index, change in enumerate(env):
+            _apply_env(store, change, index)
+        if env:
+            system.broadcast_environment_change()
+        entry = {**{k: v for k, v in header.items() if k != "journal"}, "steps": steps, "env": env, "state": "installed", "finished": time.time()}
         history = store.history()
         store.save_history([*history, entry])  # before the journal commits: a kill in between leaves an install that rollback knows
         store.record({"state": "committed"})
     except BaseException as error:
-        report = undo(system, steps)
+        report = undo(system, steps, env=env)
         _after_failed_apply(store, txid, steps, report, entry)
         raise _failure(error, report, system.os) from None
-    return {**header, "steps": steps, "state": "committed"}
+    return {**header, "steps": steps, "env": env, "state": "committed"}
+
+
+def _apply_env(store: Store, change: dict[str, Any], index: int) -> None:
+    """Journal what the variable is now (whether it exists, its value and registry type), then write it."""
+    system = store.system
+    values = (system.persistent_env() or {}).get(change["scope"]) or {}
+    name = next((k for k in values if k.upper() == change["name"].upper()), change["name"])
+    old = values.get(name)
+    old_kind = system.persistent_env_kind(change["scope"], name) if old is not None else None
+    event = {"started": True, "name": name, "existed": old is not None, "old": old, "old_kind": old_kind, "kind": registry_kind(name, change["new"], old_kind)}
+    store.record({"env": index, **event})
+    change.update(event)
+    try:
+        system.set_persistent_env(change["scope"], name, change["new"], event["kind"])
+    except OSError as error:
+        raise InputError(f"could not set {change['scope']} {name} in the registry ({error.strerror or error})") from None
 
 
 def _apply_one(
@@ -433,12 +465,23 @@ def missing_backups(system: System, steps: Sequence[dict[str, Any]], actions: Se
     return problems
 
 
-def undo(system: System, steps: Sequence[dict[str, Any]], actions: Optional[Sequence[str]] = None) -> UndoReport:
-    """Put back what the install changed, newest first; skip what changed since; then remove the folders it created.
+def undo(
+    system: System,
+    steps: Sequence[dict[str, Any]],
+    actions: Optional[Sequence[str]] = None,
+    env: Sequence[dict[str, Any]] = (),
+    said: Optional[list[str]] = None,
+) -> UndoReport:
+    """Put back what the install changed, newest first (the environment, written last, first); skip what
+    changed since; then remove the folders it created.
 
-    Never raises for a file: what cannot be restored is in the report (`actions`, when given, are `undo_actions(steps)`).
+    Never raises for a file: what cannot be restored is in the report (`actions`, when given, are
+    `undo_actions(steps)`); `said` collects a sentence per environment change.
     """
     report = UndoReport([], [], [])
+    sentences = undo_environment(system, env, report.failed)
+    if said is not None:
+        said.extend(sentences)
     for index in reversed(range(len(steps))):
         step = steps[index]
         if not step.get("started"):
@@ -499,7 +542,7 @@ def _recover(store: Store) -> Optional[str]:
     if entry is not None and entry.get("state") == "installed" and whole:  # killed after the history was written: the install is whole
         store.record({"state": "committed"})
         return f"an interrupted install of {journal['archive']} into {journal['target']} had finished; it is kept (undo it with `cudnn-doctor rollback`)"
-    report = undo(store.system, steps, actions)
+    report = undo(store.system, steps, actions, env=journal.get("env") or [])
     if report.failed:
         raise InputError(
             f"could not undo the interrupted install into {journal['target']}: {report.summary()}; "
@@ -538,8 +581,9 @@ def _rollback_last(store: Store) -> tuple[dict[str, Any], UndoReport]:
             f"cannot roll back install {entry['id']}: {'; '.join(problems[:5])}"
             f"{f' (and {len(problems) - 5} more)' if len(problems) > 5 else ''}; nothing was changed"
         )
-    report = undo(system, steps, actions)
-    entry["env_restored"] = restore_environment(system, entry)
+    said: list[str] = []
+    report = undo(system, steps, actions, env=entry.get("env") or [], said=said)
+    entry["env_restored"] = said + refresh_loader_cache(system, entry)
     if report.complete:
         store.remove_backups(entry["id"])  # first: a crash after it finds every file already restored
     if not report.failed:  # files changed since stay as they are, and so do their backups
@@ -550,33 +594,12 @@ def _rollback_last(store: Store) -> tuple[dict[str, Any], UndoReport]:
     return entry, report
 
 
-def restore_environment(system: System, entry: dict[str, Any]) -> list[str]:
-    """Undo the persistent PATH / CUDNN_HOME changes and refresh the loader cache the install refreshed; sentences saying what."""
-    said = []
-    changes = [c for c in entry.get("env") or [] if isinstance(c, dict) and {"scope", "name", "new"} <= set(c)]
-    persistent = system.persistent_env() if changes else None
-    for change in changes:
-        values = (persistent or {}).get(change["scope"], {})
-        name = next((k for k in values if k.upper() == change["name"].upper()), change["name"])
-        current = values.get(name)
-        if current == change["new"]:
-            system.set_persistent_env(change["scope"], name, change.get("old"))
-            said.append(f"{change['scope']} {name} restored to {change.get('old') or '(unset)'}")
-        elif current is not None and name.upper() == "PATH":
-            rules = system.paths
-            added = [e for e in rules.split_list(change["new"]) if e and not any(rules.same(e, o) for o in rules.split_list(change.get("old") or "") if o)]
-            kept = [e for e in current.split(";") if not any(e and rules.same(e, a) for a in added)]
-            if len(kept) != len(current.split(";")):
-                system.set_persistent_env(change["scope"], name, ";".join(kept))
-                said.append(f"{change['scope']} {name}: removed {', '.join(added)}")
-        else:
-            said.append(f"{change['scope']} {name} was changed since the install; left as it is")
-    if changes:
-        system.broadcast_environment_change()
+def refresh_loader_cache(system: System, entry: dict[str, Any]) -> list[str]:
+    """Refresh the loader cache the install refreshed; a sentence when it did."""
     if entry.get("ldconfig") and system.os == "linux":
         system.run(["ldconfig"], timeout=60)
-        said.append("refreshed the loader cache (ldconfig)")
-    return said
+        return ["refreshed the loader cache (ldconfig)"]
+    return []
 
 
 # File helpers ----------------------------------------------------------------------------

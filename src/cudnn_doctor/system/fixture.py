@@ -17,7 +17,7 @@ from typing import Any, BinaryIO, Iterator, Optional, Sequence
 from cudnn_doctor.binaries import BinaryInfo, machine_of_arch, read_binary
 from cudnn_doctor.errors import Busy, InputError
 from cudnn_doctor.system.fixture_format import command_key, load_fixture
-from cudnn_doctor.system.interface import CommandResult, Env, FileInfo, PythonInfo, System
+from cudnn_doctor.system.interface import CommandResult, Env, FileInfo, PythonInfo, System, registry_kind
 
 _MAX_LINK_HOPS = 40
 DEFAULT_BINARY_SIZE = 1024
@@ -46,6 +46,7 @@ class FixtureSystem(System):
             self._add_parent_chain(path)
         self._pythons = {rules.key(p["executable"]): p for p in document.get("pythons") or []}
         self.env_writes: list[tuple[str, str, Optional[str]]] = []
+        self._env_kinds: dict[tuple[str, str], str] = {}
         self._data: dict[str, bytes] = {}
         self._locks: set[str] = set()
         self.free_space: Optional[int] = None
@@ -320,15 +321,26 @@ class FixtureSystem(System):
         self._data.pop(key, None)
         self._children.get(rules.key(rules.dirname(rules.norm(path))), {}).pop(key, None)
 
-    def set_persistent_env(self, scope: str, name: str, value: Optional[str]) -> None:
-        """Recorded in the document, where tests read it back through persistent_env()."""
+    def persistent_env_kind(self, scope: str, name: str) -> Optional[str]:
+        """The type written last, else guessed from the value as a fixture holds values only."""
+        values = (self.document.get("persistent_env") or {}).get(scope) or {}
+        existing = next((k for k in values if k.lower() == name.lower()), None)
+        if existing is None:
+            return None
+        return self._env_kinds.get((scope, existing.lower())) or registry_kind(existing, values[existing], None)
+
+    def set_persistent_env(self, scope: str, name: str, value: Optional[str], kind: Optional[str] = None) -> None:
+        """Recorded in the document, where tests read it back through persistent_env() and persistent_env_kind()."""
+        old_kind = self.persistent_env_kind(scope, name)
         persistent = self.document.setdefault("persistent_env", {"user": {}, "system": {}})
         values = persistent.setdefault(scope, {})
         existing = next((k for k in values if k.lower() == name.lower()), name)
         if value is None:
             values.pop(existing, None)
+            self._env_kinds.pop((scope, existing.lower()), None)
         else:
             values[existing] = value
+            self._env_kinds[(scope, existing.lower())] = kind or registry_kind(existing, value, old_kind)
         self.env_writes.append((scope, existing, value))
 
     def broadcast_environment_change(self) -> None:

@@ -140,9 +140,18 @@ class System(ABC):
     def load_report(self, path: str) -> Optional[dict[str, Any]]:
         """Live: load a cuDNN library in a child process and ask its version; fixture: the recorded `load`."""
 
+    def persistent_env_kind(self, scope: str, name: str) -> Optional[str]:
+        """Windows: the registry type of a persistent value ("REG_SZ", "REG_EXPAND_SZ"), None when it is absent.
+
+        This default guesses from the value; the live and fixture machines know it."""
+        values = (self.persistent_env() or {}).get(scope) or {}
+        value = next((v for k, v in values.items() if k.upper() == name.upper()), None)
+        return None if value is None else registry_kind(name, value, None)
+
     @abstractmethod
-    def set_persistent_env(self, scope: str, name: str, value: Optional[str]) -> None:
-        """Windows: write a user or system environment value to the registry (kept REG_EXPAND_SZ where it was, or when it holds %VARS%); None deletes it."""
+    def set_persistent_env(self, scope: str, name: str, value: Optional[str], kind: Optional[str] = None) -> None:
+        """Windows: write a user or system environment value to the registry as `kind`
+        (None: `registry_kind`, so an existing value keeps its type); a value None deletes it."""
 
     @abstractmethod
     def broadcast_environment_change(self) -> None:
@@ -210,3 +219,15 @@ class System(ABC):
     def is_dir(self, path: str) -> bool:
         info = self.stat(path)
         return info is not None and info.is_dir
+
+
+REG_SZ, REG_EXPAND_SZ = "REG_SZ", "REG_EXPAND_SZ"
+
+
+def registry_kind(name: str, value: str, existing: Optional[str]) -> str:
+    """The type to write: an existing value keeps its own (a REG_SZ Path stays literal); a new `Path`
+    is REG_EXPAND_SZ, as Windows' own is, so %VAR% entries added later expand; another new value
+    only when it holds a %VAR%."""
+    if existing is not None:
+        return existing
+    return REG_EXPAND_SZ if name.upper() == "PATH" or "%" in value else REG_SZ

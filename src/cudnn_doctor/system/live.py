@@ -22,10 +22,11 @@ from cudnn_doctor.binaries import BinaryInfo, read_binary
 from cudnn_doctor.errors import Busy
 from cudnn_doctor.system import pyenv
 from cudnn_doctor.system.child import ChildResult, run_child
-from cudnn_doctor.system.interface import CommandResult, Env, FileInfo, PythonInfo, System
+from cudnn_doctor.system.interface import REG_EXPAND_SZ, CommandResult, Env, FileInfo, PythonInfo, System, registry_kind
 from cudnn_doctor.system.regular import open_regular, read_regular
 
 _ARCH_NAMES = {"amd64": "x86_64", "x86_64": "x86_64", "arm64": "aarch64", "aarch64": "aarch64"}
+_KIND_NAMES = {1: "REG_SZ", 2: "REG_EXPAND_SZ"}  # winreg.REG_SZ, winreg.REG_EXPAND_SZ (winreg exists only on Windows)
 _REGISTRY_KEYS = {
     "user": ("HKEY_CURRENT_USER", r"Environment"),
     "system": ("HKEY_LOCAL_MACHINE", r"SYSTEM\CurrentControlSet\Control\Session Manager\Environment"),
@@ -156,7 +157,20 @@ class LiveSystem(System):
             self._binaries[real] = read_binary(real)
         return self._binaries[real]
 
-    def set_persistent_env(self, scope: str, name: str, value: Optional[str]) -> None:
+    def persistent_env_kind(self, scope: str, name: str) -> Optional[str]:
+        if self.os != "windows":
+            return None
+        import winreg
+
+        hive, subkey = _REGISTRY_KEYS[scope]
+        try:
+            with winreg.OpenKey(getattr(winreg, hive), subkey) as key:
+                _, kind = winreg.QueryValueEx(key, name)
+        except OSError:
+            return None
+        return _KIND_NAMES.get(kind, str(kind))
+
+    def set_persistent_env(self, scope: str, name: str, value: Optional[str], kind: Optional[str] = None) -> None:
         if self.os != "windows":
             raise NotImplementedError("the persistent environment is a Windows registry feature")
         import winreg
@@ -169,13 +183,13 @@ class LiveSystem(System):
                 except FileNotFoundError:
                     pass
                 return
-            try:
-                _, kind = winreg.QueryValueEx(key, name)
-            except OSError:
-                kind = winreg.REG_EXPAND_SZ if "%" in value else winreg.REG_SZ
-            if "%" in value:
-                kind = winreg.REG_EXPAND_SZ
-            winreg.SetValueEx(key, name, 0, kind, value)
+            if kind is None:
+                try:
+                    _, existing = winreg.QueryValueEx(key, name)
+                except OSError:
+                    existing = None
+                kind = registry_kind(name, value, _KIND_NAMES.get(existing) if existing is not None else None)
+            winreg.SetValueEx(key, name, 0, winreg.REG_EXPAND_SZ if kind == REG_EXPAND_SZ else winreg.REG_SZ, value)
 
     def broadcast_environment_change(self) -> None:
         if self.os != "windows":

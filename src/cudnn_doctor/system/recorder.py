@@ -198,8 +198,11 @@ class RecordingSystem(System):
     def lock(self, path: str) -> ContextManager[None]:
         return self.inner.lock(path)
 
-    def set_persistent_env(self, scope: str, name: str, value: Optional[str]) -> None:
-        self.inner.set_persistent_env(scope, name, value)
+    def persistent_env_kind(self, scope: str, name: str) -> Optional[str]:
+        return self.inner.persistent_env_kind(scope, name)
+
+    def set_persistent_env(self, scope: str, name: str, value: Optional[str], kind: Optional[str] = None) -> None:
+        self.inner.set_persistent_env(scope, name, value, kind)
 
     def broadcast_environment_change(self) -> None:
         self.inner.broadcast_environment_change()

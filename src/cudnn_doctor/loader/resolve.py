@@ -65,7 +65,9 @@ class Resolver:
         self._driver_provided = re.compile(table.driver_provided.pattern)
         self._driver_files = driver_files
         cudnn = knowledge.table("cudnn")
-        self._optional = {row.name for row in cudnn.optional_loads}
+        self._optional = {row.name for row in cudnn.optional_loads if not is_pattern(row.name)}
+        # rows spelt as patterns (`cufft64_%d.dll`): every file of that shape is an optional run-time load
+        self._optional_shapes = [pattern_regex(row.name, self.windows) for row in cudnn.optional_loads if is_pattern(row.name)]
         for release in cudnn.releases:  # parts only later releases ship
             self._optional |= {knowledge.cudnn_file_name(part, release.major, system.os) for part in release.optional}
         self._known_loads = {self.system.paths.name_key(row.library): row.loads for row in cudnn.runtime_loads}
@@ -171,9 +173,12 @@ class Resolver:
 
     def _optional_load(self, name: str, complete: bool) -> bool:
         """A load the library survives without: a knowledge row says so (for a pattern, of its unversioned
-        name: `libnvrtc.so.%d` as `libnvrtc.so`), or a scan found an unversioned `.so` name."""
+        name: `libnvrtc.so.%d` as `libnvrtc.so`; a row spelt as a pattern, of every name of its shape:
+        a feature-specific lazy load such as cuFFT for FFT operators), or a scan found an unversioned `.so` name."""
         base = self.system.paths.basename(name)
-        return base in self._optional or (is_pattern(base) and family(base) in self._optional) or (not complete and base.endswith(".so"))
+        if base in self._optional or (is_pattern(base) and family(base) in self._optional):
+            return True
+        return any(shape.match(base) for shape in self._optional_shapes) or (not complete and base.endswith(".so"))
 
     def _places(self, request: _Request, executable: str, dll_directories: tuple[str, ...]) -> list[tuple[str, str]]:
         if self.windows:

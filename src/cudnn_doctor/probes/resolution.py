@@ -6,7 +6,8 @@ Roots by framework (from the knowledge data's loads_cuda):
   plus ONNX Runtime's CUDA provider library when it is installed. On Windows ONNX Runtime loads
   the provider with LOAD_WITH_ALTERED_SEARCH_PATH (onnxruntime/core/platform/windows/env.cc), so
   the provider's folder is searched first for what it imports — the names above included, when
-  its import table lists them; what it loads at run time is searched the standard way;
+  its import table lists them; what it loads at run time is searched the standard way. Before the
+  provider it loads onnxruntime_providers_shared.dll by full path from the same folder;
 - PyTorch: `torch/lib/libtorch_cuda.so` on Linux (its RUNPATH reaches the nvidia-* wheels);
   on Windows every DLL in `torch\\lib`, which `torch/__init__.py` preloads with
   `LoadLibraryExW(dll, LOAD_LIBRARY_SEARCH_DEFAULT_DIRS | LOAD_LIBRARY_SEARCH_DLL_LOAD_DIR)` after
@@ -106,7 +107,7 @@ def _roots(system: System, build: FrameworkBuild, python: PythonEnv) -> tuple[li
     cudnn = [libraries.cudnn] if libraries.cudnn else []
     if build.name != "onnxruntime":
         return [Root(name) for name in names + cudnn], []
-    provider_name = "onnxruntime_providers_cuda.dll" if rules.windows else "libonnxruntime_providers_cuda.so"
+    provider_name = ORT_PROVIDER_DLL if rules.windows else "libonnxruntime_providers_cuda.so"
     providers = [rules.join(site, "onnxruntime", "capi", provider_name) for site in sites]
     providers = [p for p in providers if system.is_file(p)]
     if not rules.windows or not providers:
@@ -115,7 +116,22 @@ def _roots(system: System, build: FrameworkBuild, python: PythonEnv) -> tuple[li
     binary = system.binary(provider)
     imported = {rules.name_key(name) for name in (binary.imports if binary else ())}
     asked = [Root(name, windows.ALTERED, rules.dirname(provider)) if rules.name_key(name) in imported else Root(name) for name in names + cudnn]
-    return [*asked[: len(names)], *(Root(p, windows.ALTERED) for p in providers), *asked[len(names) :]], []
+    return [*asked[: len(names)], *onnxruntime_provider_roots(system, provider), *asked[len(names) :]], []
+
+
+ORT_PROVIDER_DLL = "onnxruntime_providers_cuda.dll"
+ORT_SHARED_DLL = "onnxruntime_providers_shared.dll"
+
+
+def onnxruntime_provider_roots(system: System, provider: str) -> list[Root]:
+    """How ONNX Runtime loads its CUDA provider on Windows: first onnxruntime_providers_shared.dll by
+    full path from the same folder (ProviderSharedLibrary::Ensure, onnxruntime/core/session/provider_bridge_ort.cc),
+    then the provider, both with LOAD_WITH_ALTERED_SEARCH_PATH; the provider's import of the shared
+    library then reuses the module already loaded."""
+    rules = system.paths
+    shared = rules.join(rules.dirname(provider), ORT_SHARED_DLL)
+    preload = [Root(shared, windows.ALTERED)] if system.is_file(shared) else []
+    return [*preload, Root(provider, windows.ALTERED)]
 
 
 def _torch_dll_paths(system: System, python: PythonEnv, lib: str) -> list[str]:

@@ -41,8 +41,17 @@ MSVC = ("MSVCP140.dll", "MSVCP140_ATOMIC_WAIT.dll", "VCRUNTIME140.dll", "VCRUNTI
 def _cudnn(folder: str, version: str = "9.14.0.64", extra_loads: tuple[str, ...] = ()) -> dict[str, Any]:
     major = version.split(".")[0]
     parts = CUDNN9_PARTS if major == "9" else ("ops_infer", "cnn_infer")
-    files = {f"{folder}\\cudnn64_{major}.dll": {"size": 300000, "version": version, "imports": ["KERNEL32.dll"], "loads": [f"cudnn_{p}64_{major}.dll" for p in parts]}}
-    files.update({f"{folder}\\cudnn_{p}64_{major}.dll": {"size": 1000, "version": version, "imports": ["KERNEL32.dll"], "loads": list(extra_loads)} for p in parts})
+    files = {
+        f"{folder}\\cudnn64_{major}.dll": {
+            "size": 300000,
+            "version": version,
+            "imports": ["KERNEL32.dll"],
+            "loads": [f"cudnn_{p}64_{major}.dll" for p in parts],
+        }
+    }
+    files.update(
+        {f"{folder}\\cudnn_{p}64_{major}.dll": {"size": 1000, "version": version, "imports": ["KERNEL32.dll"], "loads": list(extra_loads)} for p in parts}
+    )
     return files
 
 

@@ -61,7 +61,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0 if root is not None and root.winner and not any(s.failed and not s.optional for s in resolution.steps) else 1
 
 
-def _roots(system: System, name: str) -> list[Union[str, Root]]:  # noqa: UP007 (Python 3.9)
+def _roots(system: System, name: str) -> list[Union[str, Root]]:
     """What the process loads for NAME: a path to ONNX Runtime's CUDA provider is loaded as ONNX Runtime
     loads it (its shared library first, by full path); anything else as a plain load of that name."""
     from cudnn_doctor.probes.resolution import ORT_PROVIDER_DLL, onnxruntime_provider_roots

@@ -203,7 +203,7 @@ def _missing(
         loader = f"when any program loads {roots[0] if roots else 'this cuDNN'}"
     detail = f"{who} ({loader}) needs {step.wanted}, {nowhere}."
     if optional:
-        detail += " The library treats this load as optional: only some algorithms fail."
+        detail += " The library treats this load as optional: only the algorithms or operators that need it fail."
     fix = []
     holder = next((h for h in (held_by(facts, build, m) for m in members) if h is not None), None) if build is not None else None
     causes = list(_dependency_causes(facts, build, members, requesters))

@@ -128,7 +128,7 @@ class RuntimeLoads(NamedTuple):
 
 
 class OptionalLoad(NamedTuple):
-    """A run-time load a library survives without (some algorithms fail instead)."""
+    """A run-time load a library survives without (the algorithms or operators that need it fail instead); `name` may be a pattern (`cufft64_%d.dll`)."""
 
     name: str
     source: str

@@ -49,6 +49,19 @@ LINUX_BASE: dict[str, Any] = {
 }
 
 
+def onnxruntime_gpu_python(executable: str, version: str) -> dict[str, Any]:
+    """An interpreter with onnxruntime-gpu whose report lists the CUDA provider."""
+    report = {"version": version, "providers": ["CUDAExecutionProvider", "CPUExecutionProvider"]}
+    return {
+        "executable": executable,
+        "version": "3.11.9",
+        "current": True,
+        "kind": "venv",
+        "packages": {"onnxruntime-gpu": version},
+        "frameworks": {"onnxruntime": report},
+    }
+
+
 def machine(base: dict[str, Any], **changes: Any) -> dict[str, Any]:
     """A copy of `base` with top-level keys replaced; `files` and `env` are merged."""
     document = copy.deepcopy(base)

@@ -19,7 +19,7 @@ from cudnn_doctor.loader import windows
 from cudnn_doctor.loader.resolve import Resolver, Root
 from cudnn_doctor.system.fixture import FixtureSystem
 
-from .conftest import WINDOWS_BASE, machine, run
+from .conftest import WINDOWS_BASE, machine, onnxruntime_gpu_python, run
 
 WHEELS = Path.home() / ".cache" / "cudnn-doctor-tests" / "wheels" / "win_amd64"
 REAL_PROVIDER = WHEELS / "onnxruntime-gpu-1.31.1/extracted/onnxruntime/capi/onnxruntime_providers_cuda.dll"
@@ -56,16 +56,7 @@ def _cudnn(folder: str, version: str = "9.14.0.64", extra_loads: tuple[str, ...]
 
 
 def _ort(files: dict[str, Any], version: str = "1.31.1") -> dict[str, Any]:
-    pythons = [
-        {
-            "executable": PYTHON,
-            "version": "3.11.9",
-            "current": True,
-            "kind": "venv",
-            "packages": {"onnxruntime-gpu": version},
-            "frameworks": {"onnxruntime": {"version": version, "providers": ["CUDAExecutionProvider", "CPUExecutionProvider"]}},
-        }
-    ]
+    pythons = [onnxruntime_gpu_python(PYTHON, version)]
     base = {f"{SITE}\\onnxruntime\\__init__.py": {"text": ""}, SHARED: DLL, **{f"{SYS32}\\{n}": DLL for n in MSVC}, **_cudnn(CUDNN)}
     return machine(WINDOWS_BASE, files={**base, **files}, env={"PATH": f"{SYS32};C:\\Windows;{CUDA};{CUDNN}"}, pythons=pythons)
 

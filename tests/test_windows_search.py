@@ -19,7 +19,7 @@ from cudnn_doctor.loader import windows
 from cudnn_doctor.loader.resolve import Resolver, Root
 from cudnn_doctor.system.fixture import FixtureSystem
 
-from .conftest import WINDOWS_BASE, machine, run
+from .conftest import WINDOWS_BASE, machine, onnxruntime_gpu_python, run
 
 ENV = "C:\\Users\\dev\\env"
 PYTHON = f"{ENV}\\python.exe"
@@ -57,16 +57,7 @@ def test_each_mode_searches_its_own_folders_in_microsofts_order():
 
 
 def _ort(files: dict[str, Any], path: str = f"{SYS32};C:\\Windows", version: str = "1.20.1") -> dict[str, Any]:
-    pythons = [
-        {
-            "executable": PYTHON,
-            "version": "3.11.9",
-            "current": True,
-            "kind": "venv",
-            "packages": {"onnxruntime-gpu": version},
-            "frameworks": {"onnxruntime": {"version": version, "providers": ["CUDAExecutionProvider", "CPUExecutionProvider"]}},
-        }
-    ]
+    pythons = [onnxruntime_gpu_python(PYTHON, version)]
     base = {f"{SITE}\\onnxruntime\\__init__.py": {"text": ""}, f"{CAPI}\\onnxruntime_providers_shared.dll": DLL}
     return machine(WINDOWS_BASE, files={**base, **files}, env={"PATH": path}, pythons=pythons)
 

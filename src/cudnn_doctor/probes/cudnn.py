@@ -22,13 +22,12 @@ from cudnn_doctor.facts import (
 )
 from cudnn_doctor.loader.index import FolderIndex
 from cudnn_doctor.paths import site_packages_of
-from cudnn_doctor.probes.cudnn_versions import Distribution, distribution, install_version, library_version, own_header
+from cudnn_doctor.probes.cudnn_versions import LINUX_NAME, Distribution, distribution, install_version, library_version, own_header
 from cudnn_doctor.probes.ownership import PackageOwnership
 from cudnn_doctor.system.interface import FileInfo, System
 from cudnn_doctor.versions import cuda_major_of_dll_number, parse_cudnn_version
 
 _WINDOWS_NAME = re.compile(r"^cudnn(?:_([a-z_]+?))?64_(\d+)\.dll$", re.IGNORECASE)
-_LINUX_NAME = re.compile(r"^libcudnn(?:_([a-z_]+))?\.so\.(\d+)((?:\.\d+)*)$")
 _CUBLAS = re.compile(r"(?i)^(?:lib)?cublas(?:Lt)?(?:64_(\d+)\.dll|\.so\.(\d+))")
 _CUDA_IN_PATH = re.compile(r"(?i)(?:[\\/](\d+)\.x(?:[\\/]|$)|_cuda(\d+)[-_]|cudnn-cu(\d+)|[\\/]cu(\d+)[\\/])")
 STANDARD_TOOLKIT_FOLDERS = {
@@ -126,7 +125,7 @@ def _installs_in(system: System, folder: str, toolkit: Optional[str], nested: Op
     rules = system.paths
     by_major: dict[int, dict[str, CudnnLibrary]] = {}
     named_for_cuda: dict[int, str] = {}  # cuDNN 1-3: the CUDA release their names carry
-    pattern = _WINDOWS_NAME if rules.windows else _LINUX_NAME
+    pattern = _WINDOWS_NAME if rules.windows else LINUX_NAME
     for name, path in sorted(index.files(folder).items()):
         if "cudnn" not in name.lower():
             continue

@@ -19,7 +19,7 @@ from cudnn_doctor.facts import ASKED_NAMES, CONDA_META, DIST_INFO, FILE_NAME, FI
 from cudnn_doctor.system.interface import System
 from cudnn_doctor.versions import cudnn_header_version, parse_cudnn_version
 
-_LINUX_NAME = re.compile(r"^libcudnn(?:_([a-z_]+))?\.so\.(\d+)((?:\.\d+)*)$")
+LINUX_NAME = re.compile(r"^libcudnn(?:_([a-z_]+))?\.so\.(\d+)((?:\.\d+)*)$")  # libcudnn_ops.so.9.1.0: part, major, rest
 _ASKED = re.compile(r"^libcudnn_[a-z_]+\.so\.(\d+)\.(\d+)\.(\d+)$")  # libcudnn_graph.so.9.28.1
 _DIST_INFO = re.compile(r"(?i)^nvidia_cudnn_cu(\d+)-([^-]+)\.dist-info$")
 _CONDA_RECORD = re.compile(r"(?i)^cudnn-(\d[^-]*)-([^-]+)\.json$")  # conda-meta/cudnn-9.3.0.75-h93bb076_0.json
@@ -46,7 +46,7 @@ def library_version(system: System, path: str, binary, major: int) -> tuple[Opti
         return binary.version, FILE_VERSION  # cuDNN 7's DLLs carry a driver-style FileVersion (6.14.11.x): not a cuDNN version
     if not system.paths.windows:
         real = system.paths.basename(system.realpath(path))
-        match = _LINUX_NAME.match(real)
+        match = LINUX_NAME.match(real)
         if match and match.group(3) and int(match.group(2)) == major:  # cuDNN 1-3: libcudnn.so.7.0.64 is named after CUDA 7.0
             return f"{match.group(2)}{match.group(3)}", FILE_NAME
     return None, None

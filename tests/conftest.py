@@ -20,6 +20,9 @@ REPO = Path(__file__).resolve().parents[1]
 GALLERY = REPO / "examples" / "machines"
 # The external yardstick, beside the repository; CUDNN_DOCTOR_SHARED_FIXTURES points elsewhere.
 SHARED_FIXTURES = Path(os.environ.get("CUDNN_DOCTOR_SHARED_FIXTURES") or REPO.parent / "shared" / "fixtures")
+# Downloaded NVIDIA and framework wheels, outside the repository (their binaries are never committed);
+# the Windows lane points its Windows Python at the host suite's copy.
+TEST_CACHE = Path(os.environ.get("CUDNN_DOCTOR_TEST_CACHE") or Path.home() / ".cache" / "cudnn-doctor-tests")
 
 WINDOWS_BASE: dict[str, Any] = {
     "schema": "machine-fixture/1",

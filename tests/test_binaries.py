@@ -14,7 +14,9 @@ import yaml
 from cudnn_doctor.binaries import read_binary
 from cudnn_doctor.system.fixture import FixtureSystem
 
-CACHE = Path.home() / ".cache" / "cudnn-doctor-tests"  # outside the repository; NVIDIA's binaries are never committed
+from .conftest import TEST_CACHE
+
+CACHE = TEST_CACHE
 needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None or sys.platform != "linux", reason="needs gcc on Linux")
 
 

@@ -25,14 +25,14 @@ from cudnn_doctor.facts import ASKED_NAMES, CONDA_META, DIST_INFO, FILE_NAME, FI
 from cudnn_doctor.system.fixture import FixtureSystem
 from cudnn_doctor.system.fixture_format import validate
 
-from .conftest import LINUX_BASE, WINDOWS_BASE, machine, run
+from .conftest import LINUX_BASE, TEST_CACHE, WINDOWS_BASE, machine, run
 
 SITE = "/v/lib/python3.11/site-packages"
 WHEEL = f"{SITE}/nvidia/cudnn/lib"
 STRAY = "/opt/stray/lib"
 PARTS = ("graph", "ops", "cnn", "adv", "engines_precompiled", "engines_runtime_compiled", "heuristic")
 ENGINES = ("engines_precompiled", "engines_runtime_compiled", "heuristic")
-CACHE = Path.home() / ".cache" / "cudnn-doctor-tests"
+CACHE = TEST_CACHE
 needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None or sys.platform != "linux", reason="needs gcc on Linux")
 
 

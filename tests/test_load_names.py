@@ -21,9 +21,9 @@ from cudnn_doctor.findings import Severity
 from cudnn_doctor.loader.resolve import Resolver
 from cudnn_doctor.system.fixture import FixtureSystem
 
-from .conftest import LINUX_BASE, WINDOWS_BASE, machine, run
+from .conftest import LINUX_BASE, TEST_CACHE, WINDOWS_BASE, machine, run
 
-CACHE = Path.home() / ".cache" / "cudnn-doctor-tests"
+CACHE = TEST_CACHE
 ORT_LINUX = CACHE / "wheels/manylinux_2_28_x86_64/onnxruntime-gpu-1.31.1/extracted/onnxruntime/capi/libonnxruntime_providers_cuda.so"
 ORT_WINDOWS = CACHE / "wheels/win_amd64/onnxruntime-gpu-1.31.1/extracted/onnxruntime/capi/onnxruntime_providers_cuda.dll"
 WELL_FORMED = re.compile(r"^(lib[A-Za-z0-9_+-]+\.so(\.([0-9]+|%d))*\.?|[A-Za-z0-9_+%-]+\.dll)$", re.IGNORECASE)

@@ -21,9 +21,9 @@ from cudnn_doctor.probes.wheel_files import cuda_major_of_library, module_consta
 from cudnn_doctor.reports import json_report
 from cudnn_doctor.system.fixture import FixtureSystem
 
-from .conftest import LINUX_BASE, WINDOWS_BASE, machine, run
+from .conftest import LINUX_BASE, TEST_CACHE, WINDOWS_BASE, machine, run
 
-CACHE = Path.home() / ".cache" / "cudnn-doctor-tests"
+CACHE = TEST_CACHE
 ORT = "1.31.1"
 SITE_LINUX = "/home/u/env/lib/python3.11/site-packages"
 SITE_WINDOWS = "C:\\env\\Lib\\site-packages"

@@ -23,9 +23,11 @@ import pytest
 
 from cudnn_doctor.binaries import BinaryInfo, read_binary
 
+from .conftest import TEST_CACHE
+
 pytestmark = [pytest.mark.network, pytest.mark.skipif(sys.platform != "linux", reason="the live venvs are Linux venvs")]
 
-CACHE = Path.home() / ".cache" / "cudnn-doctor-tests"
+CACHE = TEST_CACHE
 VENVS = CACHE / "venvs"
 DEPS = CACHE / "doctor-deps"  # the doctor's own dependencies, for running it under the venv's interpreter
 SRC = Path(__file__).resolve().parents[1] / "src"

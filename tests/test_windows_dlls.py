@@ -19,9 +19,9 @@ from cudnn_doctor.loader import windows
 from cudnn_doctor.loader.resolve import Resolver, Root
 from cudnn_doctor.system.fixture import FixtureSystem
 
-from .conftest import WINDOWS_BASE, machine, onnxruntime_gpu_python, run
+from .conftest import TEST_CACHE, WINDOWS_BASE, machine, onnxruntime_gpu_python, run
 
-WHEELS = Path.home() / ".cache" / "cudnn-doctor-tests" / "wheels" / "win_amd64"
+WHEELS = TEST_CACHE / "wheels" / "win_amd64"
 REAL_PROVIDER = WHEELS / "onnxruntime-gpu-1.31.1/extracted/onnxruntime/capi/onnxruntime_providers_cuda.dll"
 REAL_CUDART = WHEELS / "nvidia-cuda-runtime-13.0.96/extracted/nvidia/cu13/bin/x86_64/cudart64_13.dll"
 ENV = "C:\\Users\\dev\\env"

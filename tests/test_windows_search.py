@@ -9,7 +9,6 @@ fallback; a run-time LoadLibrary by name is a new, standard search.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +18,7 @@ from cudnn_doctor.loader import windows
 from cudnn_doctor.loader.resolve import Resolver, Root
 from cudnn_doctor.system.fixture import FixtureSystem
 
-from .conftest import WINDOWS_BASE, machine, onnxruntime_gpu_python, run
+from .conftest import TEST_CACHE, WINDOWS_BASE, machine, onnxruntime_gpu_python, run
 
 ENV = "C:\\Users\\dev\\env"
 PYTHON = f"{ENV}\\python.exe"
@@ -187,18 +186,7 @@ def test_torch_preload_searches_its_dll_folders_falls_back_to_path_and_later_loa
 
 # --- the real ONNX Runtime provider DLL --------------------------------------------------------
 
-REAL_PROVIDER = (
-    Path.home()
-    / ".cache"
-    / "cudnn-doctor-tests"
-    / "wheels"
-    / "win_amd64"
-    / "onnxruntime-gpu-1.31.1"
-    / "extracted"
-    / "onnxruntime"
-    / "capi"
-    / "onnxruntime_providers_cuda.dll"
-)
+REAL_PROVIDER = TEST_CACHE / "wheels" / "win_amd64" / "onnxruntime-gpu-1.31.1" / "extracted" / "onnxruntime" / "capi" / "onnxruntime_providers_cuda.dll"
 
 
 @pytest.mark.skipif(not REAL_PROVIDER.is_file(), reason="the onnxruntime-gpu 1.31.1 win_amd64 wheel is not in the test cache")

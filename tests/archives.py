@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import io
 import os
+import sys
 import tarfile
 import zipfile
 from pathlib import Path
+from typing import Optional
 
 PARTS8 = ("ops_infer", "ops_train", "cnn_infer", "cnn_train", "adv_infer", "adv_train")
 
@@ -49,6 +51,13 @@ def write_zip(path: Path, members: dict[str, bytes]) -> Path:
     return path
 
 
+def native_archive(folder: Path, version: str = "8.9.7.29", cuda: int = 12) -> Path:
+    """The archive a user of this OS downloads: the Windows zip on Windows, the Linux .tar.xz elsewhere."""
+    if sys.platform == "win32":
+        return write_zip(folder / f"cudnn-windows-x86_64-{version}_cuda{cuda}-archive.zip", windows_members(version, cuda))
+    return linux_tar(folder / f"cudnn-linux-x86_64-{version}_cuda{cuda}-archive.tar.xz", version, cuda)
+
+
 def linux_tar(path: Path, version: str = "8.9.7.29", cuda: int = 12) -> Path:
     """The Linux `.tar.xz` layout: include/ and lib/ with the real symlink chains."""
     major = version.split(".")[0]
@@ -78,8 +87,9 @@ def linux_tar(path: Path, version: str = "8.9.7.29", cuda: int = 12) -> Path:
     return path
 
 
-def toolkit(root: Path, version: str = "12.6", windows: bool = False) -> Path:
-    """A CUDA toolkit folder the probes recognise."""
+def toolkit(root: Path, version: str = "12.6", windows: Optional[bool] = None) -> Path:
+    """A CUDA toolkit folder the probes recognise, laid out for this OS unless `windows` says which."""
+    windows = sys.platform == "win32" if windows is None else windows
     (root / "bin").mkdir(parents=True)
     (root / "include").mkdir()
     (root / ("lib/x64" if windows else "lib64")).mkdir(parents=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,11 @@ SHARED_FIXTURES = Path(os.environ.get("CUDNN_DOCTOR_SHARED_FIXTURES") or REPO.pa
 # Downloaded NVIDIA and framework wheels, outside the repository (their binaries are never committed);
 # the Windows lane points its Windows Python at the host suite's copy.
 TEST_CACHE = Path(os.environ.get("CUDNN_DOCTOR_TEST_CACHE") or Path.home() / ".cache" / "cudnn-doctor-tests")
+
+# A live install on Windows writes the user's Path in HKCU\\Environment: there, only in the Windows lane's throwaway Wine prefix.
+live_install = pytest.mark.skipif(
+    sys.platform == "win32" and not os.environ.get("CUDNN_DOCTOR_WINE_LANE"), reason="a live install writes HKCU\\Environment: only in the Wine lane"
+)
 
 WINDOWS_BASE: dict[str, Any] = {
     "schema": "machine-fixture/1",

@@ -24,7 +24,7 @@ from cudnn_doctor.install.plan import EnvChange, choose_target, make_plan
 from cudnn_doctor.system.fixture import FixtureSystem
 
 from . import archives
-from .conftest import WINDOWS_BASE, machine
+from .conftest import WINDOWS_BASE, live_install, machine
 
 CUDA = "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA"
 TARGET = f"{CUDA}\\v11.8"
@@ -276,13 +276,14 @@ def test_rollback_with_a_missing_or_altered_backup_changes_nothing(monkeypatch, 
         assert tree(system, TARGET) == installed
 
 
+@live_install
 def test_rollback_removes_the_folders_the_install_created(tmp_path, monkeypatch):
     monkeypatch.setenv("CUDNN_DOCTOR_STATE_DIR", str(tmp_path / "state"))
     target = archives.toolkit(tmp_path / "cuda-12.6")
     (target / "include" / "cuda.h").unlink()
     (target / "include").rmdir()
     before = archives.tree(target)
-    path = archives.linux_tar(tmp_path / "cudnn-linux-x86_64-8.9.7.29_cuda12-archive.tar.xz")
+    path = archives.native_archive(tmp_path)
     assert main(["install", str(path), "--into", str(target), "--yes"]) in (0, 1)
     assert (target / "include" / "cudnn.h").is_file()
     assert main(["rollback"]) == 0

@@ -37,6 +37,12 @@ def test_user_names_are_the_variables_the_login_and_the_profile_folder():
     assert "" not in user_names({}, "~") and "" not in user_names({"USER": ""}, "")
 
 
+def test_a_home_variable_that_names_another_folder_gives_its_name_too():
+    """On Windows the home folder is USERPROFILE; Git Bash, MSYS and Cygwin set HOME, which can be elsewhere."""
+    names = user_names({"USERNAME": "js", "HOME": "/c/msys/home/jsmith-git", "USERPROFILE": "C:\\Users\\js.CORP"}, "C:\\Users\\js")
+    assert {"js", "jsmith-git", "js.CORP"} <= set(names)
+
+
 def test_every_casing_homepath_forward_slashes_short_names_and_command_output():
     where = "C:\\Users\\JSmith.Corp\\envs\\tf\\python.exe\r\nC:\\Python310\\python.exe\r\n"
     document = {

@@ -44,14 +44,16 @@ def take_snapshot(with_frameworks: bool = True, framework_timeout: float = 60.0,
 
 
 def user_names(env: Mapping[str, str], home: str) -> list[str]:
-    """Every name this user goes by: USERNAME (Windows), USER and LOGNAME (POSIX), the login, and the home
-    folder's last part, which can differ from all of them (`C:\\Users\\dev.CORP` for USERNAME `dev`)."""
+    """Every name this user goes by: USERNAME (Windows), USER and LOGNAME (POSIX), the login, and the last part of
+    each home folder, which can differ from all of them (`C:\\Users\\dev.CORP` for USERNAME `dev`)."""
     names = [env.get(key, "") for key in ("USERNAME", "USER", "LOGNAME")]
     try:
         names.append(getpass.getuser())
     except (KeyError, OSError, ImportError):  # no name for this uid (a container): the variables above are all there is
         pass
-    names.append(re.split(r"[\\/]", home.rstrip("\\/"))[-1] if home not in ("", "~") else "")
+    # The home folder, and on Windows HOME too (Git Bash, MSYS and Cygwin set it), which may name another folder.
+    for folder in (home, env.get("HOME", ""), env.get("USERPROFILE", "")):
+        names.append(re.split(r"[\\/]", folder.rstrip("\\/"))[-1] if folder not in ("", "~") else "")
     return [n for n in dict.fromkeys(names) if n]
 
 

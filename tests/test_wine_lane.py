@@ -124,9 +124,11 @@ def cudnn_zip(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def user_environment():
-    """HKCU\\Environment's Path and CUDNN_HOME as they were, put back whatever the test did."""
+    """HKCU\\Environment without Path and CUDNN_HOME for the test; as they were afterwards, whatever the test did."""
     before = {name: registry(name) for name in ("Path", "CUDNN_HOME")}
-    yield before
+    for name in before:  # the test starts from a user who never set them
+        subprocess.run(["wine", "reg", "delete", "HKCU\\Environment", "/v", name, "/f"], capture_output=True)
+    yield {name: None for name in before}
     for name, value in before.items():
         subprocess.run(["wine", "reg", "delete", "HKCU\\Environment", "/v", name, "/f"], capture_output=True)
         if value is not None:
@@ -175,7 +177,7 @@ def test_install_history_and_rollback_of_a_real_cudnn_zip(toolkit, cudnn_zip, us
         assert (toolkit / "bin" / name).is_file()
     assert (toolkit / "include" / "cudnn_version.h").is_file()
     kind, value = registry("Path") or ("", "")
-    assert kind == ("REG_EXPAND_SZ" if user_environment["Path"] is None else user_environment["Path"][0])
+    assert kind == "REG_EXPAND_SZ"  # a new Path is expandable, like Windows' own
     assert value.lower().endswith(f"{windows(toolkit)}\\bin".lower())
     assert registry("CUDNN_HOME") == ("REG_SZ", windows(toolkit))
 
@@ -191,5 +193,5 @@ def test_install_history_and_rollback_of_a_real_cudnn_zip(toolkit, cudnn_zip, us
     done = doctor(python, "rollback", env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert {p.relative_to(toolkit) for p in toolkit.rglob("*")} == before
-    assert registry("Path") == user_environment["Path"] and registry("CUDNN_HOME") == user_environment["CUDNN_HOME"]
+    assert registry("Path") is None and registry("CUDNN_HOME") is None  # deleted: they did not exist before the install
     assert "rolled-back" in doctor(python, "history", env=env).stdout

@@ -7,20 +7,35 @@ import importlib.util
 import os
 import sys
 import textwrap
+from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from packaging.utils import canonicalize_name
 
+from cudnn_doctor.system import pyenv
 from cudnn_doctor.system.live import LiveSystem
 
+from .interpreters import pth_interpreter
 
-@pytest.fixture
-def fake_site(tmp_path, monkeypatch):
-    """A folder on PYTHONPATH where tests put stand-in frameworks."""
+
+class Target(NamedTuple):
+    python: str  # the interpreter whose frameworks are probed
+    site: Path  # a folder on its sys.path where tests put stand-in frameworks
+
+
+@pytest.fixture(params=["PYTHONPATH", "._pth"])
+def target(request, tmp_path, monkeypatch) -> Target:
+    """The running interpreter with the folder on PYTHONPATH, or a copy of it whose `._pth` file names the
+    folder (python.org's embeddable CPython, which ignores PYTHONPATH: the Windows lane's own interpreter)."""
     site = tmp_path / "site"
     site.mkdir()
+    if request.param == "._pth":
+        return Target(str(pth_interpreter(tmp_path / "embedded", [site])), site)
+    if pyenv.pth_file(Path(sys.executable)) is not None:
+        pytest.skip("this interpreter's ._pth file makes it ignore PYTHONPATH")
     monkeypatch.setenv("PYTHONPATH", str(site))
-    return site
+    return Target(sys.executable, site)
 
 
 def _module(site, name, body):
@@ -29,15 +44,15 @@ def _module(site, name, body):
     (package / "__init__.py").write_text(textwrap.dedent(body), encoding="utf-8")
 
 
-def test_a_framework_that_raises_on_import_is_recorded_not_raised(fake_site):
-    _module(fake_site, "paddle", "raise RuntimeError('libcudnn.so.8: cannot open shared object file')\n")
-    report = LiveSystem().framework_reports(sys.executable, ["paddle"], timeout=60)["paddle"]
+def test_a_framework_that_raises_on_import_is_recorded_not_raised(target):
+    _module(target.site, "paddle", "raise RuntimeError('libcudnn.so.8: cannot open shared object file')\n")
+    report = LiveSystem().framework_reports(target.python, ["paddle"], timeout=60)["paddle"]
     assert report["import_error"] == "RuntimeError: libcudnn.so.8: cannot open shared object file"
 
 
-def test_an_error_while_probing_keeps_the_version(fake_site):
+def test_an_error_while_probing_keeps_the_version(target):
     _module(
-        fake_site,
+        target.site,
         "onnxruntime",
         """
         __version__ = "1.16.3"
@@ -45,17 +60,17 @@ def test_an_error_while_probing_keeps_the_version(fake_site):
             raise OSError("provider bridge failed")
     """,
     )
-    report = LiveSystem().framework_reports(sys.executable, ["onnxruntime"], timeout=60)["onnxruntime"]
+    report = LiveSystem().framework_reports(target.python, ["onnxruntime"], timeout=60)["onnxruntime"]
     assert report["version"] == "1.16.3" and report["error"] == "OSError: provider bridge failed"
 
 
-def test_cupy_reports_its_runtime_and_a_driver_failure(fake_site):
+def test_cupy_reports_its_runtime_and_a_driver_failure(target):
     """CuPy's API as of v13/v14: cupy.cuda.runtime answers from the CUDA runtime it loaded, and
     getDeviceCount raises CUDARuntimeError without a usable driver; cuDNN is optional."""
-    _module(fake_site, "cupy", "__version__ = '13.3.0'\nfrom cupy import cuda\n")
-    (fake_site / "cupy" / "cuda").mkdir()
-    (fake_site / "cupy" / "cuda" / "__init__.py").write_text("from cupy.cuda import runtime\n", encoding="utf-8")
-    (fake_site / "cupy" / "cuda" / "runtime.py").write_text(
+    _module(target.site, "cupy", "__version__ = '13.3.0'\nfrom cupy import cuda\n")
+    (target.site / "cupy" / "cuda").mkdir()
+    (target.site / "cupy" / "cuda" / "__init__.py").write_text("from cupy.cuda import runtime\n", encoding="utf-8")
+    (target.site / "cupy" / "cuda" / "runtime.py").write_text(
         textwrap.dedent(
             """
             is_hip = False
@@ -69,27 +84,27 @@ def test_cupy_reports_its_runtime_and_a_driver_failure(fake_site):
         ),
         encoding="utf-8",
     )
-    report = LiveSystem().framework_reports(sys.executable, ["cupy"], timeout=60)["cupy"]
+    report = LiveSystem().framework_reports(target.python, ["cupy"], timeout=60)["cupy"]
     assert report["version"] == "13.3.0" and report["cuda"] == 12040 and report["cuda_available"] is False
     assert "CUDA driver version is insufficient" in report["error"] and "cudnn" not in report
 
 
-def test_probes_run_in_parallel_and_time_out(fake_site):
-    _module(fake_site, "jax", "import time\ntime.sleep(30)\n")
-    _module(fake_site, "paddle", "raise ImportError('no paddle')\n")
-    reports = LiveSystem().framework_reports(sys.executable, ["jax", "paddle"], timeout=3)
+def test_probes_run_in_parallel_and_time_out(target):
+    _module(target.site, "jax", "import time\ntime.sleep(30)\n")
+    _module(target.site, "paddle", "raise ImportError('no paddle')\n")
+    reports = LiveSystem().framework_reports(target.python, ["jax", "paddle"], timeout=3)
     assert "took longer than 3 s" in reports["jax"]["error"]
     assert reports["paddle"]["import_error"] == "ImportError: no paddle"
 
 
-def test_importing_leaves_no_trace_in_the_home_folder(fake_site, tmp_path, monkeypatch):
+def test_importing_leaves_no_trace_in_the_home_folder(target, tmp_path, monkeypatch):
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.delenv("KERAS_HOME", raising=False)
     _module(
-        fake_site,
+        target.site,
         "tensorflow",
         """
         import os, sys
@@ -105,7 +120,7 @@ def test_importing_leaves_no_trace_in_the_home_folder(fake_site, tmp_path, monke
             list_physical_devices = staticmethod(lambda kind: [])
     """,
     )
-    report = LiveSystem().framework_reports(sys.executable, ["tensorflow"], timeout=60)["tensorflow"]
+    report = LiveSystem().framework_reports(target.python, ["tensorflow"], timeout=60)["tensorflow"]
     assert report["version"] == "2.12.0" and report["built_with_cuda"] is True and report["gpus"] == []
     assert "libcudart.so.11.0" in report["log"]
     assert list(home.iterdir()) == []

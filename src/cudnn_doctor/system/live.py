@@ -305,14 +305,16 @@ class LiveSystem(System):
         prefix = pyenv.prefix_of(exe)
         if _same_file(str(prefix), sys.prefix):  # venvs share the interpreter binary: compare environments
             version = platform.python_version()
-            folders = [Path(p) for p in sys.path if p.endswith(("site-packages", "dist-packages")) and os.path.isdir(p)]
+            # where it finds distributions: its site folders; under a ._pth file, every folder that file (and `site`) named
+            every = pyenv.pth_file(exe) is not None
+            folders = [Path(p) for p in sys.path if (every or pyenv.is_site_folder(p)) and os.path.isdir(p)]
         else:
             found = pyenv.version_of(exe, prefix, self._ask)
             if found is None:
                 return None
             version = found
-            folders = pyenv.site_packages(prefix, version)
-        return PythonInfo(executable, version, pyenv.kind_of(prefix), pyenv.distributions(folders))
+            folders = pyenv.search_folders(exe, prefix, version)
+        return PythonInfo(executable, version, pyenv.kind_of(prefix, exe), pyenv.distributions(folders))
 
     def framework_reports(self, executable: str, frameworks: Sequence[str], timeout: float) -> dict[str, dict[str, Any]]:
         if not frameworks:

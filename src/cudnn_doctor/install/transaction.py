@@ -575,6 +575,10 @@ def undo(
                 system.replace(dest + TEMP_SUFFIX, dest)
                 report.restored.append(dest)
         except (OSError, CudnnDoctorError) as error:
+            try:
+                _discard(system, dest + TEMP_SUFFIX)  # the staged copy of a restore that was refused
+            except OSError:
+                pass  # the next undo removes it first
             programs = _held_by(system, dest, error)
             if programs is not None:
                 report.failed.append((dest, f"{IN_USE} {', '.join(programs) or 'a running program'}"))

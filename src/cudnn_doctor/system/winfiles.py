@@ -68,7 +68,15 @@ def _kernel32() -> Any:
 def _rstrtmgr() -> Any:
     rm = ctypes.WinDLL("rstrtmgr", use_last_error=True)  # type: ignore[attr-defined]  # Windows only (Vista and later)
     rm.RmStartSession.argtypes = [ctypes.POINTER(ctypes.c_uint32), ctypes.c_uint32, ctypes.c_wchar_p]
-    rm.RmRegisterResources.argtypes = [ctypes.c_uint32, ctypes.c_uint, ctypes.POINTER(ctypes.c_wchar_p), ctypes.c_uint, ctypes.c_void_p, ctypes.c_uint, ctypes.c_void_p]
+    rm.RmRegisterResources.argtypes = [
+        ctypes.c_uint32,
+        ctypes.c_uint,
+        ctypes.POINTER(ctypes.c_wchar_p),
+        ctypes.c_uint,
+        ctypes.c_void_p,
+        ctypes.c_uint,
+        ctypes.c_void_p,
+    ]
     rm.RmGetList.argtypes = [ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint), ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint32)]
     rm.RmEndSession.argtypes = [ctypes.c_uint32]
     return rm

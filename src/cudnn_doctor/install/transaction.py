@@ -9,7 +9,10 @@ wrote: a file changed since is skipped and named, never overwritten. A run kille
 leaves the journal "in-progress"; the next install or rollback, holding the state folder's
 lock, finishes it (the history already has it) or undoes it. Persistent-environment changes
 (Windows) are steps too, after the files: each journaled (existed, old value, registry type)
-before it is written, and undone with them. Every file operation goes
+before it is written, and undone with them. A file another program holds (a loaded DLL, which
+Windows will not replace or delete) is looked for before the first change of an install,
+rollback or recovery, and recognised at a refused rename, so it is one line naming the file and
+its programs, never "run as administrator" or a half-done undo. Every file operation goes
 through the System, so a fixture machine is installed into, in memory, exactly as a live one.
 """
 

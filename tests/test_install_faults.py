@@ -131,7 +131,8 @@ def rollback(system: Any) -> transaction.UndoReport:
 
 
 def installed_entries(system: FixtureSystem) -> list[dict]:
-    return [h for h in transaction.Store(system, STATE).history() if h["state"] == "installed"]
+    """Installs still (even partly) in place: installed, or a rollback that did not finish."""
+    return [h for h in transaction.Store(system, STATE).history() if h["state"] in ("installed", transaction.UNFINISHED)]
 
 
 def leftovers(system: FixtureSystem) -> list[str]:

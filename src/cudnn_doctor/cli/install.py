@@ -220,4 +220,6 @@ def run_history(args: argparse.Namespace) -> int:
         for change in entry.get("env") or []:
             if isinstance(change, dict) and change.get("started", True):
                 print(f"    env {describe(system.paths, change)}")
+        if entry["state"] == transaction.UNFINISHED:
+            print("    its rollback did not finish (a file was in use, or it was stopped): `cudnn-doctor rollback` finishes it")
     return 0

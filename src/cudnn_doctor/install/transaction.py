@@ -9,7 +9,10 @@ wrote: a file changed since is skipped and named, never overwritten. A run kille
 leaves the journal "in-progress"; the next install or rollback, holding the state folder's
 lock, finishes it (the history already has it) or undoes it. Persistent-environment changes
 (Windows) are steps too, after the files: each journaled (existed, old value, registry type)
-before it is written, and undone with them. Every file operation goes
+before it is written, and undone with them. A file another program holds (a loaded DLL, which
+Windows will not replace or delete) is looked for before the first change of an install,
+rollback or recovery, and recognised at a refused rename, so it is one line naming the file and
+its programs, never "run as administrator" or a half-done undo. Every file operation goes
 through the System, so a fixture machine is installed into, in memory, exactly as a live one.
 """
 
@@ -32,6 +35,7 @@ from cudnn_doctor.install.plan import Action, EnvChange, Plan, sha256_of
 from cudnn_doctor.system.interface import System, registry_kind
 
 TEMP_SUFFIX = ".cudnn-doctor-tmp"
+UNFINISHED = "rollback-unfinished"  # a history entry whose rollback started and has not finished: `rollback` finishes it
 BLOCK = 4 << 20
 SPACE_MARGIN = 16 << 20  # the journal, the history and the file system's own rounding
 
@@ -40,6 +44,54 @@ class InstallFailed(CudnnDoctorError):
     """The install failed and what it did was undone."""
 
     exit_code = 1
+
+
+class FileInUse(CudnnDoctorError):
+    """Files another program holds (a DLL loaded by Jupyter or an IDE): Windows will not replace or delete them."""
+
+    exit_code = 2
+
+    def __init__(self, held: Sequence[tuple[str, Sequence[str]]], doing: str, again: str) -> None:
+        self.held = [(path, list(programs)) for path, programs in held]
+        super().__init__(in_use_message(self.held, doing, again))
+
+
+def in_use_message(held: Sequence[tuple[str, Sequence[str]]], doing: str, again: str) -> str:
+    """One line: which files, which programs hold them (or that Windows did not say), and what to do."""
+    files = ", ".join(path for path, _ in held[:5]) + (f" (and {len(held) - 5} more)" if len(held) > 5 else "")
+    programs = list(dict.fromkeys(p for _, found in held for p in found))
+    verb = "is" if len(held) == 1 else "are"
+    if programs:
+        who = f"{verb} in use by {', '.join(programs[:5])}: close {'it' if len(programs) == 1 else 'them'} (or restart the Jupyter kernel)"
+    else:
+        who = f"{verb} in use by a running program (Windows did not say which): close the Python, Jupyter and IDE processes using {'it' if len(held) == 1 else 'them'}"
+    return f"cannot {doing}: {files} {who}, then {again}"
+
+
+def held_files(system: System, paths: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """The files among `paths` that another program holds, each with the programs Windows names."""
+    found = []
+    for path in paths:
+        programs = system.in_use(path)
+        if programs is not None:
+            found.append((path, programs))
+    return found
+
+
+def _held_by(system: System, path: str, error: BaseException) -> Optional[list[str]]:
+    """The programs holding `path`, when `error` (a refused rename onto it, or its delete) is Windows refusing a
+    file in use, not a missing right; None otherwise. The staged file was written in the same folder, so the
+    folder is writable; what tells a held file from a read-only or locked-down one is that it cannot be
+    opened for writing even sharing everything (ERROR_SHARING_VIOLATION), which `System.in_use` asks."""
+    if system.os != "windows" or not isinstance(error, OSError):
+        return None
+    winerror = getattr(error, "winerror", None)
+    if not isinstance(error, PermissionError) and winerror not in (5, 32, 33):
+        return None
+    programs = system.in_use(path)
+    if programs is None and winerror in (32, 33):  # the rename itself said "sharing violation"
+        return []
+    return programs
 
 
 def state_dir() -> str:
@@ -244,6 +296,9 @@ def apply(
     """Apply the plan (the caller holds `store.locked()`); on any failure undo it and raise a one-line error."""
     system = store.system
     _check_space(system, plan, store.root)
+    held = held_files(system, [a.dest for a in plan.writes if _present(system, a.dest)])
+    if held:
+        raise FileInUse(held, "install", "run the install again; nothing was changed")
     txid = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
     header = {
         "journal": 1,
@@ -325,7 +380,13 @@ def _apply_one(
     temp = dest + TEMP_SUFFIX
     step["new"] = _stage(system, archive, plan, action, temp, progress)
     store.record({"step": index, "new": step["new"]})  # durable before the rename: undo must know what it wrote
-    system.replace(temp, dest)
+    try:
+        system.replace(temp, dest)
+    except OSError as error:  # a program loaded dest since the check before the first write
+        programs = _held_by(system, dest, error)
+        if programs is None:
+            raise
+        raise FileInUse([(dest, programs)], "install", "run the install again") from None
     step["done"] = True
 
 
@@ -402,6 +463,9 @@ def _failure(error: BaseException, report: UndoReport, os_name: str) -> CudnnDoc
         restored = report.summary()
     if isinstance(error, PermissionError) or (isinstance(error, OSError) and error.errno == errno.EROFS):
         return InputError(f"{_permission_message(error, os_name)}; {restored}")
+    if isinstance(error, FileInUse):  # found at the rename: what was written before it is undone, or said not to be
+        error.args = (f"{error}; {restored}",)
+        return error
     if isinstance(error, CudnnDoctorError):
         error.args = (f"{error}; {restored}" if report.restored or not report.complete else str(error),)
         return error
@@ -413,6 +477,9 @@ def _failure(error: BaseException, report: UndoReport, os_name: str) -> CudnnDoc
 
 
 # Undoing ---------------------------------------------------------------------------------
+
+
+IN_USE = "in use by"
 
 
 class UndoReport(NamedTuple):
@@ -432,7 +499,14 @@ class UndoReport(NamedTuple):
             parts.append(f"{len(self.changed)} file(s) changed since the install were left as they are: {', '.join(self.changed[:5])}")
         if self.failed:
             parts.append(f"{len(self.failed)} file(s) could not be restored: " + ", ".join(f"{p} ({why})" for p, why in self.failed[:5]))
+        if self.in_use:
+            parts.append("close the programs that have them loaded (Python, Jupyter, the IDE)")
         return "; ".join(parts) or f"{len(self.restored)} file(s) restored"
+
+    @property
+    def in_use(self) -> bool:
+        """Some file could not be restored because another program holds it."""
+        return any(why.startswith(IN_USE) for _, why in self.failed)
 
 
 def _undo_action(system: System, step: dict[str, Any]) -> str:
@@ -504,7 +578,15 @@ def undo(
                 system.replace(dest + TEMP_SUFFIX, dest)
                 report.restored.append(dest)
         except (OSError, CudnnDoctorError) as error:
-            report.failed.append((dest, getattr(error, "strerror", None) or str(error)))
+            try:
+                _discard(system, dest + TEMP_SUFFIX)  # the staged copy of a restore that was refused
+            except OSError:
+                pass  # the next undo removes it first
+            programs = _held_by(system, dest, error)
+            if programs is not None:
+                report.failed.append((dest, f"{IN_USE} {', '.join(programs) or 'a running program'}"))
+            else:
+                report.failed.append((dest, getattr(error, "strerror", None) or str(error)))
     for step in reversed(steps):
         for folder in reversed(step.get("dirs") or []):
             try:
@@ -542,12 +624,13 @@ def _recover(store: Store) -> Optional[str]:
     if entry is not None and entry.get("state") == "installed" and whole:  # killed after the history was written: the install is whole
         store.record({"state": "committed"})
         return f"an interrupted install of {journal['archive']} into {journal['target']} had finished; it is kept (undo it with `cudnn-doctor rollback`)"
+    held = held_files(store.system, _touched(steps, actions))
+    if held:
+        raise FileInUse(held, f"undo the interrupted install into {journal['target']}", "run `cudnn-doctor rollback` again; nothing was changed")
     report = undo(store.system, steps, actions, env=journal.get("env") or [])
     if report.failed:
-        raise InputError(
-            f"could not undo the interrupted install into {journal['target']}: {report.summary()}; "
-            "fix that (run as administrator / with sudo?) and run `cudnn-doctor rollback` again"
-        )
+        fix = "" if report.in_use else "fix that (run as administrator / with sudo?) and "
+        raise InputError(f"could not undo the interrupted install into {journal['target']}: {report.summary()}; {fix}run `cudnn-doctor rollback` again")
     store.remove_backups(journal["id"])  # first: a crash after it finds every file already restored
     if entry is not None:
         entry["state"] = "rolled-back"
@@ -570,7 +653,7 @@ def rollback_last(store: Store) -> tuple[dict[str, Any], UndoReport]:
 def _rollback_last(store: Store) -> tuple[dict[str, Any], UndoReport]:
     system = store.system
     history = store.history()
-    entry = next((h for h in reversed(history) if h.get("state") == "installed"), None)
+    entry = next((h for h in reversed(history) if h.get("state") in ("installed", UNFINISHED)), None)
     if entry is None:
         raise InputError("nothing to roll back: no install is recorded")
     steps = [dict(s, started=True) for s in entry["steps"] if s.get("started", True)]
@@ -581,6 +664,11 @@ def _rollback_last(store: Store) -> tuple[dict[str, Any], UndoReport]:
             f"cannot roll back install {entry['id']}: {'; '.join(problems[:5])}"
             f"{f' (and {len(problems) - 5} more)' if len(problems) > 5 else ''}; nothing was changed"
         )
+    held = held_files(system, _touched(steps, actions))  # Windows: a loaded DLL would stop the undo half-way
+    if held:
+        raise FileInUse(held, f"roll back install {entry['id']}", "run `cudnn-doctor rollback` again; nothing was changed")
+    entry["state"] = UNFINISHED  # said before the first change: a failure or a kill half-way leaves a truthful history
+    store.save_history(history)
     said: list[str] = []
     report = undo(system, steps, actions, env=entry.get("env") or [], said=said)
     entry["env_restored"] = said + refresh_loader_cache(system, entry)
@@ -592,6 +680,11 @@ def _rollback_last(store: Store) -> tuple[dict[str, Any], UndoReport]:
         entry["left_as_changed"] = report.changed
     store.save_history(history)
     return entry, report
+
+
+def _touched(steps: Sequence[dict[str, Any]], actions: Sequence[str]) -> list[str]:
+    """The files an undo would delete or put back."""
+    return [step["dest"] for step, action in zip(steps, actions) if action in ("remove", "restore", "legacy")]
 
 
 def refresh_loader_cache(system: System, entry: dict[str, Any]) -> list[str]:
@@ -631,7 +724,9 @@ def _discard(system: System, path: str) -> None:
 
 
 def _permission_message(error: OSError, os_name: str) -> str:
-    path = error.filename or "a file"
+    path = str(error.filename2 or error.filename or "a file")  # a rename names its target second
+    if path.endswith(TEMP_SUFFIX):
+        path = path[: -len(TEMP_SUFFIX)]
     if getattr(error, "winerror", None) == 32:
         return f"{path} is in use by a running program: close Python, Jupyter and the IDE, then run the install again"
     if error.errno == errno.EROFS:

@@ -50,6 +50,7 @@ class FixtureSystem(System):
         self._data: dict[str, bytes] = {}
         self._locks: set[str] = set()
         self.free_space: Optional[int] = None
+        self._held: dict[str, list[str]] = {}  # key → programs holding the file (`hold`)
 
     @classmethod
     def from_file(cls, path: Path) -> FixtureSystem:
@@ -239,7 +240,32 @@ class FixtureSystem(System):
             return io.BytesIO(entry["text"].encode("utf-8"))
         return io.BytesIO(bytes(self._size(entry)))  # a file the fixture describes only by its size
 
+    # Files held by other programs (a DLL a Jupyter kernel has loaded), as Windows treats them --------
+
+    def hold(self, path: str, programs: Sequence[str] = ()) -> None:
+        """Simulate a program that has `path` loaded: on Windows it can be read and renamed, not replaced,
+        deleted or opened for writing; `programs` are what Windows would name ([]: it cannot tell)."""
+        self._held[self.paths.key(self.paths.norm(path))] = list(programs)
+
+    def release(self, path: str) -> None:
+        self._held.pop(self.paths.key(self.paths.norm(path)), None)
+
+    def in_use(self, path: str) -> Optional[list[str]]:
+        if self.os != "windows":
+            return None
+        held = self._held.get(self.paths.key(self.paths.norm(path)))
+        return None if held is None or self._entry(path) is None else list(held)
+
+    def _refuse_held(self, path: str, source: Optional[str] = None) -> None:
+        """What Windows says when a held file is the target: a rename or delete, "access denied" (WinError 5)."""
+        if self.in_use(path) is not None:
+            error = PermissionError(errno.EACCES, "Access is denied", source or path, None, path if source else None)
+            error.winerror = 5  # type: ignore[attr-defined]  # set on any host, as Windows sets it
+            raise error
+
     def open_write(self, path: str) -> BinaryIO:
+        if self.in_use(path) is not None:  # the C runtime's EACCES: a sharing violation loses its WinError 32 in open()
+            raise PermissionError(errno.EACCES, "Permission denied", path)
         system = self
 
         class _Writer(io.BytesIO):
@@ -257,14 +283,19 @@ class FixtureSystem(System):
         key = self.paths.key(source)
         if key not in self._files:
             raise FileNotFoundError(source)
+        self._refuse_held(target, source)
         _, entry = self._files[key]
         data = self._data.get(key)
+        held = self._held.pop(key, None)
         self._drop(source)
         self._put(target, entry, data)
+        if held is not None:  # the program holds the file, whatever its name now
+            self._held[self.paths.key(self.paths.norm(target))] = held
 
     def remove(self, path: str) -> None:
         if self.paths.key(path) not in self._files:
             raise FileNotFoundError(path)
+        self._refuse_held(path)
         self._drop(path)
 
     def symlink(self, target: str, path: str) -> None:

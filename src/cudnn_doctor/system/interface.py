@@ -203,6 +203,15 @@ class System(ABC):
     def lock(self, path: str) -> ContextManager[None]:
         """Hold the exclusive lock file `path` while the block runs; raises `errors.Busy` at once when another process holds it."""
 
+    def in_use(self, path: str) -> Optional[list[str]]:
+        """Windows: None when no other program holds `path` open or loaded (or nothing is there); else the
+        programs that do, as "python.exe (pid 4242)" — an empty list when Windows cannot say which.
+
+        A loaded DLL can be read and even renamed, but not replaced or deleted (Windows says "access
+        denied", WinError 5, for a mapped image), so the install asks this before and after a refusal.
+        Linux replaces a file in use by renaming over it, safely: None there."""
+        return None
+
     def mapped_libraries(self, executable: str, names: Sequence[str]) -> Optional[dict[str, Any]]:
         """Live: load `names` in a child of `executable` and report the files really mapped; None when unknown (fixtures)."""
         return None

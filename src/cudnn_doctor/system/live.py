@@ -235,6 +235,15 @@ class LiveSystem(System):
             return None
         return _last_line_json(done.stdout) if not done.timed_out else None
 
+    def in_use(self, path: str) -> Optional[list[str]]:
+        if self.os != "windows" or not os.path.isfile(path):
+            return None
+        from cudnn_doctor.system import winfiles
+
+        if not winfiles.sharing_violation(path):
+            return None
+        return winfiles.holders([path])
+
     def open_read(self, path: str) -> BinaryIO:
         return open_regular(path)
 

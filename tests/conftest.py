@@ -33,7 +33,6 @@ live_install = pytest.mark.skipif(
 )
 
 
-
 @pytest.fixture(autouse=True)
 def _user_environment_kept() -> Any:
     """Windows: whatever a test's live install or rollback wrote in HKCU\\Environment is put back (no-op elsewhere)."""

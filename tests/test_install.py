@@ -30,7 +30,6 @@ WINDOWS = sys.platform == "win32"
 LIBRARY = "bin/cudnn64_8.dll" if WINDOWS else "lib64/libcudnn.so.8.9.7"
 
 
-
 @pytest.fixture(autouse=True)
 def state(tmp_path, monkeypatch):
     folder = tmp_path / "state"
@@ -315,9 +314,7 @@ def test_the_state_lock_refuses_a_second_holder_and_is_free_again_after(tmp_path
     """Busy, not "cannot write ...lock": under Wine a held msvcrt lock reports errno 0, which filelock took for a failure."""
     path = str(tmp_path / "lock")
     system = LiveSystem()
-    with system.lock(path):
-        with pytest.raises(Busy, match="another cudnn-doctor install or rollback is running"):
-            with system.lock(path):
-                pass
+    with system.lock(path), pytest.raises(Busy, match="another cudnn-doctor install or rollback is running"), system.lock(path):
+        pass
     with system.lock(path):  # released: the next install takes it
         pass

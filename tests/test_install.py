@@ -318,3 +318,14 @@ def test_the_state_lock_refuses_a_second_holder_and_is_free_again_after(tmp_path
         pass
     with system.lock(path):  # released: the next install takes it
         pass
+
+
+@pytest.mark.skipif(not WINDOWS, reason="Windows' per-user application data")
+def test_the_default_state_folder_is_local_not_roaming(monkeypatch):
+    """Backups can be gigabytes: they belong in %LOCALAPPDATA%, which a roaming profile does not copy around."""
+    import ntpath
+
+    monkeypatch.delenv("CUDNN_DOCTOR_STATE_DIR")
+    folder = transaction.state_dir()
+    assert ntpath.basename(folder) == "cudnn-doctor"
+    assert ntpath.normcase(ntpath.dirname(folder)) == ntpath.normcase(os.environ["LOCALAPPDATA"]), folder

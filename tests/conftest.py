@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import shutil
@@ -39,6 +40,21 @@ def _user_environment_kept() -> Any:
     saved = user_environment()
     yield
     restore_user_environment(saved)
+
+
+def link_real_file(source: Path, link: Path) -> None:
+    """`link` names the real binary `source` without copying it (some are 200 MB): a symbolic link where that gives a
+    readable file (under Wine it may not), else a hard link, else a copy."""
+    for make in (os.symlink, os.link, shutil.copyfile):
+        try:
+            make(source, link)
+        except OSError:
+            continue
+        if link.is_file():
+            return
+        with contextlib.suppress(OSError):  # Wine 8 "makes" a symbolic link that is not there
+            link.unlink()
+    pytest.skip(f"cannot link or copy {source} here")
 
 
 WINDOWS_BASE: dict[str, Any] = {

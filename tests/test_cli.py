@@ -16,7 +16,7 @@ import yaml
 
 from cudnn_doctor.cli import main
 
-from .conftest import GALLERY, LINUX_BASE, REPO, SHARED_FIXTURES, machine
+from .conftest import GALLERY, LINUX_BASE, REPO, SHARED_FIXTURES, WINDOWS_BASE, machine
 
 
 def write(tmp_path, document, name="m.yaml"):
@@ -209,3 +209,13 @@ def test_explain_one_id_and_all(capsys):
     assert all(page["why"] for page in pages), [p["id"] for p in pages if not p["why"]]
     assert {"no-nvidia-gpu", "dependency-missing", "env-var-ineffective"} <= {p["id"] for p in pages}
     assert main(["explain", "cudnn-shadow"]) == 2
+
+
+def test_an_empty_path_entry_is_not_a_missing_folder(tmp_path, capsys):
+    """Windows ignores the empty entry of the usual trailing `;`; on Linux an empty LD_LIBRARY_PATH entry is the current folder."""
+    windows = machine(WINDOWS_BASE, env={"PATH": "C:\\Windows\\System32;C:\\Windows;"}, files={"C:\\Windows\\": {}})
+    _code, out, _err = cli(["check", "-v", "--no-color", "--fixture", str(write(tmp_path, windows))], capsys)
+    assert "(missing)" not in out and "PATH[2]" not in out and "PATH has 2 entries" in out
+    linux = machine(LINUX_BASE, env={"LD_LIBRARY_PATH": "/usr/lib:"}, files={"/usr/lib/": {}})
+    _code, out, _err = cli(["check", "-v", "--no-color", "--fixture", str(write(tmp_path, linux, "l.yaml"))], capsys)
+    assert "LD_LIBRARY_PATH[0] /usr/lib\n" in out and "LD_LIBRARY_PATH[1]   (empty: the current folder)" in out

@@ -7,7 +7,6 @@ the provider; `which` prints no missing zlibwapi.dll under cuDNN 9.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from cudnn_doctor.loader import windows
 from cudnn_doctor.loader.resolve import Resolver, Root
 from cudnn_doctor.system.fixture import FixtureSystem
 
-from .conftest import TEST_CACHE, WINDOWS_BASE, machine, onnxruntime_gpu_python, run
+from .conftest import TEST_CACHE, WINDOWS_BASE, link_real_file, machine, onnxruntime_gpu_python, run
 
 WHEELS = TEST_CACHE / "wheels" / "win_amd64"
 REAL_PROVIDER = WHEELS / "onnxruntime-gpu-1.31.1/extracted/onnxruntime/capi/onnxruntime_providers_cuda.dll"
@@ -142,11 +141,8 @@ def real_machine(tmp_path: Path) -> Path:
     """onnxruntime-gpu 1.31.1's provider and NVIDIA's cudart64_13.dll (linked, not copied), read by the project's PE reader."""
     if not REAL_PROVIDER.is_file() or not REAL_CUDART.is_file():
         pytest.skip("the onnxruntime-gpu 1.31.1 / nvidia-cuda-runtime 13.0.96 win_amd64 wheels are not in the test cache")
-    try:
-        os.symlink(REAL_PROVIDER, tmp_path / "provider.dll")
-        os.symlink(REAL_CUDART, tmp_path / "cudart.dll")
-    except OSError:
-        pytest.skip("cannot make a symbolic link here")
+    link_real_file(REAL_PROVIDER, tmp_path / "provider.dll")
+    link_real_file(REAL_CUDART, tmp_path / "cudart.dll")
     files = {PROVIDER: {"source": "provider.dll", "version": "1.31.1"}, f"{CUDA}\\cudart64_13.dll": {"source": "cudart.dll"}}
     files.update({f"{CUDA}\\{n}": DLL for n in ("cublas64_13.dll", "cublasLt64_13.dll")})
     (tmp_path / "m.yaml").write_text(yaml.safe_dump(_ort(files)))

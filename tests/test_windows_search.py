@@ -8,7 +8,6 @@ fallback; a run-time LoadLibrary by name is a new, standard search.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import pytest
@@ -18,7 +17,7 @@ from cudnn_doctor.loader import windows
 from cudnn_doctor.loader.resolve import Resolver, Root
 from cudnn_doctor.system.fixture import FixtureSystem
 
-from .conftest import TEST_CACHE, WINDOWS_BASE, machine, onnxruntime_gpu_python, run
+from .conftest import TEST_CACHE, WINDOWS_BASE, link_real_file, machine, onnxruntime_gpu_python, run
 
 ENV = "C:\\Users\\dev\\env"
 PYTHON = f"{ENV}\\python.exe"
@@ -193,10 +192,7 @@ REAL_PROVIDER = TEST_CACHE / "wheels" / "win_amd64" / "onnxruntime-gpu-1.31.1" /
 @pytest.mark.parametrize("beside_python", [False, True])
 def test_real_onnxruntime_provider_finds_cublas_in_its_own_folder(tmp_path, beside_python):
     """onnxruntime-gpu 1.31.1's provider imports cuBLAS 13 and onnxruntime_providers_shared.dll and loads cuDNN at run time."""
-    try:
-        os.symlink(REAL_PROVIDER, tmp_path / "provider.dll")  # 194 MB: linked, not copied
-    except OSError:
-        pytest.skip("cannot make a symbolic link here")
+    link_real_file(REAL_PROVIDER, tmp_path / "provider.dll")
     folder = ENV if beside_python else CAPI
     files: dict[str, Any] = {PROVIDER: {"source": "provider.dll"}, f"{CAPI}\\onnxruntime_providers_shared.dll": DLL}
     files.update({f"{folder}\\{name}": DLL for name in ("cublas64_13.dll", "cublasLt64_13.dll")})

@@ -208,7 +208,8 @@ def _facts_lines(facts: Facts, area: Area) -> Iterable[str]:
                     yield f"  wheel {wheel.distribution} {wheel.version}: {wheel.folder} ({', '.join(wheel.libraries)})"
     elif area is Area.ENVIRONMENT:
         for entry in (*facts.environment.path, *facts.environment.ld_library_path):
-            yield f"{entry.variable}[{entry.index}] {entry.value}{'' if entry.exists else '  (missing)'}"
+            state = "" if entry.exists else "  (missing)" if entry.value else "  (empty: the current folder)"
+            yield f"{entry.variable}[{entry.index}] {entry.value}{state}"
 
 
 def _build_line(build: FrameworkBuild) -> str:

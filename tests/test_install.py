@@ -284,7 +284,7 @@ def test_one_install_at_a_time_and_history_changes_nothing_while_one_runs(tmp_pa
     """A second terminal: `history` only reads (it used to "recover" the install under way), install and rollback wait their turn."""
     target = archives.toolkit(tmp_path / "cuda-12.6")
     path = archives.native_archive(tmp_path)
-    delay = "1" if WINDOWS else "0.2"  # per file: the first install must outlast three more starts of Python (slow under Wine)
+    delay = "2" if WINDOWS else "0.2"  # per file: the first install must outlast three more starts of Python (slow under Wine)
     env = dict(os.environ, CUDNN_DOCTOR_STATE_DIR=str(state), CUDNN_DOCTOR_TEST_DELAY=delay)
     first = subprocess.Popen(
         [sys.executable, "-m", "cudnn_doctor", "install", str(path), "--into", str(target), "--yes"],

@@ -17,6 +17,8 @@ from cudnn_doctor.diagnose import Diagnosis, diagnose
 from cudnn_doctor.system.fixture import FixtureSystem
 from cudnn_doctor.system.fixture_format import validate
 
+from .registry import restore_user_environment, user_environment
+
 REPO = Path(__file__).resolve().parents[1]
 # The project's own machines: in every clone, used by the suite and the README's sample.
 GALLERY = REPO / "examples" / "machines"
@@ -30,6 +32,14 @@ TEST_CACHE = Path(os.environ.get("CUDNN_DOCTOR_TEST_CACHE") or Path.home() / ".c
 live_install = pytest.mark.skipif(
     sys.platform == "win32" and not os.environ.get("CUDNN_DOCTOR_WINE_LANE"), reason="a live install writes HKCU\\Environment: only in the Wine lane"
 )
+
+
+@pytest.fixture(autouse=True)
+def _user_environment_kept() -> Any:
+    """Windows: whatever a test's live install or rollback wrote in HKCU\\Environment is put back (no-op elsewhere)."""
+    saved = user_environment()
+    yield
+    restore_user_environment(saved)
 
 
 def link_real_file(source: Path, link: Path) -> None:

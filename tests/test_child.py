@@ -1,7 +1,8 @@
 """Hard deadlines for every child (issue 10): the whole tree dies, no pipe is waited on, output so far is kept.
 
-The Linux tests start real process trees and check by pid that the grandchild is gone; the Windows
-Job-object code runs here against a fake kernel32 that records the Win32 calls.
+The Linux tests start real process trees and check by pid that the grandchild is gone; on Windows
+(the Wine lane) a real Job object must do the same; and everywhere the Job-object code runs against a
+fake kernel32 that records the Win32 calls.
 """
 
 from __future__ import annotations
@@ -136,6 +137,75 @@ def test_descendants_follow_parent_ids_across_sessions():
     assert child._tree(below[0], b"no such tag") == []
 
 
+# The Windows Job object for real (Windows, or Wine) ----------------------------------------------
+
+WINDOWS = pytest.mark.skipif(sys.platform != "win32", reason="a real Job object: Windows (the Wine lane)")
+
+# The child starts a grandchild that inherits its stdout and stderr, says its pid, and writes argv[1]
+# after 4 s unless it is killed first; then the child hangs or exits.
+WINDOWS_GRANDCHILD = """
+import subprocess, sys, time
+later = "import sys, time; time.sleep(4); open(sys.argv[1], 'w').write('the grandchild outlived the call')"
+holder = subprocess.Popen([sys.executable, "-c", later, sys.argv[1]])
+print("grandchild", holder.pid, flush=True)
+print("said on stderr", file=sys.stderr, flush=True)
+if sys.argv[2] == "hang":
+    time.sleep(100)
+"""
+
+
+def _windows_process_ended(pid: int, within: float) -> bool:
+    """OpenProcess + WaitForSingleObject: the process has ended (or is gone) within `within` seconds."""
+    kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
+    kernel32.OpenProcess.restype = ctypes.c_void_p
+    kernel32.WaitForSingleObject.argtypes = [ctypes.c_void_p, ctypes.c_uint32]
+    kernel32.CloseHandle.argtypes = [ctypes.c_void_p]
+    handle = kernel32.OpenProcess(0x00100000, False, pid)  # SYNCHRONIZE
+    if not handle:
+        return True  # no such process any more
+    try:
+        return kernel32.WaitForSingleObject(handle, int(within * 1000)) == 0  # WAIT_OBJECT_0: it ended
+    finally:
+        kernel32.CloseHandle(handle)
+
+
+@WINDOWS
+@pytest.mark.parametrize("ending", ["hang", "exit"])
+def test_windows_grandchild_holding_the_output_dies_with_the_job(tmp_path, ending):
+    """The Job object (kill-on-close): the call returns at its deadline (or at the child's exit) with the output
+    so far, and the grandchild that holds the output handles is dead, not left to finish its work."""
+    marker = tmp_path / "survived.txt"
+    timeout = 3.0 if ending == "hang" else 60.0
+    started = time.monotonic()
+    result = run_child([sys.executable, "-c", WINDOWS_GRANDCHILD, str(marker), ending], timeout=timeout)
+    elapsed = time.monotonic() - started
+    assert result.stdout.startswith("grandchild ") and result.stderr == "said on stderr\n", result  # kept, also on timeout
+    pid = int(result.stdout.split()[1])
+    ended = _windows_process_ended(pid, within=3)
+    if ending == "hang":
+        assert result.timed_out and result.returncode is None
+        assert elapsed < timeout + 8, elapsed  # the deadline plus a margin, never the child's 100 s
+    else:
+        assert not result.timed_out and result.returncode == 0 and elapsed < 30, elapsed
+    time.sleep(max(0.0, 5.5 - (time.monotonic() - started)))  # past the grandchild's 4 s
+    assert ended and not marker.exists(), "the grandchild holding stdout/stderr outlived the call"
+
+
+@WINDOWS
+def test_windows_children_are_put_in_a_job():
+    """Where Windows (or Wine) refuses the job, run_child falls back to taskkill: the lane must see the job made."""
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], stdin=subprocess.DEVNULL)
+    try:
+        job = child._contain(process)
+        assert job is not None, "CreateJobObjectW / SetInformationJobObject / AssignProcessToJobObject refused"
+        job.kill()
+        assert process.wait(timeout=10) == winjob.KILLED_EXIT_CODE
+        job.close()
+    finally:
+        process.kill()
+        process.wait()
+
+
 # The Windows Job object, with the Win32 calls faked ---------------------------------------------
 
 
@@ -224,7 +294,7 @@ def test_kill_tree_and_kill_all_go_through_the_job(monkeypatch):
     job = winjob.Job.contain(0x99, kernel32)
     assert job is not None
     monkeypatch.setattr(child.subprocess, "run", lambda *a, **k: pytest.fail("taskkill run although there is a job"))
-    monkeypatch.setattr(child.os, "killpg", lambda *a: pytest.fail("killpg run although there is a job"))
+    monkeypatch.setattr(child.os, "killpg", lambda *a: pytest.fail("killpg run although there is a job"), raising=False)  # absent on Windows
     process = FakeProcess()
     monkeypatch.setitem(child._live, process, child._Running(job, b"no such tag"))  # type: ignore[arg-type]
     child.kill_all()

@@ -25,9 +25,10 @@ import pytest
 from cudnn_doctor.cli import main
 
 from . import archives
+from .conftest import live_install
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="builds POSIX links, devices and FIFOs")
-
+WINDOWS = sys.platform == "win32"
+LIB = "lib/x64" if WINDOWS else "lib64"  # the toolkit's library folder on this OS
 TOP = "cudnn-linux-x86_64-9.1.0.70_cuda12-archive"
 HEADER = archives.version_header("9.1.0.70").encode()
 
@@ -92,7 +93,29 @@ def zeros(size: int) -> bytes:
     return bytes(size)
 
 
+def pe(machine: int = 0x8664) -> bytes:
+    """The smallest PE32+ header pefile reads (0x8664 = x64, 0xAA64 = arm64), then filler."""
+    dos = bytearray(0x40)
+    dos[:2], dos[0x3C:0x40] = b"MZ", struct.pack("<I", 0x40)
+    optional = bytearray(240)
+    optional[:2] = struct.pack("<H", 0x20B)
+    optional[32:40] = struct.pack("<II", 0x1000, 0x200)  # section and file alignment
+    optional[56:64] = struct.pack("<II", 0x1000, 0x200)  # size of image and of headers
+    optional[108:112] = struct.pack("<I", 16)  # data directories
+    header = struct.pack("<HHIIIHH", machine, 0, 0, 0, 0, len(optional), 0x2022)
+    return bytes(dos) + b"PE\0\0" + header + bytes(optional) + os.urandom(512)
+
+
+WTOP = "cudnn-windows-x86_64-9.1.0.70_cuda12-archive"
+
+
+def valid_windows() -> list[tuple]:
+    """A small but real-looking cuDNN 9 Windows archive (the 9.x installer layout: bin/12.x, include/12.x)."""
+    return [("file", f"{WTOP}/include/12.x/cudnn_version.h", HEADER), ("file", f"{WTOP}/bin/12.x/cudnn64_9.dll", pe())]
+
+
 # (case id, builder(path) -> archive, what the one line must say, archive suffix)
+# Refused while the archive is read, whatever the OS: these run on Linux and on Windows alike.
 CASES: list[tuple[str, Callable[[Path], Path], str, str]] = [
     ("tar-dotdot", lambda p: tar(p, [*valid(), ("file", "../../evil.so", elf())]), "climbs out", ".tar.xz"),
     ("zip-dotdot", lambda p: zipped(p, [*valid(), ("file", f"{TOP}/../../evil.so", elf())]), "climbs out", ".zip"),
@@ -109,8 +132,6 @@ CASES: list[tuple[str, Callable[[Path], Path], str, str]] = [
         "written through the link",
         ".tar.xz",
     ),
-    ("tar-link-escapes-once-installed", lambda p: tar(p, [*valid(), ("link", f"{TOP}/lib/up", "../..")]), "outside", ".tar.xz"),
-    ("zip-link-escapes-once-installed", lambda p: zipped(p, [*valid(), ("link", f"{TOP}/lib/up", "../..")]), "outside", ".zip"),
     (
         "tar-link-chain",
         lambda p: tar(p, [*valid(), ("link", f"{TOP}/lib/l1", ".."), ("link", f"{TOP}/lib/l1/l2", ".."), ("file", f"{TOP}/lib/l1/l2/x.so", elf())]),
@@ -150,6 +171,17 @@ CASES: list[tuple[str, Callable[[Path], Path], str, str]] = [
         "no cuDNN library or header",
         ".tar.xz",
     ),
+    ("tar-duplicate-member", lambda p: tar(p, [*valid(), ("file", f"{TOP}/lib/libcudnn.so.9.1.0", elf())]), "twice", ".tar.xz"),
+    ("zip-duplicate-member", lambda p: zipped(p, [*valid(), ("file", f"{TOP}/lib/libcudnn.so.9.1.0", elf())]), "twice", ".zip"),
+    ("too-many-members", many_members, "more than 20,000 members", ".zip"),
+    ("control-character-name", lambda p: tar(p, [*valid(), ("file", f"{TOP}/lib/libcudnn\x1b[2J.so", elf())]), "control character", ".tar.xz"),
+    ("windows-stream-name", lambda p: zipped(p, [*valid(), ("file", f"{TOP}/include/cudnn.h:hidden", b"x")]), "control character or one of", ".zip"),
+]
+
+# Refused by the plan, for the OS the archive is built for: a Linux archive on Linux, a Windows one on Windows.
+LINUX_CASES: list[tuple[str, Callable[[Path], Path], str, str]] = [
+    ("tar-link-escapes-once-installed", lambda p: tar(p, [*valid(), ("link", f"{TOP}/lib/up", "../..")]), "outside", ".tar.xz"),
+    ("zip-link-escapes-once-installed", lambda p: zipped(p, [*valid(), ("link", f"{TOP}/lib/up", "../..")]), "outside", ".zip"),
     ("so-that-is-not-elf", lambda p: tar(p, [*valid(), ("file", f"{TOP}/lib/libcudnn_ops.so.9.1.0", b"#!/bin/sh\nrm -rf ~\n")]), "not an ELF", ".tar.xz"),
     (
         "aarch64-library",
@@ -170,14 +202,33 @@ CASES: list[tuple[str, Callable[[Path], Path], str, str]] = [
         "aarch64",
         ".tar.xz",
     ),
-    ("tar-duplicate-member", lambda p: tar(p, [*valid(), ("file", f"{TOP}/lib/libcudnn.so.9.1.0", elf())]), "twice", ".tar.xz"),
-    ("zip-duplicate-member", lambda p: zipped(p, [*valid(), ("file", f"{TOP}/lib/libcudnn.so.9.1.0", elf())]), "twice", ".zip"),
-    ("too-many-members", many_members, "more than 20,000 members", ".zip"),
-    ("control-character-name", lambda p: tar(p, [*valid(), ("file", f"{TOP}/lib/libcudnn\x1b[2J.so", elf())]), "control character", ".tar.xz"),
-    ("windows-stream-name", lambda p: zipped(p, [*valid(), ("file", f"{TOP}/include/cudnn.h:hidden", b"x")]), "control character or one of", ".zip"),
     ("two-members-one-destination", lambda p: tar(p, [*valid(), ("file", f"{TOP}/lib64/libcudnn.so.9.1.0", elf())]), "would both be installed", ".tar.xz"),
     ("file-over-a-toolkit-folder", lambda p: tar(p, [*valid(), ("file", f"{TOP}/lib/stubs", elf())]), "replace the folder", ".tar.xz"),
     ("dll-in-a-linux-archive", lambda p: tar(p, [*valid(), ("file", f"{TOP}/bin/cudnn64_9.dll", b"MZ" + bytes(100))]), "windows archive", ".tar.xz"),
+]
+WINDOWS_CASES: list[tuple[str, Callable[[Path], Path], str, str]] = [
+    ("win-link-escapes-once-installed", lambda p: zipped(p, [*valid_windows(), ("link", f"{WTOP}/bin/12.x/up", "../..")]), "outside", ".zip"),
+    ("win-link-inside", lambda p: zipped(p, [*valid_windows(), ("link", f"{WTOP}/bin/12.x/cudnn.dll", "cudnn64_9.dll")]), "no links", ".zip"),
+    (
+        "dll-that-is-not-pe",
+        lambda p: zipped(p, [*valid_windows(), ("file", f"{WTOP}/bin/12.x/cudnn_ops64_9.dll", b"@echo off\r\ndel /q *\r\n")]),
+        "not a PE",
+        ".zip",
+    ),
+    (
+        "arm64-dll",
+        lambda p: zipped(p, [("file", f"{WTOP}/include/12.x/cudnn_version.h", HEADER), ("file", f"{WTOP}/bin/12.x/cudnn64_9.dll", pe(0xAA64))]),
+        "aarch64",
+        ".zip",
+    ),
+    (
+        "win-two-members-one-destination",
+        lambda p: zipped(p, [*valid_windows(), ("file", f"{WTOP}/bin/cudnn64_9.dll", pe())]),
+        "would both be installed",
+        ".zip",
+    ),
+    ("win-file-over-a-toolkit-folder", lambda p: zipped(p, [*valid_windows(), ("file", f"{WTOP}/lib/12.x/x64/stubs", b"x")]), "replace the folder", ".zip"),
+    ("so-in-a-windows-archive", lambda p: zipped(p, [*valid_windows(), ("file", f"{WTOP}/bin/12.x/libcudnn.so.9", elf())]), "no windows library", ".zip"),
 ]
 
 
@@ -208,15 +259,18 @@ def machine(tmp_path: Path) -> tuple[Path, Path]:
     """A folder holding a CUDA toolkit (with lib64/stubs, as every toolkit has) and files beside it an escape would hit."""
     parent = tmp_path / "machine"
     target = archives.toolkit(parent / "cuda-12.6")
-    (target / "lib64" / "stubs").mkdir()
-    (target / "lib64" / "stubs" / "libcuda.so").write_bytes(elf())
+    (target / LIB / "stubs").mkdir()
+    (target / LIB / "stubs" / "libcuda.so").write_bytes(elf())
     (parent / "etc").mkdir()
     (parent / "etc" / "passwd").write_text("root:x:0:0::/root:/bin/sh\n")
     (parent / "outside.so").write_bytes(b"the user's own file")
     return parent, target
 
 
-@pytest.mark.parametrize(("build", "message", "suffix"), [case[1:] for case in CASES], ids=[case[0] for case in CASES])
+PLATFORM_CASES = WINDOWS_CASES if WINDOWS else LINUX_CASES
+
+
+@pytest.mark.parametrize(("build", "message", "suffix"), [case[1:] for case in CASES + PLATFORM_CASES], ids=[case[0] for case in CASES + PLATFORM_CASES])
 def test_hostile_archive_is_refused_and_nothing_changes(tmp_path, capsys, build, message, suffix):
     parent, target = machine(tmp_path)
     (tmp_path / "archives").mkdir()
@@ -231,10 +285,11 @@ def test_hostile_archive_is_refused_and_nothing_changes(tmp_path, capsys, build,
 
 
 def test_there_are_at_least_thirty_hostile_archives_of_both_kinds():
-    assert len(CASES) >= 30
+    assert len(CASES + LINUX_CASES) >= 30 and len(CASES + WINDOWS_CASES) >= 30
     assert {suffix for *_, suffix in CASES} >= {".zip", ".tar.xz", ".tar.gz"}
 
 
+@pytest.mark.skipif(WINDOWS, reason="Wine makes no symbolic links (os.symlink succeeds and leaves nothing)")
 def test_a_link_in_the_target_that_leads_out_is_never_written_through(tmp_path, capsys):
     """The toolkit's own lib64 is a link to a folder outside it: the archive's libraries would land there."""
     parent, target = machine(tmp_path)
@@ -251,18 +306,21 @@ def test_a_link_in_the_target_that_leads_out_is_never_written_through(tmp_path, 
     assert tree_hash(parent) == before
 
 
+@live_install
 def test_a_hard_link_is_installed_as_a_copy_of_the_file_it_names(tmp_path):
     _, target = machine(tmp_path)
-    library = elf()
-    archive = tar(
-        tmp_path / "cudnn.tar.xz",
-        [*valid(), ("file", f"{TOP}/lib/libcudnn_ops.so.9.1.0", library), ("hard", f"{TOP}/lib/libcudnn_ops.so.9", f"{TOP}/lib/libcudnn_ops.so.9.1.0")],
-    )
+    if WINDOWS:
+        library, base, original, copy = pe(), valid_windows(), f"{WTOP}/bin/12.x/cudnn_ops64_9.dll", target / "bin" / "cudnn_ops64_9b.dll"
+        hard = f"{WTOP}/bin/12.x/cudnn_ops64_9b.dll"
+    else:
+        library, base, original, copy = elf(), valid(), f"{TOP}/lib/libcudnn_ops.so.9.1.0", target / "lib64" / "libcudnn_ops.so.9"
+        hard = f"{TOP}/lib/libcudnn_ops.so.9"
+    archive = tar(tmp_path / "cudnn.tar.xz", [*base, ("file", original, library), ("hard", hard, original)])
     assert main(["install", str(archive), "--into", str(target), "--yes"]) in (0, 1)
-    copy = target / "lib64" / "libcudnn_ops.so.9"
     assert not copy.is_symlink() and copy.read_bytes() == library
 
 
+@pytest.mark.skipif(WINDOWS, reason="a Windows install refuses links (the win-link-inside case)")
 def test_links_that_stay_inside_once_installed_are_kept(tmp_path):
     """NVIDIA's own chains (libcudnn.so -> libcudnn.so.9 -> libcudnn.so.9.1.0) and a climb that stays in the toolkit."""
     _, target = machine(tmp_path)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import tarfile
@@ -14,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from cudnn_doctor.cli import main
-from cudnn_doctor.errors import InputError, UsageError
+from cudnn_doctor.errors import Busy, InputError, UsageError
 from cudnn_doctor.facts import ToolkitFacts
 from cudnn_doctor.install import transaction
 from cudnn_doctor.install.archive import Archive, inspect
@@ -24,9 +23,11 @@ from cudnn_doctor.system.fixture import FixtureSystem
 from cudnn_doctor.system.live import LiveSystem
 
 from . import archives
-from .conftest import WINDOWS_BASE, machine
+from .conftest import WINDOWS_BASE, live_install, machine
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the transaction tests use POSIX links and signals")
+WINDOWS = sys.platform == "win32"
+# The library an install of archives.native_archive() writes, as this OS names it.
+LIBRARY = "bin/cudnn64_8.dll" if WINDOWS else "lib64/libcudnn.so.8.9.7"
 
 
 @pytest.fixture(autouse=True)
@@ -91,6 +92,7 @@ def test_windows_layouts_land_in_bin_include_and_lib_x64(tmp_path, layout, versi
     assert not any(name.endswith(("license", ".cudnn-doctor-tmp")) for name in files)
 
 
+@pytest.mark.skipif(WINDOWS, reason="a Linux archive: Windows refuses it (test_refusals)")
 def test_linux_tar_xz_keeps_symlink_chains_and_checksums(tmp_path, capsys):
     path = archives.linux_tar(tmp_path / "cudnn-linux-x86_64-8.9.7.29_cuda12-archive.tar.xz")
     target = archives.toolkit(tmp_path / "cuda-12.6")
@@ -104,10 +106,13 @@ def test_linux_tar_xz_keeps_symlink_chains_and_checksums(tmp_path, capsys):
     assert "Installed" in out and "LD_LIBRARY_PATH" in out
 
 
+@live_install
 def test_second_install_is_a_no_op_and_rollback_returns_to_before_the_second(tmp_path, capsys):
     target = archives.toolkit(tmp_path / "cuda-12.6")
-    first = archives.linux_tar(tmp_path / "a-cuda12-archive.tar.xz", "8.9.7.29")
-    second = archives.linux_tar(tmp_path / "b-cuda12-archive.tar.xz", "8.9.7.29")  # same names, new bytes
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = archives.native_archive(tmp_path / "a", "8.9.7.29")
+    second = archives.native_archive(tmp_path / "b", "8.9.7.29")  # same names, new bytes
     main(["install", str(first), "--into", str(target), "--yes"])
     after_first = archives.tree(target)
     capsys.readouterr()
@@ -140,11 +145,13 @@ def test_a_failure_after_n_files_leaves_the_target_byte_identical(tmp_path, fail
     assert transaction.Store(system, STATE).journal()["state"] == "rolled-back"
 
 
+@live_install
 def test_kill_9_mid_copy_is_rolled_back_by_the_next_run(tmp_path, state):
+    """SIGKILL on POSIX; on Windows Popen.kill() is TerminateProcess, as Task Manager's End task."""
     target = archives.toolkit(tmp_path / "cuda-12.6")
-    (target / "lib64" / "libcudnn.so.8.9.7").write_bytes(b"the user's old library")
+    (target / LIBRARY).write_bytes(b"the user's old library")
     before = archives.tree(target)
-    path = archives.linux_tar(tmp_path / "cudnn-cuda12-archive.tar.xz")
+    path = archives.native_archive(tmp_path)
     env = dict(os.environ, CUDNN_DOCTOR_STATE_DIR=str(state), CUDNN_DOCTOR_TEST_DELAY="0.3")
     child = subprocess.Popen(
         [sys.executable, "-m", "cudnn_doctor", "install", str(path), "--into", str(target), "--yes"],
@@ -158,7 +165,7 @@ def test_kill_9_mid_copy_is_rolled_back_by_the_next_run(tmp_path, state):
         if journal and sum(bool(s.get("new")) for s in journal["steps"]) >= 3:
             break
         time.sleep(0.05)
-    os.kill(child.pid, signal.SIGKILL)
+    child.kill()
     child.wait()
     store = transaction.Store(LiveSystem(), str(state))
     assert store.journal()["state"] == "in-progress" and archives.tree(target) != before
@@ -214,8 +221,9 @@ def test_refusals(tmp_path):
     path = archives.write_zip(tmp_path / "cudnn-8.9.7.29_cuda12-archive.zip", archives.windows_members("8.9.7.29", 12))
     info = inspect(Archive(path))
     system = windows_machine()
-    with pytest.raises(UsageError, match="windows archive"):
-        choose_target(LiveSystem(), info, ToolkitFacts(), str(tmp_path), False)
+    foreign = archives.linux_tar(tmp_path / "linux.tar.xz") if sys.platform == "win32" else path  # the other OS's archive
+    with pytest.raises(UsageError, match=f"{'linux' if sys.platform == 'win32' else 'windows'} archive"):
+        choose_target(LiveSystem(), inspect(Archive(foreign)), ToolkitFacts(), str(tmp_path), False)
     with pytest.raises(UsageError, match="system folder"):
         choose_target(system, info, ToolkitFacts(), "C:\\Windows\\System32", True)
     with pytest.raises(UsageError, match="not a CUDA toolkit"):
@@ -224,6 +232,7 @@ def test_refusals(tmp_path):
         choose_target(system, info, ToolkitFacts(), None, False)
 
 
+@pytest.mark.skipif(WINDOWS, reason="a read-only folder is POSIX; Windows lets anyone add files to it")
 def test_permission_denied_names_the_file_and_changes_nothing(tmp_path, capsys):
     if os.geteuid() == 0:
         pytest.skip("root writes anywhere")
@@ -263,18 +272,20 @@ def test_cuda_major_from_the_old_name_or_from_the_cublas_the_ops_library_loads(t
 def test_the_plan_names_the_release_it_replaces(tmp_path, capsys):
     target = archives.toolkit(tmp_path / "cuda-12.6")
     (target / "include" / "cudnn_version.h").write_text(archives.version_header("8.6.0.163"))
-    path = archives.linux_tar(tmp_path / "cudnn-cuda12-archive.tar.xz")
+    path = archives.native_archive(tmp_path)
     assert main(["install", str(path), "--into", str(target), "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "replace" in out and "of cuDNN 8.6.0 (backed up)" in out
     assert "#define CUDNN_MINOR 6" in (target / "include" / "cudnn_version.h").read_text()  # a dry run changes nothing
 
 
+@live_install
 def test_one_install_at_a_time_and_history_changes_nothing_while_one_runs(tmp_path, state):
     """A second terminal: `history` only reads (it used to "recover" the install under way), install and rollback wait their turn."""
     target = archives.toolkit(tmp_path / "cuda-12.6")
-    path = archives.linux_tar(tmp_path / "cudnn-cuda12-archive.tar.xz")
-    env = dict(os.environ, CUDNN_DOCTOR_STATE_DIR=str(state), CUDNN_DOCTOR_TEST_DELAY="0.2")
+    path = archives.native_archive(tmp_path)
+    delay = "2" if WINDOWS else "0.2"  # per file: the first install must outlast three more starts of Python (slow under Wine)
+    env = dict(os.environ, CUDNN_DOCTOR_STATE_DIR=str(state), CUDNN_DOCTOR_TEST_DELAY=delay)
     first = subprocess.Popen(
         [sys.executable, "-m", "cudnn_doctor", "install", str(path), "--into", str(target), "--yes"],
         env=env,
@@ -296,4 +307,25 @@ def test_one_install_at_a_time_and_history_changes_nothing_while_one_runs(tmp_pa
         assert other.returncode == 2 and "another cudnn-doctor install or rollback is running" in other.stderr, other.stderr
     out, err = first.communicate(timeout=60)
     assert first.returncode in (0, 1) and "Installed" in out, err
-    assert store.journal()["state"] == "committed" and (target / "lib64" / "libcudnn.so.8.9.7").is_file()
+    assert store.journal()["state"] == "committed" and (target / LIBRARY).is_file()
+
+
+def test_the_state_lock_refuses_a_second_holder_and_is_free_again_after(tmp_path):
+    """Busy, not "cannot write ...lock": under Wine a held msvcrt lock reports errno 0, which filelock took for a failure."""
+    path = str(tmp_path / "lock")
+    system = LiveSystem()
+    with system.lock(path), pytest.raises(Busy, match="another cudnn-doctor install or rollback is running"), system.lock(path):
+        pass
+    with system.lock(path):  # released: the next install takes it
+        pass
+
+
+@pytest.mark.skipif(not WINDOWS, reason="Windows' per-user application data")
+def test_the_default_state_folder_is_local_not_roaming(monkeypatch):
+    """Backups can be gigabytes: they belong in %LOCALAPPDATA%, which a roaming profile does not copy around."""
+    import ntpath
+
+    monkeypatch.delenv("CUDNN_DOCTOR_STATE_DIR")
+    folder = transaction.state_dir()
+    assert ntpath.basename(folder) == "cudnn-doctor"
+    assert ntpath.normcase(ntpath.dirname(folder)) == ntpath.normcase(os.environ["LOCALAPPDATA"]), folder

@@ -9,6 +9,9 @@ killed install or rollback put back exactly that.
 from __future__ import annotations
 
 import json
+import os
+import sys
+import time
 from typing import Any, Optional
 
 import pytest
@@ -19,6 +22,8 @@ from cudnn_doctor.install.plan import EnvChange
 from cudnn_doctor.system.fixture import FixtureSystem
 from cudnn_doctor.system.interface import REG_EXPAND_SZ, REG_SZ, registry_kind
 
+from . import archives
+from .registry import user_environment
 from .test_install_faults import STATE, TARGET, Faulty, archive_path, cli, install, installed_entries, rollback, tree, windows_machine
 
 __all__ = ["archive_path"]  # the module-scoped fixture, shared
@@ -270,10 +275,10 @@ def test_the_live_registry_writes_a_new_path_as_reg_expand_sz_and_keeps_an_exist
 
     from cudnn_doctor.system.live import LiveSystem
 
+    system = LiveSystem()  # first: on Windows `platform.machine()` reads the real registry through winreg
+    system.os = "windows"
     fake = FakeWinreg()
     monkeypatch.setitem(sys.modules, "winreg", fake)
-    system = LiveSystem()
-    system.os = "windows"
     user = fake.keys.setdefault(("HKCU", "Environment"), {})
     system.set_persistent_env("user", "Path", BIN)
     system.set_persistent_env("user", "CUDNN_HOME", TARGET)
@@ -286,3 +291,66 @@ def test_the_live_registry_writes_a_new_path_as_reg_expand_sz_and_keeps_an_exist
     assert user["Path"] == (WINDOWS_APPS, fake.REG_EXPAND_SZ)
     system.set_persistent_env("user", "CUDNN_HOME", None)
     assert system.persistent_env()["user"] == {"Path": WINDOWS_APPS}
+
+
+# The real registry: only in the Wine lane's throwaway prefix (conftest puts HKCU\Environment back after each test).
+wine_registry = pytest.mark.skipif(
+    sys.platform != "win32" or not os.environ.get("CUDNN_DOCTOR_WINE_LANE"), reason="writes the real HKCU\\Environment: only in the Wine lane"
+)
+
+
+def _set_user_values(values: dict[str, Optional[tuple[str, int]]]) -> None:
+    """Write (or, for None, delete) HKCU\\Environment values with their registry types."""
+    import winreg
+
+    with winreg.OpenKey(winreg.HKEY_CURRENT_USER, "Environment", 0, winreg.KEY_READ | winreg.KEY_SET_VALUE) as key:
+        for name, value in values.items():
+            if value is None:
+                try:
+                    winreg.DeleteValue(key, name)
+                except FileNotFoundError:
+                    pass
+            else:
+                winreg.SetValueEx(key, name, 0, value[1], value[0])
+
+
+@wine_registry
+@pytest.mark.parametrize("before", ["unset", "REG_SZ", "REG_EXPAND_SZ"])
+def test_a_live_install_writes_hkcu_environment_and_rollback_restores_it(tmp_path, monkeypatch, capsys, before):
+    """`install --yes --set-cudnn-home` with the live system, then `rollback`: Path and CUDNN_HOME read back with winreg."""
+    import winreg
+
+    from cudnn_doctor.cli import main
+
+    monkeypatch.setenv("CUDNN_DOCTOR_STATE_DIR", str(tmp_path / "state"))
+    kind = {"unset": None, "REG_SZ": winreg.REG_SZ, "REG_EXPAND_SZ": winreg.REG_EXPAND_SZ}[before]
+    old_path = (WINDOWS_APPS, kind) if kind is not None else None
+    old_home = ("C:\\old\\cudnn", kind) if kind is not None else None
+    _set_user_values({"Path": old_path, "CUDNN_HOME": old_home})
+    target = archives.toolkit(tmp_path / "cuda-12.6")
+    started = time.monotonic()
+    assert main(["install", str(archives.native_archive(tmp_path)), "--into", str(target), "--yes", "--set-cudnn-home"]) in (0, 1)
+    elapsed = time.monotonic() - started
+    values = user_environment()
+    bin_dir = f"{target}\\bin"
+    if old_path is None:
+        assert values["Path"] == (bin_dir, winreg.REG_EXPAND_SZ)  # as Windows' own Path
+    else:
+        assert values["Path"] == (f"{WINDOWS_APPS};{bin_dir}", kind)  # an existing value keeps its type, %VAR% unexpanded
+    assert values["CUDNN_HOME"] == (str(target), kind if kind is not None else winreg.REG_SZ)
+    assert elapsed < 60, elapsed  # the WM_SETTINGCHANGE broadcast returned (SendMessageTimeout, 5 s at most)
+    capsys.readouterr()
+    assert main(["rollback"]) == 0
+    after = user_environment()
+    assert after.get("Path") == old_path and after.get("CUDNN_HOME") == old_home  # deleted when they did not exist
+    assert "restored" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(sys.platform != "win32", reason="the real user32 broadcast")
+def test_the_environment_broadcast_returns_promptly():
+    """SendMessageTimeoutW with SMTO_ABORTIFHUNG and 5 s: a hung top-level window (or Wine's desktop) cannot block the install."""
+    from cudnn_doctor.system.live import LiveSystem
+
+    started = time.monotonic()
+    LiveSystem().broadcast_environment_change()
+    assert time.monotonic() - started < 15

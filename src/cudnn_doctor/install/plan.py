@@ -187,6 +187,8 @@ def _check_destination(system: System, info: ArchiveInfo, member: Member, dest: 
         lands = rules.norm(rules.join(folder, *member.link.replace("\\", "/").split("/")))
         if not rules.inside(lands, real_target):
             problem = f"once installed it points to {lands}, outside {target}"
+        elif system.os == "windows":  # os.symlink needs a privilege most users lack, and fails half-way through the copy
+            problem = "a Windows install makes no links: NVIDIA's Windows archives have none, and creating one needs a privilege"
     if problem is not None:
         raise UsageError(f"{info.path.name}: refusing link {member.name!r} → {member.link!r} ({problem})")
 

@@ -14,13 +14,11 @@ import stat
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator, Optional, Sequence
+from typing import Any, BinaryIO, ContextManager, Optional, Sequence
 
 from cudnn_doctor.binaries import BinaryInfo, read_binary
-from cudnn_doctor.errors import Busy
-from cudnn_doctor.system import pyenv
+from cudnn_doctor.system import lockfile, pyenv
 from cudnn_doctor.system.child import ChildResult, run_child
 from cudnn_doctor.system.interface import REG_EXPAND_SZ, CommandResult, Env, FileInfo, PythonInfo, System, registry_kind
 from cudnn_doctor.system.regular import open_regular, read_regular
@@ -287,19 +285,8 @@ class LiveSystem(System):
         except OSError:
             return None
 
-    @contextmanager
-    def lock(self, path: str) -> Iterator[None]:
-        import filelock
-
-        held = filelock.FileLock(path, timeout=0)
-        try:
-            held.acquire()
-        except filelock.Timeout:
-            raise Busy(f"another cudnn-doctor install or rollback is running (it holds {path}); wait for it to finish") from None
-        try:
-            yield
-        finally:
-            held.release()
+    def lock(self, path: str) -> ContextManager[None]:
+        return lockfile.hold(path)
 
     def current_python(self) -> Optional[str]:
         return sys.executable or None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import struct
 import sys
 import tarfile
 import zipfile
@@ -25,6 +26,19 @@ def version_header(version: str) -> str:
 def fake_library(name: str, size: int = 4096) -> bytes:
     """The file's magic (MZ for a .dll, ELF for a .so) and random bytes: too short to parse, so the machine stays unknown."""
     return (b"MZ" if name.endswith(".dll") else b"\x7fELF") + name.encode() + os.urandom(size)
+
+
+def pe_image(machine: int = 0x8664) -> bytes:
+    """The smallest PE32+ header pefile reads (0x8664 = x64, 0xAA64 = arm64), then random filler."""
+    dos = bytearray(0x40)
+    dos[:2], dos[0x3C:0x40] = b"MZ", struct.pack("<I", 0x40)
+    optional = bytearray(240)
+    optional[:2] = struct.pack("<H", 0x20B)
+    optional[32:40] = struct.pack("<II", 0x1000, 0x200)  # section and file alignment
+    optional[56:64] = struct.pack("<II", 0x1000, 0x200)  # size of image and of headers
+    optional[108:112] = struct.pack("<I", 16)  # data directories
+    header = struct.pack("<HHIIIHH", machine, 0, 0, 0, 0, len(optional), 0x2022)
+    return bytes(dos) + b"PE\0\0" + header + bytes(optional) + os.urandom(512)
 
 
 def windows_members(version: str = "8.5.0.96", cuda: int = 11, layout: str = "archive") -> dict[str, bytes]:

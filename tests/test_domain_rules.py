@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import struct
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from cudnn_doctor.system.fixture import FixtureSystem
 from cudnn_doctor.system.recorder import RecordingSystem
 from cudnn_doctor.versions import cuda_major_of_dll_number
 
+from .archives import pe_image
 from .conftest import LINUX_BASE, WINDOWS_BASE, machine
 
 
@@ -32,29 +32,16 @@ def test_the_library_provider_names_the_same_major(name, major):
     assert provider is not None and f"CUDA {major} " in provider.provider
 
 
-def _pe(machine_code: int) -> bytes:
-    """The smallest PE32+ header pefile accepts: DOS stub, file header with `machine_code`, empty optional header."""
-    dos = bytearray(0x40)
-    dos[:2], dos[0x3C:0x40] = b"MZ", struct.pack("<I", 0x40)
-    optional = bytearray(240)
-    optional[:2] = struct.pack("<H", 0x20B)
-    optional[32:40] = struct.pack("<II", 0x1000, 0x200)  # section and file alignment
-    optional[56:64] = struct.pack("<II", 0x1000, 0x200)  # size of image and of headers
-    optional[108:112] = struct.pack("<I", 16)  # data directories
-    header = struct.pack("<HHIIIHH", machine_code, 0, 0, 0, 0, len(optional), 0x2022)
-    return bytes(dos) + b"PE\0\0" + header + bytes(optional) + bytes(512)
-
-
 @pytest.mark.parametrize(("code", "name", "arch"), [(0x8664, "x64", "x86_64"), (0xAA64, "arm64", "aarch64"), (0x14C, "x86", "x86")])
 def test_a_pe_machine_has_one_name_for_the_reader_and_the_installer(tmp_path: Path, code, name, arch):
     library = tmp_path / "x.dll"
-    library.write_bytes(_pe(code))
+    library.write_bytes(pe_image(code))
     assert read_binary(str(library), scan_loads=False).machine == name
-    assert binary_machine(_pe(code)) == ("pe", name)
+    assert binary_machine(pe_image(code)) == ("pe", name)
     assert arch_of_machine(name) == arch and machine_of_arch("windows", arch) == name
-    assert library_problem("x.dll", _pe(code), "windows", arch) is None
+    assert library_problem("x.dll", pe_image(code), "windows", arch) is None
     other = "aarch64" if arch != "aarch64" else "x86_64"
-    assert library_problem("x.dll", _pe(code), "windows", other) == f"it is built for {arch}, this machine is {other}"
+    assert library_problem("x.dll", pe_image(code), "windows", other) == f"it is built for {arch}, this machine is {other}"
 
 
 @pytest.mark.parametrize(("base", "expected"), [(WINDOWS_BASE, "x64"), (LINUX_BASE, "x86_64")])

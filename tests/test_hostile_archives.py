@@ -93,25 +93,12 @@ def zeros(size: int) -> bytes:
     return bytes(size)
 
 
-def pe(machine: int = 0x8664) -> bytes:
-    """The smallest PE32+ header pefile reads (0x8664 = x64, 0xAA64 = arm64), then filler."""
-    dos = bytearray(0x40)
-    dos[:2], dos[0x3C:0x40] = b"MZ", struct.pack("<I", 0x40)
-    optional = bytearray(240)
-    optional[:2] = struct.pack("<H", 0x20B)
-    optional[32:40] = struct.pack("<II", 0x1000, 0x200)  # section and file alignment
-    optional[56:64] = struct.pack("<II", 0x1000, 0x200)  # size of image and of headers
-    optional[108:112] = struct.pack("<I", 16)  # data directories
-    header = struct.pack("<HHIIIHH", machine, 0, 0, 0, 0, len(optional), 0x2022)
-    return bytes(dos) + b"PE\0\0" + header + bytes(optional) + os.urandom(512)
-
-
 WTOP = "cudnn-windows-x86_64-9.1.0.70_cuda12-archive"
 
 
 def valid_windows() -> list[tuple]:
     """A small but real-looking cuDNN 9 Windows archive (the 9.x installer layout: bin/12.x, include/12.x)."""
-    return [("file", f"{WTOP}/include/12.x/cudnn_version.h", HEADER), ("file", f"{WTOP}/bin/12.x/cudnn64_9.dll", pe())]
+    return [("file", f"{WTOP}/include/12.x/cudnn_version.h", HEADER), ("file", f"{WTOP}/bin/12.x/cudnn64_9.dll", archives.pe_image())]
 
 
 # (case id, builder(path) -> archive, what the one line must say, archive suffix)
@@ -217,13 +204,13 @@ WINDOWS_CASES: list[tuple[str, Callable[[Path], Path], str, str]] = [
     ),
     (
         "arm64-dll",
-        lambda p: zipped(p, [("file", f"{WTOP}/include/12.x/cudnn_version.h", HEADER), ("file", f"{WTOP}/bin/12.x/cudnn64_9.dll", pe(0xAA64))]),
+        lambda p: zipped(p, [("file", f"{WTOP}/include/12.x/cudnn_version.h", HEADER), ("file", f"{WTOP}/bin/12.x/cudnn64_9.dll", archives.pe_image(0xAA64))]),
         "aarch64",
         ".zip",
     ),
     (
         "win-two-members-one-destination",
-        lambda p: zipped(p, [*valid_windows(), ("file", f"{WTOP}/bin/cudnn64_9.dll", pe())]),
+        lambda p: zipped(p, [*valid_windows(), ("file", f"{WTOP}/bin/cudnn64_9.dll", archives.pe_image())]),
         "would both be installed",
         ".zip",
     ),
@@ -310,7 +297,7 @@ def test_a_link_in_the_target_that_leads_out_is_never_written_through(tmp_path, 
 def test_a_hard_link_is_installed_as_a_copy_of_the_file_it_names(tmp_path):
     _, target = machine(tmp_path)
     if WINDOWS:
-        library, base, original, copy = pe(), valid_windows(), f"{WTOP}/bin/12.x/cudnn_ops64_9.dll", target / "bin" / "cudnn_ops64_9b.dll"
+        library, base, original, copy = archives.pe_image(), valid_windows(), f"{WTOP}/bin/12.x/cudnn_ops64_9.dll", target / "bin" / "cudnn_ops64_9b.dll"
         hard = f"{WTOP}/bin/12.x/cudnn_ops64_9b.dll"
     else:
         library, base, original, copy = elf(), valid(), f"{TOP}/lib/libcudnn_ops.so.9.1.0", target / "lib64" / "libcudnn_ops.so.9"

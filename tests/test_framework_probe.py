@@ -142,7 +142,9 @@ def test_live_python_info_reads_metadata_without_importing():
     info = LiveSystem().python_info(sys.executable)
     assert info.version == ".".join(map(str, sys.version_info[:3]))
     assert info.packages.get("packaging") and info.packages.get("pyyaml")
-    folders = [p for p in sys.path if p.endswith(("site-packages", "dist-packages")) and os.path.isdir(p)]
+    # under a ._pth file (the embeddable Python of the Windows lane) every folder it names counts, this checkout's src too
+    governed = pyenv.pth_file(Path(sys.executable)) is not None
+    folders = [p for p in sys.path if (governed or p.endswith(("site-packages", "dist-packages"))) and os.path.isdir(p)]
     expected: dict[str, str] = {}
     for dist in importlib.metadata.distributions(path=folders):
         expected.setdefault(canonicalize_name(dist.metadata["Name"]), dist.version)

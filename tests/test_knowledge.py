@@ -128,8 +128,8 @@ def test_driver_requirement(cuda, os_name, driver, rule):
 
 
 def test_max_cuda_for_old_drivers():
-    assert knowledge.max_cuda_for_driver(Version("384.130"), "linux")[0] == Version("9.0")
-    assert knowledge.max_cuda_for_driver(Version("382.05"), "windows")[0] == Version("8.0")
+    assert knowledge.max_cuda_for_driver(Version("384.130"), "linux")[0] == Version("9.0.76")
+    assert knowledge.max_cuda_for_driver(Version("382.05"), "windows")[0] == Version("8.0.44")
 
 
 @pytest.mark.parametrize(

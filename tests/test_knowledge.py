@@ -108,7 +108,9 @@ def test_file_level_errors():
 def test_driver_table_is_monotonic():
     shipped = knowledge.table("cuda_driver")
     schema._check_cuda_driver(shipped, "cuda_driver.yaml")
-    broken = shipped._replace(toolkits=(records.ToolkitDriver("10.0", "GA", "410", "411", "https://x"), records.ToolkitDriver("10.1", "GA", "400", "418", "https://x")))
+    broken = shipped._replace(
+        toolkits=(records.ToolkitDriver("10.0", "GA", "410", "411", "https://x"), records.ToolkitDriver("10.1", "GA", "400", "418", "https://x"))
+    )
     with pytest.raises(KnowledgeError, match=r"cuda_driver\.yaml: CUDA 10\.1 needs an older linux driver than CUDA 10\.0"):
         schema._check_cuda_driver(broken, "cuda_driver.yaml")
 

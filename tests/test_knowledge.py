@@ -108,7 +108,9 @@ def test_file_level_errors():
 def test_driver_table_is_monotonic():
     shipped = knowledge.table("cuda_driver")
     schema._check_cuda_driver(shipped, "cuda_driver.yaml")
-    broken = shipped._replace(toolkits=(records.ToolkitDriver("10.0", "410", "411", "https://x"), records.ToolkitDriver("10.1", "400", "418", "https://x")))
+    broken = shipped._replace(
+        toolkits=(records.ToolkitDriver("10.0", "GA", "410", "411", "https://x"), records.ToolkitDriver("10.1", "GA", "400", "418", "https://x"))
+    )
     with pytest.raises(KnowledgeError, match=r"cuda_driver\.yaml: CUDA 10\.1 needs an older linux driver than CUDA 10\.0"):
         schema._check_cuda_driver(broken, "cuda_driver.yaml")
 
@@ -128,8 +130,8 @@ def test_driver_requirement(cuda, os_name, driver, rule):
 
 
 def test_max_cuda_for_old_drivers():
-    assert knowledge.max_cuda_for_driver(Version("384.130"), "linux")[0] == Version("9.0")
-    assert knowledge.max_cuda_for_driver(Version("382.05"), "windows")[0] == Version("8.0")
+    assert knowledge.max_cuda_for_driver(Version("384.130"), "linux")[0] == Version("9.0.76")
+    assert knowledge.max_cuda_for_driver(Version("382.05"), "windows")[0] == Version("8.0.44")
 
 
 @pytest.mark.parametrize(
@@ -203,8 +205,8 @@ def test_overlay_replaces_and_adds_rows_then_goes_away(tmp_path):
         ("a.yaml", "- just\n- a list\n", "a.yaml: expected a mapping of table names"),
         (
             "a.json",
-            '{"cuda_driver": {"toolkits": [{"cuda": "11.7", "linux": "400.1", "windows": "516.01", "source": "https://x"}]}}',
-            "a.json: cuda_driver: CUDA 11.7 needs an older linux driver than CUDA 11.6",
+            '{"cuda_driver": {"toolkits": [{"cuda": "11.7", "release": "GA", "linux": "400.1", "windows": "516.01", "source": "https://x"}]}}',
+            "a.json: cuda_driver: CUDA 11.7 needs an older linux driver than CUDA 11.6.2",
         ),
     ],
 )

@@ -91,10 +91,10 @@ def driver_too_old(facts: Facts) -> Iterator[Finding]:
         return
     lines = [f"The driver is {driver.version or 'unknown'} (supports CUDA up to {driver.cuda or 'unknown'}, from {driver.cuda_source or driver.source})."]
     for who, cuda, need in unmet:
-        lines.append(f"{who} needs driver >= {need.driver} ({need.rule} for CUDA {major_minor(cuda)}).")
+        lines.append(f"{who} needs driver >= {need.driver_text} ({need.rule} for CUDA {major_minor(cuda)}).")
     for build in said:
         lines.append(f'{build.name} itself reports: "{build.driver_complaint}"')
-    wanted = max((need.driver for _, _, need in unmet), default=None)
+    wanted = max(((need.driver, need.driver_text) for _, _, need in unmet), default=(None, None))[1]  # printed as NVIDIA writes it
     where = "https://www.nvidia.com/Download/index.aspx" if os_name == "windows" else "e.g. `sudo ubuntu-drivers install`"
     target = f"an NVIDIA driver >= {wanted}" if wanted else "a current NVIDIA driver"
     fix = [f"Install {target} ({where}), then reboot and check `nvidia-smi`."]
@@ -107,7 +107,7 @@ def driver_too_old(facts: Facts) -> Iterator[Finding]:
         {
             "driver": driver.version,
             "driver_cuda": driver.cuda,
-            "needs": [{"by": w, "cuda": str(c), "driver": str(n.driver), "source": n.source} for w, c, n in unmet],
+            "needs": [{"by": w, "cuda": str(c), "driver": n.driver_text, "source": n.source} for w, c, n in unmet],
         },
         causes=(DRIVER,),
     )

@@ -101,9 +101,10 @@ class DriverRequirement(NamedTuple):
     """The oldest driver that runs code built with one CUDA version, and why."""
 
     cuda: Version
-    driver: Version
+    driver: Version  # for comparing
     rule: str  # "minor-version compatibility" | "toolkit release"
     source: str
+    driver_text: str = ""  # the driver as NVIDIA writes it ("450.80.02"; `Version` would print "450.80.2")
 
 
 def driver_requirement(cuda: Version, os_name: str) -> Optional[DriverRequirement]:
@@ -112,26 +113,54 @@ def driver_requirement(cuda: Version, os_name: str) -> Optional[DriverRequiremen
     major = cuda.release[0]
     for row in data.minor_version_compatibility:
         if row.major == major:
-            return DriverRequirement(cuda, Version(getattr(row, os_name)), "minor-version compatibility", row.source)
+            text = getattr(row, os_name)
+            return DriverRequirement(cuda, Version(text), "minor-version compatibility", row.source, text)
     release = _toolkit_row(cuda)
-    if release is None:
+    text = getattr(release, os_name) if release is not None else None
+    if text is None:
         return None
-    return DriverRequirement(cuda, Version(getattr(release, os_name)), "toolkit release", release.source)
+    return DriverRequirement(cuda, Version(text), "toolkit release", release.source, text)
+
+
+def toolkit_release(cuda: Version) -> Optional[records.ToolkitDriver]:
+    """NVIDIA's row for one toolkit release: "12.4.1" is that update; "12.4" (no third part) is the GA of 12.4;
+    an update NVIDIA gives no row of its own (10.1.243, 12.3.2) takes the newest row of its minor at or below it.
+    None for a minor NVIDIA lists no driver for (12.7, 13.3+)."""
+    minor = cuda.release[:2]
+    rows = sorted((row for row in table("cuda_driver").toolkits if Version(row.cuda).release[:2] == minor), key=lambda row: Version(row.cuda))
+    if not rows:
+        return None
+    if len(cuda.release) < 3:
+        return rows[0]
+    at_or_below = [row for row in rows if Version(row.cuda) <= cuda]
+    return at_or_below[-1] if at_or_below else rows[0]
 
 
 def _toolkit_row(cuda: Version) -> Optional[records.ToolkitDriver]:
-    wanted = Version(f"{cuda.release[0]}.{(cuda.release + (0,))[1]}")
-    rows = [row for row in table("cuda_driver").toolkits if Version(row.cuda) <= wanted]
-    return max(rows, key=lambda row: Version(row.cuda)) if rows else None
+    """The row of `cuda`'s release, or else of the newest release before its minor (what it needs at least)."""
+    row = toolkit_release(cuda)
+    if row is not None:
+        return row
+    older = [row for row in table("cuda_driver").toolkits if Version(row.cuda).release[:2] < cuda.release[:2]]
+    return max(older, key=lambda row: Version(row.cuda)) if older else None
+
+
+def minor_version_floor(major: int) -> Optional[records.MinorVersionCompatibility]:
+    """The minor-version compatibility row of a CUDA major (11 and later), with its `upper` branch."""
+    return next((row for row in table("cuda_driver").minor_version_compatibility if row.major == major), None)
 
 
 def max_cuda_for_driver(driver: Version, os_name: str) -> Optional[tuple[Version, str]]:
-    """The newest CUDA release a driver runs, for drivers too old to say so themselves."""
-    rows = [row for row in table("cuda_driver").toolkits if Version(getattr(row, os_name)) <= driver]
-    if not rows:
-        return None
-    best = max(rows, key=lambda row: Version(row.cuda))
-    return Version(best.cuda), best.source
+    """The newest CUDA release a driver runs, for drivers too old to say so themselves: the newest toolkit
+    whose listed minimum it meets; for a major whose releases NVIDIA lists no driver for on this OS (13.x
+    on Windows), its minor-version floor, which makes it run at least that major's X.0."""
+    data: records.CudaDriverTable = table("cuda_driver")
+    found = [(Version(row.cuda), row.source) for row in data.toolkits if getattr(row, os_name) is not None and Version(getattr(row, os_name)) <= driver]
+    listed = {Version(row.cuda).major for row in data.toolkits if getattr(row, os_name) is not None}
+    for row in data.minor_version_compatibility:
+        if row.major not in listed and Version(getattr(row, os_name)) <= driver:
+            found.append((Version(f"{row.major}.0"), row.source))
+    return max(found, key=lambda item: item[0]) if found else None
 
 
 def cudart_name(cuda: Version, os_name: str, library: str = "cudart") -> Optional[str]:
@@ -171,18 +200,52 @@ def torch_index_url(cuda: Version) -> str:
 
 
 def gpu_compute_capability(name: str) -> Optional[str]:
+    """The compute capability of a GPU by the name its driver reports: the row of that name, else the
+    longest row name that starts it up to a word boundary ("NVIDIA H100 80GB HBM3" -> "NVIDIA H100",
+    not "NVIDIA A10" for "NVIDIA A100"); None when no row fits."""
     wanted = schema._gpu_key(name)
+    best: Optional[tuple[int, str]] = None
     for row in table("gpus").gpus:
-        if schema._gpu_key(row.name) == wanted:
-            return row.cc
-    return None
+        for key in _gpu_row_keys(row.name):
+            if wanted == key:
+                return row.cc
+            if wanted.startswith(key) and not wanted[len(key)].isalnum() and (best is None or len(key) > best[0]):
+                best = (len(key), row.cc)
+    return best[1] if best else None
+
+
+def _gpu_row_keys(name: str) -> tuple[str, ...]:
+    """A row's name as compared, and without a trailing note in parentheses ("NVIDIA GB10 (DGX Spark)")."""
+    key = schema._gpu_key(name)
+    bare = key.split(" (", 1)[0] if key.endswith(")") else key
+    return (key, bare) if bare != key else (key,)
+
+
+def cuda_architectures(cuda: Version) -> Optional[records.CudaArchitectures]:
+    """The row of the compute capabilities a CUDA toolkit minor release builds for (None: no row for that minor)."""
+    return next((row for row in table("gpus").cuda_architectures if Version(row.cuda).release[:2] == cuda.release[:2]), None)
+
+
+def cuda_supports_compute_capability(cuda: Version, cc: str) -> Optional[bool]:
+    """Whether CUDA `cuda` can build native code (sm_XY) for compute capability `cc`: True or False from a
+    complete row, True from a lower-bound row that lists it, None when the data cannot tell (no row for that
+    minor, or a lower-bound row without it). Code built as PTX may still JIT-compile for newer GPUs."""
+    row = cuda_architectures(cuda)
+    if row is None:
+        return None
+    wanted = Version(cc)
+    if any(Version(value) == wanted for value in row.cc):
+        return True
+    return False if row.complete else None
 
 
 def cuda_min_compute_capability(cuda_major: int) -> Optional[tuple[Version, str]]:
-    for row in table("gpus").cuda_releases:
-        if row.cuda_major == cuda_major:
-            return Version(row.min_cc), row.source
-    return None
+    """The oldest compute capability every release of a CUDA major builds for, from its complete rows (None without one)."""
+    rows = [row for row in table("gpus").cuda_architectures if row.complete and Version(row.cuda).major == cuda_major]
+    if not rows:
+        return None
+    floors = [(min(Version(value) for value in row.cc), row.source) for row in rows]
+    return max(floors, key=lambda floor: floor[0])
 
 
 def frameworks() -> tuple[records.Framework, ...]:

@@ -56,11 +56,12 @@ class VersionRange(SpecifierSet):
 
 
 class ToolkitDriver(NamedTuple):
-    """The oldest driver a CUDA toolkit release (its GA) runs on, without compatibility help."""
+    """The oldest driver one CUDA toolkit release (a GA or an update, by its full version) runs on, without compatibility help."""
 
-    cuda: str
+    cuda: str  # the full version: "12.4.1"
+    release: str  # NVIDIA's name of the release: "GA", "Update 1"
     linux: str
-    windows: str
+    windows: Optional[str]  # None: NVIDIA lists N/A (every 13.x: the Windows driver is not tied to the toolkit)
     source: str
     copy: Optional[str] = None
     observed: Optional[str] = None
@@ -72,6 +73,7 @@ class MinorVersionCompatibility(NamedTuple):
     major: int
     linux: str
     windows: str
+    upper: Optional[str]  # the driver branch from which NVIDIA lists the next major instead ("525" for 11.x); None: open
     source: str
     copy: Optional[str] = None
     observed: Optional[str] = None
@@ -253,11 +255,16 @@ class GpuCapability(NamedTuple):
     observed: Optional[str] = None
 
 
-class CudaArchFloor(NamedTuple):
-    """The oldest compute capability a CUDA major release still builds for."""
+class CudaArchitectures(NamedTuple):
+    """The compute capabilities one CUDA toolkit minor release can compile native code (SASS, `sm_XY`) for.
 
-    cuda_major: int
-    min_cc: str
+    `complete`: the list is everything the release's compiler accepts (read from its ptxas); False: a
+    lower bound (what NVIDIA's samples for that release build), so a capability missing from it is unknown.
+    """
+
+    cuda: str  # major.minor
+    cc: tuple[str, ...]
+    complete: bool
     source: str
     copy: Optional[str] = None
     observed: Optional[str] = None
@@ -266,7 +273,7 @@ class CudaArchFloor(NamedTuple):
 class GpusTable(NamedTuple):
     reviewed: str
     gpus: tuple[GpuCapability, ...]
-    cuda_releases: tuple[CudaArchFloor, ...]
+    cuda_architectures: tuple[CudaArchitectures, ...]
 
 
 # cuda_wheels.yaml

@@ -82,6 +82,16 @@ def _optional_text(value: Any) -> Optional[str]:
     return None if value is None else _text(value)
 
 
+def _optional_version(value: Any) -> Optional[str]:
+    return None if value is None else _version(value)
+
+
+def _boolean(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise _Bad("expected true or false")
+
+
 def _regex(value: Any) -> str:
     text = _text(value)
     try:
@@ -124,8 +134,13 @@ _PROVENANCE: dict[str, Convert] = {"source": _url, "copy": _optional_url, "obser
 
 
 def _gpu_key(name: str) -> str:
+    """A GPU name as compared: lower case, single spaces, without the brand NVML and NVIDIA's pages
+    put in front of some names and not others ("NVIDIA T4" / "Tesla T4", "NVIDIA GeForce RTX 4090")."""
     key = " ".join(name.lower().split())
-    return key[len("nvidia ") :] if key.startswith("nvidia ") else key
+    for brand in ("nvidia ", "tesla "):
+        if key.startswith(brand):
+            key = key[len(brand) :]
+    return key
 
 
 def _release(text: str) -> tuple[int, ...]:
@@ -186,9 +201,9 @@ class Table(NamedTuple):
 
 
 def _check_cuda_driver(table: r.CudaDriverTable, where: str) -> None:
-    """The minimum driver never decreases as the toolkit version rises."""
-    rows = sorted(table.toolkits, key=lambda row: Version(row.cuda))
+    """The minimum driver never decreases as the toolkit version rises (rows where NVIDIA lists none are skipped)."""
     for os_name in ("linux", "windows"):
+        rows = sorted((row for row in table.toolkits if getattr(row, os_name) is not None), key=lambda row: Version(row.cuda))
         for older, newer in zip(rows, rows[1:]):
             if Version(getattr(newer, os_name)) < Version(getattr(older, os_name)):
                 raise KnowledgeError(f"{where}: CUDA {newer.cuda} needs an older {os_name} driver than CUDA {older.cuda}")
@@ -200,9 +215,17 @@ TABLES: dict[str, Table] = {
     "cuda_driver": Table(
         r.CudaDriverTable,
         {
-            "toolkits": _rows(r.ToolkitDriver, {"cuda": _version, "linux": _version, "windows": _version}, lambda row: Version(row.cuda), "cuda"),
+            "toolkits": _rows(
+                r.ToolkitDriver,
+                {"cuda": _version, "release": _text, "linux": _version, "windows": _optional_version},
+                lambda row: Version(row.cuda),
+                "cuda",
+            ),
             "minor_version_compatibility": _rows(
-                r.MinorVersionCompatibility, {"major": _integer, "linux": _version, "windows": _version}, lambda row: row.major, "major"
+                r.MinorVersionCompatibility,
+                {"major": _integer, "linux": _version, "windows": _version, "upper": _optional_version},
+                lambda row: row.major,
+                "major",
             ),
         },
         _check_cuda_driver,
@@ -276,7 +299,12 @@ TABLES: dict[str, Table] = {
         r.GpusTable,
         {
             "gpus": _rows(r.GpuCapability, {"name": _text, "cc": _version}, lambda row: _gpu_key(row.name), "name"),
-            "cuda_releases": _rows(r.CudaArchFloor, {"cuda_major": _integer, "min_cc": _version}, lambda row: row.cuda_major, "cuda_major"),
+            "cuda_architectures": _rows(
+                r.CudaArchitectures,
+                {"cuda": _version, "cc": _list_of(_version, 'compute capabilities in quotes, such as "8.6"'), "complete": _boolean},
+                lambda row: _release(row.cuda),
+                "cuda",
+            ),
         },
     ),
     "libraries": Table(

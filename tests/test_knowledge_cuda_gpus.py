@@ -1,0 +1,193 @@
+"""The CUDA driver and GPU tables: every toolkit release's drivers, what each release builds for, GPU names.
+
+Expected values cite the row they come from (NVIDIA's Table 3 of the CUDA 13.2 Update 2 release notes,
+Table 1 of the minor-version compatibility page, ptxas of NVIDIA's nvcc wheels, developer.nvidia.com/cuda-gpus),
+as recorded in docs/research/issue-11/cuda.yaml and others.yaml.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlparse
+
+import pytest
+from packaging.version import Version
+
+from cudnn_doctor import knowledge
+from cudnn_doctor.facts import DriverFacts, Gpu
+from cudnn_doctor.probes.gpu import _complete
+
+from .conftest import LINUX_BASE, findings_of, machine
+
+# NVIDIA's own sites, and NVIDIA's artifacts: its nvcc wheels on PyPI, its repositories on GitHub
+VENDOR = ("docs.nvidia.com", "developer.nvidia.com")
+VENDOR_PREFIXES = ("https://pypi.org/project/nvidia-", "https://github.com/NVIDIA/")
+
+
+@pytest.mark.parametrize("name", ["cuda_driver", "gpus"])
+def test_every_row_cites_an_nvidia_page(name):
+    table = knowledge.table(name)
+    for section in table._fields[1:]:
+        for row in getattr(table, section):
+            assert row.source.startswith("https://"), row
+            for url in re.findall(r"https://[^\s;)]+", row.source):
+                assert urlparse(url).hostname in VENDOR or url.startswith(VENDOR_PREFIXES), (name, section, row)
+            assert "gpu-ark" not in row.source and "csdn" not in row.source, row
+
+
+@pytest.mark.parametrize(
+    ("cuda", "release", "linux", "windows"),
+    [
+        ("12.4.1", "Update 1", "550.54.15", "551.78"),  # row 'CUDA 12.4 Update 1'
+        ("12.4", "GA", "550.54.14", "551.61"),  # "12.4" alone is the GA: row 'CUDA 12.4 GA'
+        ("12.2.0", "GA", "535.54.03", "536.25"),  # row 'CUDA 12.2 GA'
+        ("11.8.0", "GA", "520.61.05", "520.06"),  # row 'CUDA 11.8 GA'
+        ("11.0.3", "Update 1", "450.51.06", "451.82"),  # row 'CUDA 11.0.3 Update 1'
+        ("10.1.243", "GA (and its updates)", "418.39", "418.96"),  # row 'CUDA 10.1 (10.1.105 general release, and updates)'
+        ("12.3.2", "Update 1", "545.23.08", "546.12"),  # no row of its own: the newest of 12.3 at or below it
+        ("13.0.0", "GA", "580.65.06", None),  # row 'CUDA 13.0 GA': Windows N/A
+        ("13.2.2", "Update 2", "595.71.05", None),  # row 'CUDA 13.2 Update 2'
+    ],
+)
+def test_toolkit_release_rows(cuda, release, linux, windows):
+    row = knowledge.toolkit_release(Version(cuda))
+    assert (row.release, row.linux, row.windows) == (release, linux, windows)
+    assert row.source.startswith("https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/")
+
+
+def test_every_release_from_10_0_to_13_2_update_2_has_a_row():
+    versions = {row.cuda for row in knowledge.table("cuda_driver").toolkits}
+    assert {"10.0.130", "10.2.89", "11.0.2", "11.4.4", "11.8.0", "12.0.0", "12.6.3", "12.9.1", "13.0.2", "13.1.1", "13.2.2"} <= versions
+    assert all(row.windows is None for row in knowledge.table("cuda_driver").toolkits if Version(row.cuda).major == 13)
+    assert all(row.windows for row in knowledge.table("cuda_driver").toolkits if Version(row.cuda).major < 13)
+    assert knowledge.toolkit_release(Version("12.7")) is None  # there was no CUDA 12.7
+    assert knowledge.toolkit_release(Version("13.3")) is None  # NVIDIA lists only a driver branch (R610)
+
+
+@pytest.mark.parametrize(
+    ("driver", "os_name", "cuda"),
+    [
+        ("535.54.03", "linux", "12.2.0"),  # K1: was 11.6 for every driver >= 510.39.01
+        ("580.65.06", "linux", "13.0.0"),  # K1
+        ("535.86.10", "linux", "12.2.1"),  # row 'CUDA 12.2 Update 1' >= 535.86.09
+        ("510.39.01", "linux", "11.6.0"),
+        ("595.71.05", "linux", "13.2.2"),
+        ("576.57", "windows", "12.9.1"),  # row 'CUDA 12.9 Update 1' >= 576.57
+        ("581.57", "windows", "13.0"),  # 13.x has no Windows row: the >= 580 minor-version floor
+        ("570.10", "windows", "12.6.3"),  # 12.8 GA needs 570.65 on Windows
+    ],
+)
+def test_max_cuda_for_driver(driver, os_name, cuda):
+    assert knowledge.max_cuda_for_driver(Version(driver), os_name)[0] == Version(cuda)
+
+
+def test_the_probe_fills_a_missing_driver_cuda_version_from_the_full_table():
+    gpu = (Gpu("NVIDIA GeForce RTX 4090", "8.9", None, "nvml"),)
+    assert _complete(DriverFacts("nvml", "535.54.03", None, None, gpu), "linux")[2:4] == ("12.2", "driver-table")
+    assert _complete(DriverFacts("nvml", "580.65.06", None, None, gpu), "linux")[2] == "13.0"
+
+
+def test_minor_version_floors_and_their_upper_bounds():
+    # Table 1 of minor-version-compatibility.html: 11.x >= 450 < 525 (exact floor 450.80.02 / 452.39), 12.x >= 525 < 580, 13.x >= 580
+    rows = {m: knowledge.minor_version_floor(m) for m in (11, 12, 13)}
+    assert [(r.linux, r.windows, r.upper) for r in rows.values()] == [("450.80.02", "452.39", "525"), ("525", "525", "580"), ("580", "580", None)]
+    assert knowledge.minor_version_floor(10) is None
+
+
+def test_driver_requirement_keeps_nvidias_spelling():
+    need = knowledge.driver_requirement(Version("11.8"), "linux")
+    assert (need.driver, need.driver_text) == (Version("450.80.2"), "450.80.02")
+    assert knowledge.driver_requirement(Version("10.1.243"), "windows").driver_text == "418.96"  # row 'CUDA 10.1 (10.1.105 ...)'
+    assert knowledge.driver_requirement(Version("10.0"), "linux").driver_text == "410.48"
+
+
+def test_driver_too_old_prints_the_vendor_driver_string():
+    """K2: "450.80.02", not packaging's "450.80.2"."""
+    files = {"/usr/local/cuda-11.8/bin/nvcc": {}, "/usr/local/cuda-11.8/version.json": {"text": '{"cuda": {"version": "11.8.0"}}'}}
+    nvml = {"driver_version": "450.51.06", "cuda_driver_version": 11000, "gpus": [{"name": "NVIDIA A100-SXM4-40GB", "compute_capability": "8.0"}]}
+    found = findings_of(machine(LINUX_BASE, nvml=nvml, files=files), "driver-too-old")
+    assert found, "CUDA 11.8 on driver 450.51.06 is below the 11.x floor 450.80.02"
+    assert "needs driver >= 450.80.02 (" in found[0].detail and "450.80.2 " not in found[0].detail
+    assert "an NVIDIA driver >= 450.80.02 " in found[0].fix[0]
+    assert found[0].evidence["needs"][0]["driver"] == "450.80.02"
+
+
+@pytest.mark.parametrize(
+    ("cuda", "cc", "supported"),
+    [
+        ("11.8", "8.9", True),  # ptxas 11.8.89 adds sm_89 and sm_90
+        ("11.8", "9.0", True),
+        ("11.7", "8.9", False),  # ptxas 11.7.99 ends at sm_87
+        ("11.8", "3.5", True),
+        ("12.0", "3.7", False),  # sm_35/sm_37 gone in 12.0
+        ("12.6", "12.0", False),  # Blackwell only from 12.8
+        ("12.8", "12.0", True),
+        ("12.8", "10.0", True),
+        ("12.9", "7.0", True),  # Volta's last major is 12
+        ("13.0", "7.0", False),  # ptxas 13.0: sm_75 is the lowest
+        ("13.0", "7.5", True),
+        ("13.0", "10.1", False),  # renamed sm_110 in 13.0
+        ("13.0", "11.0", True),
+        ("13.3", "10.7", False),  # sm_107 only from 13.4
+        ("13.4", "10.7", True),
+        ("11.1", "8.6", True),  # samples v11.1 build sm_86 (a lower-bound row)
+        ("11.0", "8.6", None),  # a lower-bound row without it cannot say no
+        ("12.7", "8.6", None),  # no such release
+    ],
+)
+def test_cuda_supports_compute_capability(cuda, cc, supported):
+    assert knowledge.cuda_supports_compute_capability(Version(cuda), cc) is supported
+
+
+def test_cuda_min_compute_capability_per_major():
+    assert {m: str(knowledge.cuda_min_compute_capability(m)[0]) for m in (11, 12, 13)} == {11: "3.5", 12: "5.0", 13: "7.5"}
+    assert knowledge.cuda_min_compute_capability(10) is None  # only lower-bound rows for CUDA 10
+    assert knowledge.cuda_min_compute_capability(13)[1].startswith("https://pypi.org/project/nvidia-cuda-nvcc/")
+
+
+def test_the_floor_of_a_major_still_finds_old_gpus():
+    files = {"/usr/local/cuda-13.0/bin/nvcc": {}, "/usr/local/cuda-13.0/version.json": {"text": '{"cuda": {"version": "13.0.2"}}'}}
+    nvml = {"driver_version": "580.95.05", "cuda_driver_version": 13000, "gpus": [{"name": "Tesla V100-SXM2-16GB", "compute_capability": "7.0"}]}
+    found = findings_of(machine(LINUX_BASE, nvml=nvml, files=files), "gpu-arch-unsupported")
+    assert found and found[0].evidence["min_cc"] == "7.5"
+
+
+@pytest.mark.parametrize(
+    ("name", "cc"),
+    [
+        ("NVIDIA GeForce RTX 4090", "8.9"),  # cuda-gpus 8.9 'GeForce RTX 4090'
+        ("NVIDIA GeForce RTX 4090 D", "8.9"),  # longest prefix: 'GeForce RTX 4090'
+        ("NVIDIA H100 80GB HBM3", "9.0"),  # 'NVIDIA H100'
+        ("NVIDIA H200", "9.0"),
+        ("NVIDIA B200", "10.0"),
+        ("NVIDIA GB200", "10.0"),
+        ("NVIDIA GB300", "10.3"),
+        ("Tesla V100-SXM2-16GB", "7.0"),  # cuda-legacy-gpus 'NVIDIA V100'
+        ("Tesla T4", "7.5"),  # 'NVIDIA T4'
+        ("Tesla P100-PCIE-16GB", "6.0"),  # legacy 'Tesla P100'
+        ("Tesla K80", "3.7"),
+        ("NVIDIA A100-SXM4-80GB", "8.0"),
+        ("NVIDIA A10", "8.6"),
+        ("NVIDIA A10G", None),  # not 'NVIDIA A10': no word boundary
+        ("NVIDIA L4", "8.9"),
+        ("NVIDIA L40S", "8.9"),
+        ("NVIDIA GeForce RTX 3060 Laptop GPU", "8.6"),
+        ("NVIDIA GeForce RTX 3060 Ti", "8.6"),
+        ("NVIDIA GeForce GTX 1060 6GB", "6.1"),
+        ("GeForce GTX 960M", "5.0"),  # its own row, not 'GeForce GTX 960' (5.2)
+        ("GeForce GTX 960", "5.2"),
+        ("NVIDIA GeForce GTX 1650", None),  # the page lists only the 1650 Ti
+        ("NVIDIA RTX 6000 Ada Generation", "8.9"),
+        ("Quadro RTX 6000", "7.5"),
+        ("NVIDIA RTX A6000", "8.6"),
+        ("NVIDIA TITAN X", "6.1"),
+        ("GeForce GTX TITAN X", "5.2"),
+        ("NVIDIA GB10", "12.1"),  # 'NVIDIA GB10 (DGX Spark)'
+        ("NVIDIA RTX PRO 6000 Blackwell Server Edition", "12.0"),
+        ("Jetson AGX Orin", "8.7"),
+        ("NVIDIA GeForce RTX 5090", "12.0"),
+        ("Radeon RX 7900 XTX", None),
+    ],
+)
+def test_gpu_names_resolve(name, cc):
+    assert knowledge.gpu_compute_capability(name) == cc

@@ -135,7 +135,7 @@ def _build(source: _Source) -> FrameworkBuild:
     fields = _READERS.get(source.name, _nothing)(source)
     gpu_build = fields.get("gpu_build")
     cuda, cudnn = fields.get("cuda"), fields.get("cudnn")
-    system = knowledge.loads_system_cuda(source.name, source.python.packages)
+    system = knowledge.loads_system_cuda(source.name, source.python.packages, source.version, source.os)
     wheels = tuple(sorted(d for d in source.python.packages if _NVIDIA_WHEEL.match(d)))
     warning = str(report.get("warning") or "").strip()
     return FrameworkBuild(
@@ -223,7 +223,7 @@ def _torch(source: _Source) -> Fields:
     fields["cudnn_works"] = bool(report.get("cuda_available")) and bool(report.get("cudnn"))
     row = knowledge.torch_release(source.version) if source.version else None
     if row:
-        fields["supported_python"] = _python_range(row)
+        fields["supported_python"] = Known(str(row.python_on(source.os)), KNOWLEDGE, row.source)  # 1.13 has cp311 on Linux only
     return fields
 
 
@@ -282,11 +282,12 @@ def _paddle(source: _Source) -> Fields:
         Known(f"{tag.group(2)}.{tag.group(3)}", DIST_VERSION) if tag else None,
         *fields.pop("cuda_said"),
     )
-    row = knowledge.paddle_build(tag.group(1), source.os) if tag else None
+    # a .postXYZ wheel, else the plain paddlepaddle-gpu wheel of that release (CUDA 10.2 for 2.1-2.4, 11.8 for 2.5-2.6)
+    row = knowledge.paddle_build(tag.group(1) if tag else "pypi", source.os, source.version) if (tag or source.has("paddlepaddle-gpu")) and source.version else None
     reported = parse_cudnn_version(report.get("cudnn_version"))
     fields["cudnn"] = _refined(
         _first(Known(str(reported), LIVE) if reported else None, _stated_major(stated.get("cudnn_version"), path, short), *fields.pop("cudnn_said")),
-        Known(row.cudnn, KNOWLEDGE, row.source) if row else None,
+        Known(row.cudnn, KNOWLEDGE, row.source) if row and row.cudnn else None,
     )
     return fields
 
@@ -303,7 +304,7 @@ def _onnxruntime(source: _Source) -> Fields:
     row = knowledge.onnxruntime_build(source.version) if source.version and source.has("onnxruntime-gpu") else None
     fields["cuda"] = _first(_stated(stated.get("cuda_version"), path, short), *fields.pop("cuda_said"), Known(row.cuda, KNOWLEDGE, row.source) if row else None)
     fields["cudnn"] = _first(
-        _stated_major(stated.get("cudnn_version"), path, short), *fields.pop("cudnn_said"), Known(str(row.cudnn), KNOWLEDGE, row.source) if row else None
+        _stated_major(stated.get("cudnn_version"), path, short), *fields.pop("cudnn_said"), Known(str(row.cudnn), KNOWLEDGE, row.source) if row and row.cudnn else None
     )
     return fields
 

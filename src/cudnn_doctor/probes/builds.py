@@ -282,8 +282,9 @@ def _paddle(source: _Source) -> Fields:
         Known(f"{tag.group(2)}.{tag.group(3)}", DIST_VERSION) if tag else None,
         *fields.pop("cuda_said"),
     )
-    # a .postXYZ wheel, else the plain paddlepaddle-gpu wheel of that release (CUDA 10.2 for 2.1-2.4, 11.8 for 2.5-2.6)
-    row = knowledge.paddle_build(tag.group(1) if tag else "pypi", source.os, source.version) if (tag or source.has("paddlepaddle-gpu")) and source.version else None
+    # a .postXYZ wheel: its cuDNN depends on the release as well as the tag (post112: 8.1.1 for Linux 2.1-2.3, 8.2.1 later);
+    # a wheel without the tag may come from any per-CUDA index, so the "pypi" rows are not assumed for it
+    row = knowledge.paddle_build(tag.group(1), source.os, source.version) if tag else None
     reported = parse_cudnn_version(report.get("cudnn_version"))
     fields["cudnn"] = _refined(
         _first(Known(str(reported), LIVE) if reported else None, _stated_major(stated.get("cudnn_version"), path, short), *fields.pop("cudnn_said")),

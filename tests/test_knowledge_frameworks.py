@@ -37,7 +37,9 @@ def test_w2_onnxruntime_1_27_and_later_are_cuda_13_with_cuda_12_on_a_side_feed()
     assert knowledge.onnxruntime_build(Version("1.28.0"), "onnxruntime-cuda-12").cudnn is None  # not stated by #29831
 
 
-@pytest.mark.parametrize(("version", "cuda"), [("1.10.0", "11.4"), ("1.11.1", "11.4"), ("1.12.1", "11.4"), ("1.13.1", "11.6"), ("1.14.1", "11.6"), ("1.17.3", "11.8")])
+@pytest.mark.parametrize(
+    ("version", "cuda"), [("1.10.0", "11.4"), ("1.11.1", "11.4"), ("1.12.1", "11.4"), ("1.13.1", "11.6"), ("1.14.1", "11.6"), ("1.17.3", "11.8")]
+)
 def test_onnxruntime_requirements_table_rows(version, cuda):
     """onnxruntime.ai CUDA EP requirements: "1.10 | 11.4", "1.12 1.11 | 11.4", "1.14 1.13.1 1.13 | 11.6", "1.15 1.16 1.17 | 11.8"."""
     row = knowledge.onnxruntime_build(Version(version))
@@ -105,7 +107,10 @@ def test_a_linux_only_variant_is_not_offered_on_windows():
 # --- TensorFlow: 2.19-2.21, [and-cuda] wheels, W6 --------------------------------------------------
 
 
-@pytest.mark.parametrize(("version", "python_range", "cudnn", "cuda"), [("2.21.0", ">=3.10,<3.14", "9.3", "12.5"), ("2.20.0", ">=3.9,<3.14", "9.3", "12.5"), ("2.19.1", ">=3.9,<3.13", "9.3", "12.5")])
+@pytest.mark.parametrize(
+    ("version", "python_range", "cudnn", "cuda"),
+    [("2.21.0", ">=3.10,<3.14", "9.3", "12.5"), ("2.20.0", ">=3.9,<3.14", "9.3", "12.5"), ("2.19.1", ">=3.9,<3.13", "9.3", "12.5")],
+)
 def test_tensorflow_linux_tested_builds_to_2_21(version, python_range, cudnn, cuda):
     row = knowledge.tensorflow_build(Version(version), "linux")  # tensorflow/docs source.md: "tensorflow-2.21.0 | 3.10-3.13 | … | 9.3 | 12.5"
     assert (str(row.python), row.cudnn, row.cuda) == (python_range, cudnn, cuda)

@@ -318,7 +318,11 @@ def wheel_placeholders() -> dict[str, str]:
 def pip_brings_cuda(framework_name: str, version: Version, os_name: str) -> Optional[records.PipCuda]:
     """The row saying a release's wheels on `os_name` bring CUDA and cuDNN from pip, or None."""
     return next(
-        (row for row in table("frameworks").pip_cuda if row.framework == framework_name and row.os == os_name and row.versions.contains(version, prereleases=True)),
+        (
+            row
+            for row in table("frameworks").pip_cuda
+            if row.framework == framework_name and row.os == os_name and row.versions.contains(version, prereleases=True)
+        ),
         None,
     )
 

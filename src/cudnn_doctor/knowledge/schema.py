@@ -294,7 +294,12 @@ TABLES: dict[str, Table] = {
                 "versions",
             ),
             "pip_cuda": _rows(
-                r.PipCuda, {"framework": _text, "os": _OS, "versions": _range}, lambda row: (row.framework, row.os, str(row.versions)), "framework", "os", "versions"
+                r.PipCuda,
+                {"framework": _text, "os": _OS, "versions": _range},
+                lambda row: (row.framework, row.os, str(row.versions)),
+                "framework",
+                "os",
+                "versions",
             ),
             "jax_builds": _rows(
                 r.JaxBuild,

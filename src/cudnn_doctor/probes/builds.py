@@ -305,7 +305,9 @@ def _onnxruntime(source: _Source) -> Fields:
     row = knowledge.onnxruntime_build(source.version) if source.version and source.has("onnxruntime-gpu") else None
     fields["cuda"] = _first(_stated(stated.get("cuda_version"), path, short), *fields.pop("cuda_said"), Known(row.cuda, KNOWLEDGE, row.source) if row else None)
     fields["cudnn"] = _first(
-        _stated_major(stated.get("cudnn_version"), path, short), *fields.pop("cudnn_said"), Known(str(row.cudnn), KNOWLEDGE, row.source) if row and row.cudnn else None
+        _stated_major(stated.get("cudnn_version"), path, short),
+        *fields.pop("cudnn_said"),
+        Known(str(row.cudnn), KNOWLEDGE, row.source) if row and row.cudnn else None,
     )
     return fields
 

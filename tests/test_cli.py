@@ -99,19 +99,19 @@ def test_corrupt_yaml_is_one_line_exit_2(tmp_path, capsys):
 
 
 def test_kb_overlay_with_a_newer_torch_release_changes_the_diagnosis(tmp_path, capsys):
-    torch = {"version": "2.15.0+cu126", "cuda": "12.6", "cuda_available": True, "device_count": 1, "arch_list": ["sm_86"]}
+    torch = {"version": "2.16.0+cu126", "cuda": "12.6", "cuda_available": True, "device_count": 1, "arch_list": ["sm_86"]}
     python = {
         "executable": "/v/bin/python",
         "version": "3.9.18",
         "current": True,
         "kind": "venv",
-        "packages": {"torch": "2.15.0+cu126"},
+        "packages": {"torch": "2.16.0+cu126"},
         "frameworks": {"torch": torch},
     }
     fixture = write(tmp_path, machine(LINUX_BASE, pythons=[python]))
     newer = tmp_path / "newer.yaml"
     newer.write_text(
-        'torch:\n  releases:\n    - {version: "2.15", python: ">=3.10,<3.15", cuda: ["12.6", "13.0"], '
+        'torch:\n  releases:\n    - {version: "2.16", python: ">=3.10,<3.15", cuda: ["12.6", "13.0"], '
         'source: "https://github.com/pytorch/pytorch/blob/main/RELEASE.md#release-compatibility-matrix"}\n',
         encoding="utf-8",
     )
@@ -120,9 +120,9 @@ def test_kb_overlay_with_a_newer_torch_release_changes_the_diagnosis(tmp_path, c
         code, out, _ = cli(["check", "--fixture", str(fixture), "--format", "json", *extra], capsys)
         return code, [f for f in json.loads(out)["findings"] if f["id"] == "python-unsupported"]
 
-    assert python_findings() == (0, [])  # torch 2.15 is newer than the shipped table: nothing to say
+    assert python_findings() == (0, [])  # torch 2.16 is newer than the shipped table: nothing to say
     code, found = python_findings("--kb", str(newer))
-    assert code == 1 and "torch 2.15.0+cu126 supports Python >=3.10,<3.15" in found[0]["detail"] and "python=3.14" in found[0]["fix"][0]
+    assert code == 1 and "torch 2.16.0+cu126 supports Python >=3.10,<3.15" in found[0]["detail"] and "python=3.14" in found[0]["fix"][0]
     assert python_findings() == (0, [])  # the overlay lasted for that run only
 
 

@@ -71,7 +71,7 @@ def test_a_renamed_key_names_the_file_and_the_row(tmp_path):
     torch.write_text(text.replace(row, row.replace("python:", "pyton:")), encoding="utf-8")
     with pytest.raises(KnowledgeError) as raised:
         generate.read_yaml_tables(data)
-    assert str(raised.value) == "torch.yaml: releases[3] (version 2.11): unknown key 'pyton' (did you mean 'python'?)"
+    assert str(raised.value) == "torch.yaml: releases[4] (version 2.11): unknown key 'pyton' (did you mean 'python'?)"
 
 
 @pytest.mark.parametrize(
@@ -177,17 +177,17 @@ def test_overlay_replaces_and_adds_rows_then_goes_away(tmp_path):
     mine = tmp_path / "newer.yaml"
     mine.write_text(
         "torch:\n  releases:\n"
-        '    - {version: "2.15", python: ">=3.10,<3.16", cuda: ["12.6", "13.0"], source: "https://pytorch.org/x"}\n'
+        '    - {version: "2.16", python: ">=3.10,<3.16", cuda: ["12.6", "13.0"], source: "https://pytorch.org/x"}\n'
         '    - {version: "2.0.1", python: ">=3.8,<3.13", cuda: ["11.8"], source: "https://pytorch.org/y"}\n',
         encoding="utf-8",
     )
-    assert knowledge.torch_release(Version("2.15.0")) is None
+    assert knowledge.torch_release(Version("2.16.0")) is None
     with knowledge.overlay(mine):
-        assert knowledge.torch_release(Version("2.15.0")).cuda == ("12.6", "13.0")
+        assert knowledge.torch_release(Version("2.16.0")).cuda == ("12.6", "13.0")
         assert str(knowledge.torch_release(Version("2.0.0")).python) == ">=3.8,<3.13"  # same key (2.0) as the shipped row: replaced
         assert knowledge.torch_release(Version("2.1.0")).version == "2.1"  # the others stay
-        assert knowledge.table("torch").releases[0].version == "2.15"  # first, for lookups that take the first match
-    assert knowledge.torch_release(Version("2.15.0")) is None
+        assert knowledge.table("torch").releases[0].version == "2.16"  # first, for lookups that take the first match
+    assert knowledge.torch_release(Version("2.16.0")) is None
     assert str(knowledge.torch_release(Version("2.0.0")).python) == ">=3.8,<3.12"
 
 

@@ -179,7 +179,7 @@ def _torch_arch_fix(facts: Facts, build: FrameworkBuild) -> list[str]:
     newest = None
     driver_cuda = facts.driver.cuda_version
     for row in knowledge.table("torch").releases:
-        usable = [Version(c) for c in row.cuda if driver_cuda is None or Version(c) <= driver_cuda]
+        usable = [Version(c) for c in row.cuda_on(facts.os) if driver_cuda is None or Version(c) <= driver_cuda]
         if usable:
             newest = (row, max(usable))
             break

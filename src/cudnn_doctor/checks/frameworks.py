@@ -21,14 +21,15 @@ def torch_install_lines(facts: Facts, build: FrameworkBuild) -> list[str]:
     version = build.parsed_version
     row = knowledge.torch_release(version) if version else None
     driver_cuda = facts.driver.cuda_version
-    if row is None:
+    variants = row.cuda_on(facts.os) if row else ()  # 1.11 has no CUDA 10.2 build for Windows
+    if row is None or not variants:
         return [
             f'"{exe}" -m pip uninstall -y torch',
             f'"{exe}" -m pip install torch --index-url {knowledge.torch_index_url(Version("12.6"))}  (pick the CUDA variant your driver supports on https://pytorch.org/get-started/locally/)',
         ]
-    usable = [Version(c) for c in row.cuda if driver_cuda is None or Version(c) <= driver_cuda]
+    usable = [Version(c) for c in variants if driver_cuda is None or Version(c) <= driver_cuda]
     if not usable:
-        oldest = min(Version(c) for c in row.cuda)
+        oldest = min(Version(c) for c in variants)
         return [
             f"torch {row.version} has no build for CUDA {facts.driver.cuda} or older; update the NVIDIA driver to one that supports CUDA {major_minor(oldest)}, then:",
             f'"{exe}" -m pip install --force-reinstall "torch=={version}" --index-url {knowledge.torch_index_url(oldest)}',

@@ -256,19 +256,34 @@ def framework(name: str) -> records.Framework:
     return next(f for f in frameworks() if f.name == name)
 
 
-def onnxruntime_build(version: Version) -> Optional[records.OnnxruntimeBuild]:
-    """The PyPI onnxruntime-gpu build of a release (the first row whose range holds it)."""
+def onnxruntime_build(version: Version, feed: str = "pypi") -> Optional[records.OnnxruntimeBuild]:
+    """The onnxruntime-gpu build of a release on one feed, PyPI unless named (the first row whose range holds it)."""
     for row in table("frameworks").onnxruntime_builds:
-        if version in row.versions:
+        if row.feed == feed and version in row.versions:
             return row
     return None
 
 
-def paddle_build(tag: str, os_name: str) -> Optional[records.PaddleBuild]:
-    for row in table("frameworks").paddle_builds:
-        if row.tag == tag and row.os == os_name:
-            return row
-    return None
+def onnxruntime_builds(version: Version) -> tuple[records.OnnxruntimeBuild, ...]:
+    """Every build of a release, one per feed (PyPI first when it has one), so a planner can say where each comes from."""
+    feeds = dict.fromkeys(row.feed for row in table("frameworks").onnxruntime_builds)
+    found = (onnxruntime_build(version, feed) for feed in sorted(feeds, key=lambda f: f != "pypi"))
+    return tuple(row for row in found if row is not None)
+
+
+def paddle_build(tag: str, os_name: str, version: Optional[Version] = None) -> Optional[records.PaddleBuild]:
+    """The row of a paddlepaddle-gpu build (`post112`, `pypi`, `cu126`) on one OS for release `version`
+    (the same tag was paired with different cuDNN releases over time); without a version, the newest era's row."""
+    rows = [row for row in table("frameworks").paddle_builds if row.tag == tag and row.os == os_name]
+    if version is None:
+        return max(rows, key=_era, default=None)
+    return next((row for row in rows if row.versions is None or row.versions.contains(version, prereleases=True)), None)
+
+
+def _era(row: records.PaddleBuild) -> Version:
+    """The oldest release a row's range admits, to rank rows by era."""
+    floors = [Version(spec.version) for spec in row.versions or () if spec.operator in (">=", "==", "~=")]
+    return max(floors) if floors else Version("0")
 
 
 def ineffective_variables() -> dict[str, records.IneffectiveVariable]:
@@ -283,10 +298,13 @@ def reviewed_dates() -> dict[str, str]:
     return {name: table(name).reviewed for name in schema.TABLES}
 
 
-def loads_system_cuda(framework_name: str, packages: Any) -> bool:
-    """Whether a framework, given the distributions installed beside it, loads CUDA from the system."""
+def loads_system_cuda(framework_name: str, packages: Any, version: Optional[Version] = None, os_name: Optional[str] = None) -> bool:
+    """Whether a framework, given the distributions installed beside it (and, when known, its release
+    and OS: Paddle 3.x wheels on Linux bring CUDA from pip), loads CUDA from the system."""
     entry = framework(framework_name)
     if entry.loads_cuda != "system":
+        return False
+    if version is not None and os_name is not None and pip_brings_cuda(framework_name, version, os_name):
         return False
     bundled = {canonicalize_name(d) for d in entry.bundled_when}
     return not (bundled & set(packages))
@@ -358,3 +376,31 @@ def wheel_reach(framework_name: str, os_name: str, version: Optional[Version]) -
 def wheel_placeholders() -> dict[str, str]:
     """Deprecated PyPI names that fail to install → the name to install instead."""
     return {canonicalize_name(row.name): row.instead for row in table("cuda_wheels").placeholders}
+
+
+def pip_brings_cuda(framework_name: str, version: Version, os_name: str) -> Optional[records.PipCuda]:
+    """The row saying a release's wheels on `os_name` bring CUDA and cuDNN from pip, or None."""
+    return next(
+        (
+            row
+            for row in table("frameworks").pip_cuda
+            if row.framework == framework_name and row.os == os_name and row.versions.contains(version, prereleases=True)
+        ),
+        None,
+    )
+
+
+def jax_builds(version: Version) -> tuple[records.JaxBuild, ...]:
+    """What each pip extra of a JAX release installs (one row per extra)."""
+    return tuple(row for row in table("frameworks").jax_builds if row.versions.contains(version, prereleases=True))
+
+
+def jax_build(version: Version, extra: str) -> Optional[records.JaxBuild]:
+    """One extra of a JAX release (`cuda12`, `cuda12-local`; `_` and `-` alike, as pip treats them)."""
+    wanted = canonicalize_name(extra)
+    return next((row for row in jax_builds(version) if canonicalize_name(row.extra) == wanted), None)
+
+
+def tensorflow_and_cuda(version: Version) -> Optional[records.TensorflowAndCuda]:
+    """The nvidia-* wheels `tensorflow[and-cuda]` installs for a release (None before 2.14, or not yet read)."""
+    return next((row for row in table("tensorflow").and_cuda if version in row.versions), None)

@@ -213,23 +213,55 @@ class Framework(NamedTuple):
 
 
 class OnnxruntimeBuild(NamedTuple):
-    """The CUDA and cuDNN major the PyPI onnxruntime-gpu releases in `versions` were built for."""
+    """The CUDA and cuDNN major the onnxruntime-gpu releases in `versions` were built for, on one feed."""
 
     versions: VersionRange
     cuda: str
-    cudnn: str
+    cudnn: Optional[str]  # None: the feed's cuDNN major is not published
+    source: str
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+    feed: str = "pypi"  # "pypi", or the name of the side feed (an Azure DevOps feed) that serves the build
+
+
+class PaddleBuild(NamedTuple):
+    """The CUDA and cuDNN a paddlepaddle-gpu build was made for: a `.postXYZ` wheel, the plain
+    (PyPI) wheel (`tag` "pypi"), or a 3.x wheel from a per-CUDA index (`tag` "cu126")."""
+
+    tag: str
+    cuda: str
+    cudnn: Optional[str]  # None: the install page names no cuDNN (3.x wheels bring it from pip)
+    os: str
+    source: str
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+    versions: Optional[VersionRange] = None  # the Paddle releases this holds for; None: any
+    index_url: Optional[str] = None  # where pip finds the build (-f / -i)
+
+
+class PipCuda(NamedTuple):
+    """Releases of a framework whose wheels on one OS bring CUDA and cuDNN as pip nvidia-* wheels
+    (whatever `loads_cuda` says for the framework in general)."""
+
+    framework: str
+    os: str
+    versions: VersionRange
     source: str
     copy: Optional[str] = None
     observed: Optional[str] = None
 
 
-class PaddleBuild(NamedTuple):
-    """The CUDA and cuDNN a paddlepaddle-gpu `.postXYZ` wheel was built for."""
+class JaxBuild(NamedTuple):
+    """What one JAX pip extra installs for the releases in `versions`: its CUDA major, where CUDA
+    and cuDNN come from, the oldest cuDNN and Linux driver it needs."""
 
-    tag: str
-    cuda: str
-    cudnn: str
-    os: str
+    versions: VersionRange
+    extra: str  # cuda12, cuda12-local, cuda11_pip, ...
+    cuda: str  # the CUDA major the wheels are built for
+    loads_cuda: str  # "system" | "bundled"
+    distribution: str  # the distribution holding the CUDA code: jax-cuda12-plugin, jaxlib
+    cudnn: Optional[str]  # the oldest cuDNN the build accepts; None: not published
+    driver_linux: Optional[str]  # the oldest Linux driver JAX's guide names; None: not stated
     source: str
     copy: Optional[str] = None
     observed: Optional[str] = None
@@ -240,6 +272,8 @@ class FrameworksTable(NamedTuple):
     frameworks: tuple[Framework, ...]
     onnxruntime_builds: tuple[OnnxruntimeBuild, ...]
     paddle_builds: tuple[PaddleBuild, ...]
+    pip_cuda: tuple[PipCuda, ...]
+    jax_builds: tuple[JaxBuild, ...]
 
 
 # gpus.yaml
@@ -390,10 +424,21 @@ class TensorflowBuild(NamedTuple):
     observed: Optional[str] = None
 
 
+class TensorflowAndCuda(NamedTuple):
+    """The nvidia-* wheels `pip install tensorflow[and-cuda]` installs for the releases in `versions` (Linux)."""
+
+    versions: VersionRange
+    wheels: tuple[str, ...]  # distribution names, without the pinned versions
+    source: str
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+
+
 class TensorflowTable(NamedTuple):
     reviewed: str
     windows_native_gpu_last: WindowsGpuLast
     tested_builds: tuple[TensorflowBuild, ...]
+    and_cuda: tuple[TensorflowAndCuda, ...]
 
 
 # torch.yaml
@@ -409,14 +454,29 @@ class IndexUrl(NamedTuple):
 
 
 class TorchRelease(NamedTuple):
-    """A PyTorch minor release: the Python versions it has wheels for and its CUDA variants."""
+    """A PyTorch minor release: the Python versions it has wheels for and its CUDA variants
+    (on Linux; the `windows_*` fields say where Windows differs), the CUDA of the plain PyPI
+    Linux wheel and the cuDNN that wheel pins."""
 
     version: str
     python: VersionRange
-    cuda: tuple[str, ...]
+    cuda: tuple[str, ...]  # empty: the release's CUDA variants are not known yet
     source: str
     copy: Optional[str] = None
     observed: Optional[str] = None
+    windows_python: Optional[VersionRange] = None  # None: as on Linux
+    windows_cuda: Optional[tuple[str, ...]] = None  # None: as on Linux
+    pypi_cuda: Optional[str] = None  # `pip install torch` on Linux (PyPI's Windows wheels are CPU-only)
+    pypi_cudnn: Optional[str] = None  # the nvidia-cudnn pin of that wheel
+    cudnn_major: Optional[str] = None  # the cuDNN major every CUDA variant bundles, where published
+
+    def python_on(self, os_name: str) -> VersionRange:
+        """The Pythons with wheels on one OS."""
+        return self.windows_python if os_name == "windows" and self.windows_python is not None else self.python
+
+    def cuda_on(self, os_name: str) -> tuple[str, ...]:
+        """The CUDA variants published for one OS."""
+        return self.windows_cuda if os_name == "windows" and self.windows_cuda is not None else self.cuda
 
 
 class TorchTable(NamedTuple):

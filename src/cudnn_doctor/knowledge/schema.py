@@ -128,6 +128,15 @@ def _one_of(*choices: str) -> Convert:
     return convert
 
 
+def _optional(convert: Convert) -> Convert:
+    """`convert`, or None for a value the vendor does not publish (written `null`)."""
+
+    def optional(value: Any) -> Any:
+        return None if value is None else convert(value)
+
+    return optional
+
+
 _OS = _one_of("windows", "linux")
 _NAMES = _list_of(_text, "names")
 _PROVENANCE: dict[str, Convert] = {"source": _url, "copy": _optional_url, "observed": _optional_text}
@@ -209,6 +218,7 @@ def _check_cuda_driver(table: r.CudaDriverTable, where: str) -> None:
                 raise KnowledgeError(f"{where}: CUDA {newer.cuda} needs an older {os_name} driver than CUDA {older.cuda}")
 
 
+_CUDA_LIST = _list_of(_version, 'versions in quotes, such as "12.6"')
 _LIBRARY_NAME = {"cuda": _version, "windows": _text, "linux": _text}
 
 TABLES: dict[str, Table] = {
@@ -291,8 +301,44 @@ TABLES: dict[str, Table] = {
                 lambda row: row.name,
                 "name",
             ),
-            "onnxruntime_builds": _rows(r.OnnxruntimeBuild, {"versions": _range, "cuda": _version, "cudnn": _version}, lambda row: row.versions, "versions"),
-            "paddle_builds": _rows(r.PaddleBuild, {"tag": _text, "cuda": _version, "cudnn": _version, "os": _OS}, lambda row: (row.tag, row.os), "tag", "os"),
+            "onnxruntime_builds": _rows(
+                r.OnnxruntimeBuild,
+                {"versions": _range, "cuda": _version, "cudnn": _optional(_version), "feed": _text},
+                lambda row: (str(row.versions), row.feed),
+                "versions",
+                "feed",
+            ),
+            "paddle_builds": _rows(
+                r.PaddleBuild,
+                {"tag": _text, "cuda": _version, "cudnn": _optional(_version), "os": _OS, "versions": _optional(_range), "index_url": _optional_url},
+                lambda row: (row.tag, row.os, str(row.versions), row.cuda),
+                "tag",
+                "os",
+                "versions",
+            ),
+            "pip_cuda": _rows(
+                r.PipCuda,
+                {"framework": _text, "os": _OS, "versions": _range},
+                lambda row: (row.framework, row.os, str(row.versions)),
+                "framework",
+                "os",
+                "versions",
+            ),
+            "jax_builds": _rows(
+                r.JaxBuild,
+                {
+                    "versions": _range,
+                    "extra": _text,
+                    "cuda": _version,
+                    "loads_cuda": _one_of("system", "bundled"),
+                    "distribution": _text,
+                    "cudnn": _optional(_version),
+                    "driver_linux": _optional(_version),
+                },
+                lambda row: (str(row.versions), row.extra),
+                "versions",
+                "extra",
+            ),
         },
     ),
     "gpus": Table(
@@ -326,6 +372,7 @@ TABLES: dict[str, Table] = {
                 "version",
                 "os",
             ),
+            "and_cuda": _rows(r.TensorflowAndCuda, {"versions": _range, "wheels": _NAMES}, lambda row: str(row.versions), "versions"),
         },
     ),
     "torch": Table(
@@ -334,7 +381,16 @@ TABLES: dict[str, Table] = {
             "index_url": _single(r.IndexUrl, {"template": _text}),
             "releases": _rows(
                 r.TorchRelease,
-                {"version": _version, "python": _range, "cuda": _list_of(_version, 'versions in quotes, such as "12.6"')},
+                {
+                    "version": _version,
+                    "python": _range,
+                    "cuda": _CUDA_LIST,
+                    "windows_python": _optional(_range),
+                    "windows_cuda": _optional(_CUDA_LIST),
+                    "pypi_cuda": _optional(_version),
+                    "pypi_cudnn": _optional(_version),
+                    "cudnn_major": _optional(_version),
+                },
                 lambda row: _release(row.version),
                 "version",
             ),

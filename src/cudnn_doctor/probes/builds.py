@@ -135,7 +135,7 @@ def _build(source: _Source) -> FrameworkBuild:
     fields = _READERS.get(source.name, _nothing)(source)
     gpu_build = fields.get("gpu_build")
     cuda, cudnn = fields.get("cuda"), fields.get("cudnn")
-    system = knowledge.loads_system_cuda(source.name, source.python.packages)
+    system = knowledge.loads_system_cuda(source.name, source.python.packages, source.version, source.os)
     wheels = tuple(sorted(d for d in source.python.packages if _NVIDIA_WHEEL.match(d)))
     warning = str(report.get("warning") or "").strip()
     return FrameworkBuild(
@@ -223,7 +223,7 @@ def _torch(source: _Source) -> Fields:
     fields["cudnn_works"] = bool(report.get("cuda_available")) and bool(report.get("cudnn"))
     row = knowledge.torch_release(source.version) if source.version else None
     if row:
-        fields["supported_python"] = _python_range(row)
+        fields["supported_python"] = Known(str(row.python_on(source.os)), KNOWLEDGE, row.source)  # 1.13 has cp311 on Linux only
     return fields
 
 
@@ -282,11 +282,13 @@ def _paddle(source: _Source) -> Fields:
         Known(f"{tag.group(2)}.{tag.group(3)}", DIST_VERSION) if tag else None,
         *fields.pop("cuda_said"),
     )
-    row = knowledge.paddle_build(tag.group(1), source.os) if tag else None
+    # a .postXYZ wheel: its cuDNN depends on the release as well as the tag (post112: 8.1.1 for Linux 2.1-2.3, 8.2.1 later);
+    # a wheel without the tag may come from any per-CUDA index, so the "pypi" rows are not assumed for it
+    row = knowledge.paddle_build(tag.group(1), source.os, source.version) if tag else None
     reported = parse_cudnn_version(report.get("cudnn_version"))
     fields["cudnn"] = _refined(
         _first(Known(str(reported), LIVE) if reported else None, _stated_major(stated.get("cudnn_version"), path, short), *fields.pop("cudnn_said")),
-        Known(row.cudnn, KNOWLEDGE, row.source) if row else None,
+        Known(row.cudnn, KNOWLEDGE, row.source) if row and row.cudnn else None,
     )
     return fields
 
@@ -303,7 +305,9 @@ def _onnxruntime(source: _Source) -> Fields:
     row = knowledge.onnxruntime_build(source.version) if source.version and source.has("onnxruntime-gpu") else None
     fields["cuda"] = _first(_stated(stated.get("cuda_version"), path, short), *fields.pop("cuda_said"), Known(row.cuda, KNOWLEDGE, row.source) if row else None)
     fields["cudnn"] = _first(
-        _stated_major(stated.get("cudnn_version"), path, short), *fields.pop("cudnn_said"), Known(str(row.cudnn), KNOWLEDGE, row.source) if row else None
+        _stated_major(stated.get("cudnn_version"), path, short),
+        *fields.pop("cudnn_said"),
+        Known(str(row.cudnn), KNOWLEDGE, row.source) if row and row.cudnn else None,
     )
     return fields
 

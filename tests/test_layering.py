@@ -44,6 +44,9 @@ LAYER_OF = {
     "cudnn_doctor.diagnosis": "findings",  # the (facts, findings) pair the reports render
     "cudnn_doctor.reports": "reports",
     "cudnn_doctor.install": "install",
+    "cudnn_doctor.planner": "planner",
+    "cudnn_doctor.planner.machine": "planner-inputs",
+    "cudnn_doctor.planner.inputs": "planner-inputs",
     "cudnn_doctor.diagnose": "diagnose",
     "cudnn_doctor.cli": "cli",
 }
@@ -76,12 +79,13 @@ ALLOWED: dict[str, set[str]] = {
     },
     "probes": {"interface", "binaries", "loader", "knowledge", "facts"},  # probes/builds.py types each framework build once
     # Checks are pure functions of facts and knowledge: never a system, a probe, the loader, binaries, a report or the CLI.
-    "checks": {"facts", "knowledge", "findings"},
+    "checks": {"facts", "knowledge", "findings", "planner"},  # a fix that names versions asks the planner
     "reports": {
         "facts",
         "findings",
         "checks",  # rule metadata (titles, areas) lives with the rules; rules import no probe or system
         "privacy",  # the JSON report keeps only the environment the diagnosis reads
+        "planner",  # plan's report renders a plan and its steps
     },
     "install": {
         "interface",  # every file change goes through a System
@@ -89,6 +93,9 @@ ALLOWED: dict[str, set[str]] = {
         "loader",  # the loader's folder index says whether a folder is on the library path
         "binaries",  # a library's machine is named as the headers name it, in one table
     },
+    # The planner is a search over knowledge alone; what a plan leaves open is read from the machine by its inputs.
+    "planner": {"knowledge"},
+    "planner-inputs": {"planner", "knowledge", "system", "interface", "probes", "facts"},
     "diagnose": {"interface", "probes", "facts", "checks", "findings"},  # the library entry point runs the whole pipeline
     "cli": set(LAYER_OF.values()),  # parsing and dispatch: it wires everything
 }

@@ -19,12 +19,13 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     from cudnn_doctor import __version__
-    from cudnn_doctor.cli import check, explain, install, snapshot, which
+    from cudnn_doctor.cli import check, explain, install, plan, snapshot, which
 
     parser = _Parser(prog="cudnn-doctor", description="Find and fix problems in the NVIDIA driver → CUDA → cuDNN → framework stack.")
     parser.add_argument("--version", action="version", version=f"cudnn-doctor {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     check.configure_parser(commands)
+    plan.configure_parser(commands)
     snapshot.configure_parser(commands)
     which.configure_parser(commands)
     install.configure_parser(commands)

@@ -1,0 +1,379 @@
+"""Every GPU build the knowledge holds for one framework on one OS, as `Candidate`s ordered newest first.
+
+A candidate is a release the user can `pip install` and the CUDA / cuDNN it needs or brings. Nothing
+here judges a candidate against the machine: that is `constraints`. Where a framework's build names
+only a CUDA major and takes CUDA from the system (onnxruntime-gpu "CUDA 12.x"), one candidate is made
+per toolkit minor of that major, so that choosing the toolkit is part of the search.
+"""
+
+from __future__ import annotations
+
+from functools import cache, lru_cache
+from typing import Iterator, NamedTuple, Optional
+
+from packaging.version import InvalidVersion, Version
+
+from cudnn_doctor import knowledge
+from cudnn_doctor.knowledge.records import VersionRange
+from cudnn_doctor.planner.request import Wanted
+
+
+class Candidate(NamedTuple):
+    framework: str  # torch | tensorflow | onnxruntime | paddle | jax | cuda (a toolkit and cuDNN alone)
+    version: str  # the release planned, as pip pins it
+    build: str  # cu121 | and-cuda | system | post117 | cu126 | pypi | cuda12 | cuda12-local | <feed>
+    cuda: str  # the toolkit it is built for, "12.1"; a major alone ("12") when the build says only that
+    cudnn: Optional[str]  # the cuDNN it needs or brings ("8.1", "9.8", "9", "9.1.0.70"); None: not published
+    cudnn_rule: str  # series: a release of that X[.Y] | at-least: that release or newer of its major | bundled: what it brings
+    python: Optional[VersionRange]  # the Pythons it has wheels for; None: not published
+    cuda_from: str  # bundled (the wheels bring CUDA and cuDNN) | system (a toolkit and cuDNN to install)
+    requirement: str  # what pip installs: "torch==2.1.2", "tensorflow[and-cuda]==2.15.1"
+    pip_options: tuple[str, ...]  # index options of the pip line
+    source: str  # the vendor page of the row this comes from
+    conda: Optional[str] = None  # the conda line the vendor gives for it, when it gives one
+    driver_floor: Optional[str] = None  # a driver the framework itself requires beyond its CUDA's (JAX's guide)
+    note: Optional[str] = None  # what to do after installing (onnxruntime.preload_dlls())
+
+    @property
+    def cuda_major(self) -> int:
+        return int(self.cuda.split(".")[0])
+
+    @property
+    def cudnn_major(self) -> Optional[int]:
+        return int(self.cudnn.split(".")[0]) if self.cudnn else None
+
+    def label(self) -> str:
+        return f"{self.framework} {self.version} {self.build}"
+
+
+V = lru_cache(maxsize=None)(Version)
+
+
+def candidates(wanted: Wanted, os_name: str) -> list[Candidate]:
+    """The builds of `wanted.name` on `os_name` (windows | linux) whose release the specifier accepts, newest first."""
+    build = _BUILDERS[wanted.name]
+    found = [c for c in build(os_name) if wanted.accepts(V(c.version)) and _extras_fit(wanted, c)]
+    return found
+
+
+def all_candidates(name: str, os_name: str) -> list[Candidate]:
+    return list(_BUILDERS[name](os_name))
+
+
+def toolkit_candidates(os_name: str) -> list[Candidate]:
+    """A CUDA toolkit alone (no framework): the newest update of every minor from 10.0, newest first."""
+    return list(_toolkits(os_name))
+
+
+def _extras_fit(wanted: Wanted, candidate: Candidate) -> bool:
+    """`tensorflow[and-cuda]` or `jax[cuda12-local]` asks for that build only."""
+    if not wanted.extras:
+        return True
+    return candidate.build in wanted.extras
+
+
+def _series(first: str, newest: Optional[str]) -> list[str]:
+    """The patch releases from `first` to `newest` of one minor ("2.1.0".."2.1.2"), newest first."""
+    start = V(first)
+    if not newest or V(newest) <= start:
+        return [first]
+    end = V(newest)
+    major, minor = start.release[0], start.release[1]
+    patches = range(start.release[2] if len(start.release) > 2 else 0, end.release[2] + 1)
+    return [f"{major}.{minor}.{p}" for p in reversed(patches)]
+
+
+# torch ---------------------------------------------------------------------------------------------
+
+
+def _torch(os_name: str) -> Iterator[Candidate]:
+    table = knowledge.table("torch")
+    for row in table.releases:
+        newest = getattr(row, "patch", None)
+        versions = _series(f"{row.version}.0", newest)
+        for version in versions:
+            for cuda in sorted(row.cuda_on(os_name), key=V, reverse=True):
+                tag = cuda.replace(".", "")
+                yield Candidate(
+                    framework="torch",
+                    version=version,
+                    build=f"cu{tag}",
+                    cuda=cuda,
+                    cudnn=_torch_cudnn(row, cuda),
+                    cudnn_rule="bundled",
+                    python=row.python_on(os_name),
+                    cuda_from="bundled",
+                    requirement=_torch_requirement(version, tag, row, cuda, os_name),
+                    pip_options=_torch_index(version, tag, row, cuda, os_name),
+                    source=row.source,
+                    conda=_torch_conda(row, version, cuda),
+                )
+
+
+def _torch_cudnn(row: knowledge.records.TorchRelease, cuda: str) -> Optional[str]:
+    per_variant = getattr(row, "variant_cudnn", None) or {}
+    if cuda in per_variant:
+        return per_variant[cuda]
+    if row.pypi_cudnn and row.pypi_cuda == cuda:
+        return row.pypi_cudnn
+    return row.cudnn_major
+
+
+def _torch_is_pypi_default(row: knowledge.records.TorchRelease, cuda: str, os_name: str) -> bool:
+    """`pip install torch` alone gets this variant (PyPI's Linux wheel; PyPI's Windows wheels are CPU-only)."""
+    return os_name == "linux" and row.pypi_cuda == cuda
+
+
+def _torch_requirement(version: str, tag: str, row: knowledge.records.TorchRelease, cuda: str, os_name: str) -> str:
+    if V(version) < V("1.11") and not _torch_is_pypi_default(row, cuda, os_name):
+        return f"torch=={version}+cu{tag}"  # the find-links page holds every variant under its local version
+    return f"torch=={version}"
+
+
+def _torch_index(version: str, tag: str, row: knowledge.records.TorchRelease, cuda: str, os_name: str) -> tuple[str, ...]:
+    if _torch_is_pypi_default(row, cuda, os_name):
+        return ()
+    if V(version) < V("1.11"):
+        return (
+            ("-f", knowledge.table("torch").find_links.url)
+            if hasattr(knowledge.table("torch"), "find_links")
+            else ("-f", "https://download.pytorch.org/whl/torch_stable.html")
+        )
+    return ("--index-url", knowledge.torch_index_url(V(cuda)))
+
+
+def _torch_conda(row: knowledge.records.TorchRelease, version: str, cuda: str) -> Optional[str]:
+    template = getattr(row, "conda", None)
+    return template.format(version=version, cuda=cuda) if template else None
+
+
+# tensorflow ----------------------------------------------------------------------------------------
+
+
+def _tensorflow(os_name: str) -> Iterator[Candidate]:
+    table = knowledge.table("tensorflow")
+    for row in sorted((r for r in table.tested_builds if r.os == os_name), key=lambda r: V(r.version), reverse=True):
+        for version in _series(row.version, getattr(row, "patch", None)):
+            package = _tensorflow_package(V(version))
+            and_cuda = knowledge.tensorflow_and_cuda(V(version)) if os_name == "linux" else None
+            if and_cuda is not None:
+                yield Candidate(
+                    framework="tensorflow",
+                    version=version,
+                    build="and-cuda",
+                    cuda=row.cuda,
+                    cudnn=row.cudnn,
+                    cudnn_rule="bundled",
+                    python=row.python,
+                    cuda_from="bundled",
+                    requirement=f"{package}[and-cuda]=={version}",
+                    pip_options=(),
+                    source=and_cuda.source,
+                )
+            yield Candidate(
+                framework="tensorflow",
+                version=version,
+                build="system",
+                cuda=row.cuda,
+                cudnn=row.cudnn,
+                cudnn_rule="series",
+                python=row.python,
+                cuda_from="system",
+                requirement=f"{package}=={version}",
+                pip_options=(),
+                source=row.source,
+                conda=_tensorflow_conda(row, os_name),
+            )
+
+
+def _tensorflow_package(version: Version) -> str:
+    rows = getattr(knowledge.table("tensorflow"), "packages", ())
+    for row in rows:
+        if version in row.versions:
+            return row.name
+    return "tensorflow"
+
+
+def _tensorflow_conda(row: knowledge.records.TensorflowBuild, os_name: str) -> Optional[str]:
+    template = getattr(knowledge.table("tensorflow"), "conda", None)
+    if template is None or os_name not in template.os or V(row.version) not in template.versions:
+        return None
+    return template.command.format(cuda=row.cuda, cudnn=row.cudnn)
+
+
+# onnxruntime ---------------------------------------------------------------------------------------
+
+
+def _onnxruntime(os_name: str) -> Iterator[Candidate]:
+    for version in _releases("onnxruntime-gpu"):
+        for row in knowledge.onnxruntime_builds(V(version)):
+            reach = knowledge.wheel_reach("onnxruntime", os_name, V(version)) if row.feed == "pypi" else None
+            feed_options = () if row.feed == "pypi" else ("--extra-index-url", _feed_url(row.feed))
+            if reach is not None and reach.extras:
+                yield Candidate(
+                    framework="onnxruntime",
+                    version=version,
+                    build=f"pypi[{reach.extras}]",
+                    cuda=row.cuda,
+                    cudnn=row.cudnn,
+                    cudnn_rule="bundled",
+                    python=None,
+                    cuda_from="bundled",
+                    requirement=f"onnxruntime-gpu[{reach.extras}]=={version}",
+                    pip_options=(),
+                    source=reach.source,
+                    note="call onnxruntime.preload_dlls() before creating a session: it loads CUDA and cuDNN from the nvidia-* wheels",
+                )
+            for cuda in _system_toolkits(row.cuda, os_name):
+                yield Candidate(
+                    framework="onnxruntime",
+                    version=version,
+                    build=row.feed if row.feed == "pypi" else f"feed:{row.feed}",
+                    cuda=cuda,
+                    cudnn=row.cudnn,
+                    cudnn_rule="series",
+                    python=None,
+                    cuda_from="system",
+                    requirement=f"onnxruntime-gpu=={version}",
+                    pip_options=feed_options,
+                    source=row.source,
+                )
+
+
+def _feed_url(feed: str) -> str:
+    lookup = getattr(knowledge, "onnxruntime_feed_url", None)
+    url = lookup(feed) if lookup else None
+    return url or "https://onnxruntime.ai/docs/install"
+
+
+# paddle --------------------------------------------------------------------------------------------
+
+
+def _paddle(os_name: str) -> Iterator[Candidate]:
+    rows = [row for row in knowledge.table("frameworks").paddle_builds if row.os == os_name]
+    for version in _releases("paddlepaddle-gpu"):
+        parsed = V(version)
+        bundled = knowledge.pip_brings_cuda("paddle", parsed, os_name) is not None
+        for row in sorted((r for r in rows if r.versions is None or r.versions.contains(parsed, prereleases=True)), key=lambda r: V(r.cuda), reverse=True):
+            requirement, options = _paddle_pip(version, row)
+            cudas = [row.cuda] if bundled else _system_toolkits(row.cuda, os_name)
+            for cuda in cudas:
+                yield Candidate(
+                    framework="paddle",
+                    version=version,
+                    build=row.tag,
+                    cuda=cuda,
+                    cudnn=_series_of(row.cudnn),
+                    cudnn_rule="bundled" if bundled else "series",
+                    python=None,
+                    cuda_from="bundled" if bundled else "system",
+                    requirement=requirement,
+                    pip_options=options,
+                    source=row.source,
+                )
+
+
+def _series_of(cudnn: Optional[str]) -> Optional[str]:
+    """Paddle's pages pair a build with "cuDNN v8.4.0": the 8.4 series."""
+    if cudnn is None:
+        return None
+    return ".".join(cudnn.split(".")[:2])
+
+
+def _paddle_pip(version: str, row: knowledge.records.PaddleBuild) -> tuple[str, tuple[str, ...]]:
+    if row.tag.startswith("post"):
+        requirement = f"paddlepaddle-gpu=={version}.{row.tag}"
+    else:
+        requirement = f"paddlepaddle-gpu=={version}"
+    if not row.index_url:
+        return requirement, ()
+    flag = "-f" if row.index_url.endswith(".html") else "-i"
+    return requirement, (flag, row.index_url)
+
+
+# jax -----------------------------------------------------------------------------------------------
+
+
+def _jax(os_name: str) -> Iterator[Candidate]:
+    if os_name != "linux":
+        return
+    for version in _releases("jax"):
+        for row in knowledge.jax_builds(V(version)):
+            if not row.distribution.startswith("jax-cuda"):
+                continue  # jaxlib+cuda wheels came from Google's find-links page, not PyPI: not planned
+            yield Candidate(
+                framework="jax",
+                version=version,
+                build=row.extra,
+                cuda=row.cuda,
+                cudnn=row.cudnn,
+                cudnn_rule="at-least",
+                python=None,
+                cuda_from=row.loads_cuda,
+                requirement=f"jax[{row.extra}]=={version}",
+                pip_options=(),
+                source=row.source,
+                driver_floor=row.driver_linux,
+            )
+
+
+# the toolkit alone ---------------------------------------------------------------------------------
+
+
+def _toolkits(os_name: str) -> Iterator[Candidate]:
+    for full in _newest_updates():
+        yield Candidate(
+            framework="cuda",
+            version=full,
+            build="toolkit",
+            cuda=".".join(full.split(".")[:2]),
+            cudnn=None,
+            cudnn_rule="newest",
+            python=None,
+            cuda_from="system",
+            requirement="",
+            pip_options=(),
+            source=knowledge.toolkit_release(V(full)).source,
+        )
+
+
+@cache
+def _newest_updates() -> tuple[str, ...]:
+    """The newest release of every CUDA minor from 10.0, newest first ("12.9.1", "12.8.1", ...)."""
+    newest: dict[tuple[int, ...], str] = {}
+    for row in knowledge.table("cuda_driver").toolkits:
+        version = V(row.cuda)
+        if version >= V("10.0") and (version.release[:2] not in newest or version > V(newest[version.release[:2]])):
+            newest[version.release[:2]] = row.cuda
+    return tuple(sorted(newest.values(), key=V, reverse=True))
+
+
+def newest_update(cuda: str) -> Optional[str]:
+    """The newest release of a CUDA minor ("11.2" -> "11.2.2"), None for a minor NVIDIA lists no release of."""
+    wanted = V(cuda).release[:2]
+    return next((full for full in _newest_updates() if V(full).release[:2] == wanted), None)
+
+
+def _system_toolkits(cuda: str, os_name: str) -> list[str]:
+    """The toolkit minors a system-CUDA build can use: that minor ("11.8"), or every minor of a major ("12")."""
+    if "." in cuda and not cuda.endswith(".x"):
+        return [".".join(cuda.split(".")[:2])]
+    major = int(cuda.split(".")[0])
+    return [".".join(full.split(".")[:2]) for full in _newest_updates() if V(full).major == major]
+
+
+def _releases(distribution: str) -> list[str]:
+    """The final releases of a distribution, newest first (knowledge `framework_releases`)."""
+    lookup = getattr(knowledge, "framework_releases", None)
+    values = lookup(distribution) if lookup else ()
+    out = []
+    for value in values:
+        try:
+            V(value)
+        except InvalidVersion:
+            continue
+        out.append(value)
+    return sorted(out, key=V, reverse=True)
+
+
+_BUILDERS = {"torch": _torch, "tensorflow": _tensorflow, "onnxruntime": _onnxruntime, "paddle": _paddle, "jax": _jax, "cuda": _toolkits}

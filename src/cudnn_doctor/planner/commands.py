@@ -1,0 +1,71 @@
+"""The exact steps for a planned stack: what to download, the `cudnn-doctor install` line, the pip lines
+with their index options, the conda line where the vendor gives one, and the check that proves it."""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Optional
+
+from cudnn_doctor import knowledge
+from cudnn_doctor.planner.candidates import V
+from cudnn_doctor.planner.solver import Stack
+
+TOOLKIT_ARCHIVE = "https://developer.nvidia.com/cuda-toolkit-archive"
+CUDNN_ARCHIVE = "https://developer.nvidia.com/rdp/cudnn-archive"
+DRIVERS = "https://www.nvidia.com/Download/index.aspx"
+
+
+class Download(NamedTuple):
+    what: str
+    file: Optional[str]  # the exact file name, where NVIDIA's is known
+    page: str
+
+
+class Steps(NamedTuple):
+    downloads: tuple[Download, ...]
+    commands: tuple[str, ...]  # shell lines, in order
+    conda: tuple[str, ...]  # the vendor's conda lines, an alternative to the pip lines
+    notes: tuple[str, ...]
+
+
+def steps(stack: Stack, os_name: str, driver: Optional[str], environment: str = "gpu") -> Steps:
+    downloads: list[Download] = []
+    commands: list[str] = []
+    notes: list[str] = []
+    driver_os = "windows" if os_name in ("windows", "wsl") else "linux"
+    needed = stack.drivers("min_driver")[driver_os]
+    if needed and (driver is None or V(driver) < V(needed)):
+        downloads.append(Download(f"NVIDIA driver {needed} or newer" + (" (the Windows driver: WSL2 uses it)" if os_name == "wsl" else ""), None, DRIVERS))
+    if stack.python_outside and stack.python:
+        python = _newest_python(stack.python)
+        notes.append(f"this machine's Python {stack.python_outside} is outside {stack.python}: use a new environment with Python {python}")
+        commands += [f"conda create -n {environment} python={python}", f"conda activate {environment}"]
+    system = next((v for v in stack.chosen if v.needs.toolkit), None)
+    if system is not None:
+        needs = system.needs
+        downloads.append(Download(f"CUDA Toolkit {needs.toolkit}", None, TOOLKIT_ARCHIVE))
+        downloads.append(Download(f"cuDNN {needs.cudnn} for CUDA {system.candidate.cuda}", needs.cudnn_archive, CUDNN_ARCHIVE))
+        if needs.cudnn_archive:
+            commands.append(f"cudnn-doctor install {needs.cudnn_archive}")
+        if os_name == "windows" and needs.cudnn and knowledge.zlibwapi_required(V(needs.cudnn)):
+            notes.append(f"cuDNN {needs.cudnn} on Windows also loads zlibwapi.dll: put it in the toolkit's bin folder (`cudnn-doctor check` says where)")
+    for verdict in stack.chosen:
+        candidate = verdict.candidate
+        if candidate.requirement:
+            commands.append(pip_line(candidate.requirement, candidate.pip_options))
+        if candidate.note:
+            notes.append(candidate.note)
+    conda = tuple(v.candidate.conda for v in stack.chosen if v.candidate.conda)
+    commands.append("cudnn-doctor check")
+    return Steps(tuple(downloads), tuple(commands), conda, tuple(notes))
+
+
+def pip_line(requirement: str, options: tuple[str, ...]) -> str:
+    """`python -m pip install "torch==2.1.2" --index-url URL`: quoted, so `[extras]` and `<` survive every shell."""
+    return " ".join(["python -m pip install", f'"{requirement}"', *options])
+
+
+def _newest_python(python: str) -> str:
+    """The newest X.Y a range admits, for `conda create ... python=X.Y`."""
+    from cudnn_doctor.knowledge.records import VersionRange
+
+    return VersionRange(python).newest_minor() or "3"

@@ -1,0 +1,151 @@
+"""Judging one candidate against what the request fixes (driver, GPU, CUDA, Python): the reasons it cannot
+be used, each with the knowledge row that says so, and what using it would take (toolkit release, cuDNN
+release and archive, minimum drivers)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Optional
+
+from cudnn_doctor import knowledge
+from cudnn_doctor.planner.candidates import Candidate, V, newest_update
+from cudnn_doctor.planner.request import Request
+
+OS_NAMES = ("linux", "windows")
+
+
+class Reason(NamedTuple):
+    """Why a candidate cannot be used: `kind` names the constraint (driver, gpu, cuda, python, cudnn, os, combination)."""
+
+    kind: str
+    text: str
+    source: Optional[str] = None
+
+
+class Needs(NamedTuple):
+    """What a candidate takes on this machine: the drivers by OS, and for a system-CUDA build the toolkit and cuDNN to install."""
+
+    min_driver: dict[str, Optional[str]]  # the driver NVIDIA lists for that toolkit release, per OS
+    min_driver_compat: dict[str, Optional[str]]  # the minor-version compatibility floor of its CUDA major, per OS
+    driver_source: Optional[str]
+    toolkit: Optional[str] = None  # the toolkit release to install ("11.2.2"); None: the wheels bring CUDA
+    cudnn: Optional[str] = None  # the cuDNN release to install ("8.1.1.33")
+    cudnn_archive: Optional[str] = None  # NVIDIA's file name for it
+    cudnn_source: Optional[str] = None
+
+
+class Verdict(NamedTuple):
+    candidate: Candidate
+    reasons: tuple[Reason, ...]
+    needs: Needs
+
+    @property
+    def ok(self) -> bool:
+        return not self.reasons
+
+
+def judge(candidate: Candidate, request: Request, python_hard: bool) -> Verdict:
+    """Every reason `candidate` fails the request (none: it can be used), and what it needs."""
+    toolkit = newest_update(candidate.cuda) if candidate.cuda_from == "system" and "." in candidate.cuda else None
+    needs = _driver_needs(candidate, toolkit)
+    reasons: list[Reason] = []
+    reasons += _cuda_reasons(candidate, request)
+    reasons += _python_reasons(candidate, request, python_hard)
+    reasons += _gpu_reasons(candidate, request)
+    reasons += _driver_reasons(candidate, request, needs)
+    if candidate.cuda_from == "system" and not reasons:
+        picked = _pick_cudnn(candidate, request)
+        if picked is None:
+            wanted = f"cuDNN {candidate.cudnn}{'+' if candidate.cudnn_rule == 'at-least' else ''}" if candidate.cudnn else "cuDNN"
+            reasons.append(Reason("cudnn", f"no {wanted} release for CUDA {candidate.cuda} on {request.package_os} in NVIDIA's support matrix"))
+        else:
+            full, row = picked
+            archive = knowledge.cudnn_archive_name(full, V(candidate.cuda), request.package_os)
+            needs = needs._replace(toolkit=toolkit, cudnn=full, cudnn_archive=archive, cudnn_source=row.source)
+    return Verdict(candidate, tuple(reasons), needs)
+
+
+def _driver_needs(candidate: Candidate, toolkit: Optional[str]) -> Needs:
+    major = candidate.cuda_major
+    floor = knowledge.minor_version_floor(major)
+    compat = {os_name: (getattr(floor, os_name) if floor else None) for os_name in OS_NAMES}
+    exact: dict[str, Optional[str]] = dict.fromkeys(OS_NAMES)
+    source = floor.source if floor else None
+    if "." in candidate.cuda:
+        row = knowledge.toolkit_release(V(toolkit or candidate.cuda))
+        if row is not None:
+            exact = {"linux": row.linux, "windows": row.windows or compat["windows"]}
+            source = row.source
+    else:
+        exact = dict(compat)
+    if candidate.driver_floor and (exact["linux"] is None or V(candidate.driver_floor) > V(exact["linux"])):
+        exact["linux"] = candidate.driver_floor
+        source = candidate.source
+    return Needs(exact, compat, source)
+
+
+def _cuda_reasons(candidate: Candidate, request: Request) -> list[Reason]:
+    if request.cuda is None:
+        return []
+    wanted = V(request.cuda.text)
+    if "." in candidate.cuda:
+        fits = V(candidate.cuda).release[:2] == (wanted.release + (0,))[:2]
+    else:
+        fits = candidate.cuda_major == wanted.major
+    return [] if fits else [Reason("cuda", f"is built for CUDA {candidate.cuda}, not {request.cuda.text}", candidate.source)]
+
+
+def _python_reasons(candidate: Candidate, request: Request, hard: bool) -> list[Reason]:
+    if not hard or request.python is None or candidate.python is None:
+        return []
+    if candidate.python.contains(V(request.python.text), prereleases=True):
+        return []
+    return [Reason("python", f"has wheels for Python {candidate.python}, not {request.python.text}", candidate.source)]
+
+
+def _gpu_reasons(candidate: Candidate, request: Request) -> list[Reason]:
+    cc = request.compute_capability
+    if cc is None:
+        return []
+    gpu = request.gpu.text if request.gpu else f"compute capability {cc}"
+    if "." in candidate.cuda:
+        if knowledge.cuda_supports_compute_capability(V(candidate.cuda), cc) is False:
+            row = knowledge.cuda_architectures(V(candidate.cuda))
+            return [Reason("gpu", f"CUDA {candidate.cuda} cannot build code for compute capability {cc} ({gpu})", row.source if row else None)]
+        return []
+    floor = knowledge.cuda_min_compute_capability(candidate.cuda_major)
+    if floor is not None and V(cc) < floor[0]:
+        return [Reason("gpu", f"CUDA {candidate.cuda_major} builds for compute capability {floor[0]} and newer, not {cc} ({gpu})", floor[1])]
+    return []
+
+
+def _driver_reasons(candidate: Candidate, request: Request, needs: Needs) -> list[Reason]:
+    if request.driver is None:
+        return []
+    wanted = needs.min_driver.get(request.driver_os)
+    if wanted is None or V(request.driver.text) >= V(wanted):
+        return []
+    where = "Windows" if request.driver_os == "windows" else "Linux"
+    what = f"CUDA {needs.toolkit or candidate.cuda}"
+    return [Reason("driver", f"needs driver ≥ {wanted} on {where} ({what}); the driver is {request.driver.text}", needs.driver_source)]
+
+
+def _pick_cudnn(candidate: Candidate, request: Request) -> Optional[tuple[str, object]]:
+    """The newest cuDNN release the candidate accepts that supports its toolkit, OS and GPU."""
+    cc = V(request.compute_capability) if request.compute_capability else None
+    for full, row in knowledge.cudnn_releases_for(V(candidate.cuda), request.package_os):
+        if not _cudnn_fits(candidate, full):
+            continue
+        if cc is not None and row.cc_min is not None and cc < V(row.cc_min):
+            continue
+        return full, row
+    return None
+
+
+def _cudnn_fits(candidate: Candidate, full: str) -> bool:
+    if candidate.cudnn is None or candidate.cudnn_rule == "newest":
+        return True
+    have = V(full).release
+    wanted = V(candidate.cudnn).release
+    if candidate.cudnn_rule == "at-least":
+        return have[0] == wanted[0] and have >= wanted
+    return have[: len(wanted)] == wanted

@@ -1,0 +1,106 @@
+"""What a plan is asked for: frameworks with PEP 440 specifiers, OS, Python, GPU, driver and CUDA, each
+with where it came from (an option, or the machine the plan is for)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Optional
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from cudnn_doctor.errors import UsageError
+
+OSES = ("windows", "linux", "wsl")
+
+# the names people use for each framework -> the knowledge's framework name
+_ALIASES = {
+    "torch": "torch",
+    "pytorch": "torch",
+    "tensorflow": "tensorflow",
+    "tensorflow-gpu": "tensorflow",
+    "tf": "tensorflow",
+    "onnxruntime": "onnxruntime",
+    "onnxruntime-gpu": "onnxruntime",
+    "ort": "onnxruntime",
+    "paddle": "paddle",
+    "paddlepaddle": "paddle",
+    "paddlepaddle-gpu": "paddle",
+    "jax": "jax",
+    "jaxlib": "jax",
+}
+FRAMEWORKS = ("torch", "tensorflow", "onnxruntime", "paddle", "jax")
+
+
+class Wanted(NamedTuple):
+    """One framework the environment must have, and the releases the user accepts."""
+
+    name: str  # the knowledge's name: torch | tensorflow | onnxruntime | paddle | jax
+    specifier: SpecifierSet
+    text: str  # as the user wrote it
+    extras: frozenset[str] = frozenset()  # tensorflow[and-cuda], jax[cuda12]: restricts the build
+
+    def accepts(self, version: Version) -> bool:
+        return self.specifier.contains(version, prereleases=True)
+
+
+class Given(NamedTuple):
+    """An input value and its origin: "option" (the command line) or "machine" (read from the machine planned for)."""
+
+    text: str
+    origin: str
+
+
+class Request(NamedTuple):
+    frameworks: tuple[Wanted, ...]
+    os: str  # windows | linux | wsl
+    python: Optional[Given] = None
+    gpu: Optional[Given] = None  # the GPU's name
+    compute_capability: Optional[str] = None
+    driver: Optional[Given] = None
+    cuda: Optional[Given] = None
+
+    @property
+    def package_os(self) -> str:
+        """The OS whose wheels and builds apply: WSL2 runs Linux builds."""
+        return "linux" if self.os == "wsl" else self.os
+
+    @property
+    def driver_os(self) -> str:
+        """The OS whose driver column applies: under WSL2 the GPU is driven by the Windows driver."""
+        return "windows" if self.os == "wsl" else self.os
+
+    def version(self, given: Optional[Given]) -> Optional[Version]:
+        return Version(given.text) if given is not None else None
+
+
+def parse_framework(text: str) -> Wanted:
+    """`torch`, `torch==2.1`, `tensorflow[and-cuda]>=2.15,<2.17`, `onnxruntime-gpu~=1.18` -> Wanted (a bad one: UsageError)."""
+    try:
+        requirement = Requirement(text.strip())
+    except InvalidRequirement as error:
+        raise UsageError(f"--framework {text!r}: not a PEP 440 requirement ({error})") from None
+    name = _ALIASES.get(canonicalize_name(requirement.name))
+    if name is None:
+        raise UsageError(f"--framework {text!r}: unknown framework (known: {', '.join(FRAMEWORKS)})")
+    if requirement.marker is not None or requirement.url:
+        raise UsageError(f"--framework {text!r}: markers and URLs are not accepted, only a name and version specifiers")
+    return Wanted(name, requirement.specifier, text.strip(), frozenset(canonicalize_name(e) for e in requirement.extras))
+
+
+def parse_version_option(option: str, text: str, parts: int = 0) -> str:
+    """A dotted version number given on the command line (`--python 3.11`, `--driver 528.49`), kept as written."""
+    value = text.strip()
+    try:
+        version = Version(value)
+    except InvalidVersion:
+        version = None
+    if version is None or version.local or version.pre or version.dev or version.post or version.epoch or not value[:1].isdigit():
+        raise UsageError(f"{option} {text!r}: expected a version number such as {_EXAMPLES[option]}")
+    if parts and len(version.release) < parts:
+        raise UsageError(f"{option} {text!r}: expected at least {parts} parts, such as {_EXAMPLES[option]}")
+    return value
+
+
+_EXAMPLES = {"--python": "3.11", "--driver": "528.49 or 535.104.05", "--cuda": "11.8"}

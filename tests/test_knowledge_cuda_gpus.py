@@ -131,7 +131,9 @@ def test_driver_too_old_prints_the_vendor_driver_string():
         ("13.3", "10.7", False),  # sm_107 only from 13.4
         ("13.4", "10.7", True),
         ("11.1", "8.6", True),  # samples v11.1 build sm_86 (a lower-bound row)
-        ("11.0", "8.6", None),  # a lower-bound row without it cannot say no
+        ("11.0", "8.6", False),  # newer than all 11.0's samples build, and first built by 11.1's: 11.0 predates sm_86
+        ("10.2", "8.0", False),  # sm_80 first in the 11.0 samples (an A100 on a cu102 build)
+        ("10.0", "7.2", None),  # a lower-bound row without it, below its newest: it cannot say no
         ("12.7", "8.6", None),  # no such release
     ],
 )

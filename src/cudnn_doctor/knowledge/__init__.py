@@ -228,15 +228,22 @@ def cuda_architectures(cuda: Version) -> Optional[records.CudaArchitectures]:
 
 def cuda_supports_compute_capability(cuda: Version, cc: str) -> Optional[bool]:
     """Whether CUDA `cuda` can build native code (sm_XY) for compute capability `cc`: True or False from a
-    complete row, True from a lower-bound row that lists it, None when the data cannot tell (no row for that
-    minor, or a lower-bound row without it). Code built as PTX may still JIT-compile for newer GPUs."""
+    complete row, True from a lower-bound row that lists it; False too when `cc` is newer than every capability
+    a lower-bound row lists and first appears in a later release's row (sm_80 first in 11.0: CUDA 10.2 cannot).
+    None when the data cannot tell. Code built as PTX may still JIT-compile for newer GPUs."""
     row = cuda_architectures(cuda)
     if row is None:
         return None
     wanted = Version(cc)
     if any(Version(value) == wanted for value in row.cc):
         return True
-    return False if row.complete else None
+    if row.complete:
+        return False
+    if wanted > max(Version(value) for value in row.cc):
+        first = min((Version(r.cuda) for r in table("gpus").cuda_architectures if any(Version(v) == wanted for v in r.cc)), default=None)
+        if first is not None and first.release[:2] > cuda.release[:2]:
+            return False
+    return None
 
 
 def cuda_min_compute_capability(cuda_major: int) -> Optional[tuple[Version, str]]:

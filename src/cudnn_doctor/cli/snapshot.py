@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import codecs
-import getpass
 import json
 import os
-import platform
 import re
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Union
 
@@ -30,6 +26,8 @@ def configure_parser(commands: argparse._SubParsersAction) -> None:
 
 def take_snapshot(with_frameworks: bool = True, framework_timeout: float = 60.0, redact: bool = False) -> dict[str, Any]:
     """Run the probes on the live machine through a recorder and return the recorded document."""
+    import platform
+
     from cudnn_doctor.probes import run_probes
     from cudnn_doctor.system.live import LiveSystem
     from cudnn_doctor.system.recorder import RecordingSystem
@@ -46,6 +44,8 @@ def take_snapshot(with_frameworks: bool = True, framework_timeout: float = 60.0,
 def user_names(env: Mapping[str, str], home: str) -> list[str]:
     """Every name this user goes by: USERNAME (Windows), USER and LOGNAME (POSIX), the login, and the last part of
     each home folder, which can differ from all of them (`C:\\Users\\dev.CORP` for USERNAME `dev`)."""
+    import getpass
+
     names = [env.get(key, "") for key in ("USERNAME", "USER", "LOGNAME")]
     try:
         names.append(getpass.getuser())
@@ -112,6 +112,8 @@ def _in_style(placeholder: str, found: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    import codecs
+
     if args.output is not None:
         _check_output(args.output, args.force)  # before the probes run: a refusal costs nothing
     document = take_snapshot(not args.no_frameworks, args.framework_timeout, args.redact)
@@ -134,6 +136,8 @@ def _check_output(output: Path, force: bool) -> None:
 
 def _write_new(output: Path, text: str, force: bool) -> None:
     """Write a temporary file beside `output`, then rename it over `output`: a link there is replaced, never written through."""
+    import tempfile
+
     _check_output(output, force)
     folder = os.path.dirname(os.path.abspath(output))
     try:

@@ -35,6 +35,21 @@ class _Overlay(NamedTuple):
 
 
 _overlay: Optional[_Overlay] = None
+_LOOKUPS: list[Any] = []
+
+
+def _lookup(function: Any) -> Any:
+    """A lookup whose answer depends only on its arguments and the tables: kept until the tables change
+    (`overlay`), because the planner asks the same few questions hundreds of times per plan."""
+    cached = functools.lru_cache(maxsize=4096)(function)
+    _LOOKUPS.append(cached)
+    return cached
+
+
+def _tables_changed() -> None:
+    table.cache_clear()
+    for cached in _LOOKUPS:
+        cached.cache_clear()
 
 
 @functools.cache
@@ -89,12 +104,12 @@ def overlay(path: Optional[Path]) -> Iterator[None]:
         yield
         return
     previous, _overlay = _overlay, read_overlay(path)
-    table.cache_clear()
+    _tables_changed()
     try:
         yield
     finally:
         _overlay = previous
-        table.cache_clear()
+        _tables_changed()
 
 
 class DriverRequirement(NamedTuple):
@@ -107,6 +122,7 @@ class DriverRequirement(NamedTuple):
     driver_text: str = ""  # the driver as NVIDIA writes it ("450.80.02"; `Version` would print "450.80.2")
 
 
+@_lookup
 def driver_requirement(cuda: Version, os_name: str) -> Optional[DriverRequirement]:
     """What a CUDA runtime of version `cuda` needs from the driver (CUDA 11+ via minor-version compatibility)."""
     data: records.CudaDriverTable = table("cuda_driver")
@@ -122,6 +138,7 @@ def driver_requirement(cuda: Version, os_name: str) -> Optional[DriverRequiremen
     return DriverRequirement(cuda, Version(text), "toolkit release", release.source, text)
 
 
+@_lookup
 def toolkit_release(cuda: Version) -> Optional[records.ToolkitDriver]:
     """NVIDIA's row for one toolkit release: "12.4.1" is that update; "12.4" (no third part) is the GA of 12.4;
     an update NVIDIA gives no row of its own (10.1.243, 12.3.2) takes the newest row of its minor at or below it.
@@ -136,6 +153,7 @@ def toolkit_release(cuda: Version) -> Optional[records.ToolkitDriver]:
     return at_or_below[-1] if at_or_below else rows[0]
 
 
+@_lookup
 def _toolkit_row(cuda: Version) -> Optional[records.ToolkitDriver]:
     """The row of `cuda`'s release, or else of the newest release before its minor (what it needs at least)."""
     row = toolkit_release(cuda)
@@ -145,11 +163,13 @@ def _toolkit_row(cuda: Version) -> Optional[records.ToolkitDriver]:
     return max(older, key=lambda row: Version(row.cuda)) if older else None
 
 
+@_lookup
 def minor_version_floor(major: int) -> Optional[records.MinorVersionCompatibility]:
     """The minor-version compatibility row of a CUDA major (11 and later), with its `upper` branch."""
     return next((row for row in table("cuda_driver").minor_version_compatibility if row.major == major), None)
 
 
+@_lookup
 def max_cuda_for_driver(driver: Version, os_name: str) -> Optional[tuple[Version, str]]:
     """The newest CUDA release a driver runs, for drivers too old to say so themselves: the newest toolkit
     whose listed minimum it meets; for a major whose releases NVIDIA lists no driver for on this OS (13.x
@@ -173,6 +193,7 @@ def cudart_name(cuda: Version, os_name: str, library: str = "cudart") -> Optiona
     return None
 
 
+@_lookup
 def tensorflow_build(version: Version, os_name: str) -> Optional[records.TensorflowBuild]:
     """TensorFlow's tested build configuration for a release (matched on major.minor)."""
     for row in table("tensorflow").tested_builds:
@@ -186,6 +207,7 @@ def tensorflow_windows_gpu_last() -> tuple[Version, str]:
     return Version(row.version), row.source
 
 
+@_lookup
 def torch_release(version: Version) -> Optional[records.TorchRelease]:
     """The row of a PyTorch minor release (matched on major.minor)."""
     for row in table("torch").releases:
@@ -199,6 +221,7 @@ def torch_index_url(cuda: Version) -> str:
     return table("torch").index_url.template.format(tag=tag)
 
 
+@_lookup
 def gpu_compute_capability(name: str) -> Optional[str]:
     """The compute capability of a GPU by the name its driver reports: the row of that name, else the
     longest row name that starts it up to a word boundary ("NVIDIA H100 80GB HBM3" -> "NVIDIA H100",
@@ -221,11 +244,13 @@ def _gpu_row_keys(name: str) -> tuple[str, ...]:
     return (key, bare) if bare != key else (key,)
 
 
+@_lookup
 def cuda_architectures(cuda: Version) -> Optional[records.CudaArchitectures]:
     """The row of the compute capabilities a CUDA toolkit minor release builds for (None: no row for that minor)."""
     return next((row for row in table("gpus").cuda_architectures if Version(row.cuda).release[:2] == cuda.release[:2]), None)
 
 
+@_lookup
 def cuda_supports_compute_capability(cuda: Version, cc: str) -> Optional[bool]:
     """Whether CUDA `cuda` can build native code (sm_XY) for compute capability `cc`: True or False from a
     complete row, True from a lower-bound row that lists it; False too when `cc` is newer than every capability
@@ -246,6 +271,7 @@ def cuda_supports_compute_capability(cuda: Version, cc: str) -> Optional[bool]:
     return None
 
 
+@_lookup
 def cuda_min_compute_capability(cuda_major: int) -> Optional[tuple[Version, str]]:
     """The oldest compute capability every release of a CUDA major builds for, from its complete rows (None without one)."""
     rows = [row for row in table("gpus").cuda_architectures if row.complete and Version(row.cuda).major == cuda_major]
@@ -263,6 +289,7 @@ def framework(name: str) -> records.Framework:
     return next(f for f in frameworks() if f.name == name)
 
 
+@_lookup
 def onnxruntime_build(version: Version, feed: str = "pypi") -> Optional[records.OnnxruntimeBuild]:
     """The onnxruntime-gpu build of a release on one feed, PyPI unless named (the first row whose range holds it)."""
     for row in table("frameworks").onnxruntime_builds:
@@ -271,6 +298,7 @@ def onnxruntime_build(version: Version, feed: str = "pypi") -> Optional[records.
     return None
 
 
+@_lookup
 def onnxruntime_builds(version: Version) -> tuple[records.OnnxruntimeBuild, ...]:
     """Every build of a release, one per feed (PyPI first when it has one), so a planner can say where each comes from."""
     feeds = dict.fromkeys(row.feed for row in table("frameworks").onnxruntime_builds)
@@ -278,6 +306,7 @@ def onnxruntime_builds(version: Version) -> tuple[records.OnnxruntimeBuild, ...]
     return tuple(row for row in found if row is not None)
 
 
+@_lookup
 def paddle_build(tag: str, os_name: str, version: Optional[Version] = None) -> Optional[records.PaddleBuild]:
     """The row of a paddlepaddle-gpu build (`post112`, `pypi`, `cu126`) on one OS for release `version`
     (the same tag was paired with different cuDNN releases over time); without a version, the newest era's row."""
@@ -372,6 +401,7 @@ def wheel_folder(row: records.CudaWheel, os_name: str) -> tuple[str, ...]:
     return tuple((row.windows_folder if os_name == "windows" else row.linux_folder).split("/"))
 
 
+@_lookup
 def wheel_reach(framework_name: str, os_name: str, version: Optional[Version]) -> Optional[records.WheelReach]:
     """How a framework release reaches installed nvidia-* wheels on an OS (the first row whose range holds it)."""
     for row in table("cuda_wheels").reach:
@@ -385,6 +415,7 @@ def wheel_placeholders() -> dict[str, str]:
     return {canonicalize_name(row.name): row.instead for row in table("cuda_wheels").placeholders}
 
 
+@_lookup
 def pip_brings_cuda(framework_name: str, version: Version, os_name: str) -> Optional[records.PipCuda]:
     """The row saying a release's wheels on `os_name` bring CUDA and cuDNN from pip, or None."""
     return next(
@@ -397,17 +428,20 @@ def pip_brings_cuda(framework_name: str, version: Version, os_name: str) -> Opti
     )
 
 
+@_lookup
 def jax_builds(version: Version) -> tuple[records.JaxBuild, ...]:
     """What each pip extra of a JAX release installs (one row per extra)."""
     return tuple(row for row in table("frameworks").jax_builds if row.versions.contains(version, prereleases=True))
 
 
+@_lookup
 def jax_build(version: Version, extra: str) -> Optional[records.JaxBuild]:
     """One extra of a JAX release (`cuda12`, `cuda12-local`; `_` and `-` alike, as pip treats them)."""
     wanted = canonicalize_name(extra)
     return next((row for row in jax_builds(version) if canonicalize_name(row.extra) == wanted), None)
 
 
+@_lookup
 def tensorflow_and_cuda(version: Version) -> Optional[records.TensorflowAndCuda]:
     """The nvidia-* wheels `tensorflow[and-cuda]` installs for a release (None before 2.14, or not yet read)."""
     return next((row for row in table("tensorflow").and_cuda if version in row.versions), None)

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from packaging.version import Version
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.errors import UsageError
-from cudnn_doctor.planner.machine import MachineDefaults, machine_os, read_machine
 from cudnn_doctor.planner.request import Given, Request, Wanted, parse_framework, parse_version_option
+
+if TYPE_CHECKING:
+    from cudnn_doctor.planner.machine import MachineDefaults
 
 _CAPABILITY = re.compile(r"^\d{1,2}\.\d$")
 
@@ -77,6 +79,9 @@ def _gpu(text: str) -> tuple[str, str]:
 
 def _read(fixture: Optional[Path], os_name: Optional[str], *given: object) -> Optional[MachineDefaults]:
     """The machine's defaults, read only when the plan is for its OS and some input is left open."""
+    if fixture is None and os_name is not None and all(given):
+        return None  # nothing left open: the machine is not read at all
+    from cudnn_doctor.planner.machine import machine_os, read_machine
     from cudnn_doctor.system import open_system
 
     system = open_system(fixture, limit=30.0)

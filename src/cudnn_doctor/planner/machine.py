@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from typing import NamedTuple, Optional
 
-from packaging.utils import canonicalize_name
-
 from cudnn_doctor import knowledge
 from cudnn_doctor.planner.request import FRAMEWORKS
 from cudnn_doctor.system.interface import System
+from cudnn_doctor.versions import canonical_name as canonicalize_name
 
 
 class MachineDefaults(NamedTuple):

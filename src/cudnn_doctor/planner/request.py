@@ -3,14 +3,14 @@ with where it came from (an option, or the machine the plan is for)."""
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple, Optional
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import SpecifierSet
-from packaging.utils import canonicalize_name
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from cudnn_doctor.errors import UsageError
+from cudnn_doctor.versions import canonical_name as canonicalize_name
 
 OSES = ("windows", "linux", "wsl")
 
@@ -75,18 +75,31 @@ class Request(NamedTuple):
         return Version(given.text) if given is not None else None
 
 
+# PEP 508's name, optional [extras], then version specifiers: all a --framework may hold. Parsed here, not by
+# packaging.requirements, whose import (markers, tokenizer, tags) is a third of plan's 50 ms budget;
+# tests/test_plan_request.py pins this to packaging.requirements on every shape.
+_REQUIREMENT = re.compile(
+    r"^\s*(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*"
+    r"(?:\[(?P<extras>\s*(?:[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?\s*(?:,\s*[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?\s*)*)?)\])?"
+    r"\s*(?P<specifier>(?:\(\s*)?[<>=!~][^;@()]*?(?:\s*\))?)?\s*$"
+)
+
+
 def parse_framework(text: str) -> Wanted:
     """`torch`, `torch==2.1`, `tensorflow[and-cuda]>=2.15,<2.17`, `onnxruntime-gpu~=1.18` -> Wanted (a bad one: UsageError)."""
+    match = _REQUIREMENT.match(text)
+    specifier_text = (match.group("specifier") or "").strip().lstrip("(").rstrip(")").strip() if match else ""
     try:
-        requirement = Requirement(text.strip())
-    except InvalidRequirement as error:
-        raise UsageError(f"--framework {text!r}: not a PEP 440 requirement ({error})") from None
-    name = _ALIASES.get(canonicalize_name(requirement.name))
+        specifier = SpecifierSet(specifier_text)
+    except InvalidSpecifier:
+        match = None
+    if match is None:
+        raise UsageError(f"--framework {text!r}: not a name with PEP 440 version specifiers, such as torch==2.1 or 'tensorflow>=2.15,<2.17'")
+    name = _ALIASES.get(canonicalize_name(match.group("name")))
     if name is None:
         raise UsageError(f"--framework {text!r}: unknown framework (known: {', '.join(FRAMEWORKS)})")
-    if requirement.marker is not None or requirement.url:
-        raise UsageError(f"--framework {text!r}: markers and URLs are not accepted, only a name and version specifiers")
-    return Wanted(name, requirement.specifier, text.strip(), frozenset(canonicalize_name(e) for e in requirement.extras))
+    extras = frozenset(canonicalize_name(e.strip()) for e in (match.group("extras") or "").split(",") if e.strip())
+    return Wanted(name, specifier, text.strip(), extras)
 
 
 def parse_version_option(option: str, text: str, parts: int = 0) -> str:

@@ -53,7 +53,7 @@ def in_process(runs: int) -> None:
         print(f"solve {' '.join(query[:2]):38} {median:7.1f} ms  {plan.considered:5d} considered  {found}")
 
 
-def _request(build_request, query: list[str]):  # noqa: ANN001, ANN202
+def _request(build_request, query: list[str]):
     options: dict[str, list[str]] = {}
     for flag, value in zip(query[::2], query[1::2]):
         options.setdefault(flag.lstrip("-"), []).append(value)

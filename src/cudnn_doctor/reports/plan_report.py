@@ -86,7 +86,11 @@ def render_text(plan: Plan, out: TextIO) -> None:
 
 def text_lines(plan: Plan) -> list[str]:
     request = plan.request
-    lines = [f"Plan for {_wanted(request)} on {OS_TITLES[request.os]}" + "".join(f" · {part}" for part in _given_parts(request)), ""]
+    lines = [f"Plan for {_wanted(request)} on {OS_TITLES[request.os]}" + "".join(f" · {part}" for part in _given_parts(request))]
+    runs = driver_runs(request)
+    if runs:
+        lines.append(f"  Driver {request.driver.text} runs CUDA toolkits up to {runs} (newer ones need a newer driver).")
+    lines.append("")
     if plan.stack is None:
         lines.append("✗ No stack satisfies every constraint:")
         lines += _rejection_lines(plan.rejected)
@@ -177,6 +181,18 @@ def _alternative_text(change: str, stack: Stack, request: Request) -> str:
     return f"use {what}"
 
 
+def driver_runs(request: Request) -> Optional[str]:
+    """The newest CUDA toolkit release the given driver runs, from NVIDIA's table ("11.4.2" for Windows 472.12)."""
+    if request.driver is None:
+        return None
+    from packaging.version import Version
+
+    from cudnn_doctor import knowledge
+
+    found = knowledge.max_cuda_for_driver(Version(request.driver.text), request.driver_os)
+    return str(found[0]) if found else None
+
+
 def _rejection_json(rejection: Rejection) -> dict[str, Any]:
     return {
         "framework": rejection.framework,
@@ -197,6 +213,7 @@ def _inputs(request: Request) -> dict[str, Any]:
         "gpu": given(request.gpu),
         "compute_capability": request.compute_capability,
         "driver": given(request.driver),
+        "driver_runs_cuda": driver_runs(request),
         "cuda": given(request.cuda),
     }
 

@@ -135,6 +135,8 @@ def test_driver_too_old_prints_the_vendor_driver_string():
         ("10.2", "8.0", False),  # sm_80 first in the 11.0 samples (an A100 on a cu102 build)
         ("10.0", "7.2", None),  # a lower-bound row without it, below its newest: it cannot say no
         ("12.7", "8.6", None),  # no such release
+        ("9.2", "8.0", False),  # older than every row, and sm_80 newer than all the oldest (10.0) row lists
+        ("9.2", "7.0", None),  # the 10.0 row lists sm_70; a 9.x compiler may have had it
     ],
 )
 def test_cuda_supports_compute_capability(cuda, cc, supported):
@@ -193,3 +195,22 @@ def test_the_floor_of_a_major_still_finds_old_gpus():
 )
 def test_gpu_names_resolve(name, cc):
     assert knowledge.gpu_compute_capability(name) == cc
+
+
+@pytest.mark.parametrize(
+    ("cuda", "cc", "runs"),
+    [
+        ("11.7", "8.9", True),  # no sm_89 in 11.7, but its sm_86/sm_87 code runs on 8.9 (same major, lower minor)
+        ("11.6", "8.9", True),  # the 11.6 samples build sm_86
+        ("11.7", "9.0", False),  # no 9.x at all before 11.8
+        ("12.6", "12.0", False),  # no 12.x before 12.8
+        ("12.6", "12.1", False),
+        ("12.8", "12.1", True),  # sm_120 code runs on a GB10 (12.1)
+        ("10.2", "8.0", False),  # no 8.x before 11.0
+        ("9.2", "8.6", False),
+        ("13.0", "7.0", False),  # 13.0 lowest is sm_75: below it, no same-major code
+        ("10.0", "7.2", True),  # the 10.0 samples build sm_70
+    ],
+)
+def test_cuda_runs_on_compute_capability(cuda, cc, runs):
+    assert knowledge.cuda_runs_on_compute_capability(Version(cuda), cc) is runs

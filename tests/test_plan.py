@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+import pytest
+
 from cudnn_doctor.planner import solve
 from cudnn_doctor.planner.inputs import build_request
 from cudnn_doctor.planner.machine import MachineDefaults
@@ -26,3 +28,144 @@ def series(version: str) -> str:
 
 def builds(report: dict[str, Any]) -> list[tuple[str, str, str]]:
     return [(f["framework"], series(f["version"]), f["build"]) for f in report["stack"]["frameworks"]]
+
+
+# Rows cited: torch.yaml `releases` (version: cuda list, python, pypi_cuda); cuda_driver.yaml Table 3 rows
+# (`cuda: "11.3.0" … windows: "465.89"`); gpus.yaml `cuda_architectures` (ptxas --gpu-name lists, samples lists).
+TORCH_QUERIES = [
+    # Windows 472.12 ≥ 471.41 (11.4.1/11.4.2) < 472.50 (11.4.3): newest variant ≤ 11.4.2 is 1.12's cu113
+    # (1.13: cu116/cu117 need 511.23/516.01).
+    (dict(os="windows", driver="472.12"), [("torch", "1.12", "cu113")]),
+    # Linux 470.57.02 = 11.4.1's Linux minimum: the same answer from the Linux column.
+    (dict(os="linux", driver="470.57.02"), [("torch", "1.12", "cu113")]),
+    # 2.14: cuda ["12.6", "13.0", "13.2"], pypi_cuda 13.0; 13.2.0 Linux 595.45.04 > 580.65.06 = 13.0.0.
+    (dict(os="linux", driver="580.65.06", python="3.12"), [("torch", "2.14", "cu130")]),
+    (dict(os="linux", driver="595.45.04"), [("torch", "2.14", "cu132")]),
+    # Windows 13.x: NVIDIA lists N/A, any driver ≥ 580 (the major-13 compatibility row).
+    (dict(os="windows", driver="581.15"), [("torch", "2.14", "cu132")]),
+    # RTX 5090 (12.0): first built by 12.8 (ptxas 12.8); 2.12-2.14 offer 12.6 (no sm_12x) or 13.x (driver 580);
+    # 2.11 has cu128, 570.65 ≤ 572.16 on Windows, 570.26 ≤ 570.86.10 on Linux.
+    (dict(os="windows", gpu="RTX 5090", driver="572.16"), [("torch", "2.11", "cu128")]),
+    (dict(os="linux", gpu="RTX 5090", driver="570.86.10"), [("torch", "2.11", "cu128")]),
+    # torch 2.5: cu118/cu121/cu124, none builds sm_12x.
+    (dict(os="linux", gpu="RTX 5090", fw="torch==2.5"), None),
+    # A100 (8.0) on 440.33 (10.2.89's Linux minimum): 10.2 and older build no sm_8x, 11.0 needs 450.51.05.
+    (dict(os="linux", gpu="A100", driver="440.33"), None),
+    # torch 1.12 on an A100: cu102 cannot (sm_80 first in the 11.0 samples); cu116 is the newest variant.
+    (dict(os="linux", gpu="A100", fw="torch==1.12"), [("torch", "1.12", "cu116")]),
+    # torch 2.1: python ">=3.8,<3.12" - no 3.12 wheels.
+    (dict(os="linux", python="3.12", fw="torch==2.1"), None),
+    # torch 2.2: python ">=3.8,<3.13" (cp312 on Windows too); cu121 is its newest variant.
+    (dict(os="windows", python="3.12", fw="torch==2.2"), [("torch", "2.2", "cu121")]),
+    # torch 1.13: windows_python ">=3.7,<3.11" (no cp311 win_amd64), Linux ">=3.7,<3.12".
+    (dict(os="windows", python="3.11", fw="torch==1.13"), None),
+    (dict(os="linux", python="3.11", fw="torch==1.13"), [("torch", "1.13", "cu117")]),
+    # torch 1.11: windows_cuda ["11.3"] (no cu102 on Windows); on Linux 450.80.02 < 465.19.01 (11.3) leaves cu102.
+    (dict(os="windows", fw="torch==1.11"), [("torch", "1.11", "cu113")]),
+    (dict(os="linux", driver="450.80.02", fw="torch==1.11"), [("torch", "1.11", "cu102")]),
+    # Kepler 3.5: CUDA 12+ dropped sm_35 (ptxas 12.0); 2.7 is the newest release with cu118.
+    (dict(os="linux", gpu="3.5"), [("torch", "2.7", "cu118")]),
+    # torch 2.0: cu117/cu118; Windows 516.94 ≥ 516.01 (11.7.0) < 520.06 (11.8.0).
+    (dict(os="windows", driver="516.94", fw="torch>=2.0,<2.1"), [("torch", "2.0", "cu117")]),
+    # --cuda fixes the variant: newest release with that CUDA.
+    (dict(os="windows", cuda="11.8"), [("torch", "2.7", "cu118")]),
+    (dict(os="windows", cuda="12.1"), [("torch", "2.5", "cu121")]),
+    (dict(os="linux", cuda="10.2"), [("torch", "1.12", "cu102")]),
+    # Python 3.8: 2.4 is the last release with ">=3.8"; its newest variant is cu124.
+    (dict(os="linux", python="3.8"), [("torch", "2.4", "cu124")]),
+    # Python 3.15: 2.15 has wheels but no CUDA variant in the data (cuda: []); 2.14 stops at <3.15.
+    (dict(os="linux", python="3.15"), None),
+    # H100 (9.0) on 525.85.12: CUDA 12.0.1 at most; 9.0 first built by 11.8 (ptxas 11.8): 2.7 cu118.
+    (dict(os="linux", gpu="H100", driver="525.85.12"), [("torch", "2.7", "cu118")]),
+    # RTX 4090 (8.9): 11.7 builds sm_86/sm_87, which run on 8.9 (binary compatibility within a major).
+    (dict(os="linux", gpu="RTX 4090", fw="torch==1.13"), [("torch", "1.13", "cu117")]),
+    # V100 (7.0): CUDA 13.0's lowest is sm_75; 580.65.06 runs 12.6 (560.28.03).
+    (dict(os="linux", gpu="V100", driver="580.65.06"), [("torch", "2.14", "cu126")]),
+    # WSL: the Windows driver counts; 528.49 ≥ 528.33 (12.0.1) < 531.14 (12.1): 2.7's cu118 (cu126 needs 560.76).
+    (dict(os="wsl", driver="528.49"), [("torch", "2.7", "cu118")]),
+    # Python 3.7: 1.13 (python ">=3.7,<3.12") is the last; Linux PyPI default is cu117.
+    (dict(os="linux", python="3.7"), [("torch", "1.13", "cu117")]),
+    # ~=2.3.0 on 535.104.05 (12.2.2): 2.3 has cu118/cu121.
+    (dict(os="linux", driver="535.104.05", fw="torch~=2.3.0"), [("torch", "2.3", "cu121")]),
+    # A release the data does not have.
+    (dict(os="linux", fw="torch==9.9"), None),
+]
+
+
+@pytest.mark.parametrize(("query", "expected"), TORCH_QUERIES, ids=[str(q) for q, _ in TORCH_QUERIES])
+def test_torch_query(query: dict[str, str], expected: Optional[list[tuple[str, str, str]]]):
+    query = dict(query)
+    report = plan(query.pop("fw", "torch"), **query)
+    if expected is None:
+        assert report["stack"] is None and report["rejected"]
+    else:
+        assert report["stack"] is not None, report["rejected"][:3]
+        assert builds(report) == expected
+
+
+def test_driver_472_never_gets_a_cuda_12_build_on_any_os():
+    """Acceptance: driver 472.12 supports CUDA ≤ 11.4 (Table 3: 11.4.3 needs 472.50 on Windows)."""
+    for os_name in ("windows", "linux", "wsl"):
+        report = plan("torch", os=os_name, driver="472.12")
+        assert not report["stack"]["cuda"].startswith("12")
+        assert report["stack"]["min_driver"]["windows"] == "465.89"  # 11.3.0 GA
+
+
+def test_an_a100_never_gets_cu102_whatever_the_release():
+    for release in ("1.8", "1.9", "1.10", "1.11", "1.12"):
+        assert plan(f"torch=={release}", os="linux", gpu="A100")["stack"]["build"] != "cu102"
+        forced = plan(f"torch=={release}", os="linux", gpu="A100", cuda="10.2")
+        assert forced["stack"] is None
+        cu102 = [r["reasons"] for r in forced["rejected"] if r["build"] == "cu102"]
+        assert [[reason["kind"] for reason in reasons] for reasons in cu102] == [["gpu"]]
+
+
+def test_rtx_5090_needs_cu128_or_newer():
+    for driver in ("570.86.10", "580.65.06", "595.45.04"):
+        stack = plan("torch", os="linux", gpu="RTX 5090", driver=driver)["stack"]
+        assert tuple(int(p) for p in stack["cuda"].split(".")) >= (12, 8)
+
+
+def test_rejections_name_the_constraint_and_cite_a_row():
+    report = plan("torch==2.5", os="linux", gpu="RTX 5090")
+    assert {r["build"] for r in report["rejected"]} == {"cu118", "cu121", "cu124"}
+    for rejection in report["rejected"]:
+        (reason,) = rejection["reasons"]
+        assert reason["kind"] == "gpu" and "12.0" in reason["text"] and reason["source"].startswith("https://")
+
+
+def test_a_driver_rejection_says_the_driver_the_build_needs():
+    report = plan("torch==2.14", os="windows", driver="472.12")
+    texts = {r["build"]: r["reasons"][0]["text"] for r in report["rejected"]}
+    assert "560.76" in texts["cu126"] and "472.12" in texts["cu126"]  # 12.6.0 GA, Windows
+
+
+def test_no_stack_offers_the_change_that_gives_one():
+    report = plan("torch", os="linux", gpu="A100", driver="440.33")
+    (alternative,) = [a for a in report["alternatives"] if a["change"] == "driver"]
+    assert alternative["stack"]["min_driver"]["linux"] in alternative["text"]
+    python = plan("torch", os="linux", python="3.15")["alternatives"]
+    assert any(a["change"] == "python" and a["stack"]["version"].startswith("2.14") for a in python)
+
+
+def test_the_stack_carries_the_exact_driver_and_the_compatibility_floor():
+    stack = plan("torch==2.0", os="linux", cuda="11.8")["stack"]
+    assert stack["min_driver"] == {"linux": "520.61.05", "windows": "520.06"}  # 11.8.0 GA row
+    assert stack["min_driver_compat"] == {"linux": "450.80.02", "windows": "452.39"}  # major-11 compatibility row
+
+
+def test_pip_lines_use_the_index_of_the_variant():
+    windows = plan("torch==2.5", os="windows", cuda="12.4")
+    assert any("--index-url https://download.pytorch.org/whl/cu124" in line for line in windows["commands"])
+    linux_default = plan("torch==2.14", os="linux", cuda="13.0")  # pypi_cuda 13.0: PyPI's own wheel
+    assert any("pip install" in line and "--index-url" not in line for line in linux_default["commands"])
+    old = plan("torch==1.7", os="linux", cuda="11.0")  # before 1.11: local versions from torch_stable.html
+    assert any("+cu110" in line and "-f https://download.pytorch.org/whl/torch_stable.html" in line for line in old["commands"])
+
+
+def test_the_solver_reports_how_many_combinations_it_considered():
+    report = plan("torch", os="windows", driver="472.12")
+    rejected_builds = sum(len(r["build"].split(", ")) for r in report["rejected"])
+    assert report["considered"] >= rejected_builds + 1
+    both = plan("torch", "tensorflow", os="linux", driver="535.104.05")
+    assert both["considered"] > report["considered"]  # pairs, not single builds

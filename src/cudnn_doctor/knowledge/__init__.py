@@ -254,21 +254,50 @@ def cuda_architectures(cuda: Version) -> Optional[records.CudaArchitectures]:
 def cuda_supports_compute_capability(cuda: Version, cc: str) -> Optional[bool]:
     """Whether CUDA `cuda` can build native code (sm_XY) for compute capability `cc`: True or False from a
     complete row, True from a lower-bound row that lists it; False too when `cc` is newer than every capability
-    a lower-bound row lists and first appears in a later release's row (sm_80 first in 11.0: CUDA 10.2 cannot).
+    a lower-bound row lists and first appears in a later release's row (sm_80 first in 11.0: CUDA 10.2 cannot),
+    and for a release older than every row when `cc` is newer than all the oldest row lists (CUDA 9.2: no sm_80).
     None when the data cannot tell. Code built as PTX may still JIT-compile for newer GPUs."""
+    wanted = Version(cc)
     row = cuda_architectures(cuda)
     if row is None:
+        # Older than every row: the oldest row's capabilities bound what an older compiler could know.
+        oldest = min(table("gpus").cuda_architectures, key=lambda r: Version(r.cuda))
+        if cuda.release[:2] < Version(oldest.cuda).release[:2]:
+            return _first_listed_later(cuda, wanted, oldest)
         return None
-    wanted = Version(cc)
     if any(Version(value) == wanted for value in row.cc):
         return True
     if row.complete:
         return False
-    if wanted > max(Version(value) for value in row.cc):
+    return _first_listed_later(cuda, wanted, row)
+
+
+def _first_listed_later(cuda: Version, wanted: Version, bound: records.CudaArchitectures) -> Optional[bool]:
+    """False when `wanted` is newer than all `bound` lists and a release after `cuda` is the first to list it."""
+    if wanted > max(Version(value) for value in bound.cc):
         first = min((Version(r.cuda) for r in table("gpus").cuda_architectures if any(Version(v) == wanted for v in r.cc)), default=None)
         if first is not None and first.release[:2] > cuda.release[:2]:
             return False
     return None
+
+
+BINARY_COMPATIBILITY_SOURCE = (
+    "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#binary-compatibility "
+    "(a cubin generated for compute capability X.y runs only on devices of compute capability X.z, z >= y)"
+)
+
+
+@_lookup
+def cuda_runs_on_compute_capability(cuda: Version, cc: str) -> Optional[bool]:
+    """Whether some native code CUDA `cuda` builds runs on a GPU of `cc`: its own sm_XY, or an older minor of
+    the same major (an RTX 4090, 8.9, runs sm_86 code from CUDA 11.7). None when the data cannot tell."""
+    wanted = Version(cc)
+    known = {Version(value) for row in table("gpus").cuda_architectures for value in row.cc} | {wanted}
+    same_major = sorted((v for v in known if v.major == wanted.major and v <= wanted), reverse=True)
+    answers = [cuda_supports_compute_capability(cuda, f"{v.major}.{v.minor}") for v in same_major]
+    if True in answers:
+        return True
+    return False if all(answer is False for answer in answers) else None
 
 
 @_lookup

@@ -108,9 +108,10 @@ def _gpu_reasons(candidate: Candidate, request: Request) -> list[Reason]:
         return []
     gpu = request.gpu.text if request.gpu else f"compute capability {cc}"
     if "." in candidate.cuda:
-        if knowledge.cuda_supports_compute_capability(V(candidate.cuda), cc) is False:
+        if knowledge.cuda_runs_on_compute_capability(V(candidate.cuda), cc) is False:
             row = knowledge.cuda_architectures(V(candidate.cuda))
-            return [Reason("gpu", f"CUDA {candidate.cuda} cannot build code for compute capability {cc} ({gpu})", row.source if row else None)]
+            text = f"CUDA {candidate.cuda} builds no code that runs on compute capability {cc} ({gpu})"
+            return [Reason("gpu", text, row.source if row else knowledge.BINARY_COMPATIBILITY_SOURCE)]
         return []
     floor = knowledge.cuda_min_compute_capability(candidate.cuda_major)
     if floor is not None and V(cc) < floor[0]:

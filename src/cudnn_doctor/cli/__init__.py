@@ -17,19 +17,32 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+# Subcommand → the module that configures it, in `--help` order.
+_MODULES = {
+    "check": "check",
+    "plan": "plan",
+    "snapshot": "snapshot",
+    "which": "which",
+    "install": "install",
+    "rollback": "install",
+    "history": "install",
+    "explain": "explain",
+}
+
+
+def build_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParser:
+    """The parser; given `argv` naming a command, only that command's module is imported (a quicker start)."""
+    import importlib
+
     from cudnn_doctor import __version__
-    from cudnn_doctor.cli import check, explain, install, plan, snapshot, which
 
     parser = _Parser(prog="cudnn-doctor", description="Find and fix problems in the NVIDIA driver → CUDA → cuDNN → framework stack.")
     parser.add_argument("--version", action="version", version=f"cudnn-doctor {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    check.configure_parser(commands)
-    plan.configure_parser(commands)
-    snapshot.configure_parser(commands)
-    which.configure_parser(commands)
-    install.configure_parser(commands)
-    explain.configure_parser(commands)
+    named = next((arg for arg in argv or () if not arg.startswith("-")), None)
+    wanted = [_MODULES[named]] if named in _MODULES else list(dict.fromkeys(_MODULES.values()))
+    for module in wanted:
+        importlib.import_module(f"cudnn_doctor.cli.{module}").configure_parser(commands)
     return parser
 
 
@@ -42,8 +55,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             sys.stdout = _Output(sys.stdout)  # type: ignore[assignment]
         if sys.stderr is not None:  # warnings and errors may carry → or a path the code page lacks
             sys.stderr = FittedStream(sys.stderr)  # type: ignore[assignment]
-        parser = build_parser()
-        args = parser.parse_args(argv)  # --help and --version print here: fitted too
+        arguments = sys.argv[1:] if argv is None else list(argv)
+        parser = build_parser(arguments)
+        args = parser.parse_args(arguments)  # --help and --version print here: fitted too
         if args.command is None:
             raise UsageError("missing COMMAND, e.g. `cudnn-doctor check` (see `cudnn-doctor --help`)")
         code = args.run(args)

@@ -288,13 +288,20 @@ BINARY_COMPATIBILITY_SOURCE = (
 
 
 @_lookup
+def _known_compute_capabilities() -> tuple[Version, ...]:
+    """Every capability an architecture row lists, newest first (computed once per table load)."""
+    values = {Version(value) for row in table("gpus").cuda_architectures for value in row.cc}
+    return tuple(sorted(values, reverse=True))
+
+
+@_lookup
 def cuda_runs_on_compute_capability(cuda: Version, cc: str) -> Optional[bool]:
     """Whether some native code CUDA `cuda` builds runs on a GPU of `cc`: its own sm_XY, or an older minor of
     the same major (an RTX 4090, 8.9, runs sm_86 code from CUDA 11.7). None when the data cannot tell."""
     wanted = Version(cc)
-    known = {Version(value) for row in table("gpus").cuda_architectures for value in row.cc} | {wanted}
-    same_major = sorted((v for v in known if v.major == wanted.major and v <= wanted), reverse=True)
-    answers = [cuda_supports_compute_capability(cuda, f"{v.major}.{v.minor}") for v in same_major]
+    same_major = [v for v in _known_compute_capabilities() if v.major == wanted.major and v < wanted]
+    answers = [cuda_supports_compute_capability(cuda, cc)]
+    answers += [cuda_supports_compute_capability(cuda, f"{v.major}.{v.minor}") for v in same_major]
     if True in answers:
         return True
     return False if all(answer is False for answer in answers) else None

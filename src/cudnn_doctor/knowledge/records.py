@@ -15,8 +15,6 @@ Every row carries its provenance in the same three fields:
   fixture); free text, because it is not a web page.
 """
 
-from __future__ import annotations
-
 from typing import NamedTuple, Optional
 
 from packaging.specifiers import SpecifierSet

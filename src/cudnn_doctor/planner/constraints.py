@@ -150,3 +150,11 @@ def _cudnn_fits(candidate: Candidate, full: str) -> bool:
     if candidate.cudnn_rule == "at-least":
         return have[0] == wanted[0] and have >= wanted
     return have[: len(wanted)] == wanted
+
+
+def driver_runs(request: Request) -> Optional[str]:
+    """The newest CUDA toolkit release the given driver runs, from NVIDIA's table ("11.4.2" for Windows 472.12)."""
+    if request.driver is None:
+        return None
+    found = knowledge.max_cuda_for_driver(V(request.driver.text), request.driver_os)
+    return str(found[0]) if found else None

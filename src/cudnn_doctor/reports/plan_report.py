@@ -6,6 +6,7 @@ import json
 from typing import Any, Optional, TextIO
 
 from cudnn_doctor.planner.commands import Steps, steps
+from cudnn_doctor.planner.constraints import driver_runs
 from cudnn_doctor.planner.request import Given, Request
 from cudnn_doctor.planner.solver import Plan, Rejection, Stack
 from cudnn_doctor.reports.encoding import Fitter
@@ -179,18 +180,6 @@ def _alternative_text(change: str, stack: Stack, request: Request) -> str:
     if change == "cuda":
         return f"use CUDA {stack.cuda} instead of {request.cuda.text}: {what}"
     return f"use {what}"
-
-
-def driver_runs(request: Request) -> Optional[str]:
-    """The newest CUDA toolkit release the given driver runs, from NVIDIA's table ("11.4.2" for Windows 472.12)."""
-    if request.driver is None:
-        return None
-    from packaging.version import Version
-
-    from cudnn_doctor import knowledge
-
-    found = knowledge.max_cuda_for_driver(Version(request.driver.text), request.driver_os)
-    return str(found[0]) if found else None
 
 
 def _rejection_json(rejection: Rejection) -> dict[str, Any]:

@@ -225,23 +225,42 @@ def torch_index_url(cuda: Version) -> str:
 def gpu_compute_capability(name: str) -> Optional[str]:
     """The compute capability of a GPU by the name its driver reports: the row of that name, else the
     longest row name that starts it up to a word boundary ("NVIDIA H100 80GB HBM3" -> "NVIDIA H100",
-    not "NVIDIA A10" for "NVIDIA A100"); None when no row fits."""
-    wanted = schema._gpu_key(name)
-    best: Optional[tuple[int, str]] = None
+    not "NVIDIA A10" for "NVIDIA A100"); "GeForce" is optional on both sides ("GTX 780"). None when no
+    row fits, or when the best-fitting rows disagree ("GeForce GT 640": NVIDIA lists a GDDR5 3.5 and a
+    GDDR3 2.1 part), because a wrong capability is worse than none."""
+    wanted = _gpu_name_key(name)
+    best: tuple[bool, int] = (False, -1)
+    found: set[str] = set()
     for row in table("gpus").gpus:
         for key in _gpu_row_keys(row.name):
-            if wanted == key:
-                return row.cc
-            if wanted.startswith(key) and not wanted[len(key)].isalnum() and (best is None or len(key) > best[0]):
-                best = (len(key), row.cc)
-    return best[1] if best else None
+            exact = wanted == key
+            if not exact and not (wanted.startswith(key) and not wanted[len(key)].isalnum()):
+                continue
+            score = (exact, len(key))
+            if score > best:
+                best, found = score, {row.cc}
+            elif score == best:
+                found.add(row.cc)
+    return next(iter(found)) if len(found) == 1 else None
+
+
+def _gpu_name_key(name: str) -> str:
+    """A name as compared, also without "GeForce ", which NVML and NVIDIA's pages print and users often omit."""
+    key = schema._gpu_key(name)
+    return key[len("geforce ") :] if key.startswith("geforce ") else key
 
 
 def _gpu_row_keys(name: str) -> tuple[str, ...]:
-    """A row's name as compared, and without a trailing note in parentheses ("NVIDIA GB10 (DGX Spark)")."""
-    key = schema._gpu_key(name)
+    """A row's name as compared, and without a trailing note in parentheses ("NVIDIA GB10 (DGX Spark)");
+    a name listing models with "/" stands for each ("Tesla C2050/C2070": "c2050" and "c2070")."""
+    key = _gpu_name_key(name)
     bare = key.split(" (", 1)[0] if key.endswith(")") else key
-    return (key, bare) if bare != key else (key,)
+    keys = [key, bare] if bare != key else [key]
+    if "/" in bare:
+        first, *others = bare.split("/")
+        stem = first.rsplit(" ", 1)[0] + " " if " " in first else ""
+        keys += [first] + [stem + other for other in others]
+    return tuple(keys)
 
 
 @_lookup

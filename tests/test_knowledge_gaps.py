@@ -162,3 +162,21 @@ def test_an_unsorted_release_list_is_rejected():
     row["versions"] = list(reversed(row["versions"]))
     with pytest.raises(KnowledgeError, match=r"releases \(jax\): versions must be newest first"):
         schema.build("frameworks", copy.deepcopy(document), "frameworks.yaml")
+
+
+# --- torch: the PyPI wheel's CUDA and cuDNN pins (per-variant cuDNN where the matrix gives only a major) --
+
+
+@pytest.mark.parametrize(
+    ("minor", "cuda", "cudnn"),
+    [("2.1", "12.1", "8.9.2.26"), ("2.3", "12.1", "8.9.2.26"), ("2.4", "12.1", "9.1.0.70"), ("2.7", "12.6", "9.5.1.17"), ("2.11", "13.0", "9.19.0.56")],
+)
+def test_torch_pypi_wheel_pins(minor, cuda, cudnn):
+    # METADATA of the newest patch's Linux wheel: nvidia-cuda-runtime-cu12==12.1.105 / cuda-toolkit[…]==13.0.2 and nvidia-cudnn-cu1X
+    row = knowledge.torch_release(Version(minor))
+    assert (row.pypi_cuda, row.pypi_cudnn) == (cuda, cudnn)
+
+
+def test_torch_cu121_wheel_moves_from_cudnn_8_to_9_at_2_4():
+    assert Version(knowledge.torch_release(Version("2.3")).pypi_cudnn).major == 8
+    assert Version(knowledge.torch_release(Version("2.4")).pypi_cudnn).major == 9

@@ -500,3 +500,27 @@ def jax_build(version: Version, extra: str) -> Optional[records.JaxBuild]:
 def tensorflow_and_cuda(version: Version) -> Optional[records.TensorflowAndCuda]:
     """The nvidia-* wheels `tensorflow[and-cuda]` installs for a release (None before 2.14, or not yet read)."""
     return next((row for row in table("tensorflow").and_cuda if version in row.versions), None)
+
+
+# --- release pins for the planner: exact versions that exist, packages and conda lines per era ---
+
+
+@_lookup
+def framework_releases(distribution: str) -> tuple[str, ...]:
+    """The releases of a distribution a plan may pin (`onnxruntime-gpu`, `paddlepaddle-gpu`, `jax`), newest first;
+    empty when the tables list none for it."""
+    wanted = canonicalize_name(distribution)
+    row = next((row for row in table("frameworks").releases if canonicalize_name(row.distribution) == wanted), None)
+    return row.versions if row else ()
+
+
+@_lookup
+def tensorflow_package(version: Version) -> Optional[records.TensorflowPackage]:
+    """The pip package holding TensorFlow's GPU build for a release (`tensorflow-gpu` before 2.1)."""
+    return next((row for row in table("tensorflow").packages if row.versions.contains(version, prereleases=True)), None)
+
+
+def tensorflow_windows_conda(version: Version) -> Optional[records.TensorflowConda]:
+    """The native-Windows guide's conda line for CUDA and cuDNN, for the releases it applies to."""
+    row: Optional[records.TensorflowConda] = table("tensorflow").windows_conda
+    return row if row is not None and row.versions.contains(version, prereleases=True) else None

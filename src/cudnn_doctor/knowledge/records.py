@@ -265,6 +265,16 @@ class JaxBuild(NamedTuple):
     observed: Optional[str] = None
 
 
+class FrameworkReleases(NamedTuple):
+    """The final releases of one distribution on PyPI, so a plan can pin an exact version that exists."""
+
+    distribution: str
+    versions: tuple[str, ...]
+    source: str
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+
+
 class FrameworksTable(NamedTuple):
     reviewed: str
     frameworks: tuple[Framework, ...]
@@ -272,6 +282,7 @@ class FrameworksTable(NamedTuple):
     paddle_builds: tuple[PaddleBuild, ...]
     pip_cuda: tuple[PipCuda, ...]
     jax_builds: tuple[JaxBuild, ...]
+    releases: tuple[FrameworkReleases, ...] = ()
 
 
 # gpus.yaml
@@ -420,6 +431,7 @@ class TensorflowBuild(NamedTuple):
     source: str
     copy: Optional[str] = None
     observed: Optional[str] = None
+    patch: Optional[str] = None  # the newest patch release of the minor on PyPI for this OS (e.g. "2.10.1")
 
 
 class TensorflowAndCuda(NamedTuple):
@@ -432,11 +444,34 @@ class TensorflowAndCuda(NamedTuple):
     observed: Optional[str] = None
 
 
+class TensorflowPackage(NamedTuple):
+    """The pip package that holds TensorFlow's GPU build for the releases in `versions`
+    (`tensorflow-gpu` up to 2.0, `tensorflow` from 2.1)."""
+
+    name: str
+    versions: VersionRange
+    source: str
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+
+
+class TensorflowConda(NamedTuple):
+    """The conda line TensorFlow's native-Windows install guide gives for CUDA and cuDNN (releases in `versions`)."""
+
+    command: str
+    versions: VersionRange
+    source: str
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+
+
 class TensorflowTable(NamedTuple):
     reviewed: str
     windows_native_gpu_last: WindowsGpuLast
     tested_builds: tuple[TensorflowBuild, ...]
     and_cuda: tuple[TensorflowAndCuda, ...]
+    packages: tuple[TensorflowPackage, ...] = ()
+    windows_conda: Optional[TensorflowConda] = None
 
 
 # torch.yaml
@@ -467,6 +502,10 @@ class TorchRelease(NamedTuple):
     pypi_cuda: Optional[str] = None  # `pip install torch` on Linux (PyPI's Windows wheels are CPU-only)
     pypi_cudnn: Optional[str] = None  # the nvidia-cudnn pin of that wheel
     cudnn_major: Optional[str] = None  # the cuDNN major every CUDA variant bundles, where published
+    patch: Optional[str] = None  # the newest patch release of the minor on PyPI ("2.1.2"), to pin `torch==`
+    conda: Optional[str] = None  # the previous-versions page's conda line (its own pinned version), `{cuda}` to fill in
+    conda_cuda: Optional[tuple[str, ...]] = None  # the CUDA versions that page gives a conda line for
+    conda_forge_cuda: tuple[str, ...] = ()  # those whose line also adds `-c conda-forge`
 
     def python_on(self, os_name: str) -> VersionRange:
         """The Pythons with wheels on one OS."""
@@ -475,6 +514,13 @@ class TorchRelease(NamedTuple):
     def cuda_on(self, os_name: str) -> tuple[str, ...]:
         """The CUDA variants published for one OS."""
         return self.windows_cuda if os_name == "windows" and self.windows_cuda is not None else self.cuda
+
+    def conda_command(self, cuda: str) -> Optional[str]:
+        """The page's conda line for one CUDA version; None where the page gives none for it."""
+        if self.conda is None or cuda not in (self.conda_cuda or ()):
+            return None
+        line = self.conda.format(cuda=cuda)
+        return line + " -c conda-forge" if cuda in self.conda_forge_cuda else line
 
 
 class TorchTable(NamedTuple):

@@ -219,6 +219,37 @@ def _check_cuda_driver(table: r.CudaDriverTable, where: str) -> None:
 
 
 _CUDA_LIST = _list_of(_version, 'versions in quotes, such as "12.6"')
+
+
+def _check_patch(patch: Optional[str], version: str, where: str, what: str) -> None:
+    """A `patch` pin must be a release of the row's own minor, or a plan would install another minor."""
+    if patch is not None and _release(patch) != _release(version):
+        raise KnowledgeError(f"{where}: {what} {version}: patch {patch} is not a {'.'.join(map(str, _release(version)))} release")
+
+
+def _check_torch(table: r.TorchTable, where: str) -> None:
+    """Patches within their minor; a conda line that can take a CUDA version, for CUDA versions it lists."""
+    for row in table.releases:
+        _check_patch(row.patch, row.version, where, "torch")
+        if row.conda is not None and ("{cuda}" not in row.conda or not row.conda_cuda):
+            raise KnowledgeError(f"{where}: torch {row.version}: conda needs a {{cuda}} placeholder and conda_cuda")
+        if not set(row.conda_forge_cuda) <= set(row.conda_cuda or ()):
+            raise KnowledgeError(f"{where}: torch {row.version}: conda_forge_cuda lists a CUDA that conda_cuda does not")
+
+
+def _check_tensorflow(table: r.TensorflowTable, where: str) -> None:
+    for row in table.tested_builds:
+        _check_patch(row.patch, row.version, where, f"tensorflow ({row.os})")
+
+
+def _check_framework_releases(table: r.FrameworksTable, where: str) -> None:
+    """Release lists are newest first with no repeats, so `framework_releases()[0]` is the newest."""
+    for row in table.releases:
+        ordered = sorted(row.versions, key=Version, reverse=True)
+        if list(row.versions) != ordered or len(set(map(Version, row.versions))) != len(row.versions):
+            raise KnowledgeError(f"{where}: releases ({row.distribution}): versions must be newest first, without repeats")
+
+
 _LIBRARY_NAME = {"cuda": _version, "windows": _text, "linux": _text}
 
 TABLES: dict[str, Table] = {
@@ -339,7 +370,14 @@ TABLES: dict[str, Table] = {
                 "versions",
                 "extra",
             ),
+            "releases": _rows(
+                r.FrameworkReleases,
+                {"distribution": _text, "versions": _list_of(_version, 'versions in quotes, such as "1.19.0"')},
+                lambda row: row.distribution.lower(),
+                "distribution",
+            ),
         },
+        _check_framework_releases,
     ),
     "gpus": Table(
         r.GpusTable,
@@ -367,13 +405,16 @@ TABLES: dict[str, Table] = {
             "windows_native_gpu_last": _single(r.WindowsGpuLast, {"version": _version}),
             "tested_builds": _rows(
                 r.TensorflowBuild,
-                {"version": _version, "os": _OS, "python": _range, "cudnn": _version, "cuda": _version},
+                {"version": _version, "os": _OS, "python": _range, "cudnn": _version, "cuda": _version, "patch": _optional(_version)},
                 lambda row: (_release(row.version), row.os),
                 "version",
                 "os",
             ),
             "and_cuda": _rows(r.TensorflowAndCuda, {"versions": _range, "wheels": _NAMES}, lambda row: str(row.versions), "versions"),
+            "packages": _rows(r.TensorflowPackage, {"name": _text, "versions": _range}, lambda row: str(row.versions), "name", "versions"),
+            "windows_conda": _single(r.TensorflowConda, {"command": _text, "versions": _range}),
         },
+        _check_tensorflow,
     ),
     "torch": Table(
         r.TorchTable,
@@ -390,11 +431,16 @@ TABLES: dict[str, Table] = {
                     "pypi_cuda": _optional(_version),
                     "pypi_cudnn": _optional(_version),
                     "cudnn_major": _optional(_version),
+                    "patch": _optional(_version),
+                    "conda": _optional(_text),
+                    "conda_cuda": _optional(_CUDA_LIST),
+                    "conda_forge_cuda": _CUDA_LIST,
                 },
                 lambda row: _release(row.version),
                 "version",
             ),
         },
+        _check_torch,
     ),
 }
 

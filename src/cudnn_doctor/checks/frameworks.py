@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from typing import Iterator, Mapping, Optional
 
 from packaging.version import Version
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.checks._libraries import build_key, cuda_key, lookup, system_builds
+from cudnn_doctor.checks._plan import Option, describe, driver_os, pip_install, plan_options
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import Facts, FrameworkBuild, PythonEnv
 from cudnn_doctor.findings import Area, Finding, Severity
@@ -16,34 +17,57 @@ from cudnn_doctor.versions import major_minor
 
 
 def torch_install_lines(facts: Facts, build: FrameworkBuild) -> list[str]:
-    """The exact commands that replace `build` by a CUDA build of the same release that the driver runs."""
+    """The exact commands that replace `build` by a CUDA build that the planner says this driver runs: of the same
+    release where one exists, else the newest that does; and the driver that the same release needs, when it needs one."""
     exe = build.executable
-    version = build.parsed_version
-    row = knowledge.torch_release(version) if version else None
-    driver_cuda = facts.driver.cuda_version
-    variants = row.cuda_on(facts.os) if row else ()  # 1.11 has no CUDA 10.2 build for Windows
-    if row is None or not variants:
-        return [
-            f'"{exe}" -m pip uninstall -y torch',
-            f'"{exe}" -m pip install torch --index-url {knowledge.torch_index_url(Version("12.6"))}  (pick the CUDA variant your driver supports on https://pytorch.org/get-started/locally/)',
-        ]
-    usable = [Version(c) for c in variants if driver_cuda is None or Version(c) <= driver_cuda]
-    if not usable:
-        oldest = min(Version(c) for c in variants)
-        return [
-            f"torch {row.version} has no build for CUDA {facts.driver.cuda} or older; update the NVIDIA driver to one that supports CUDA {major_minor(oldest)}, then:",
-            f'"{exe}" -m pip install --force-reinstall "torch=={version}" --index-url {knowledge.torch_index_url(oldest)}',
-        ]
-    cuda = max(usable)
+    planned = plan_options(facts, exe, "torch", build.version)
     python = facts.python(exe)
     packages = python.packages if python else {}
     # torchvision and torchaudio are built against one torch: a CPU torch came with CPU companions, from any index
-    companions = [f"{name}=={text.split('+')[0]}" for name, text in sorted(packages.items()) if name in ("torchvision", "torchaudio")]
-    wanted = " ".join([f"torch=={(build.version or '').split('+')[0]}", *companions])
-    return [
-        f'"{exe}" -m pip uninstall -y torch {" ".join(c.split("==")[0] for c in companions)}'.rstrip(),
-        f'"{exe}" -m pip install {wanted} --index-url {knowledge.torch_index_url(cuda)}',
-    ]
+    names = [name for name in sorted(packages) if name in ("torchvision", "torchaudio")]
+    lines = [f'"{exe}" -m pip uninstall -y torch {" ".join(names)}'.rstrip()]
+    keep, now = planned
+    if keep is not None and keep.driver is None:
+        return [*lines, _torch_line(exe, keep, packages, build.version)]
+    if keep is not None:
+        lines.append(
+            f"To keep torch {keep.version}: update the NVIDIA driver to >= {keep.driver} first ({_driver_page(facts)}), then: "
+            f"{_torch_line(exe, keep, packages, build.version)}"
+        )
+    if now is not None:
+        prefix = f"Or keep the driver {facts.driver.version} and install {describe(now)}, which it runs: " if keep is not None else ""
+        if now.stack.python_outside:
+            prefix += f"in a new environment (Python {now.stack.python_outside} has no wheel of it): "
+        lines.append(prefix + _torch_line(exe, now, packages, build.version))
+    if keep is None and now is None:
+        lines.append(f"No CUDA build of torch in the knowledge runs here; see {_TORCH_PAGE}.")
+    return lines
+
+
+_TORCH_PAGE = "https://pytorch.org/get-started/locally/"
+
+
+def _torch_line(exe: str, option: Option, packages: Mapping[str, str], installed: Optional[str]) -> str:
+    """The pip line of a planned torch build, with the installed torchvision / torchaudio when it keeps their torch release
+    (another torch release needs other companions: pip picks them when they are not pinned)."""
+    local = option.requirement.split("+", 1)[1] if "+" in option.requirement else None
+    extra = []
+    for name in sorted(packages):
+        if name in ("torchaudio", "torchvision"):
+            if option.version == _public_text(installed):
+                version = packages[name].split("+")[0]
+                extra.append(f"{name}=={version}+{local}" if local else f"{name}=={version}")
+            else:
+                extra.append(name)
+    return pip_install(exe, [option.requirement, *extra], option.options)
+
+
+def _public_text(version: Optional[str]) -> Optional[str]:
+    return version.split("+")[0] if version else None
+
+
+def _driver_page(facts: Facts) -> str:
+    return "https://www.nvidia.com/Download/index.aspx" if driver_os(facts) == "windows" else "e.g. `sudo ubuntu-drivers install`"
 
 
 @rule("torch-cpu-build", Severity.ERROR, "PyTorch is a CPU-only build", Area.FRAMEWORKS)

@@ -1,0 +1,188 @@
+"""Fixes that name versions ask the planner, so a fix never proposes a build the driver cannot run or
+a (release, build) the knowledge does not hold.
+
+One Python environment and one framework at a time: the request is this machine (OS, driver, first
+GPU) and that interpreter's Python, a hard constraint since the fix is for that interpreter.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Optional, Sequence
+
+from packaging.version import InvalidVersion, Version
+
+from cudnn_doctor import knowledge
+from cudnn_doctor.facts import Facts
+from cudnn_doctor.planner.commands import Steps, steps
+from cudnn_doctor.planner.constraints import Verdict
+from cudnn_doctor.planner.request import FRAMEWORKS, Given, Request, Wanted, parse_framework
+from cudnn_doctor.planner.solver import Plan, Stack, solve
+
+
+class Option(NamedTuple):
+    """One planned build of the framework and how to get it."""
+
+    verdict: Verdict  # the build chosen for the framework
+    stack: Stack
+    steps: Steps
+    requirement: str  # what pip installs: the user's own patch release where the plan keeps its minor
+    driver: Optional[str]  # the driver to install first; None: the machine's driver runs the build
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        return self.verdict.candidate.pip_options
+
+    @property
+    def build(self) -> str:
+        return self.verdict.candidate.build
+
+    @property
+    def version(self) -> str:
+        return self.requirement.split("==", 1)[1].split("+")[0] if "==" in self.requirement else self.verdict.candidate.version
+
+
+class Options(NamedTuple):
+    keep: Optional[Option]  # the user's release (its minor), on this driver or after a driver update
+    now: Optional[Option]  # the newest build the current driver runs, when `keep` is missing or needs a new driver
+
+
+def machine_request(facts: Facts, executable: str, wanted: Sequence[Wanted], python_origin: str = "option") -> Request:
+    """The planner's request for this machine and the interpreter `executable`."""
+    gpu = facts.driver.gpus[0] if facts.driver.gpus else None
+    python = facts.python(executable)
+    python_xy = ".".join(python.version.split(".")[:2]) if python and python.parsed_version else None
+    return Request(
+        frameworks=tuple(wanted),
+        os="wsl" if facts.wsl else facts.os,
+        python=Given(python_xy, python_origin) if python_xy else None,
+        gpu=Given(gpu.name, "machine") if gpu else None,
+        compute_capability=gpu.compute_capability if gpu else None,
+        driver=Given(facts.driver.version, "machine") if facts.driver.version and _is_version(facts.driver.version) else None,
+    )
+
+
+def plannable(name: str) -> bool:
+    """The planner knows the framework, and can judge every build it has (system-CUDA builds need cuDNN's support matrix)."""
+    if name not in FRAMEWORKS:
+        return False
+    return name == "torch" or hasattr(knowledge, "cudnn_releases_for")
+
+
+def plan_options(facts: Facts, executable: str, name: str, release: Optional[str], extras: frozenset[str] = frozenset()) -> Options:
+    """The user's release where some build of it is usable (after a driver update if need be), and the newest build
+    the current driver runs when that one needs an update or none exists."""
+    if not plannable(name):
+        return Options(None, None)
+    keep = None
+    for text in _pins(name, release):
+        plan = solve(machine_request(facts, executable, [_wanted(text, extras)]))
+        keep = _option(facts, plan, name, release) or _after_driver_update(facts, plan, name, release)
+        if keep is not None:
+            break
+    now = None
+    if keep is None or keep.driver is not None:
+        now = runnable_now(facts, executable, name, release, extras)
+    return Options(keep, now)
+
+
+def runnable_now(facts: Facts, executable: str, name: str, release: Optional[str] = None, extras: frozenset[str] = frozenset()) -> Optional[Option]:
+    """The build the current driver runs: of the user's minor where one exists, else the newest release; a new environment's
+    Python when the interpreter's has none."""
+    if not plannable(name):
+        return None
+    for text in [*_pins(name, release)[1:], name]:
+        plan = solve(machine_request(facts, executable, [_wanted(text, extras)]))
+        found = _option(facts, plan, name, release)
+        if found is not None:
+            return found
+    plan = solve(machine_request(facts, executable, [_wanted(name, extras)], python_origin="machine"))
+    return _option(facts, plan, name, release)
+
+
+def _pins(name: str, release: Optional[str]) -> list[str]:
+    """The user's exact release, then its minor (the knowledge holds a build table per minor: 2.2 for 2.2.2)."""
+    version = _public(release)
+    if version is None:
+        return []
+    minor = ".".join(str(p) for p in (*version.release, 0)[:2])
+    return [f"{name}=={version}", f"{name}=={minor}.*"]
+
+
+def _wanted(text: str, extras: frozenset[str]) -> Wanted:
+    return parse_framework(text)._replace(extras=extras) if extras else parse_framework(text)
+
+
+def _option(facts: Facts, plan: Plan, name: str, release: Optional[str], driver: Optional[str] = None) -> Optional[Option]:
+    stack = plan.stack
+    if stack is None:
+        return None
+    return _make(facts, stack, name, release, driver)
+
+
+def _after_driver_update(facts: Facts, plan: Plan, name: str, release: Optional[str]) -> Optional[Option]:
+    """The planner's "update the driver" alternative: the build of this release the oldest driver runs."""
+    if plan.stack is not None:
+        return None
+    found = next((a.stack for a in plan.alternatives if a.change == "driver"), None)
+    if found is None:
+        return None
+    needed = found.drivers("min_driver")[plan.request.driver_os]
+    return _make(facts, found, name, release, needed)
+
+
+def _make(facts: Facts, stack: Stack, name: str, release: Optional[str], driver: Optional[str]) -> Optional[Option]:
+    verdict = next((v for v in stack.chosen if v.candidate.framework == name), None)
+    if verdict is None or not verdict.candidate.requirement:
+        return None
+    os_name = "wsl" if facts.wsl else facts.os
+    planned = steps(stack, os_name, facts.driver.version if driver is None else None)
+    return Option(verdict, stack, planned, _keep_patch(verdict, release), driver)
+
+
+def _keep_patch(verdict: Verdict, release: Optional[str]) -> str:
+    """torch==2.2.0 -> torch==2.2.2 when the user has 2.2.2: the knowledge's build table covers every patch of a minor."""
+    candidate = verdict.candidate
+    version = _public(release)
+    planned = _public(candidate.version)
+    if version is None or planned is None or version.release[:2] != planned.release[:2] or f"=={candidate.version}" not in candidate.requirement:
+        return candidate.requirement
+    return candidate.requirement.replace(f"=={candidate.version}", f"=={version}", 1)
+
+
+def _public(text: Optional[str]) -> Optional[Version]:
+    """The public release of a version ("2.2.2+cpu" -> 2.2.2); None when it is not one."""
+    if not text:
+        return None
+    try:
+        version = Version(text.split("+")[0])
+    except InvalidVersion:
+        return None
+    return Version(".".join(str(p) for p in version.release))
+
+
+def _is_version(text: str) -> bool:
+    try:
+        Version(text)
+    except InvalidVersion:
+        return False
+    return True
+
+
+def pip_install(executable: str, requirements: Sequence[str], options: Sequence[str]) -> str:
+    """`"exe" -m pip install torch==2.2.2 torchvision==0.17.2 --index-url URL`: quoted only where a shell would split or redirect."""
+    words = [_quote(r) for r in requirements]
+    return " ".join([f'"{executable}" -m pip install', *words, *options])
+
+
+def _quote(requirement: str) -> str:
+    return f'"{requirement}"' if any(c in requirement for c in "[]<>*; ") else requirement
+
+
+def driver_os(facts: Facts) -> str:
+    return "windows" if facts.os == "windows" or facts.wsl else "linux"
+
+
+def describe(option: Option) -> str:
+    """`torch 2.2.2 (cu121, CUDA 12.1)`."""
+    candidate = option.verdict.candidate
+    return f"{candidate.framework} {option.version} ({candidate.build}, CUDA {candidate.cuda})"

@@ -186,3 +186,36 @@ def describe(option: Option) -> str:
     """`torch 2.2.2 (cu121, CUDA 12.1)`."""
     candidate = option.verdict.candidate
     return f"{candidate.framework} {option.version} ({candidate.build}, CUDA {candidate.cuda})"
+
+
+def option_text(executable: str, option: Option) -> str:
+    """An option as one fix line: what to download first, then the exact commands (this interpreter's pip, or a new
+    environment's when its Python has no wheel)."""
+    parts = [
+        f"download {d.what}" + (f" ({d.file})" if d.file else "") + f" from {d.page}" for d in option.steps.downloads if not d.what.startswith("NVIDIA driver")
+    ]
+    commands = [c for c in option.steps.commands if c != "cudnn-doctor check"]
+    if not option.stack.python_outside:
+        commands = [_own_pip(executable, c, option) for c in commands]
+    parts += [f"`{c}`" for c in commands]
+    text = ", then ".join(parts)
+    if option.stack.python_outside:
+        text = f"in a new environment (Python {option.stack.python_outside} has no wheel of it): {text}"
+    return text
+
+
+def _own_pip(executable: str, command: str, option: Option) -> str:
+    """`python -m pip install "torch==2.2.0" ...` -> this interpreter's pip, with the user's patch release kept."""
+    candidate = option.verdict.candidate
+    if not command.startswith("python -m pip install") or f'"{candidate.requirement}"' not in command:
+        return command
+    return pip_install(executable, [option.requirement], candidate.pip_options)
+
+
+def toolkit_now(facts: Facts) -> Optional[str]:
+    """The newest CUDA toolkit release the current driver runs (the planner with no framework), None when unknown."""
+    if not hasattr(knowledge, "cudnn_releases_for") or not facts.driver.version:
+        return None
+    request = Request(frameworks=(), os="wsl" if facts.wsl else facts.os, driver=Given(facts.driver.version, "machine"))
+    stack = solve(request).stack
+    return stack.chosen[0].candidate.version if stack else None

@@ -8,6 +8,7 @@ from typing import Iterator, Optional
 from packaging.version import Version
 
 from cudnn_doctor import knowledge
+from cudnn_doctor.checks._plan import describe, option_text, runnable_now, toolkit_now
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import SMI_NOT_UNDERSTOOD, Facts, FrameworkBuild, Gpu
 from cudnn_doctor.findings import Area, Finding, Severity
@@ -98,7 +99,10 @@ def driver_too_old(facts: Facts) -> Iterator[Finding]:
     where = "https://www.nvidia.com/Download/index.aspx" if os_name == "windows" else "e.g. `sudo ubuntu-drivers install`"
     target = f"an NVIDIA driver >= {wanted}" if wanted else "a current NVIDIA driver"
     fix = [f"Install {target} ({where}), then reboot and check `nvidia-smi`."]
-    if driver.cuda:
+    kept = _keep_driver_lines(facts, [b for b in _unmet_builds(facts, unmet)], any(who.startswith("CUDA toolkit") for who, _, _ in unmet))
+    if kept:
+        fix += kept
+    elif driver.cuda:
         fix.append(f"Or install builds made for {_runnable(driver.cuda_version, installed, os_name)}, which this driver runs.")
     yield finding(
         "driver-too-old",
@@ -111,6 +115,42 @@ def driver_too_old(facts: Facts) -> Iterator[Finding]:
         },
         causes=(DRIVER,),
     )
+
+
+def _unmet_builds(facts: Facts, unmet: list) -> list[FrameworkBuild]:
+    """The framework builds among what the driver is too old for (the toolkits are told apart by `who`)."""
+    whos = {who for who, _, _ in unmet}
+    return [b for b in facts.builds if _who(b) in whos]
+
+
+def _who(build: FrameworkBuild) -> str:
+    cuda = build.cuda_version
+    return f"{build.name} {build.version} (built for CUDA {major_minor(cuda)}, {build.cuda.said}) in {build.executable}" if cuda else ""
+
+
+def _keep_driver_lines(facts: Facts, builds: list[FrameworkBuild], toolkit: bool) -> list[str]:
+    """For who would rather keep this driver: the build of each framework the planner says it runs (the installed
+    release where one of its builds does), and the newest toolkit it runs. Empty when the planner cannot say."""
+    lines = []
+    driver = facts.driver.version
+    for build in builds:
+        option = runnable_now(facts, build.executable, build.name, build.version)
+        if option is None:
+            continue
+        same = option.version == (build.version or "").split("+")[0]
+        again = f'`"{build.executable}" -m pip uninstall -y {_distribution(build)}`, then ' if same else ""
+        lines.append(f"Or keep the driver {driver}: {describe(option)} runs on it: {again}{option_text(build.executable, option)}.")
+    newest = toolkit_now(facts) if toolkit else None
+    if newest:
+        lines.append(
+            f"Or keep the driver {driver} and build with CUDA Toolkit {newest}, the newest it runs (https://developer.nvidia.com/cuda-toolkit-archive)."
+        )
+    return lines
+
+
+def _distribution(build: FrameworkBuild) -> str:
+    """What pip uninstalls for a framework, so that the same release of another build is not taken as installed."""
+    return {"tensorflow": "tensorflow", "onnxruntime": "onnxruntime-gpu", "paddle": "paddlepaddle-gpu", "jax": "jax jaxlib"}.get(build.name, build.name)
 
 
 def _runnable(driver_cuda: Version, installed: Optional[Version], os_name: str) -> str:

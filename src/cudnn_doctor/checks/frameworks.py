@@ -8,7 +8,7 @@ from packaging.version import Version
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.checks._libraries import build_key, cuda_key, lookup, system_builds
-from cudnn_doctor.checks._plan import Option, describe, driver_os, pip_install, plan_options
+from cudnn_doctor.checks._plan import Option, describe, driver_os, option_text, pip_install, plan_options
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import Facts, FrameworkBuild, PythonEnv
 from cudnn_doctor.findings import Area, Finding, Severity
@@ -36,9 +36,7 @@ def torch_install_lines(facts: Facts, build: FrameworkBuild) -> list[str]:
         )
     if now is not None:
         prefix = f"Or keep the driver {facts.driver.version} and install {describe(now)}, which it runs: " if keep is not None else ""
-        if now.stack.python_outside:
-            prefix += f"in a new environment (Python {now.stack.python_outside} has no wheel of it): "
-        lines.append(prefix + _torch_line(exe, now, packages, build.version))
+        lines.append(prefix + (option_text(exe, now) if now.stack.python_outside else _torch_line(exe, now, packages, build.version)))
     if keep is None and now is None:
         lines.append(f"No CUDA build of torch in the knowledge runs here; see {_TORCH_PAGE}.")
     return lines

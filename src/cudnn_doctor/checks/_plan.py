@@ -46,14 +46,14 @@ class Options(NamedTuple):
     now: Optional[Option]  # the newest build the current driver runs, when `keep` is missing or needs a new driver
 
 
-def machine_request(facts: Facts, executable: str, wanted: Sequence[Wanted], python_origin: str = "option") -> Request:
-    """The planner's request for this machine and the interpreter `executable`."""
+def machine_request(facts: Facts, executable: str, wanted: Sequence[Wanted], python_origin: str = "option", os_name: Optional[str] = None) -> Request:
+    """The planner's request for this machine and the interpreter `executable` (`os_name`: "wsl" plans WSL2 on this Windows)."""
     gpu = facts.driver.gpus[0] if facts.driver.gpus else None
     python = facts.python(executable)
     python_xy = ".".join(python.version.split(".")[:2]) if python and python.parsed_version else None
     return Request(
         frameworks=tuple(wanted),
-        os="wsl" if facts.wsl else facts.os,
+        os=os_name or ("wsl" if facts.wsl else facts.os),
         python=Given(python_xy, python_origin) if python_xy else None,
         gpu=Given(gpu.name, "machine") if gpu else None,
         compute_capability=gpu.compute_capability if gpu else None,
@@ -74,7 +74,7 @@ def plan_options(facts: Facts, executable: str, name: str, release: Optional[str
     if not plannable(name):
         return Options(None, None)
     keep = None
-    for text in _pins(name, release):
+    for text in pins(name, release):
         plan = solve(machine_request(facts, executable, [_wanted(text, extras)]))
         keep = _option(facts, plan, name, release) or _after_driver_update(facts, plan, name, release)
         if keep is not None:
@@ -90,7 +90,7 @@ def runnable_now(facts: Facts, executable: str, name: str, release: Optional[str
     Python when the interpreter's has none."""
     if not plannable(name):
         return None
-    for text in [*_pins(name, release)[1:], name]:
+    for text in [*pins(name, release)[1:], name]:
         plan = solve(machine_request(facts, executable, [_wanted(text, extras)]))
         found = _option(facts, plan, name, release)
         if found is not None:
@@ -99,7 +99,23 @@ def runnable_now(facts: Facts, executable: str, name: str, release: Optional[str
     return _option(facts, plan, name, release)
 
 
-def _pins(name: str, release: Optional[str]) -> list[str]:
+def first_option(
+    facts: Facts, executable: str, texts: Sequence[str], release: Optional[str] = None, os_name: Optional[str] = None, python_origin: str = "option"
+) -> Optional[Option]:
+    """The first of `texts` (requirements, most wanted first) with a usable build here, or one a driver update makes
+    usable; `release`: the user's, whose patch a plan of its minor keeps."""
+    for text in texts:
+        wanted = parse_framework(text)
+        if not plannable(wanted.name):
+            return None
+        plan = solve(machine_request(facts, executable, [wanted], python_origin, os_name))
+        found = _option(facts, plan, wanted.name, release, os_name) or _after_driver_update(facts, plan, wanted.name, release, os_name)
+        if found is not None:
+            return found
+    return None
+
+
+def pins(name: str, release: Optional[str]) -> list[str]:
     """The user's exact release, then its minor (the knowledge holds a build table per minor: 2.2 for 2.2.2)."""
     version = _public(release)
     if version is None:
@@ -112,14 +128,14 @@ def _wanted(text: str, extras: frozenset[str]) -> Wanted:
     return parse_framework(text)._replace(extras=extras) if extras else parse_framework(text)
 
 
-def _option(facts: Facts, plan: Plan, name: str, release: Optional[str], driver: Optional[str] = None) -> Optional[Option]:
+def _option(facts: Facts, plan: Plan, name: str, release: Optional[str], os_name: Optional[str] = None) -> Optional[Option]:
     stack = plan.stack
     if stack is None:
         return None
-    return _make(facts, stack, name, release, driver)
+    return _make(facts, stack, name, release, None, os_name)
 
 
-def _after_driver_update(facts: Facts, plan: Plan, name: str, release: Optional[str]) -> Optional[Option]:
+def _after_driver_update(facts: Facts, plan: Plan, name: str, release: Optional[str], os_name: Optional[str] = None) -> Optional[Option]:
     """The planner's "update the driver" alternative: the build of this release the oldest driver runs."""
     if plan.stack is not None:
         return None
@@ -127,14 +143,14 @@ def _after_driver_update(facts: Facts, plan: Plan, name: str, release: Optional[
     if found is None:
         return None
     needed = found.drivers("min_driver")[plan.request.driver_os]
-    return _make(facts, found, name, release, needed)
+    return _make(facts, found, name, release, needed, os_name)
 
 
-def _make(facts: Facts, stack: Stack, name: str, release: Optional[str], driver: Optional[str]) -> Optional[Option]:
+def _make(facts: Facts, stack: Stack, name: str, release: Optional[str], driver: Optional[str], os_name: Optional[str] = None) -> Optional[Option]:
     verdict = next((v for v in stack.chosen if v.candidate.framework == name), None)
     if verdict is None or not verdict.candidate.requirement:
         return None
-    os_name = "wsl" if facts.wsl else facts.os
+    os_name = os_name or ("wsl" if facts.wsl else facts.os)
     planned = steps(stack, os_name, facts.driver.version if driver is None else None)
     return Option(verdict, stack, planned, _keep_patch(verdict, release), driver)
 
@@ -198,7 +214,7 @@ def option_text(executable: str, option: Option) -> str:
     if not option.stack.python_outside:
         commands = [_own_pip(executable, c, option) for c in commands]
     parts += [f"`{c}`" for c in commands]
-    text = ", then ".join(parts)
+    text = ", then ".join(parts) + "".join(f"; {note}" for note in option.steps.notes if "outside" not in note)
     if option.stack.python_outside:
         text = f"in a new environment (Python {option.stack.python_outside} has no wheel of it): {text}"
     return text

@@ -8,7 +8,7 @@ from packaging.version import Version
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.checks._libraries import build_key, cuda_key, lookup, system_builds
-from cudnn_doctor.checks._plan import Option, describe, driver_os, option_text, pip_install, plan_options
+from cudnn_doctor.checks._plan import Option, describe, driver_os, first_option, option_text, pins, pip_install, plan_options
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import Facts, FrameworkBuild, PythonEnv
 from cudnn_doctor.findings import Area, Finding, Severity
@@ -137,12 +137,38 @@ def tf_windows_gpu_unsupported(facts: Facts) -> Iterator[Finding]:
             )
         else:
             native = f'Or stay on native Windows with TensorFlow 2.10: `"{exe}" -m pip install "tensorflow<2.11"`, {gpu_stack}'
+        wsl = 'Use WSL2: `wsl --install`, then inside Ubuntu `pip install "tensorflow[and-cuda]"` (the Windows NVIDIA driver serves WSL2).'
         yield finding(
             "tf-windows-gpu-unsupported",
             f"tensorflow {build.version} in {exe} runs on native Windows, where TensorFlow after {last} has no GPU build.",
-            ['Use WSL2: `wsl --install`, then inside Ubuntu `pip install "tensorflow[and-cuda]"` (the Windows NVIDIA driver serves WSL2).', native],
+            [_tf_wsl_line(facts, build) or wsl, _tf_native_line(facts, build, last) or native],
             {"tensorflow": build.version, "source": source},
         )
+
+
+def _tf_wsl_line(facts: Facts, build: FrameworkBuild) -> Optional[str]:
+    """WSL2 with the [and-cuda] build the planner finds for this driver: the user's release where it has one."""
+    release = _public_text(build.version)
+    texts = [text.replace("tensorflow", "tensorflow[and-cuda]", 1) for text in pins("tensorflow", release)] + ["tensorflow[and-cuda]"]
+    option = first_option(facts, build.executable, texts, release, os_name="wsl", python_origin="machine")
+    if option is None:
+        return None
+    driver = f"update the Windows NVIDIA driver to >= {option.driver} first (WSL2 uses it), then " if option.driver else ""
+    python = f" in a Python {option.stack.python} environment" if option.stack.python else ""
+    serves = "" if option.driver else f" (the Windows NVIDIA driver {facts.driver.version} serves WSL2)"
+    line = pip_install("python3", [option.requirement], option.options).replace('"python3"', "python3", 1)
+    return f"Use WSL2: {driver}`wsl --install`, then inside Ubuntu{python}: `{line}`{serves}."
+
+
+def _tf_native_line(facts: Facts, build: FrameworkBuild, last: Version) -> Optional[str]:
+    """Native Windows with the last GPU release: its toolkit, cuDNN and pip line from the planner, for this driver and Python."""
+    option = first_option(facts, build.executable, [f"tensorflow=={last.major}.{last.minor}.*"], python_origin="machine")
+    if option is None:
+        return None
+    candidate = option.verdict.candidate
+    driver = f"update the NVIDIA driver to >= {option.driver} first, then " if option.driver else ""
+    stack = f"TensorFlow {option.version} (CUDA {candidate.cuda}, cuDNN {option.verdict.needs.cudnn or candidate.cudnn})"
+    return f"Or stay on native Windows with {stack}: {driver}{option_text(build.executable, option)}."
 
 
 @rule("tf-cpu-build", Severity.ERROR, "TensorFlow was built without CUDA", Area.FRAMEWORKS)

@@ -46,8 +46,11 @@ class Options(NamedTuple):
     now: Optional[Option]  # the newest build the current driver runs, when `keep` is missing or needs a new driver
 
 
-def machine_request(facts: Facts, executable: str, wanted: Sequence[Wanted], python_origin: str = "option", os_name: Optional[str] = None) -> Request:
-    """The planner's request for this machine and the interpreter `executable` (`os_name`: "wsl" plans WSL2 on this Windows)."""
+def machine_request(
+    facts: Facts, executable: str, wanted: Sequence[Wanted], python_origin: str = "option", os_name: Optional[str] = None, cuda: Optional[str] = None
+) -> Request:
+    """The planner's request for this machine and the interpreter `executable` (`os_name`: "wsl" plans WSL2 on this
+    Windows; `cuda`: an installed toolkit's X.Y the build must be made for)."""
     gpu = facts.driver.gpus[0] if facts.driver.gpus else None
     python = facts.python(executable)
     python_xy = ".".join(python.version.split(".")[:2]) if python and python.parsed_version else None
@@ -58,6 +61,7 @@ def machine_request(facts: Facts, executable: str, wanted: Sequence[Wanted], pyt
         gpu=Given(gpu.name, "machine") if gpu else None,
         compute_capability=gpu.compute_capability if gpu else None,
         driver=Given(facts.driver.version, "machine") if facts.driver.version and _is_version(facts.driver.version) else None,
+        cuda=Given(cuda, "machine") if cuda else None,
     )
 
 
@@ -100,7 +104,13 @@ def runnable_now(facts: Facts, executable: str, name: str, release: Optional[str
 
 
 def first_option(
-    facts: Facts, executable: str, texts: Sequence[str], release: Optional[str] = None, os_name: Optional[str] = None, python_origin: str = "option"
+    facts: Facts,
+    executable: str,
+    texts: Sequence[str],
+    release: Optional[str] = None,
+    os_name: Optional[str] = None,
+    python_origin: str = "option",
+    cuda: Optional[str] = None,
 ) -> Optional[Option]:
     """The first of `texts` (requirements, most wanted first) with a usable build here, or one a driver update makes
     usable; `release`: the user's, whose patch a plan of its minor keeps."""
@@ -108,7 +118,7 @@ def first_option(
         wanted = parse_framework(text)
         if not plannable(wanted.name):
             return None
-        plan = solve(machine_request(facts, executable, [wanted], python_origin, os_name))
+        plan = solve(machine_request(facts, executable, [wanted], python_origin, os_name, cuda))
         found = _option(facts, plan, wanted.name, release, os_name) or _after_driver_update(facts, plan, wanted.name, release, os_name)
         if found is not None:
             return found
@@ -235,3 +245,16 @@ def toolkit_now(facts: Facts) -> Optional[str]:
     request = Request(frameworks=(), os="wsl" if facts.wsl else facts.os, driver=Given(facts.driver.version, "machine"))
     stack = solve(request).stack
     return stack.chosen[0].candidate.version if stack else None
+
+
+def installed_toolkit(facts: Facts, major: Optional[int]) -> Optional[str]:
+    """The X.Y of the installed toolkit of a CUDA major the planner knows (the one on PATH first), None when there is none."""
+    toolkits = sorted(facts.toolkits.toolkits, key=lambda t: not t.on_path)
+    for toolkit in toolkits:
+        version = toolkit.parsed_version
+        if version is None or (major is not None and version.release[0] != major):
+            continue
+        xy = ".".join(str(p) for p in (*version.release, 0)[:2])
+        if knowledge.toolkit_release(Version(xy)) is not None:
+            return xy
+    return None

@@ -8,12 +8,13 @@ from packaging.version import Version
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.checks._libraries import build_key, cuda_key, lookup, system_builds
-from cudnn_doctor.checks._plan import Option, describe, driver_os, first_option, option_text, pins, pip_install, plan_options
+from cudnn_doctor.checks._plan import Option, describe, driver_os, first_option, installed_toolkit, option_text, pins, pip_install, plan_options
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import Facts, FrameworkBuild, PythonEnv
 from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.knowledge.records import VersionRange
-from cudnn_doctor.versions import major_minor
+from cudnn_doctor.planner.candidates import newest_update
+from cudnn_doctor.versions import major_minor, parse_version
 
 
 def torch_install_lines(facts: Facts, build: FrameworkBuild) -> list[str]:
@@ -216,6 +217,55 @@ OTHER_BUILDS = {
 }
 
 
+def _toolkit_line(facts: Facts, cuda: Version, where: str) -> str:
+    """The toolkit update the build was made for (the newest of its minor) and, when this driver cannot run it, the driver first."""
+    minor = major_minor(cuda)
+    full = newest_update(minor)
+    archive = "https://developer.nvidia.com/cuda-toolkit-archive"
+    if full is None:
+        return f"Install the CUDA {minor} toolkit beside the others ({archive}) and put its {where}."
+    row = knowledge.toolkit_release(Version(full))
+    needed = getattr(row, driver_os(facts), None) if row else None
+    installed = parse_version(facts.driver.version)
+    first = f"Update the NVIDIA driver to >= {needed} first, then install" if needed and installed is not None and installed < Version(needed) else "Install"
+    return f"{first} CUDA Toolkit {full} beside the others ({archive}) and put its {where}."
+
+
+def _planned_toolkit_line(facts: Facts, build: FrameworkBuild, where: str) -> Optional[str]:
+    """The toolkit and cuDNN releases the planner gives the installed release (ONNX Runtime 1.16: CUDA 11.8, not the 11.0
+    its runtime's soname says), and the driver first when this one cannot run that toolkit."""
+    release = _public_text(build.version)
+    option = first_option(facts, build.executable, pins(build.name, release), release)
+    if option is None or option.verdict.candidate.cuda_from != "system" or not option.verdict.needs.toolkit:
+        return None
+    if option.verdict.candidate.cuda_major != build.cuda_major:
+        return None
+    first = f"Update the NVIDIA driver to >= {option.driver} first, then install" if option.driver else "Install"
+    line = f"{first} CUDA Toolkit {option.verdict.needs.toolkit} beside the others (https://developer.nvidia.com/cuda-toolkit-archive) and put its {where}"
+    return line + _cudnn_clause(option) + "."
+
+
+def _cudnn_clause(option: Option) -> str:
+    needs = option.verdict.needs
+    if not needs.cudnn:
+        return ""
+    how = f"`cudnn-doctor install {needs.cudnn_archive}`" if needs.cudnn_archive else "https://developer.nvidia.com/rdp/cudnn-archive"
+    return f", with cuDNN {needs.cudnn} for it ({how})"
+
+
+def _build_for_toolkit_line(facts: Facts, build: FrameworkBuild) -> Optional[str]:
+    """The release of the framework the planner finds built for a toolkit already installed, with the cuDNN it takes."""
+    toolkit = installed_toolkit(facts, None)
+    option = first_option(facts, build.executable, [build.name], cuda=toolkit) if toolkit else None
+    if option is None:
+        return None
+    line = f"Or keep CUDA {toolkit} and install {describe(option)}, built for it: "
+    if option.driver:
+        line += f"update the NVIDIA driver to >= {option.driver} first, then "
+    line += f"`{pip_install(build.executable, [option.requirement], option.options)}`"
+    return line + _cudnn_clause(option) + "."
+
+
 @rule("framework-cuda-mismatch", Severity.ERROR, "The system CUDA does not match what the framework was built for", Area.FRAMEWORKS)
 def framework_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
     """Frameworks that load CUDA from the system need the runtime of the CUDA version they were built with (by file name)."""
@@ -233,8 +283,9 @@ def framework_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
             continue
         present = ", ".join(f"CUDA {t.version}" for t in toolkits)
         where = "bin folder first on PATH" if facts.os == "windows" else "lib64 folder on LD_LIBRARY_PATH"
-        fix = [f"Install the CUDA {major_minor(cuda)} toolkit beside the others (https://developer.nvidia.com/cuda-toolkit-archive) and put its {where}."]
-        fix += [OTHER_BUILDS[build.name]] if build.name in OTHER_BUILDS else []
+        fix = [_planned_toolkit_line(facts, build, where) or _toolkit_line(facts, cuda, where)]
+        other = _build_for_toolkit_line(facts, build)
+        fix += [other] if other else [OTHER_BUILDS[build.name]] if build.name in OTHER_BUILDS else []
         yield finding(
             "framework-cuda-mismatch",
             f"{build.name} {build.version} was built for CUDA {major_minor(cuda)} ({build.cuda.said}) and loads {cudart}, "

@@ -10,8 +10,9 @@ import pytest
 from packaging.version import Version
 
 from cudnn_doctor import knowledge
+from cudnn_doctor.system.fixture_format import load_fixture
 
-from .conftest import LINUX_BASE, WINDOWS_BASE, findings_of, machine
+from .conftest import GALLERY, LINUX_BASE, SHARED_FIXTURES, WINDOWS_BASE, findings_of, machine, run
 
 WIN_EXE = "C:\\Users\\dev\\env\\python.exe"
 LINUX_EXE = "/home/dev/.venv/bin/python"
@@ -125,13 +126,15 @@ def test_no_planned_torch_variant_needs_more_than_the_driver_unless_the_line_say
 
 @pytest.fixture
 def system_cuda(monkeypatch):
-    """Until knowledge.cudnn_releases_for is merged, a stand-in with cuDNN 8.1.1.33 for CUDA 11.x (NVIDIA's
-    cudnn-11.2-linux-x64-v8.1.1.33.tgz, docs/research/issue-11/cudnn.yaml) and nothing else; the real one once merged."""
+    """Until knowledge.cudnn_releases_for is merged, a stand-in with a few cuDNN releases of docs/research/issue-11/cudnn.yaml
+    (8.9.7.29, 8.6.0.163, 8.1.1.33 for CUDA 11.x, 7.6.5.32 for CUDA 10.1); the real one once merged."""
     if not SYSTEM_CUDA:
 
         def releases(cuda, os_name):
-            row = SimpleNamespace(cc_min=None, source="https://developer.download.nvidia.com/compute/redist/cudnn/v8.1.1/")
-            return [("8.1.1.33", row)] if cuda.major == 11 else []
+            row = SimpleNamespace(cc_min=None, source="https://docs.nvidia.com/deeplearning/cudnn/archives/ (support matrices)")
+            if cuda.major == 11:
+                return [(full, row) for full in ("8.9.7.29", "8.6.0.163", "8.1.1.33")]
+            return [("7.6.5.32", row)] if cuda.release[:2] == (10, 1) else []
 
         monkeypatch.setattr(knowledge, "cudnn_releases_for", releases, raising=False)
         monkeypatch.setattr(knowledge, "cudnn_archive_name", lambda full, cuda, os_name: None, raising=False)
@@ -168,3 +171,29 @@ def test_tf_windows_native_line_names_the_toolkit_and_cudnn_releases(system_cuda
     assert native.startswith("Or stay on native Windows with TensorFlow 2.10.0 (CUDA 11.2, cuDNN 8.1"), native
     assert "download CUDA Toolkit 11.2.2 from https://developer.nvidia.com/cuda-toolkit-archive" in native, native
     assert f'`"{WIN_EXE}" -m pip install tensorflow==2.10.0`' in native, native
+
+
+# framework-cuda-mismatch and cudnn-version-mismatch --------------------------------------------------
+
+
+def fixture_fix(path, finding_id):
+    if not path.exists():
+        pytest.skip(f"no {path}")
+    found = [f for f in run(load_fixture(path)).findings if f.id == finding_id]
+    assert found, f"{path.name}: no {finding_id}"
+    return list(found[0].fix)
+
+
+def test_framework_cuda_mismatch_names_the_toolkit_update_and_its_cudnn(system_cuda):
+    """TensorFlow 2.1 (CUDA 10.1) beside CUDA 10.2: the toolkit release to install and the cuDNN of TF 2.1's tested series;
+    the old line said "the CUDA 10.1 toolkit" and no cuDNN."""
+    fix = fixture_fix(SHARED_FIXTURES / "real" / "22-win-tf21-needs-cuda101-has-cuda102.yaml", "framework-cuda-mismatch")
+    assert fix[0].startswith("Install CUDA Toolkit 10.1.105 beside the others"), fix
+    assert "with cuDNN 7.6." in fix[0], fix
+
+
+def test_cudnn_version_mismatch_names_the_cudnn_release_and_archive(system_cuda):
+    """TensorFlow 2.13 needs cuDNN 8.6 for CUDA 11.8: the planner's release of that series, not "8.6 or newer ... ARCHIVE"."""
+    fix = fixture_fix(GALLERY / "linux-tf213-old-cudnn81-first-on-ld-library-path.yaml", "cudnn-version-mismatch")
+    line = next(f for f in fix if f.startswith("Install cuDNN"))
+    assert line.startswith("Install cuDNN 8.6.") and " for CUDA 11.8 " in line and "ARCHIVE" not in line, fix

@@ -23,11 +23,13 @@ from cudnn_doctor.checks._cudnn import (
     wanted_cudnn,
 )
 from cudnn_doctor.checks._libraries import build_key, cuda_key, cudnn_key, is_cudnn_front, lookup, reach_folder_fix, system_builds
+from cudnn_doctor.checks._plan import first_option, installed_toolkit, pins
 from cudnn_doctor.checks._wheels import extras_missing, held_by, install_fixes, not_searched, reach_fixes, wheels_key
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import PROCESS, SYSTEM, CudnnInstall, Facts, FrameworkBuild, LoadStep
 from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.paths import PathRules
+from cudnn_doctor.versions import parse_version
 
 
 @rule(
@@ -126,7 +128,8 @@ def cudnn_version_mismatch(facts: Facts) -> Iterator[Finding]:
             else []
         )
         fix.append(
-            f"Install cuDNN {want.minimum if want and want.minimum else want.major if want else ''} or newer of the same major for CUDA {build.cuda_major or ''} "
+            _planned_cudnn_line(facts, build, want)
+            or f"Install cuDNN {want.minimum if want and want.minimum else want.major if want else ''} or newer of the same major for CUDA {build.cuda_major or ''} "
             "(https://developer.nvidia.com/rdp/cudnn-archive), e.g. with `cudnn-doctor install ARCHIVE`."
         )
         yield finding(
@@ -140,6 +143,26 @@ def cudnn_version_mismatch(facts: Facts) -> Iterator[Finding]:
                 "source": want.source if want else None,
             },
         )
+
+
+def _planned_cudnn_line(facts: Facts, build: FrameworkBuild, want: Optional[Wanted]) -> Optional[str]:
+    """The exact cuDNN release and archive the planner gives the installed release (for the installed toolkit of its CUDA
+    major where the build allows it), when it is of the major and at least the version the build needs."""
+    if want is None or build.cuda_from != SYSTEM:
+        return None
+    release = (build.version or "").split("+")[0] or None
+    toolkit = installed_toolkit(facts, build.cuda_major)
+    option = None
+    for cuda in ([toolkit] if toolkit else []) + [None]:
+        option = first_option(facts, build.executable, pins(build.name, release), release, cuda=cuda)
+        if option is not None:
+            break
+    planned = parse_version(option.verdict.needs.cudnn) if option is not None and option.verdict.needs.cudnn else None
+    if planned is None or planned.release[0] != want.major or (want.minimum is not None and planned < want.minimum):
+        return None
+    needs, candidate = option.verdict.needs, option.verdict.candidate
+    how = f"`cudnn-doctor install {needs.cudnn_archive}`" if needs.cudnn_archive else "its archive"
+    return f"Install cuDNN {needs.cudnn} for CUDA {candidate.cuda} (https://developer.nvidia.com/rdp/cudnn-archive): {how}."
 
 
 def _only_other_majors(facts: Facts, build: FrameworkBuild, want: Optional[Wanted]) -> list[CudnnInstall]:

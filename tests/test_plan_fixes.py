@@ -197,3 +197,16 @@ def test_cudnn_version_mismatch_names_the_cudnn_release_and_archive(system_cuda)
     fix = fixture_fix(GALLERY / "linux-tf213-old-cudnn81-first-on-ld-library-path.yaml", "cudnn-version-mismatch")
     line = next(f for f in fix if f.startswith("Install cuDNN"))
     assert line.startswith("Install cuDNN 8.6.") and " for CUDA 11.8 " in line and "ARCHIVE" not in line, fix
+
+
+# python-unsupported ---------------------------------------------------------------------------------
+
+
+def test_python_unsupported_names_the_new_environment_and_the_build_to_install_there():
+    """torch 2.0.1 cu118 in Python 3.12 on Linux: the new environment's Python and the exact pip line of a 2.0.1 build the
+    driver runs (the old fix: "conda create ... python=3.11, and install torch there")."""
+    packages = {"torch": "2.0.1+cu118"}
+    document = machine(LINUX_BASE, pythons=[python(LINUX_EXE, "3.12.1", packages, torch_report("2.0.1", "11.8"))])
+    fix = fix_of(document, "python-unsupported")
+    assert len(fix) == 1 and "`conda create -n gpu python=3.11`, then `conda activate gpu`" in fix[0], fix
+    assert "`python -m pip install torch==2.0.1 --index-url https://download.pytorch.org/whl/cu118`" in fix[0], fix

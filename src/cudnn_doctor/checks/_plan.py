@@ -214,19 +214,20 @@ def describe(option: Option) -> str:
     return f"{candidate.framework} {option.version} ({candidate.build}, CUDA {candidate.cuda})"
 
 
-def option_text(executable: str, option: Option) -> str:
+def option_text(executable: str, option: Option, say_environment: bool = True) -> str:
     """An option as one fix line: what to download first, then the exact commands (this interpreter's pip, or a new
     environment's when its Python has no wheel)."""
     parts = [
         f"download {d.what}" + (f" ({d.file})" if d.file else "") + f" from {d.page}" for d in option.steps.downloads if not d.what.startswith("NVIDIA driver")
     ]
     commands = [c for c in option.steps.commands if c != "cudnn-doctor check"]
-    if not option.stack.python_outside:
-        commands = [_own_pip(executable, c, option) for c in commands]
+    commands = [_own_pip("python" if option.stack.python_outside else executable, c, option) for c in commands]
     parts += [f"`{c}`" for c in commands]
     text = ", then ".join(parts) + "".join(f"; {note}" for note in option.steps.notes if "outside" not in note)
-    if option.stack.python_outside:
+    if option.stack.python_outside and say_environment:
         text = f"in a new environment (Python {option.stack.python_outside} has no wheel of it): {text}"
+    if option.driver:
+        text = f"update the NVIDIA driver to >= {option.driver} first, then {text}"
     return text
 
 
@@ -235,7 +236,8 @@ def _own_pip(executable: str, command: str, option: Option) -> str:
     candidate = option.verdict.candidate
     if not command.startswith("python -m pip install") or f'"{candidate.requirement}"' not in command:
         return command
-    return pip_install(executable, [option.requirement], candidate.pip_options)
+    line = pip_install(executable, [option.requirement], candidate.pip_options)
+    return line.replace('"python" -m', "python -m", 1) if executable == "python" else line
 
 
 def toolkit_now(facts: Facts) -> Optional[str]:

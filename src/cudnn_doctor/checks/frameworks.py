@@ -317,10 +317,22 @@ def python_unsupported(facts: Facts) -> Iterator[Finding]:
             "python-unsupported",
             f"{build.name} {build.version} supports Python {allowed}, but {build.executable} is Python {python.version}.",
             [
-                f"Create an environment with a supported Python, e.g. `conda create -n {build.name}-env python={allowed.newest_minor() or '3'}`, and install {build.name} there."
+                _python_line(facts, build)
+                or f"Create an environment with a supported Python, e.g. `conda create -n {build.name}-env python={allowed.newest_minor() or '3'}`, and install {build.name} there."
             ],
             {"framework": build.name, "python": python.version, "supported": str(allowed), "source": build.supported_python.source},
         )
+
+
+def _python_line(facts: Facts, build: FrameworkBuild) -> Optional[str]:
+    """The new environment the planner gives the installed release: its Python, and the build of it this driver runs."""
+    release = _public_text(build.version)
+    option = first_option(facts, build.executable, pins(build.name, release), release, python_origin="machine")
+    if option is None or not option.stack.python_outside:
+        return None
+    return (
+        f"Create an environment with a supported Python and install {describe(option)} there: {option_text(build.executable, option, say_environment=False)}."
+    )
 
 
 def _gpu_frameworks(python: PythonEnv, facts: Facts) -> dict[str, FrameworkBuild]:

@@ -210,3 +210,13 @@ def test_python_unsupported_names_the_new_environment_and_the_build_to_install_t
     fix = fix_of(document, "python-unsupported")
     assert len(fix) == 1 and "`conda create -n gpu python=3.11`, then `conda activate gpu`" in fix[0], fix
     assert "`python -m pip install torch==2.0.1 --index-url https://download.pytorch.org/whl/cu118`" in fix[0], fix
+
+
+# gpu-arch-unsupported (torch) -----------------------------------------------------------------------
+
+
+def test_torch_arch_fix_keeps_the_release_with_a_build_for_this_gpu():
+    """torch 1.9.1 cu102 on an RTX 3060 (sm_86): 1.9.1's cu111 build has code for it and the driver runs it; the old fix
+    jumped to the newest release the driver's CUDA allowed ("torch==1.12.*", cu113) whatever the interpreter."""
+    fix = fixture_fix(SHARED_FIXTURES / "real" / "31-linux-rtx3060-laptop-torch-cu102-no-sm86.yaml", "gpu-arch-unsupported")
+    assert fix[-1].endswith("-m pip install torch==1.9.1+cu111 -f https://download.pytorch.org/whl/torch_stable.html"), fix

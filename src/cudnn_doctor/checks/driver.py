@@ -8,7 +8,7 @@ from typing import Iterator, Optional
 from packaging.version import Version
 
 from cudnn_doctor import knowledge
-from cudnn_doctor.checks._plan import describe, option_text, runnable_now, toolkit_now
+from cudnn_doctor.checks._plan import describe, option_text, pip_install, plan_options, runnable_now, toolkit_now
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import SMI_NOT_UNDERSTOOD, Facts, FrameworkBuild, Gpu
 from cudnn_doctor.findings import Area, Finding, Severity
@@ -216,20 +216,20 @@ def gpu_arch_unsupported(facts: Facts) -> Iterator[Finding]:
 
 
 def _torch_arch_fix(facts: Facts, build: FrameworkBuild) -> list[str]:
-    newest = None
-    driver_cuda = facts.driver.cuda_version
-    for row in knowledge.table("torch").releases:
-        usable = [Version(c) for c in row.cuda_on(facts.os) if driver_cuda is None or Version(c) <= driver_cuda]
-        if usable:
-            newest = (row, max(usable))
-            break
-    if newest is None:
+    """A torch build whose CUDA builds for this GPU and that the driver runs, from the planner: of the installed release
+    where one exists (torch 1.9.1 cu102 on an RTX 3060 -> 1.9.1 cu111), else the newest; the driver first when needed."""
+    keep, now = plan_options(facts, build.executable, "torch", build.version)
+    option = keep if keep is not None and keep.driver is None else now or keep
+    if option is None:
         return ["Install a PyTorch build whose CUDA version supports this GPU (see https://pytorch.org/get-started/locally/)."]
-    row, cuda = newest
-    return [
-        f'"{build.executable}" -m pip uninstall -y torch',
-        f'"{build.executable}" -m pip install "torch=={row.version}.*" --index-url {knowledge.torch_index_url(cuda)}',
-    ]
+    exe = build.executable
+    lines = [f'"{exe}" -m pip uninstall -y torch']
+    if option.driver:
+        lines.append(f"Update the NVIDIA driver to >= {option.driver} first ({describe(option)} needs it).")
+    if option.stack.python_outside:
+        return [f"Install {describe(option)}, which has code for this GPU, {option_text(exe, option)}."]
+    lines.append(pip_install(exe, [option.requirement], option.options))
+    return lines
 
 
 def _generic_arch_fix(facts: Facts, build: FrameworkBuild) -> list[str]:

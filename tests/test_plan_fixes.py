@@ -220,3 +220,11 @@ def test_torch_arch_fix_keeps_the_release_with_a_build_for_this_gpu():
     jumped to the newest release the driver's CUDA allowed ("torch==1.12.*", cu113) whatever the interpreter."""
     fix = fixture_fix(SHARED_FIXTURES / "real" / "31-linux-rtx3060-laptop-torch-cu102-no-sm86.yaml", "gpu-arch-unsupported")
     assert fix[-1].endswith("-m pip install torch==1.9.1+cu111 -f https://download.pytorch.org/whl/torch_stable.html"), fix
+
+
+def test_the_checks_know_the_planners_frameworks_without_importing_it():
+    """checks/_plan.py keeps the planner out of every `check`'s start: its copy of the framework names must not drift."""
+    from cudnn_doctor.checks import _plan
+    from cudnn_doctor.planner.request import FRAMEWORKS
+
+    assert _plan.FRAMEWORKS == FRAMEWORKS

@@ -7,16 +7,20 @@ GPU) and that interpreter's Python, a hard constraint since the fix is for that 
 
 from __future__ import annotations
 
-from typing import NamedTuple, Optional, Sequence
+from typing import TYPE_CHECKING, NamedTuple, Optional, Sequence
 
 from packaging.version import InvalidVersion, Version
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.facts import Facts
-from cudnn_doctor.planner.commands import Steps, steps
-from cudnn_doctor.planner.constraints import Verdict
-from cudnn_doctor.planner.request import FRAMEWORKS, Given, Request, Wanted, parse_framework
-from cudnn_doctor.planner.solver import Plan, Stack, solve
+
+if TYPE_CHECKING:  # the planner is imported when a fix asks it, not by every `check`
+    from cudnn_doctor.planner.commands import Steps
+    from cudnn_doctor.planner.constraints import Verdict
+    from cudnn_doctor.planner.request import Request, Wanted
+    from cudnn_doctor.planner.solver import Plan, Stack
+
+FRAMEWORKS = ("torch", "tensorflow", "onnxruntime", "paddle", "jax")  # planner.request.FRAMEWORKS, kept in step by a test
 
 
 class Option(NamedTuple):
@@ -54,14 +58,14 @@ def machine_request(
     gpu = facts.driver.gpus[0] if facts.driver.gpus else None
     python = facts.python(executable)
     python_xy = ".".join(python.version.split(".")[:2]) if python and python.parsed_version else None
-    return Request(
+    return _request(
         frameworks=tuple(wanted),
         os=os_name or ("wsl" if facts.wsl else facts.os),
-        python=Given(python_xy, python_origin) if python_xy else None,
-        gpu=Given(gpu.name, "machine") if gpu else None,
+        python=_given(python_xy, python_origin) if python_xy else None,
+        gpu=_given(gpu.name, "machine") if gpu else None,
         compute_capability=gpu.compute_capability if gpu else None,
-        driver=Given(facts.driver.version, "machine") if facts.driver.version and _is_version(facts.driver.version) else None,
-        cuda=Given(cuda, "machine") if cuda else None,
+        driver=_given(facts.driver.version, "machine") if facts.driver.version and _is_version(facts.driver.version) else None,
+        cuda=_given(cuda, "machine") if cuda else None,
     )
 
 
@@ -79,7 +83,7 @@ def plan_options(facts: Facts, executable: str, name: str, release: Optional[str
         return Options(None, None)
     keep = None
     for text in pins(name, release):
-        plan = solve(machine_request(facts, executable, [_wanted(text, extras)]))
+        plan = _solve(machine_request(facts, executable, [_wanted(text, extras)]))
         keep = _option(facts, plan, name, release) or _after_driver_update(facts, plan, name, release)
         if keep is not None:
             break
@@ -95,11 +99,11 @@ def runnable_now(facts: Facts, executable: str, name: str, release: Optional[str
     if not plannable(name):
         return None
     for text in [*pins(name, release)[1:], name]:
-        plan = solve(machine_request(facts, executable, [_wanted(text, extras)]))
+        plan = _solve(machine_request(facts, executable, [_wanted(text, extras)]))
         found = _option(facts, plan, name, release)
         if found is not None:
             return found
-    plan = solve(machine_request(facts, executable, [_wanted(name, extras)], python_origin="machine"))
+    plan = _solve(machine_request(facts, executable, [_wanted(name, extras)], python_origin="machine"))
     return _option(facts, plan, name, release)
 
 
@@ -115,10 +119,10 @@ def first_option(
     """The first of `texts` (requirements, most wanted first) with a usable build here, or one a driver update makes
     usable; `release`: the user's, whose patch a plan of its minor keeps."""
     for text in texts:
-        wanted = parse_framework(text)
+        wanted = _parse(text)
         if not plannable(wanted.name):
             return None
-        plan = solve(machine_request(facts, executable, [wanted], python_origin, os_name, cuda))
+        plan = _solve(machine_request(facts, executable, [wanted], python_origin, os_name, cuda))
         found = _option(facts, plan, wanted.name, release, os_name) or _after_driver_update(facts, plan, wanted.name, release, os_name)
         if found is not None:
             return found
@@ -135,7 +139,7 @@ def pins(name: str, release: Optional[str]) -> list[str]:
 
 
 def _wanted(text: str, extras: frozenset[str]) -> Wanted:
-    return parse_framework(text)._replace(extras=extras) if extras else parse_framework(text)
+    return _parse(text)._replace(extras=extras) if extras else _parse(text)
 
 
 def _option(facts: Facts, plan: Plan, name: str, release: Optional[str], os_name: Optional[str] = None) -> Optional[Option]:
@@ -161,7 +165,7 @@ def _make(facts: Facts, stack: Stack, name: str, release: Optional[str], driver:
     if verdict is None or not verdict.candidate.requirement:
         return None
     os_name = os_name or ("wsl" if facts.wsl else facts.os)
-    planned = steps(stack, os_name, facts.driver.version if driver is None else None)
+    planned = _steps(stack, os_name, facts.driver.version if driver is None else None)
     return Option(verdict, stack, planned, _keep_patch(verdict, release), driver)
 
 
@@ -244,8 +248,8 @@ def toolkit_now(facts: Facts) -> Optional[str]:
     """The newest CUDA toolkit release the current driver runs (the planner with no framework), None when unknown."""
     if not hasattr(knowledge, "cudnn_releases_for") or not facts.driver.version:
         return None
-    request = Request(frameworks=(), os="wsl" if facts.wsl else facts.os, driver=Given(facts.driver.version, "machine"))
-    stack = solve(request).stack
+    request = _request(frameworks=(), os="wsl" if facts.wsl else facts.os, driver=_given(facts.driver.version, "machine"))
+    stack = _solve(request).stack
     return stack.chosen[0].candidate.version if stack else None
 
 
@@ -260,3 +264,43 @@ def installed_toolkit(facts: Facts, major: Optional[int]) -> Optional[str]:
         if knowledge.toolkit_release(Version(xy)) is not None:
             return xy
     return None
+
+
+# the planner, imported on first use ----------------------------------------------------------------
+
+
+def _solve(request: Request) -> Plan:
+    from cudnn_doctor.planner.solver import solve
+
+    return solve(request)
+
+
+def _request(**fields: object) -> Request:
+    from cudnn_doctor.planner.request import Request
+
+    return Request(**fields)
+
+
+def _given(text: str, origin: str) -> object:
+    from cudnn_doctor.planner.request import Given
+
+    return Given(text, origin)
+
+
+def _parse(text: str) -> Wanted:
+    from cudnn_doctor.planner.request import parse_framework
+
+    return parse_framework(text)
+
+
+def _steps(stack: Stack, os_name: str, driver: Optional[str]) -> Steps:
+    from cudnn_doctor.planner.commands import steps
+
+    return steps(stack, os_name, driver)
+
+
+def newest_update(cuda: str) -> Optional[str]:
+    """The newest toolkit release of a CUDA minor the knowledge lists ("11.2" -> "11.2.2")."""
+    from cudnn_doctor.planner.candidates import newest_update
+
+    return newest_update(cuda)

@@ -8,12 +8,11 @@ from packaging.version import Version
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.checks._libraries import build_key, cuda_key, lookup, system_builds
-from cudnn_doctor.checks._plan import Option, describe, driver_os, first_option, installed_toolkit, option_text, pins, pip_install, plan_options
+from cudnn_doctor.checks._plan import Option, describe, driver_os, first_option, installed_toolkit, newest_update, option_text, pins, pip_install, plan_options
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import Facts, FrameworkBuild, PythonEnv
 from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.knowledge.records import VersionRange
-from cudnn_doctor.planner.candidates import newest_update
 from cudnn_doctor.versions import major_minor, parse_version
 
 

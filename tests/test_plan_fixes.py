@@ -228,3 +228,12 @@ def test_the_checks_know_the_planners_frameworks_without_importing_it():
     from cudnn_doctor.planner.request import FRAMEWORKS
 
     assert _plan.FRAMEWORKS == FRAMEWORKS
+
+
+def test_a_driver_version_that_is_no_version_number_plans_without_a_driver():
+    """A mangled driver version (the mutation fuzzer's "xxxx") must not crash the fix: the plan has no driver constraint."""
+    packages = {"torch": "2.14.0+cpu"}
+    document = machine(LINUX_BASE, nvml=nvml("xxxx", 13000), pythons=[python(LINUX_EXE, "3.12.3", packages, torch_report("2.14.0"))])
+    found = findings_of(document, "torch-cpu-build")
+    assert found and any("torch==2.14.0" in line for line in found[0].fix), found
+    assert not findings_of(document, "doctor-internal-error")

@@ -56,6 +56,7 @@ def machine_request(
     """The planner's request for this machine and the interpreter `executable` (`os_name`: "wsl" plans WSL2 on this
     Windows; `cuda`: an installed toolkit's X.Y the build must be made for)."""
     gpu = facts.driver.gpus[0] if facts.driver.gpus else None
+    driver = machine_driver(facts)
     python = facts.python(executable)
     python_xy = ".".join(python.version.split(".")[:2]) if python and python.parsed_version else None
     return _request(
@@ -63,8 +64,8 @@ def machine_request(
         os=os_name or ("wsl" if facts.wsl else facts.os),
         python=_given(python_xy, python_origin) if python_xy else None,
         gpu=_given(gpu.name, "machine") if gpu else None,
-        compute_capability=gpu.compute_capability if gpu else None,
-        driver=_given(facts.driver.version, "machine") if facts.driver.version and _is_version(facts.driver.version) else None,
+        compute_capability=gpu.compute_capability if gpu and _is_version(gpu.compute_capability) else None,
+        driver=_given(driver, "machine") if driver else None,
         cuda=_given(cuda, "machine") if cuda else None,
     )
 
@@ -165,7 +166,7 @@ def _make(facts: Facts, stack: Stack, name: str, release: Optional[str], driver:
     if verdict is None or not verdict.candidate.requirement:
         return None
     os_name = os_name or ("wsl" if facts.wsl else facts.os)
-    planned = _steps(stack, os_name, facts.driver.version if driver is None else None)
+    planned = _steps(stack, os_name, machine_driver(facts) if driver is None else None)
     return Option(verdict, stack, planned, _keep_patch(verdict, release), driver)
 
 
@@ -190,7 +191,15 @@ def _public(text: Optional[str]) -> Optional[Version]:
     return Version(".".join(str(p) for p in version.release))
 
 
-def _is_version(text: str) -> bool:
+def machine_driver(facts: Facts) -> Optional[str]:
+    """The driver's version as the planner reads it; None when the machine's is no version number."""
+    version = facts.driver.version
+    return version if version and _is_version(version) else None
+
+
+def _is_version(text: Optional[str]) -> bool:
+    if not text:
+        return False
     try:
         Version(text)
     except InvalidVersion:
@@ -246,9 +255,10 @@ def _own_pip(executable: str, command: str, option: Option) -> str:
 
 def toolkit_now(facts: Facts) -> Optional[str]:
     """The newest CUDA toolkit release the current driver runs (the planner with no framework), None when unknown."""
-    if not hasattr(knowledge, "cudnn_releases_for") or not facts.driver.version:
+    driver = machine_driver(facts)
+    if not hasattr(knowledge, "cudnn_releases_for") or not driver:
         return None
-    request = _request(frameworks=(), os="wsl" if facts.wsl else facts.os, driver=_given(facts.driver.version, "machine"))
+    request = _request(frameworks=(), os="wsl" if facts.wsl else facts.os, driver=_given(driver, "machine"))
     stack = _solve(request).stack
     return stack.chosen[0].candidate.version if stack else None
 

@@ -237,3 +237,15 @@ def test_a_driver_version_that_is_no_version_number_plans_without_a_driver():
     found = findings_of(document, "torch-cpu-build")
     assert found and any("torch==2.14.0" in line for line in found[0].fix), found
     assert not findings_of(document, "doctor-internal-error")
+
+
+def test_cudnn_version_mismatch_with_only_another_major_names_the_release_to_put_beside_it(system_cuda):
+    """TensorFlow 2.10 (cuDNN 8.1, CUDA 11.2) where only cuDNN 9 is installed: the cuDNN 8 release and archive to add beside
+    it; the old line said "cuDNN 8.1 or a newer 8.x ... `cudnn-doctor install ARCHIVE`"."""
+    from . import test_cudnn_checks as cudnn_checks
+
+    document = cudnn_checks.toolkit(cudnn_checks.cudnn9(f"{cudnn_checks.CUDA}\\bin", cuda=11))
+    document["files"][f"{cudnn_checks.CUDA}\\include\\cudnn_version.h"] = {"text": "#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 1\n#define CUDNN_PATCHLEVEL 0\n"}
+    mismatch = next(f for f in run(document).findings if f.id == "cudnn-version-mismatch")
+    assert mismatch.fix[0].startswith("Install cuDNN 8.1.") and "for CUDA 11.2 beside the cuDNN 9 you have" in mismatch.fix[0], mismatch.fix
+    assert "ARCHIVE" not in mismatch.fix[0]

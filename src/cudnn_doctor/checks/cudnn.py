@@ -109,7 +109,7 @@ def cudnn_version_mismatch(facts: Facts) -> Iterator[Finding]:
         root = lookup(facts, build, build.system_libraries.cudnn) if build.system_libraries else None
         others = _only_other_majors(facts, build, want) if (root is None or root.winner is None) and not (root and root.elsewhere) else []
         if others:
-            yield _other_majors_finding(build, want, others)
+            yield _other_majors_finding(facts, build, want, others)
             continue
         if not bad and not logged:
             continue
@@ -145,7 +145,7 @@ def cudnn_version_mismatch(facts: Facts) -> Iterator[Finding]:
         )
 
 
-def _planned_cudnn_line(facts: Facts, build: FrameworkBuild, want: Optional[Wanted]) -> Optional[str]:
+def _planned_cudnn_line(facts: Facts, build: FrameworkBuild, want: Optional[Wanted], beside: str = "") -> Optional[str]:
     """The exact cuDNN release and archive the planner gives the installed release (for the installed toolkit of its CUDA
     major where the build allows it), when it is of the major and at least the version the build needs."""
     if want is None or build.cuda_from != SYSTEM:
@@ -162,7 +162,7 @@ def _planned_cudnn_line(facts: Facts, build: FrameworkBuild, want: Optional[Want
         return None
     needs, candidate = option.verdict.needs, option.verdict.candidate
     how = f"`cudnn-doctor install {needs.cudnn_archive}`" if needs.cudnn_archive else "its archive"
-    return f"Install cuDNN {needs.cudnn} for CUDA {candidate.cuda} (https://developer.nvidia.com/rdp/cudnn-archive): {how}."
+    return f"Install cuDNN {needs.cudnn} for CUDA {candidate.cuda}{beside} (https://developer.nvidia.com/rdp/cudnn-archive): {how}."
 
 
 def _only_other_majors(facts: Facts, build: FrameworkBuild, want: Optional[Wanted]) -> list[CudnnInstall]:
@@ -174,7 +174,7 @@ def _only_other_majors(facts: Facts, build: FrameworkBuild, want: Optional[Wante
     return [i for i in facts.cudnn if i.major != want.major]
 
 
-def _other_majors_finding(build: FrameworkBuild, want: Wanted, others: list[CudnnInstall]) -> Finding:
+def _other_majors_finding(facts: Facts, build: FrameworkBuild, want: Wanted, others: list[CudnnInstall]) -> Finding:
     """cuDNN keeps one soname per major, so cuDNN 9 can never stand in for the cudnn64_8.dll a build asks for (nor the reverse)."""
     installed = "; ".join(f"cuDNN {i.version or i.major} in {i.folder}" for i in others[:4])
     need = f"cuDNN {want.minimum or want.major}"
@@ -183,7 +183,8 @@ def _other_majors_finding(build: FrameworkBuild, want: Wanted, others: list[Cudn
         "cudnn-version-mismatch",
         f"{build.name} {build.version} needs {need} (major {want.major}, this version or newer), but only other majors are installed: {installed}.",
         [
-            f"Install cuDNN {want.minimum or want.major} or a newer {want.major}.x{cuda} beside the one you have "
+            _planned_cudnn_line(facts, build, want, beside=f" beside the cuDNN {others[0].major} you have (each major has its own file names)")
+            or f"Install cuDNN {want.minimum or want.major} or a newer {want.major}.x{cuda} beside the one you have "
             "(https://developer.nvidia.com/rdp/cudnn-archive), e.g. with `cudnn-doctor install ARCHIVE`; "
             f"or install the {build.name} release built for cuDNN {others[0].major}.",
         ],

@@ -249,3 +249,12 @@ def test_cudnn_version_mismatch_with_only_another_major_names_the_release_to_put
     mismatch = next(f for f in run(document).findings if f.id == "cudnn-version-mismatch")
     assert mismatch.fix[0].startswith("Install cuDNN 8.1.") and "for CUDA 11.2 beside the cuDNN 9 you have" in mismatch.fix[0], mismatch.fix
     assert "ARCHIVE" not in mismatch.fix[0]
+
+
+def test_a_framework_the_planner_does_not_know_gets_no_plan():
+    """cupy loads the system CUDA like TensorFlow does, but the planner has no table for it: no plan, and no crash."""
+    from cudnn_doctor.checks._plan import first_option
+
+    document = machine(LINUX_BASE, pythons=[python(LINUX_EXE, "3.11.7", {"cupy-cuda12x": "13.0.0"}, {})])
+    facts = run(document).facts
+    assert first_option(facts, LINUX_EXE, ["cupy==13.0.0"], "13.0.0") is None

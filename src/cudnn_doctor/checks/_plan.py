@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, NamedTuple, Optional, Sequence
 from packaging.version import InvalidVersion, Version
 
 from cudnn_doctor import knowledge
+from cudnn_doctor.errors import UsageError
 from cudnn_doctor.facts import Facts
 
 if TYPE_CHECKING:  # the planner is imported when a fix asks it, not by every `check`
@@ -120,7 +121,10 @@ def first_option(
     """The first of `texts` (requirements, most wanted first) with a usable build here, or one a driver update makes
     usable; `release`: the user's, whose patch a plan of its minor keeps."""
     for text in texts:
-        wanted = _parse(text)
+        try:
+            wanted = _parse(text)
+        except UsageError:  # a framework the planner does not know (cupy): no plan
+            return None
         if not plannable(wanted.name):
             return None
         plan = _solve(machine_request(facts, executable, [wanted], python_origin, os_name, cuda))

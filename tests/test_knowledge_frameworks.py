@@ -97,11 +97,11 @@ def test_a_linux_only_variant_is_not_offered_on_windows():
     nvml = {"driver_version": "451.48", "cuda_driver_version": 11000, "gpus": [{"name": "NVIDIA GeForce RTX 2080", "compute_capability": "7.5"}]}
     report = {"torch": {"version": "1.11.0+cpu", "cuda": None, "cuda_available": False, "device_count": 0, "arch_list": []}}
     linux = findings_of(machine(LINUX_BASE, nvml=nvml, pythons=[python("/v/bin/python", "3.9.7", {"torch": "1.11.0+cpu"}, report)]), "torch-cpu-build")
-    assert any("whl/cu102" in line for line in linux[0].fix)
+    assert '"/v/bin/python" -m pip install torch==1.11.0' in linux[0].fix  # PyPI's Linux wheel of 1.11 is the cu102 build: no index URL
     exe = "C:\\v\\Scripts\\python.exe"
     windows = findings_of(machine(WINDOWS_BASE, nvml=nvml, pythons=[python(exe, "3.9.7", {"torch": "1.11.0+cpu"}, report)]), "torch-cpu-build")
-    assert not any("cu102" in line for line in windows[0].fix)
-    assert any("whl/cu113" in line for line in windows[0].fix)
+    assert not any("torch==1.11" in line and "cu102" in line for line in windows[0].fix)
+    assert any("torch==1.11.0 --index-url https://download.pytorch.org/whl/cu113" in line and ">= 465.89" in line for line in windows[0].fix)
 
 
 # --- TensorFlow: 2.19-2.21, [and-cuda] wheels, W6 --------------------------------------------------

@@ -23,11 +23,13 @@ from cudnn_doctor.checks._cudnn import (
     wanted_cudnn,
 )
 from cudnn_doctor.checks._libraries import build_key, cuda_key, cudnn_key, is_cudnn_front, lookup, reach_folder_fix, system_builds
+from cudnn_doctor.checks._plan import first_option, installed_toolkit, pins
 from cudnn_doctor.checks._wheels import extras_missing, held_by, install_fixes, not_searched, reach_fixes, wheels_key
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import PROCESS, SYSTEM, CudnnInstall, Facts, FrameworkBuild, LoadStep
 from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.paths import PathRules
+from cudnn_doctor.versions import parse_version
 
 
 @rule(
@@ -107,7 +109,7 @@ def cudnn_version_mismatch(facts: Facts) -> Iterator[Finding]:
         root = lookup(facts, build, build.system_libraries.cudnn) if build.system_libraries else None
         others = _only_other_majors(facts, build, want) if (root is None or root.winner is None) and not (root and root.elsewhere) else []
         if others:
-            yield _other_majors_finding(build, want, others)
+            yield _other_majors_finding(facts, build, want, others)
             continue
         if not bad and not logged:
             continue
@@ -126,7 +128,8 @@ def cudnn_version_mismatch(facts: Facts) -> Iterator[Finding]:
             else []
         )
         fix.append(
-            f"Install cuDNN {want.minimum if want and want.minimum else want.major if want else ''} or newer of the same major for CUDA {build.cuda_major or ''} "
+            _planned_cudnn_line(facts, build, want)
+            or f"Install cuDNN {want.minimum if want and want.minimum else want.major if want else ''} or newer of the same major for CUDA {build.cuda_major or ''} "
             "(https://developer.nvidia.com/rdp/cudnn-archive), e.g. with `cudnn-doctor install ARCHIVE`."
         )
         yield finding(
@@ -142,6 +145,26 @@ def cudnn_version_mismatch(facts: Facts) -> Iterator[Finding]:
         )
 
 
+def _planned_cudnn_line(facts: Facts, build: FrameworkBuild, want: Optional[Wanted], beside: str = "") -> Optional[str]:
+    """The exact cuDNN release and archive the planner gives the installed release (for the installed toolkit of its CUDA
+    major where the build allows it), when it is of the major and at least the version the build needs."""
+    if want is None or build.cuda_from != SYSTEM:
+        return None
+    release = (build.version or "").split("+")[0] or None
+    toolkit = installed_toolkit(facts, build.cuda_major)
+    option = None
+    for cuda in ([toolkit] if toolkit else []) + [None]:
+        option = first_option(facts, build.executable, pins(build.name, release), release, cuda=cuda)
+        if option is not None:
+            break
+    planned = parse_version(option.verdict.needs.cudnn) if option is not None and option.verdict.needs.cudnn else None
+    if planned is None or planned.release[0] != want.major or (want.minimum is not None and planned < want.minimum):
+        return None
+    needs, candidate = option.verdict.needs, option.verdict.candidate
+    how = f"`cudnn-doctor install {needs.cudnn_archive}`" if needs.cudnn_archive else "its archive"
+    return f"Install cuDNN {needs.cudnn} for CUDA {candidate.cuda}{beside} (https://developer.nvidia.com/rdp/cudnn-archive): {how}."
+
+
 def _only_other_majors(facts: Facts, build: FrameworkBuild, want: Optional[Wanted]) -> list[CudnnInstall]:
     """The installations of other majors, when a system-loading build finds none of the major it needs anywhere."""
     if want is None or build.cuda_from != SYSTEM or build.sees_gpu:
@@ -151,7 +174,7 @@ def _only_other_majors(facts: Facts, build: FrameworkBuild, want: Optional[Wante
     return [i for i in facts.cudnn if i.major != want.major]
 
 
-def _other_majors_finding(build: FrameworkBuild, want: Wanted, others: list[CudnnInstall]) -> Finding:
+def _other_majors_finding(facts: Facts, build: FrameworkBuild, want: Wanted, others: list[CudnnInstall]) -> Finding:
     """cuDNN keeps one soname per major, so cuDNN 9 can never stand in for the cudnn64_8.dll a build asks for (nor the reverse)."""
     installed = "; ".join(f"cuDNN {i.version or i.major} in {i.folder}" for i in others[:4])
     need = f"cuDNN {want.minimum or want.major}"
@@ -160,7 +183,8 @@ def _other_majors_finding(build: FrameworkBuild, want: Wanted, others: list[Cudn
         "cudnn-version-mismatch",
         f"{build.name} {build.version} needs {need} (major {want.major}, this version or newer), but only other majors are installed: {installed}.",
         [
-            f"Install cuDNN {want.minimum or want.major} or a newer {want.major}.x{cuda} beside the one you have "
+            _planned_cudnn_line(facts, build, want, beside=f" beside the cuDNN {others[0].major} you have (each major has its own file names)")
+            or f"Install cuDNN {want.minimum or want.major} or a newer {want.major}.x{cuda} beside the one you have "
             "(https://developer.nvidia.com/rdp/cudnn-archive), e.g. with `cudnn-doctor install ARCHIVE`; "
             f"or install the {build.name} release built for cuDNN {others[0].major}.",
         ],

@@ -8,6 +8,7 @@ from typing import Iterator, Optional
 from packaging.version import Version
 
 from cudnn_doctor import knowledge
+from cudnn_doctor.checks._plan import describe, option_text, pip_install, plan_options, runnable_now, toolkit_now
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import SMI_NOT_UNDERSTOOD, Facts, FrameworkBuild, Gpu
 from cudnn_doctor.findings import Area, Finding, Severity
@@ -98,7 +99,10 @@ def driver_too_old(facts: Facts) -> Iterator[Finding]:
     where = "https://www.nvidia.com/Download/index.aspx" if os_name == "windows" else "e.g. `sudo ubuntu-drivers install`"
     target = f"an NVIDIA driver >= {wanted}" if wanted else "a current NVIDIA driver"
     fix = [f"Install {target} ({where}), then reboot and check `nvidia-smi`."]
-    if driver.cuda:
+    kept = _keep_driver_lines(facts, [b for b in _unmet_builds(facts, unmet)], any(who.startswith("CUDA toolkit") for who, _, _ in unmet))
+    if kept:
+        fix += kept
+    elif driver.cuda:
         fix.append(f"Or install builds made for {_runnable(driver.cuda_version, installed, os_name)}, which this driver runs.")
     yield finding(
         "driver-too-old",
@@ -111,6 +115,42 @@ def driver_too_old(facts: Facts) -> Iterator[Finding]:
         },
         causes=(DRIVER,),
     )
+
+
+def _unmet_builds(facts: Facts, unmet: list) -> list[FrameworkBuild]:
+    """The framework builds among what the driver is too old for (the toolkits are told apart by `who`)."""
+    whos = {who for who, _, _ in unmet}
+    return [b for b in facts.builds if _who(b) in whos]
+
+
+def _who(build: FrameworkBuild) -> str:
+    cuda = build.cuda_version
+    return f"{build.name} {build.version} (built for CUDA {major_minor(cuda)}, {build.cuda.said}) in {build.executable}" if cuda else ""
+
+
+def _keep_driver_lines(facts: Facts, builds: list[FrameworkBuild], toolkit: bool) -> list[str]:
+    """For who would rather keep this driver: the build of each framework the planner says it runs (the installed
+    release where one of its builds does), and the newest toolkit it runs. Empty when the planner cannot say."""
+    lines = []
+    driver = facts.driver.version
+    for build in builds:
+        option = runnable_now(facts, build.executable, build.name, build.version)
+        if option is None:
+            continue
+        same = option.version == (build.version or "").split("+")[0]
+        again = f'`"{build.executable}" -m pip uninstall -y {_distribution(build)}`, then ' if same else ""
+        lines.append(f"Or keep the driver {driver}: {describe(option)} runs on it: {again}{option_text(build.executable, option)}.")
+    newest = toolkit_now(facts) if toolkit else None
+    if newest:
+        lines.append(
+            f"Or keep the driver {driver} and build with CUDA Toolkit {newest}, the newest it runs (https://developer.nvidia.com/cuda-toolkit-archive)."
+        )
+    return lines
+
+
+def _distribution(build: FrameworkBuild) -> str:
+    """What pip uninstalls for a framework, so that the same release of another build is not taken as installed."""
+    return {"tensorflow": "tensorflow", "onnxruntime": "onnxruntime-gpu", "paddle": "paddlepaddle-gpu", "jax": "jax jaxlib"}.get(build.name, build.name)
 
 
 def _runnable(driver_cuda: Version, installed: Optional[Version], os_name: str) -> str:
@@ -176,20 +216,20 @@ def gpu_arch_unsupported(facts: Facts) -> Iterator[Finding]:
 
 
 def _torch_arch_fix(facts: Facts, build: FrameworkBuild) -> list[str]:
-    newest = None
-    driver_cuda = facts.driver.cuda_version
-    for row in knowledge.table("torch").releases:
-        usable = [Version(c) for c in row.cuda_on(facts.os) if driver_cuda is None or Version(c) <= driver_cuda]
-        if usable:
-            newest = (row, max(usable))
-            break
-    if newest is None:
+    """A torch build whose CUDA builds for this GPU and that the driver runs, from the planner: of the installed release
+    where one exists (torch 1.9.1 cu102 on an RTX 3060 -> 1.9.1 cu111), else the newest; the driver first when needed."""
+    keep, now = plan_options(facts, build.executable, "torch", build.version)
+    option = keep if keep is not None and keep.driver is None else now or keep
+    if option is None:
         return ["Install a PyTorch build whose CUDA version supports this GPU (see https://pytorch.org/get-started/locally/)."]
-    row, cuda = newest
-    return [
-        f'"{build.executable}" -m pip uninstall -y torch',
-        f'"{build.executable}" -m pip install "torch=={row.version}.*" --index-url {knowledge.torch_index_url(cuda)}',
-    ]
+    exe = build.executable
+    lines = [f'"{exe}" -m pip uninstall -y torch']
+    if option.driver:
+        lines.append(f"Update the NVIDIA driver to >= {option.driver} first ({describe(option)} needs it).")
+    if option.stack.python_outside:
+        return [f"Install {describe(option)}, which has code for this GPU, {option_text(exe, option)}."]
+    lines.append(pip_install(exe, [option.requirement], option.options))
+    return lines
 
 
 def _generic_arch_fix(facts: Facts, build: FrameworkBuild) -> list[str]:

@@ -2,48 +2,70 @@
 
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from typing import Iterator, Mapping, Optional
 
 from packaging.version import Version
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.checks._libraries import build_key, cuda_key, lookup, system_builds
+from cudnn_doctor.checks._plan import Option, describe, driver_os, first_option, installed_toolkit, newest_update, option_text, pins, pip_install, plan_options
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import Facts, FrameworkBuild, PythonEnv
 from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.knowledge.records import VersionRange
-from cudnn_doctor.versions import major_minor
+from cudnn_doctor.versions import major_minor, parse_version
 
 
 def torch_install_lines(facts: Facts, build: FrameworkBuild) -> list[str]:
-    """The exact commands that replace `build` by a CUDA build of the same release that the driver runs."""
+    """The exact commands that replace `build` by a CUDA build that the planner says this driver runs: of the same
+    release where one exists, else the newest that does; and the driver that the same release needs, when it needs one."""
     exe = build.executable
-    version = build.parsed_version
-    row = knowledge.torch_release(version) if version else None
-    driver_cuda = facts.driver.cuda_version
-    variants = row.cuda_on(facts.os) if row else ()  # 1.11 has no CUDA 10.2 build for Windows
-    if row is None or not variants:
-        return [
-            f'"{exe}" -m pip uninstall -y torch',
-            f'"{exe}" -m pip install torch --index-url {knowledge.torch_index_url(Version("12.6"))}  (pick the CUDA variant your driver supports on https://pytorch.org/get-started/locally/)',
-        ]
-    usable = [Version(c) for c in variants if driver_cuda is None or Version(c) <= driver_cuda]
-    if not usable:
-        oldest = min(Version(c) for c in variants)
-        return [
-            f"torch {row.version} has no build for CUDA {facts.driver.cuda} or older; update the NVIDIA driver to one that supports CUDA {major_minor(oldest)}, then:",
-            f'"{exe}" -m pip install --force-reinstall "torch=={version}" --index-url {knowledge.torch_index_url(oldest)}',
-        ]
-    cuda = max(usable)
+    planned = plan_options(facts, exe, "torch", build.version)
     python = facts.python(exe)
     packages = python.packages if python else {}
     # torchvision and torchaudio are built against one torch: a CPU torch came with CPU companions, from any index
-    companions = [f"{name}=={text.split('+')[0]}" for name, text in sorted(packages.items()) if name in ("torchvision", "torchaudio")]
-    wanted = " ".join([f"torch=={(build.version or '').split('+')[0]}", *companions])
-    return [
-        f'"{exe}" -m pip uninstall -y torch {" ".join(c.split("==")[0] for c in companions)}'.rstrip(),
-        f'"{exe}" -m pip install {wanted} --index-url {knowledge.torch_index_url(cuda)}',
-    ]
+    names = [name for name in sorted(packages) if name in ("torchvision", "torchaudio")]
+    lines = [f'"{exe}" -m pip uninstall -y torch {" ".join(names)}'.rstrip()]
+    keep, now = planned
+    if keep is not None and keep.driver is None:
+        return [*lines, _torch_line(exe, keep, packages, build.version)]
+    if keep is not None:
+        lines.append(
+            f"To keep torch {keep.version}: update the NVIDIA driver to >= {keep.driver} first ({_driver_page(facts)}), then: "
+            f"{_torch_line(exe, keep, packages, build.version)}"
+        )
+    if now is not None:
+        prefix = f"Or keep the driver {facts.driver.version} and install {describe(now)}, which it runs: " if keep is not None else ""
+        lines.append(prefix + (option_text(exe, now) if now.stack.python_outside else _torch_line(exe, now, packages, build.version)))
+    if keep is None and now is None:
+        lines.append(f"No CUDA build of torch in the knowledge runs here; see {_TORCH_PAGE}.")
+    return lines
+
+
+_TORCH_PAGE = "https://pytorch.org/get-started/locally/"
+
+
+def _torch_line(exe: str, option: Option, packages: Mapping[str, str], installed: Optional[str]) -> str:
+    """The pip line of a planned torch build, with the installed torchvision / torchaudio when it keeps their torch release
+    (another torch release needs other companions: pip picks them when they are not pinned)."""
+    local = option.requirement.split("+", 1)[1] if "+" in option.requirement else None
+    extra = []
+    for name in sorted(packages):
+        if name in ("torchaudio", "torchvision"):
+            if option.version == _public_text(installed):
+                version = packages[name].split("+")[0]
+                extra.append(f"{name}=={version}+{local}" if local else f"{name}=={version}")
+            else:
+                extra.append(name)
+    return pip_install(exe, [option.requirement, *extra], option.options)
+
+
+def _public_text(version: Optional[str]) -> Optional[str]:
+    return version.split("+")[0] if version else None
+
+
+def _driver_page(facts: Facts) -> str:
+    return "https://www.nvidia.com/Download/index.aspx" if driver_os(facts) == "windows" else "e.g. `sudo ubuntu-drivers install`"
 
 
 @rule("torch-cpu-build", Severity.ERROR, "PyTorch is a CPU-only build", Area.FRAMEWORKS)
@@ -115,12 +137,38 @@ def tf_windows_gpu_unsupported(facts: Facts) -> Iterator[Finding]:
             )
         else:
             native = f'Or stay on native Windows with TensorFlow 2.10: `"{exe}" -m pip install "tensorflow<2.11"`, {gpu_stack}'
+        wsl = 'Use WSL2: `wsl --install`, then inside Ubuntu `pip install "tensorflow[and-cuda]"` (the Windows NVIDIA driver serves WSL2).'
         yield finding(
             "tf-windows-gpu-unsupported",
             f"tensorflow {build.version} in {exe} runs on native Windows, where TensorFlow after {last} has no GPU build.",
-            ['Use WSL2: `wsl --install`, then inside Ubuntu `pip install "tensorflow[and-cuda]"` (the Windows NVIDIA driver serves WSL2).', native],
+            [_tf_wsl_line(facts, build) or wsl, _tf_native_line(facts, build, last) or native],
             {"tensorflow": build.version, "source": source},
         )
+
+
+def _tf_wsl_line(facts: Facts, build: FrameworkBuild) -> Optional[str]:
+    """WSL2 with the [and-cuda] build the planner finds for this driver: the user's release where it has one."""
+    release = _public_text(build.version)
+    texts = [text.replace("tensorflow", "tensorflow[and-cuda]", 1) for text in pins("tensorflow", release)] + ["tensorflow[and-cuda]"]
+    option = first_option(facts, build.executable, texts, release, os_name="wsl", python_origin="machine")
+    if option is None:
+        return None
+    driver = f"update the Windows NVIDIA driver to >= {option.driver} first (WSL2 uses it), then " if option.driver else ""
+    python = f" in a Python {option.stack.python} environment" if option.stack.python else ""
+    serves = "" if option.driver else f" (the Windows NVIDIA driver {facts.driver.version} serves WSL2)"
+    line = pip_install("python3", [option.requirement], option.options).replace('"python3"', "python3", 1)
+    return f"Use WSL2: {driver}`wsl --install`, then inside Ubuntu{python}: `{line}`{serves}."
+
+
+def _tf_native_line(facts: Facts, build: FrameworkBuild, last: Version) -> Optional[str]:
+    """Native Windows with the last GPU release: its toolkit, cuDNN and pip line from the planner, for this driver and Python."""
+    option = first_option(facts, build.executable, [f"tensorflow=={last.major}.{last.minor}.*"], python_origin="machine")
+    if option is None:
+        return None
+    candidate = option.verdict.candidate
+    driver = f"update the NVIDIA driver to >= {option.driver} first, then " if option.driver else ""
+    stack = f"TensorFlow {option.version} (CUDA {candidate.cuda}, cuDNN {option.verdict.needs.cudnn or candidate.cudnn})"
+    return f"Or stay on native Windows with {stack}: {driver}{option_text(build.executable, option)}."
 
 
 @rule("tf-cpu-build", Severity.ERROR, "TensorFlow was built without CUDA", Area.FRAMEWORKS)
@@ -168,6 +216,55 @@ OTHER_BUILDS = {
 }
 
 
+def _toolkit_line(facts: Facts, cuda: Version, where: str) -> str:
+    """The toolkit update the build was made for (the newest of its minor) and, when this driver cannot run it, the driver first."""
+    minor = major_minor(cuda)
+    full = newest_update(minor)
+    archive = "https://developer.nvidia.com/cuda-toolkit-archive"
+    if full is None:
+        return f"Install the CUDA {minor} toolkit beside the others ({archive}) and put its {where}."
+    row = knowledge.toolkit_release(Version(full))
+    needed = getattr(row, driver_os(facts), None) if row else None
+    installed = parse_version(facts.driver.version)
+    first = f"Update the NVIDIA driver to >= {needed} first, then install" if needed and installed is not None and installed < Version(needed) else "Install"
+    return f"{first} CUDA Toolkit {full} beside the others ({archive}) and put its {where}."
+
+
+def _planned_toolkit_line(facts: Facts, build: FrameworkBuild, where: str) -> Optional[str]:
+    """The toolkit and cuDNN releases the planner gives the installed release (ONNX Runtime 1.16: CUDA 11.8, not the 11.0
+    its runtime's soname says), and the driver first when this one cannot run that toolkit."""
+    release = _public_text(build.version)
+    option = first_option(facts, build.executable, pins(build.name, release), release)
+    if option is None or option.verdict.candidate.cuda_from != "system" or not option.verdict.needs.toolkit:
+        return None
+    if option.verdict.candidate.cuda_major != build.cuda_major:
+        return None
+    first = f"Update the NVIDIA driver to >= {option.driver} first, then install" if option.driver else "Install"
+    line = f"{first} CUDA Toolkit {option.verdict.needs.toolkit} beside the others (https://developer.nvidia.com/cuda-toolkit-archive) and put its {where}"
+    return line + _cudnn_clause(option) + "."
+
+
+def _cudnn_clause(option: Option) -> str:
+    needs = option.verdict.needs
+    if not needs.cudnn:
+        return ""
+    how = f"`cudnn-doctor install {needs.cudnn_archive}`" if needs.cudnn_archive else "https://developer.nvidia.com/rdp/cudnn-archive"
+    return f", with cuDNN {needs.cudnn} for it ({how})"
+
+
+def _build_for_toolkit_line(facts: Facts, build: FrameworkBuild) -> Optional[str]:
+    """The release of the framework the planner finds built for a toolkit already installed, with the cuDNN it takes."""
+    toolkit = installed_toolkit(facts, None)
+    option = first_option(facts, build.executable, [build.name], cuda=toolkit) if toolkit else None
+    if option is None:
+        return None
+    line = f"Or keep CUDA {toolkit} and install {describe(option)}, built for it: "
+    if option.driver:
+        line += f"update the NVIDIA driver to >= {option.driver} first, then "
+    line += f"`{pip_install(build.executable, [option.requirement], option.options)}`"
+    return line + _cudnn_clause(option) + "."
+
+
 @rule("framework-cuda-mismatch", Severity.ERROR, "The system CUDA does not match what the framework was built for", Area.FRAMEWORKS)
 def framework_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
     """Frameworks that load CUDA from the system need the runtime of the CUDA version they were built with (by file name)."""
@@ -185,8 +282,9 @@ def framework_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
             continue
         present = ", ".join(f"CUDA {t.version}" for t in toolkits)
         where = "bin folder first on PATH" if facts.os == "windows" else "lib64 folder on LD_LIBRARY_PATH"
-        fix = [f"Install the CUDA {major_minor(cuda)} toolkit beside the others (https://developer.nvidia.com/cuda-toolkit-archive) and put its {where}."]
-        fix += [OTHER_BUILDS[build.name]] if build.name in OTHER_BUILDS else []
+        fix = [_planned_toolkit_line(facts, build, where) or _toolkit_line(facts, cuda, where)]
+        other = _build_for_toolkit_line(facts, build)
+        fix += [other] if other else [OTHER_BUILDS[build.name]] if build.name in OTHER_BUILDS else []
         yield finding(
             "framework-cuda-mismatch",
             f"{build.name} {build.version} was built for CUDA {major_minor(cuda)} ({build.cuda.said}) and loads {cudart}, "
@@ -218,10 +316,22 @@ def python_unsupported(facts: Facts) -> Iterator[Finding]:
             "python-unsupported",
             f"{build.name} {build.version} supports Python {allowed}, but {build.executable} is Python {python.version}.",
             [
-                f"Create an environment with a supported Python, e.g. `conda create -n {build.name}-env python={allowed.newest_minor() or '3'}`, and install {build.name} there."
+                _python_line(facts, build)
+                or f"Create an environment with a supported Python, e.g. `conda create -n {build.name}-env python={allowed.newest_minor() or '3'}`, and install {build.name} there."
             ],
             {"framework": build.name, "python": python.version, "supported": str(allowed), "source": build.supported_python.source},
         )
+
+
+def _python_line(facts: Facts, build: FrameworkBuild) -> Optional[str]:
+    """The new environment the planner gives the installed release: its Python, and the build of it this driver runs."""
+    release = _public_text(build.version)
+    option = first_option(facts, build.executable, pins(build.name, release), release, python_origin="machine")
+    if option is None or not option.stack.python_outside:
+        return None
+    return (
+        f"Create an environment with a supported Python and install {describe(option)} there: {option_text(build.executable, option, say_environment=False)}."
+    )
 
 
 def _gpu_frameworks(python: PythonEnv, facts: Facts) -> dict[str, FrameworkBuild]:

@@ -1,0 +1,260 @@
+"""Fixes that name versions come from the planner: never a build the driver cannot run, never a (release, build)
+the knowledge lacks. Each case is one where the fix before the planner was wrong or vague."""
+
+from __future__ import annotations
+
+import re
+from types import SimpleNamespace
+
+import pytest
+from packaging.version import Version
+
+from cudnn_doctor import knowledge
+from cudnn_doctor.system.fixture_format import load_fixture
+
+from .conftest import GALLERY, LINUX_BASE, SHARED_FIXTURES, WINDOWS_BASE, findings_of, machine, run
+
+WIN_EXE = "C:\\Users\\dev\\env\\python.exe"
+LINUX_EXE = "/home/dev/.venv/bin/python"
+SYSTEM_CUDA = hasattr(knowledge, "cudnn_releases_for")  # the planner's system-CUDA builds need cuDNN's support matrix
+
+
+def python(exe, version, packages, frameworks):
+    return {"executable": exe, "version": version, "current": True, "kind": "venv", "packages": packages, "frameworks": frameworks}
+
+
+def nvml(driver, cuda, gpu="NVIDIA GeForce RTX 3060", cc="8.6"):
+    return {"driver_version": driver, "cuda_driver_version": cuda, "gpus": [{"name": gpu, "compute_capability": cc}]}
+
+
+def torch_report(version, cuda=None):
+    tag = f"+cu{cuda.replace('.', '')}" if cuda else "+cpu"
+    return {"torch": {"version": f"{version}{tag}", "cuda": cuda, "cuda_available": bool(cuda), "device_count": int(bool(cuda)), "arch_list": []}}
+
+
+def fix_of(document, finding_id):
+    found = findings_of(document, finding_id)
+    assert found, f"no {finding_id}"
+    return list(found[0].fix)
+
+
+def index_variants(lines):
+    """The CUDA variants the fix's pip lines install from PyTorch's index: {"cu113", ...}."""
+    return set(re.findall(r"download\.pytorch\.org/whl/(cu\d+)", "\n".join(lines)))
+
+
+# torch-cpu-build -----------------------------------------------------------------------------------
+
+
+def test_cpu_torch_on_an_old_windows_driver_never_gets_a_build_the_driver_cannot_run():
+    """torch 2.13 CPU, Windows driver 472.12 (CUDA 11.4): 2.13's oldest build is cu126 (driver >= 560.76). The old fix
+    proposed cu126 after "update the driver to one that supports CUDA 12.6"; the plan names the driver and the build that runs now."""
+    packages = {"torch": "2.13.0+cpu"}
+    document = machine(WINDOWS_BASE, nvml=nvml("472.12", 11040), pythons=[python(WIN_EXE, "3.10.11", packages, torch_report("2.13.0"))])
+    fix = fix_of(document, "torch-cpu-build")
+    keep = [line for line in fix if "torch==2.13.0" in line]
+    assert keep and all(">= 560.76" in line for line in keep), fix  # cu126 only after a driver update, and the update is exact
+    now = [line for line in fix if line.startswith("Or keep the driver 472.12")]
+    assert now and "torch==1.12.0 --index-url https://download.pytorch.org/whl/cu113" in now[0], fix
+    assert not any("whl/cu126" in line for line in fix if "560.76" not in line)
+
+
+def test_cpu_torch_on_linux_with_a_new_driver_takes_the_pypi_default():
+    """Linux driver 580: 2.14's cu132 needs 595, and PyPI's plain `torch==2.14.0` wheel is the cu130 build the driver runs;
+    the old fix always named an index (cu132's, by the driver's CUDA 13.0 alone)."""
+    assert knowledge.torch_release(Version("2.14")).pypi_cuda == "13.0"
+    packages = {"torch": "2.14.0+cpu", "torchvision": "0.29.0+cpu"}
+    document = machine(LINUX_BASE, nvml=nvml("580.65.06", 13000), pythons=[python(LINUX_EXE, "3.12.3", packages, torch_report("2.14.0"))])
+    fix = fix_of(document, "torch-cpu-build")
+    assert fix == [f'"{LINUX_EXE}" -m pip uninstall -y torch torchvision', f'"{LINUX_EXE}" -m pip install torch==2.14.0 torchvision==0.29.0'], fix
+
+
+def test_cpu_torch_whose_python_has_no_cuda_wheel_on_this_driver_gets_a_new_environment():
+    """torch 2.7 CPU on Python 3.12, Windows driver 472.12: no release with a build for CUDA <= 11.4 has Python 3.12 wheels.
+    The old fix proposed cu118 (driver >= 520.06) into the 3.12 interpreter; the plan says: driver, or a new environment."""
+    packages = {"torch": "2.7.0+cpu"}
+    document = machine(WINDOWS_BASE, nvml=nvml("472.12", 11040), pythons=[python(WIN_EXE, "3.12.4", packages, torch_report("2.7.0"))])
+    fix = fix_of(document, "torch-cpu-build")
+    keep = next(line for line in fix if "torch==2.7.0" in line)
+    assert ">= 520.06" in keep and "whl/cu118" in keep, fix
+    now = next(line for line in fix if line.startswith("Or keep the driver 472.12"))
+    assert "new environment (Python 3.12" in now and "conda create -n gpu python=3.10" in now and "whl/cu113" in now, fix
+
+
+# driver-too-old ------------------------------------------------------------------------------------
+
+
+def test_driver_too_old_names_the_build_the_current_driver_runs():
+    """torch 2.3.1 cu121 on Linux driver 470: the old fix said "Or install builds made for CUDA 11.4 or older", naming none."""
+    packages = {"torch": "2.3.1+cu121"}
+    document = machine(LINUX_BASE, nvml=nvml("470.223.02", 11040), pythons=[python(LINUX_EXE, "3.10.12", packages, torch_report("2.3.1", "12.1"))])
+    fix = fix_of(document, "driver-too-old")
+    assert "NVIDIA driver >= 525" in fix[0]  # what runs the installed build (minor-version compatibility for CUDA 12.1)
+    now = [line for line in fix if line.startswith("Or keep the driver 470.223.02")]
+    assert now and f'`"{LINUX_EXE}" -m pip install torch==1.12.0 --index-url https://download.pytorch.org/whl/cu113`' in now[0], fix
+    assert not any("CUDA 11.4 or older" in line for line in fix)
+
+
+def test_driver_too_old_reinstalls_when_another_build_of_the_same_release_runs():
+    """torch 2.7.0 cu128 on Windows driver 522.06: 2.7's cu118 build runs on it; `pip install torch==2.7.0` alone would keep cu128."""
+    packages = {"torch": "2.7.0+cu128"}
+    document = machine(WINDOWS_BASE, nvml=nvml("522.06", 11080), pythons=[python(WIN_EXE, "3.11.9", packages, torch_report("2.7.0", "12.8"))])
+    fix = fix_of(document, "driver-too-old")
+    now = next(line for line in fix if line.startswith("Or keep the driver 522.06"))
+    assert (
+        f'`"{WIN_EXE}" -m pip uninstall -y torch`, then `"{WIN_EXE}" -m pip install torch==2.7.0 --index-url https://download.pytorch.org/whl/cu118`' in now
+    ), fix
+    assert index_variants([now]) == {"cu118"}
+
+
+@pytest.mark.parametrize(("driver", "cuda"), [("472.12", 11040), ("516.94", 11070)])
+def test_no_planned_torch_variant_needs_more_than_the_driver_unless_the_line_says_so(driver, cuda):
+    """Whatever the driver, a pip line from PyPI's index is for a variant the driver runs, unless it says which driver comes first."""
+    packages = {"torch": "2.5.1+cpu"}
+    document = machine(WINDOWS_BASE, nvml=nvml(driver, cuda), pythons=[python(WIN_EXE, "3.10.11", packages, torch_report("2.5.1"))])
+    for line in fix_of(document, "torch-cpu-build"):
+        if "update the NVIDIA driver" in line:
+            continue
+        for variant in index_variants([line]):
+            cuda = f"{variant[2:-1]}.{variant[-1]}"
+            needed = knowledge.toolkit_release(Version(cuda))
+            assert Version(driver) >= Version(needed.windows), (line, needed.windows)
+
+
+# tf-windows-gpu-unsupported -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def system_cuda(monkeypatch):
+    """Until knowledge.cudnn_releases_for is merged, a stand-in with a few cuDNN releases of docs/research/issue-11/cudnn.yaml
+    (8.9.7.29, 8.6.0.163, 8.1.1.33 for CUDA 11.x, 7.6.5.32 for CUDA 10.1); the real one once merged."""
+    if not SYSTEM_CUDA:
+
+        def releases(cuda, os_name):
+            row = SimpleNamespace(cc_min=None, source="https://docs.nvidia.com/deeplearning/cudnn/archives/ (support matrices)")
+            if cuda.major == 11:
+                return [(full, row) for full in ("8.9.7.29", "8.6.0.163", "8.1.1.33")]
+            return [("7.6.5.32", row)] if cuda.release[:2] == (10, 1) else []
+
+        monkeypatch.setattr(knowledge, "cudnn_releases_for", releases, raising=False)
+        monkeypatch.setattr(knowledge, "cudnn_archive_name", lambda full, cuda, os_name: None, raising=False)
+
+
+def tf_report(version):
+    return {"tensorflow": {"version": version, "built_with_cuda": False, "gpus": [], "build_info": {}}}
+
+
+def test_tf_windows_wsl_line_pins_the_and_cuda_release_the_driver_runs(system_cuda):
+    """tensorflow 2.15.0 on native Windows, driver 552.44: WSL2 gets the planner's [and-cuda] build of 2.15, not an unpinned
+    `pip install "tensorflow[and-cuda]"` that takes the newest release whatever the driver."""
+    packages = {"tensorflow": "2.15.0"}
+    document = machine(WINDOWS_BASE, pythons=[python(WIN_EXE, "3.10.11", packages, tf_report("2.15.0"))])
+    wsl = fix_of(document, "tf-windows-gpu-unsupported")[0]
+    assert '`python3 -m pip install "tensorflow[and-cuda]==2.15.0"`' in wsl and "552.44 serves WSL2" in wsl, wsl
+
+
+def test_tf_windows_wsl_line_says_which_driver_first_when_this_one_is_too_old(system_cuda):
+    """Driver 472.12 (CUDA 11.4) cannot run 2.15's CUDA 12.2 wheels under WSL2: the line names the driver to install first."""
+    packages = {"tensorflow": "2.15.0"}
+    document = machine(WINDOWS_BASE, nvml=nvml("472.12", 11040), pythons=[python(WIN_EXE, "3.10.11", packages, tf_report("2.15.0"))])
+    wsl = fix_of(document, "tf-windows-gpu-unsupported")[0]
+    needed = knowledge.toolkit_release(Version("12.2")).windows
+    assert f"update the Windows NVIDIA driver to >= {needed} first" in wsl and "tensorflow[and-cuda]==2.15.0" in wsl, wsl
+
+
+def test_tf_windows_native_line_names_the_toolkit_and_cudnn_releases(system_cuda):
+    """The native TensorFlow 2.10 line: the exact toolkit update and cuDNN release, then this interpreter's pip line
+    (the old line said "CUDA 11.2 and cuDNN 8.1 on PATH")."""
+    packages = {"tensorflow": "2.15.0"}
+    document = machine(WINDOWS_BASE, pythons=[python(WIN_EXE, "3.10.11", packages, tf_report("2.15.0"))])
+    native = fix_of(document, "tf-windows-gpu-unsupported")[1]
+    assert native.startswith("Or stay on native Windows with TensorFlow 2.10.0 (CUDA 11.2, cuDNN 8.1"), native
+    assert "download CUDA Toolkit 11.2.2 from https://developer.nvidia.com/cuda-toolkit-archive" in native, native
+    assert f'`"{WIN_EXE}" -m pip install tensorflow==2.10.0`' in native, native
+
+
+# framework-cuda-mismatch and cudnn-version-mismatch --------------------------------------------------
+
+
+def fixture_fix(path, finding_id):
+    if not path.exists():
+        pytest.skip(f"no {path}")
+    found = [f for f in run(load_fixture(path)).findings if f.id == finding_id]
+    assert found, f"{path.name}: no {finding_id}"
+    return list(found[0].fix)
+
+
+def test_framework_cuda_mismatch_names_the_toolkit_update_and_its_cudnn(system_cuda):
+    """TensorFlow 2.1 (CUDA 10.1) beside CUDA 10.2: the toolkit release to install and the cuDNN of TF 2.1's tested series;
+    the old line said "the CUDA 10.1 toolkit" and no cuDNN."""
+    fix = fixture_fix(SHARED_FIXTURES / "real" / "22-win-tf21-needs-cuda101-has-cuda102.yaml", "framework-cuda-mismatch")
+    assert fix[0].startswith("Install CUDA Toolkit 10.1.105 beside the others"), fix
+    assert "with cuDNN 7.6." in fix[0], fix
+
+
+def test_cudnn_version_mismatch_names_the_cudnn_release_and_archive(system_cuda):
+    """TensorFlow 2.13 needs cuDNN 8.6 for CUDA 11.8: the planner's release of that series, not "8.6 or newer ... ARCHIVE"."""
+    fix = fixture_fix(GALLERY / "linux-tf213-old-cudnn81-first-on-ld-library-path.yaml", "cudnn-version-mismatch")
+    line = next(f for f in fix if f.startswith("Install cuDNN"))
+    assert line.startswith("Install cuDNN 8.6.") and " for CUDA 11.8 " in line and "ARCHIVE" not in line, fix
+
+
+# python-unsupported ---------------------------------------------------------------------------------
+
+
+def test_python_unsupported_names_the_new_environment_and_the_build_to_install_there():
+    """torch 2.0.1 cu118 in Python 3.12 on Linux: the new environment's Python and the exact pip line of a 2.0.1 build the
+    driver runs (the old fix: "conda create ... python=3.11, and install torch there")."""
+    packages = {"torch": "2.0.1+cu118"}
+    document = machine(LINUX_BASE, pythons=[python(LINUX_EXE, "3.12.1", packages, torch_report("2.0.1", "11.8"))])
+    fix = fix_of(document, "python-unsupported")
+    assert len(fix) == 1 and "`conda create -n gpu python=3.11`, then `conda activate gpu`" in fix[0], fix
+    assert "`python -m pip install torch==2.0.1 --index-url https://download.pytorch.org/whl/cu118`" in fix[0], fix
+
+
+# gpu-arch-unsupported (torch) -----------------------------------------------------------------------
+
+
+def test_torch_arch_fix_keeps_the_release_with_a_build_for_this_gpu():
+    """torch 1.9.1 cu102 on an RTX 3060 (sm_86): 1.9.1's cu111 build has code for it and the driver runs it; the old fix
+    jumped to the newest release the driver's CUDA allowed ("torch==1.12.*", cu113) whatever the interpreter."""
+    fix = fixture_fix(SHARED_FIXTURES / "real" / "31-linux-rtx3060-laptop-torch-cu102-no-sm86.yaml", "gpu-arch-unsupported")
+    assert fix[-1].endswith("-m pip install torch==1.9.1+cu111 -f https://download.pytorch.org/whl/torch_stable.html"), fix
+
+
+def test_the_checks_know_the_planners_frameworks_without_importing_it():
+    """checks/_plan.py keeps the planner out of every `check`'s start: its copy of the framework names must not drift."""
+    from cudnn_doctor.checks import _plan
+    from cudnn_doctor.planner.request import FRAMEWORKS
+
+    assert _plan.FRAMEWORKS == FRAMEWORKS
+
+
+def test_a_driver_version_that_is_no_version_number_plans_without_a_driver():
+    """A mangled driver version (the mutation fuzzer's "xxxx") must not crash the fix: the plan has no driver constraint."""
+    packages = {"torch": "2.14.0+cpu"}
+    document = machine(LINUX_BASE, nvml=nvml("xxxx", 13000), pythons=[python(LINUX_EXE, "3.12.3", packages, torch_report("2.14.0"))])
+    found = findings_of(document, "torch-cpu-build")
+    assert found and any("torch==2.14.0" in line for line in found[0].fix), found
+    assert not findings_of(document, "doctor-internal-error")
+
+
+def test_cudnn_version_mismatch_with_only_another_major_names_the_release_to_put_beside_it(system_cuda):
+    """TensorFlow 2.10 (cuDNN 8.1, CUDA 11.2) where only cuDNN 9 is installed: the cuDNN 8 release and archive to add beside
+    it; the old line said "cuDNN 8.1 or a newer 8.x ... `cudnn-doctor install ARCHIVE`"."""
+    from . import test_cudnn_checks as cudnn_checks
+
+    document = cudnn_checks.toolkit(cudnn_checks.cudnn9(f"{cudnn_checks.CUDA}\\bin", cuda=11))
+    document["files"][f"{cudnn_checks.CUDA}\\include\\cudnn_version.h"] = {"text": "#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 1\n#define CUDNN_PATCHLEVEL 0\n"}
+    mismatch = next(f for f in run(document).findings if f.id == "cudnn-version-mismatch")
+    assert mismatch.fix[0].startswith("Install cuDNN 8.1.") and "for CUDA 11.2 beside the cuDNN 9 you have" in mismatch.fix[0], mismatch.fix
+    assert "ARCHIVE" not in mismatch.fix[0]
+
+
+def test_a_framework_the_planner_does_not_know_gets_no_plan():
+    """cupy loads the system CUDA like TensorFlow does, but the planner has no table for it: no plan, and no crash."""
+    from cudnn_doctor.checks._plan import first_option
+
+    document = machine(LINUX_BASE, pythons=[python(LINUX_EXE, "3.11.7", {"cupy-cuda12x": "13.0.0"}, {})])
+    facts = run(document).facts
+    assert first_option(facts, LINUX_EXE, ["cupy==13.0.0"], "13.0.0") is None

@@ -169,3 +169,90 @@ def test_the_solver_reports_how_many_combinations_it_considered():
     assert report["considered"] >= rejected_builds + 1
     both = plan("torch", "tensorflow", os="linux", driver="535.104.05")
     assert both["considered"] > report["considered"]  # pairs, not single builds
+
+
+# Rows cited: tensorflow.yaml `tested_builds` (version, os, python, cudnn, cuda), `and_cuda` (Linux releases whose
+# [and-cuda] extra brings CUDA), `windows_native_gpu_last` 2.10; frameworks.yaml `onnxruntime_builds`,
+# `paddle_builds`, `jax_plugins`, `releases`; cuda_driver.yaml Table 3 rows.
+OTHER_QUERIES = [
+    # tested_builds 2.5.0 windows: python ">=3.6,<3.10", cudnn "8.1", cuda "11.2".
+    (("tensorflow==2.5.0",), dict(os="windows"), [("tensorflow", "2.5", "system")]),
+    # 2.10 is the last native-Windows GPU release; its row: CUDA 11.2 / cuDNN 8.1.
+    (("tensorflow",), dict(os="windows"), [("tensorflow", "2.10", "system")]),
+    (("tensorflow==2.4",), dict(os="windows"), [("tensorflow", "2.4", "system")]),  # 2.4.0: CUDA 11.0 / cuDNN 8.0
+    (("tensorflow==2.12",), dict(os="windows"), None),  # after windows_native_gpu_last
+    (("tensorflow",), dict(os="windows", python="3.11"), None),  # 2.10 stops at <3.11
+    (("tensorflow==2.10",), dict(os="windows", python="3.11"), None),
+    # Linux newest: 2.21.0 (CUDA 12.5 / cuDNN 9.3), a system toolkit (no and_cuda row for 2.21).
+    (("tensorflow",), dict(os="linux"), [("tensorflow", "2.21", "system")]),
+    # 535.104.05 runs ≤ 12.2.2: 2.16+ need 12.3 (545.23.06); 2.15's [and-cuda] is CUDA 12.2 (535.54.03).
+    (("tensorflow",), dict(os="linux", driver="535.104.05"), [("tensorflow", "2.15", "and-cuda")]),
+    # 525.60.13 = 12.0.0: 2.14's [and-cuda] pins CUDA 11 wheels (11.8: 520.61.05).
+    (("tensorflow",), dict(os="linux", driver="525.60.13"), [("tensorflow", "2.14", "and-cuda")]),
+    (("tensorflow",), dict(os="wsl", driver="528.49"), [("tensorflow", "2.14", "and-cuda")]),
+    # 470.57.02 runs ≤ 11.4.2: 2.11.0's CUDA 11.2 (460.32.03 for 11.2.2) with a system toolkit.
+    (("tensorflow",), dict(os="linux", driver="470.57.02"), [("tensorflow", "2.11", "system")]),
+    (("tensorflow<2",), dict(os="linux"), [("tensorflow", "1.15", "system")]),  # 1.15.0: CUDA 10.0 / cuDNN 7.4
+    (("tensorflow",), dict(os="linux", python="3.8"), [("tensorflow", "2.13", "system")]),  # 2.13.0: >=3.8,<3.12
+    # One environment: same CUDA major and cuDNN major. torch 2.4+ bundle cuDNN 9, TF 2.15's wheels cuDNN 8.9.
+    (("torch", "tensorflow"), dict(os="linux", driver="535.104.05"), [("torch", "2.3", "cu121"), ("tensorflow", "2.15", "and-cuda")]),
+    (("torch", "tensorflow"), dict(os="windows"), [("torch", "2.3", "cu118"), ("tensorflow", "2.10", "system")]),
+    # onnxruntime_builds ">=1.27" pypi: CUDA 13.0 / cuDNN 9 with the [cuda,cudnn] extras; newest release 1.31.1.
+    (("onnxruntime",), dict(os="linux"), [("onnxruntime", "1.31", "pypi[cuda,cudnn]")]),
+    # 1.18.x on PyPI: CUDA 11.8 / cuDNN 8.
+    (("onnxruntime==1.18.1",), dict(os="linux"), [("onnxruntime", "1.18", "pypi")]),
+    (("onnxruntime==1.18.1",), dict(os="windows"), [("onnxruntime", "1.18", "pypi")]),
+    # 550.54.14 runs ≤ 12.4.0: the CUDA 12 side feed of 1.27+ (onnxruntime-cuda-12).
+    (("onnxruntime",), dict(os="linux", driver="550.54.14"), [("onnxruntime", "1.31", "feed:onnxruntime-cuda-12")]),
+    # paddle_builds windows: post120 (CUDA 12.0, cuDNN 8.9) for 2.6; 3.x betas are not offered.
+    (("paddle",), dict(os="windows", python="3.9"), [("paddle", "2.6", "post120")]),
+    (("paddle==2.5",), dict(os="linux"), [("paddle", "2.5", "post120")]),
+    # jax_plugins: cuda13 (driver ≥ 580) newest; cuda12 on a 535 driver; no Windows GPU build.
+    (("jax",), dict(os="wsl", python="3.12"), [("jax", "0.10", "cuda13")]),
+    (("jax",), dict(os="linux", driver="535.104.05"), [("jax", "0.10", "cuda12")]),
+    (("jax",), dict(os="windows"), None),
+    # --cuda alone: the toolkit's own row (11.8.0 GA).
+    ((), dict(os="linux", cuda="11.8"), [("cuda", "11.8", "toolkit")]),
+    # 531.14 (12.1) cannot run 12.4 (551.61).
+    ((), dict(os="windows", cuda="12.4", driver="531.14"), None),
+    (("torch", "onnxruntime"), dict(os="linux", driver="580.65.06"), [("torch", "2.14", "cu130"), ("onnxruntime", "1.31", "pypi[cuda,cudnn]")]),
+]
+
+
+@pytest.mark.parametrize(("frameworks", "query", "expected"), OTHER_QUERIES, ids=[f"{f}-{q}" for f, q, _ in OTHER_QUERIES])
+def test_other_query(frameworks: tuple[str, ...], query: dict[str, str], expected: Optional[list[tuple[str, str, str]]]):
+    report = plan(*frameworks, **query)
+    if expected is None:
+        assert report["stack"] is None and report["rejected"]
+    else:
+        assert report["stack"] is not None, report["rejected"][:3]
+        assert builds(report) == expected
+
+
+def test_tensorflow_2_5_on_windows_is_cuda_11_2_and_cudnn_8_1_without_python_3_10():
+    """Acceptance: not the 11.3 / 8.2 some guides say."""
+    stack = plan("tensorflow==2.5.0", os="windows")["stack"]
+    assert (stack["cuda"], stack["cudnn"]) == ("11.2", "8.1")
+    assert stack["python"] == ">=3.6,<3.10"
+    assert stack["toolkit"] == "11.2.2"  # the newest 11.2 update
+
+
+def test_tensorflow_2_12_on_windows_offers_wsl2_or_2_10():
+    report = plan("tensorflow==2.12", os="windows")
+    assert report["stack"] is None
+    assert report["rejected"][0]["reasons"][0]["kind"] == "os"
+    texts = [a["text"] for a in report["alternatives"]]
+    assert any(t.startswith("use WSL2") for t in texts)
+    assert any("tensorflow 2.10" in t for t in texts)
+
+
+def test_tensorflow_windows_commands_give_the_conda_line_and_the_old_package_name():
+    report = plan("tensorflow==2.5.0", os="windows")
+    assert report["conda"] == ["conda install -c conda-forge cudatoolkit=11.2 cudnn=8.1.0"]
+    old = plan("tensorflow<2", os="linux")
+    assert any('"tensorflow-gpu==1.15.5"' in line for line in old["commands"])  # packages: tensorflow-gpu before 2.1
+
+
+def test_and_cuda_builds_install_with_the_extra():
+    report = plan("tensorflow", os="linux", driver="535.104.05")
+    assert any('"tensorflow[and-cuda]==2.15.1"' in line for line in report["commands"])

@@ -89,8 +89,7 @@ def _series(first: str, newest: Optional[str]) -> list[str]:
 def _torch(os_name: str) -> Iterator[Candidate]:
     table = knowledge.table("torch")
     for row in table.releases:
-        newest = getattr(row, "patch", None)
-        versions = _series(f"{row.version}.0", newest)
+        versions = _series(f"{row.version}.0", row.patch)
         for version in versions:
             for cuda in sorted(row.cuda_on(os_name), key=V, reverse=True):
                 tag = cuda.replace(".", "")
@@ -143,8 +142,7 @@ def _torch_index(version: str, tag: str, row: knowledge.records.TorchRelease, cu
 
 
 def _torch_conda(row: knowledge.records.TorchRelease, version: str, cuda: str) -> Optional[str]:
-    template = getattr(row, "conda", None)
-    return template.format(version=version, cuda=cuda) if template else None
+    return row.conda_command(cuda)
 
 
 # tensorflow ----------------------------------------------------------------------------------------
@@ -153,7 +151,7 @@ def _torch_conda(row: knowledge.records.TorchRelease, version: str, cuda: str) -
 def _tensorflow(os_name: str) -> Iterator[Candidate]:
     table = knowledge.table("tensorflow")
     for row in sorted((r for r in table.tested_builds if r.os == os_name), key=lambda r: V(r.version), reverse=True):
-        for version in _series(row.version, getattr(row, "patch", None)):
+        for version in _series(row.version, row.patch):
             package = _tensorflow_package(V(version))
             and_cuda = knowledge.tensorflow_and_cuda(V(version)) if os_name == "linux" else None
             if and_cuda is not None:
@@ -187,18 +185,13 @@ def _tensorflow(os_name: str) -> Iterator[Candidate]:
 
 
 def _tensorflow_package(version: Version) -> str:
-    rows = getattr(knowledge.table("tensorflow"), "packages", ())
-    for row in rows:
-        if version in row.versions:
-            return row.name
-    return "tensorflow"
+    row = knowledge.tensorflow_package(version)
+    return row.name if row else "tensorflow"
 
 
 def _tensorflow_conda(row: knowledge.records.TensorflowBuild, os_name: str) -> Optional[str]:
-    template = getattr(knowledge.table("tensorflow"), "conda", None)
-    if template is None or os_name not in template.os or V(row.version) not in template.versions:
-        return None
-    return template.command.format(cuda=row.cuda, cudnn=row.cudnn)
+    conda = knowledge.tensorflow_windows_conda(V(row.version)) if os_name == "windows" else None
+    return conda.command if conda else None
 
 
 # onnxruntime ---------------------------------------------------------------------------------------
@@ -364,12 +357,11 @@ def _system_toolkits(cuda: str, os_name: str) -> list[str]:
 
 def _releases(distribution: str) -> list[str]:
     """The final releases of a distribution, newest first (knowledge `framework_releases`)."""
-    lookup = getattr(knowledge, "framework_releases", None)
-    values = lookup(distribution) if lookup else ()
     out = []
-    for value in values:
+    for value in knowledge.framework_releases(distribution):
         try:
-            V(value)
+            if V(value).is_prerelease:
+                continue
         except InvalidVersion:
             continue
         out.append(value)

@@ -43,7 +43,8 @@ def steps(stack: Stack, os_name: str, driver: Optional[str], environment: str = 
     if system is not None:
         needs = system.needs
         downloads.append(Download(f"CUDA Toolkit {needs.toolkit}", None, TOOLKIT_ARCHIVE))
-        downloads.append(Download(f"cuDNN {needs.cudnn} for CUDA {system.candidate.cuda}", needs.cudnn_archive, CUDNN_ARCHIVE))
+        which = f"cuDNN {needs.cudnn}" if needs.cudnn else "cuDNN (a release NVIDIA's support matrix lists)"
+        downloads.append(Download(f"{which} for CUDA {system.candidate.cuda}", needs.cudnn_archive, CUDNN_ARCHIVE))
         if needs.cudnn_archive:
             commands.append(f"cudnn-doctor install {needs.cudnn_archive}")
         if os_name == "windows" and needs.cudnn and knowledge.zlibwapi_required(V(needs.cudnn)):

@@ -54,7 +54,10 @@ def judge(candidate: Candidate, request: Request, python_hard: bool) -> Verdict:
     reasons += _driver_reasons(candidate, request, needs)
     if candidate.cuda_from == "system" and not reasons:
         picked = _pick_cudnn(candidate, request)
-        if picked is None:
+        if picked is None and not _has_support_matrix():
+            # No cuDNN support matrix shipped yet: the framework's own tested configuration names the cuDNN.
+            needs = needs._replace(toolkit=toolkit, cudnn=candidate.cudnn, cudnn_archive=None, cudnn_source=candidate.source)
+        elif picked is None:
             wanted = f"cuDNN {candidate.cudnn}{'+' if candidate.cudnn_rule == 'at-least' else ''}" if candidate.cudnn else "cuDNN"
             reasons.append(Reason("cudnn", f"no {wanted} release for CUDA {candidate.cuda} on {request.package_os} in NVIDIA's support matrix"))
         else:
@@ -130,8 +133,14 @@ def _driver_reasons(candidate: Candidate, request: Request, needs: Needs) -> lis
     return [Reason("driver", f"needs driver ≥ {wanted} on {where} ({what}); the driver is {request.driver.text}", needs.driver_source)]
 
 
+def _has_support_matrix() -> bool:
+    return hasattr(knowledge, "cudnn_releases_for")
+
+
 def _pick_cudnn(candidate: Candidate, request: Request) -> Optional[tuple[str, object]]:
     """The newest cuDNN release the candidate accepts that supports its toolkit, OS and GPU."""
+    if not _has_support_matrix():
+        return None
     cc = V(request.compute_capability) if request.compute_capability else None
     for full, row in knowledge.cudnn_releases_for(V(candidate.cuda), request.package_os):
         if not _cudnn_fits(candidate, full):

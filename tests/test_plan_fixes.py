@@ -55,7 +55,7 @@ def test_cpu_torch_on_an_old_windows_driver_never_gets_a_build_the_driver_cannot
     keep = [line for line in fix if "torch==2.13.0" in line]
     assert keep and all(">= 560.76" in line for line in keep), fix  # cu126 only after a driver update, and the update is exact
     now = [line for line in fix if line.startswith("Or keep the driver 472.12")]
-    assert now and "torch==1.12.0 --index-url https://download.pytorch.org/whl/cu113" in now[0], fix
+    assert now and "torch==1.12.1 --index-url https://download.pytorch.org/whl/cu113" in now[0], fix
     assert not any("whl/cu126" in line for line in fix if "560.76" not in line)
 
 
@@ -91,7 +91,7 @@ def test_driver_too_old_names_the_build_the_current_driver_runs():
     fix = fix_of(document, "driver-too-old")
     assert "NVIDIA driver >= 525" in fix[0]  # what runs the installed build (minor-version compatibility for CUDA 12.1)
     now = [line for line in fix if line.startswith("Or keep the driver 470.223.02")]
-    assert now and f'`"{LINUX_EXE}" -m pip install torch==1.12.0 --index-url https://download.pytorch.org/whl/cu113`' in now[0], fix
+    assert now and f'`"{LINUX_EXE}" -m pip install torch==1.12.1 --index-url https://download.pytorch.org/whl/cu113`' in now[0], fix
     assert not any("CUDA 11.4 or older" in line for line in fix)
 
 
@@ -168,9 +168,9 @@ def test_tf_windows_native_line_names_the_toolkit_and_cudnn_releases(system_cuda
     packages = {"tensorflow": "2.15.0"}
     document = machine(WINDOWS_BASE, pythons=[python(WIN_EXE, "3.10.11", packages, tf_report("2.15.0"))])
     native = fix_of(document, "tf-windows-gpu-unsupported")[1]
-    assert native.startswith("Or stay on native Windows with TensorFlow 2.10.0 (CUDA 11.2, cuDNN 8.1"), native
+    assert native.startswith("Or stay on native Windows with TensorFlow 2.10.1 (CUDA 11.2, cuDNN 8.1"), native
     assert "download CUDA Toolkit 11.2.2 from https://developer.nvidia.com/cuda-toolkit-archive" in native, native
-    assert f'`"{WIN_EXE}" -m pip install tensorflow==2.10.0`' in native, native
+    assert f'`"{WIN_EXE}" -m pip install tensorflow==2.10.1`' in native, native
 
 
 # framework-cuda-mismatch and cudnn-version-mismatch --------------------------------------------------

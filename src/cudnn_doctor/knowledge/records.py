@@ -220,6 +220,7 @@ class OnnxruntimeBuild(NamedTuple):
     copy: Optional[str] = None
     observed: Optional[str] = None
     feed: str = "pypi"  # "pypi", or the name of the side feed (an Azure DevOps feed) that serves the build
+    index_url: Optional[str] = None  # a side feed's pip index (`--extra-index-url`), where the vendor publishes it
 
 
 class PaddleBuild(NamedTuple):

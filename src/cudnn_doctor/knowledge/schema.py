@@ -334,7 +334,7 @@ TABLES: dict[str, Table] = {
             ),
             "onnxruntime_builds": _rows(
                 r.OnnxruntimeBuild,
-                {"versions": _range, "cuda": _version, "cudnn": _optional(_version), "feed": _text},
+                {"versions": _range, "cuda": _version, "cudnn": _optional(_version), "feed": _text, "index_url": _optional_url},
                 lambda row: (str(row.versions), row.feed),
                 "versions",
                 "feed",

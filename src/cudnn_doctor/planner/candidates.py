@@ -200,8 +200,10 @@ def _tensorflow_conda(row: knowledge.records.TensorflowBuild, os_name: str) -> O
 def _onnxruntime(os_name: str) -> Iterator[Candidate]:
     for version in _releases("onnxruntime-gpu"):
         for row in knowledge.onnxruntime_builds(V(version)):
+            if row.feed != "pypi" and not row.index_url:
+                continue  # a side feed whose pip index the vendor does not publish: no command could reach it
             reach = knowledge.wheel_reach("onnxruntime", os_name, V(version)) if row.feed == "pypi" else None
-            feed_options = () if row.feed == "pypi" else ("--extra-index-url", _feed_url(row.feed))
+            feed_options = ("--extra-index-url", row.index_url) if row.feed != "pypi" and row.index_url else ()
             if reach is not None and reach.extras:
                 yield Candidate(
                     framework="onnxruntime",
@@ -231,12 +233,6 @@ def _onnxruntime(os_name: str) -> Iterator[Candidate]:
                     pip_options=feed_options,
                     source=row.source,
                 )
-
-
-def _feed_url(feed: str) -> str:
-    lookup = getattr(knowledge, "onnxruntime_feed_url", None)
-    url = lookup(feed) if lookup else None
-    return url or "https://onnxruntime.ai/docs/install"
 
 
 # paddle --------------------------------------------------------------------------------------------

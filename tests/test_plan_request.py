@@ -11,6 +11,7 @@ from packaging.utils import canonicalize_name
 
 from cudnn_doctor.cli import main
 from cudnn_doctor.errors import UsageError
+from cudnn_doctor.planner.inputs import build_request
 from cudnn_doctor.planner.request import parse_framework
 
 NAMES = ["torch", "PyTorch", "tensorflow", "tensorflow-gpu", "TensorFlow_GPU", "onnxruntime-gpu", "onnxruntime.gpu", "paddlepaddle-gpu", "jax", "jaxlib"]
@@ -79,3 +80,17 @@ def test_bad_input_is_one_line_and_exit_2(arguments, capsys):
     assert code == 2
     assert out == ""
     assert err.startswith("cudnn-doctor: error: ") and err.count("\n") == 1
+
+
+def test_every_input_given_reads_nothing_from_the_machine(monkeypatch):
+    """`--cuda` alone stands for the frameworks: with the rest given, the machine is not probed (nor its frameworks)."""
+    from cudnn_doctor.planner import machine
+
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("the machine was read")
+
+    monkeypatch.setattr(machine, "read_machine", refuse)
+    monkeypatch.setattr(machine, "machine_os", refuse)
+    request = build_request([], "linux", "3.10", "T4", "520.61.05", "11.8")
+    assert request.frameworks == () and request.cuda.text == "11.8"
+    assert build_request(["torch"], "linux", "3.10", "T4", "520.61.05").frameworks[0].name == "torch"

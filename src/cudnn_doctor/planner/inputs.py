@@ -37,7 +37,7 @@ def build_request(
     if cuda and knowledge.toolkit_release(Version(cuda)) is None:
         raise UsageError(f"--cuda {cuda!r}: no CUDA toolkit release of that version in the knowledge")
     gpu_name, capability = _gpu(gpu) if gpu else (None, None)
-    defaults = machine if machine is not None else _read(fixture, os_name, python, gpu, driver, wanted)
+    defaults = machine if machine is not None else _read(fixture, os_name, python, gpu, driver, wanted or cuda)
     same_machine = defaults is not None and (os_name is None or os_name == defaults.os)
     os_name = os_name or (defaults.os if defaults is not None else None)
     if os_name is None:

@@ -30,6 +30,15 @@ def builds(report: dict[str, Any]) -> list[tuple[str, str, str]]:
     return [(f["framework"], series(f["version"]), f["build"]) for f in report["stack"]["frameworks"]]
 
 
+def expect(report: dict[str, Any], expected: Optional[list[tuple[str, str, str]]]) -> None:
+    """`expected`: the (framework, X.Y, build) of each framework in the stack; None: no stack, with reasons."""
+    if expected is None:
+        assert report["stack"] is None and report["rejected"]
+    else:
+        assert report["stack"] is not None, report["rejected"][:3]
+        assert builds(report) == expected
+
+
 # Rows cited: torch.yaml `releases` (version: cuda list, python, pypi_cuda); cuda_driver.yaml Table 3 rows
 # (`cuda: "11.3.0" … windows: "465.89"`); gpus.yaml `cuda_architectures` (ptxas --gpu-name lists, samples lists).
 TORCH_QUERIES = [
@@ -95,12 +104,7 @@ TORCH_QUERIES = [
 @pytest.mark.parametrize(("query", "expected"), TORCH_QUERIES, ids=[str(q) for q, _ in TORCH_QUERIES])
 def test_torch_query(query: dict[str, str], expected: Optional[list[tuple[str, str, str]]]):
     query = dict(query)
-    report = plan(query.pop("fw", "torch"), **query)
-    if expected is None:
-        assert report["stack"] is None and report["rejected"]
-    else:
-        assert report["stack"] is not None, report["rejected"][:3]
-        assert builds(report) == expected
+    expect(plan(query.pop("fw", "torch"), **query), expected)
 
 
 def test_driver_472_never_gets_a_cuda_12_build_on_any_os():
@@ -221,12 +225,7 @@ OTHER_QUERIES = [
 
 @pytest.mark.parametrize(("frameworks", "query", "expected"), OTHER_QUERIES, ids=[f"{f}-{q}" for f, q, _ in OTHER_QUERIES])
 def test_other_query(frameworks: tuple[str, ...], query: dict[str, str], expected: Optional[list[tuple[str, str, str]]]):
-    report = plan(*frameworks, **query)
-    if expected is None:
-        assert report["stack"] is None and report["rejected"]
-    else:
-        assert report["stack"] is not None, report["rejected"][:3]
-        assert builds(report) == expected
+    expect(plan(*frameworks, **query), expected)
 
 
 def test_tensorflow_2_5_on_windows_is_cuda_11_2_and_cudnn_8_1_without_python_3_10():

@@ -154,31 +154,22 @@ def _tensorflow(os_name: str) -> Iterator[Candidate]:
         for version in _series(row.version, row.patch):
             package = _tensorflow_package(V(version))
             and_cuda = knowledge.tensorflow_and_cuda(V(version)) if os_name == "linux" else None
+            common = dict(framework="tensorflow", version=version, cuda=row.cuda, cudnn=row.cudnn, python=row.python, pip_options=())
             if and_cuda is not None:
                 yield Candidate(
-                    framework="tensorflow",
-                    version=version,
+                    **common,
                     build="and-cuda",
-                    cuda=row.cuda,
-                    cudnn=row.cudnn,
                     cudnn_rule="bundled",
-                    python=row.python,
                     cuda_from="bundled",
                     requirement=f"{package}[and-cuda]=={version}",
-                    pip_options=(),
                     source=and_cuda.source,
                 )
             yield Candidate(
-                framework="tensorflow",
-                version=version,
+                **common,
                 build="system",
-                cuda=row.cuda,
-                cudnn=row.cudnn,
                 cudnn_rule="series",
-                python=row.python,
                 cuda_from="system",
                 requirement=f"{package}=={version}",
-                pip_options=(),
                 source=row.source,
                 conda=_tensorflow_conda(row, os_name),
             )

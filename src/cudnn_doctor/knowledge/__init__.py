@@ -294,10 +294,17 @@ def cuda_supports_compute_capability(cuda: Version, cc: str) -> Optional[bool]:
 def _first_listed_later(cuda: Version, wanted: Version, bound: records.CudaArchitectures) -> Optional[bool]:
     """False when `wanted` is newer than all `bound` lists and a release after `cuda` is the first to list it."""
     if wanted > max(Version(value) for value in bound.cc):
-        first = min((Version(r.cuda) for r in table("gpus").cuda_architectures if any(Version(v) == wanted for v in r.cc)), default=None)
+        first = _first_cuda_listing(str(wanted))
         if first is not None and first.release[:2] > cuda.release[:2]:
             return False
     return None
+
+
+@_lookup
+def _first_cuda_listing(cc: str) -> Optional[Version]:
+    """The oldest CUDA release whose architecture row lists `cc`."""
+    wanted = Version(cc)
+    return min((Version(r.cuda) for r in table("gpus").cuda_architectures if any(Version(v) == wanted for v in r.cc)), default=None)
 
 
 BINARY_COMPATIBILITY_SOURCE = (

@@ -194,7 +194,7 @@ def _onnxruntime(os_name: str) -> Iterator[Candidate]:
             if row.feed != "pypi" and not row.index_url:
                 continue  # a side feed whose pip index the vendor does not publish: no command could reach it
             reach = knowledge.wheel_reach("onnxruntime", os_name, V(version)) if row.feed == "pypi" else None
-            feed_options = ("--extra-index-url", row.index_url) if row.feed != "pypi" and row.index_url else ()
+            feed_options = ("--extra-index-url", row.index_url) if row.feed != "pypi" else ()
             if reach is not None and reach.extras:
                 yield Candidate(
                     framework="onnxruntime",

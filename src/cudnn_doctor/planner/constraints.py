@@ -53,8 +53,9 @@ def judge(candidate: Candidate, request: Request, python_hard: bool) -> Verdict:
     reasons += _gpu_reasons(candidate, request)
     reasons += _driver_reasons(candidate, request, needs)
     if candidate.cuda_from == "system" and not reasons:
-        picked = _pick_cudnn(candidate, request)
-        if picked is None and not _has_support_matrix():
+        matrix = _has_support_matrix()
+        picked = _pick_cudnn(candidate, request) if matrix else None
+        if not matrix:
             # No cuDNN support matrix shipped yet: the framework's own tested configuration names the cuDNN.
             needs = needs._replace(toolkit=toolkit, cudnn=candidate.cudnn, cudnn_archive=None, cudnn_source=candidate.source)
         elif picked is None:
@@ -139,8 +140,6 @@ def _has_support_matrix() -> bool:
 
 def _pick_cudnn(candidate: Candidate, request: Request) -> Optional[tuple[str, object]]:
     """The newest cuDNN release the candidate accepts that supports its toolkit, OS and GPU."""
-    if not _has_support_matrix():
-        return None
     cc = V(request.compute_capability) if request.compute_capability else None
     for full, row in knowledge.cudnn_releases_for(V(candidate.cuda), request.package_os):
         if not _cudnn_fits(candidate, full):

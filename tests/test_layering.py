@@ -92,6 +92,7 @@ ALLOWED: dict[str, set[str]] = {
         "facts",  # the toolkit facts of the target
         "loader",  # the loader's folder index says whether a folder is on the library path
         "binaries",  # a library's machine is named as the headers name it, in one table
+        "knowledge",  # NVIDIA's archive names say the CUDA an archive was built for
     },
     # The planner is a search over knowledge alone; what a plan leaves open is read from the machine by its inputs.
     "planner": {"knowledge"},

@@ -229,11 +229,15 @@ def test_other_query(frameworks: tuple[str, ...], query: dict[str, str], expecte
 
 
 def test_tensorflow_2_5_on_windows_is_cuda_11_2_and_cudnn_8_1_without_python_3_10():
-    """Acceptance: not the 11.3 / 8.2 some guides say."""
-    stack = plan("tensorflow==2.5.0", os="windows")["stack"]
-    assert (stack["cuda"], stack["cudnn"]) == ("11.2", "8.1")
+    """Acceptance: not the 11.3 / 8.2 some guides say. cuDNN 8.1.1.33 is the 8.1 release NVIDIA built for CUDA 11.2
+    (cudnn.yaml support: the >=8.1,<8.2 row for 11.2), and its Windows zip is named as NVIDIA names it (archives: 8.0-8.3)."""
+    report = plan("tensorflow==2.5.0", os="windows")
+    stack = report["stack"]
+    assert (stack["cuda"], stack["cudnn"]) == ("11.2", "8.1.1.33")
     assert stack["python"] == ">=3.6,<3.10"
     assert stack["toolkit"] == "11.2.2"  # the newest 11.2 update
+    assert stack["cudnn_archive"] == "cudnn-11.2-windows-x64-v8.1.1.33.zip"
+    assert "cudnn-doctor install cudnn-11.2-windows-x64-v8.1.1.33.zip" in report["commands"]
 
 
 def test_tensorflow_2_12_on_windows_offers_wsl2_or_2_10():
@@ -248,6 +252,7 @@ def test_tensorflow_2_12_on_windows_offers_wsl2_or_2_10():
 def test_tensorflow_windows_commands_give_the_conda_line_and_the_old_package_name():
     report = plan("tensorflow==2.5.0", os="windows")
     assert report["conda"] == ["conda install -c conda-forge cudatoolkit=11.2 cudnn=8.1.0"]
+    assert not plan("tensorflow==1.12.0", os="windows")["conda"]  # the guide's CUDA 11.2 / cuDNN 8.1 line is not 1.12's 9.0 / 7.2
     old = plan("tensorflow<2", os="linux")
     assert any('"tensorflow-gpu==1.15.5"' in line for line in old["commands"])  # packages: tensorflow-gpu before 2.1
 

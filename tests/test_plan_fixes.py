@@ -4,7 +4,6 @@ the knowledge lacks. Each case is one where the fix before the planner was wrong
 from __future__ import annotations
 
 import re
-from types import SimpleNamespace
 
 import pytest
 from packaging.version import Version
@@ -16,7 +15,6 @@ from .conftest import GALLERY, LINUX_BASE, SHARED_FIXTURES, WINDOWS_BASE, findin
 
 WIN_EXE = "C:\\Users\\dev\\env\\python.exe"
 LINUX_EXE = "/home/dev/.venv/bin/python"
-SYSTEM_CUDA = hasattr(knowledge, "cudnn_releases_for")  # the planner's system-CUDA builds need cuDNN's support matrix
 
 
 def python(exe, version, packages, frameworks):
@@ -124,27 +122,11 @@ def test_no_planned_torch_variant_needs_more_than_the_driver_unless_the_line_say
 # tf-windows-gpu-unsupported -------------------------------------------------------------------------
 
 
-@pytest.fixture
-def system_cuda(monkeypatch):
-    """Until knowledge.cudnn_releases_for is merged, a stand-in with a few cuDNN releases of docs/research/issue-11/cudnn.yaml
-    (8.9.7.29, 8.6.0.163, 8.1.1.33 for CUDA 11.x, 7.6.5.32 for CUDA 10.1); the real one once merged."""
-    if not SYSTEM_CUDA:
-
-        def releases(cuda, os_name):
-            row = SimpleNamespace(cc_min=None, source="https://docs.nvidia.com/deeplearning/cudnn/archives/ (support matrices)")
-            if cuda.major == 11:
-                return [(full, row) for full in ("8.9.7.29", "8.6.0.163", "8.1.1.33")]
-            return [("7.6.5.32", row)] if cuda.release[:2] == (10, 1) else []
-
-        monkeypatch.setattr(knowledge, "cudnn_releases_for", releases, raising=False)
-        monkeypatch.setattr(knowledge, "cudnn_archive_name", lambda full, cuda, os_name: None, raising=False)
-
-
 def tf_report(version):
     return {"tensorflow": {"version": version, "built_with_cuda": False, "gpus": [], "build_info": {}}}
 
 
-def test_tf_windows_wsl_line_pins_the_and_cuda_release_the_driver_runs(system_cuda):
+def test_tf_windows_wsl_line_pins_the_and_cuda_release_the_driver_runs():
     """tensorflow 2.15.0 on native Windows, driver 552.44: WSL2 gets the planner's [and-cuda] build of 2.15, not an unpinned
     `pip install "tensorflow[and-cuda]"` that takes the newest release whatever the driver."""
     packages = {"tensorflow": "2.15.0"}
@@ -153,7 +135,7 @@ def test_tf_windows_wsl_line_pins_the_and_cuda_release_the_driver_runs(system_cu
     assert '`python3 -m pip install "tensorflow[and-cuda]==2.15.0"`' in wsl and "552.44 serves WSL2" in wsl, wsl
 
 
-def test_tf_windows_wsl_line_says_which_driver_first_when_this_one_is_too_old(system_cuda):
+def test_tf_windows_wsl_line_says_which_driver_first_when_this_one_is_too_old():
     """Driver 472.12 (CUDA 11.4) cannot run 2.15's CUDA 12.2 wheels under WSL2: the line names the driver to install first."""
     packages = {"tensorflow": "2.15.0"}
     document = machine(WINDOWS_BASE, nvml=nvml("472.12", 11040), pythons=[python(WIN_EXE, "3.10.11", packages, tf_report("2.15.0"))])
@@ -162,7 +144,7 @@ def test_tf_windows_wsl_line_says_which_driver_first_when_this_one_is_too_old(sy
     assert f"update the Windows NVIDIA driver to >= {needed} first" in wsl and "tensorflow[and-cuda]==2.15.0" in wsl, wsl
 
 
-def test_tf_windows_native_line_names_the_toolkit_and_cudnn_releases(system_cuda):
+def test_tf_windows_native_line_names_the_toolkit_and_cudnn_releases():
     """The native TensorFlow 2.10 line: the exact toolkit update and cuDNN release, then this interpreter's pip line
     (the old line said "CUDA 11.2 and cuDNN 8.1 on PATH")."""
     packages = {"tensorflow": "2.15.0"}
@@ -184,7 +166,7 @@ def fixture_fix(path, finding_id):
     return list(found[0].fix)
 
 
-def test_framework_cuda_mismatch_names_the_toolkit_update_and_its_cudnn(system_cuda):
+def test_framework_cuda_mismatch_names_the_toolkit_update_and_its_cudnn():
     """TensorFlow 2.1 (CUDA 10.1) beside CUDA 10.2: the toolkit release to install and the cuDNN of TF 2.1's tested series;
     the old line said "the CUDA 10.1 toolkit" and no cuDNN."""
     fix = fixture_fix(SHARED_FIXTURES / "real" / "22-win-tf21-needs-cuda101-has-cuda102.yaml", "framework-cuda-mismatch")
@@ -192,7 +174,7 @@ def test_framework_cuda_mismatch_names_the_toolkit_update_and_its_cudnn(system_c
     assert "with cuDNN 7.6." in fix[0], fix
 
 
-def test_cudnn_version_mismatch_names_the_cudnn_release_and_archive(system_cuda):
+def test_cudnn_version_mismatch_names_the_cudnn_release_and_archive():
     """TensorFlow 2.13 needs cuDNN 8.6 for CUDA 11.8: the planner's release of that series, not "8.6 or newer ... ARCHIVE"."""
     fix = fixture_fix(GALLERY / "linux-tf213-old-cudnn81-first-on-ld-library-path.yaml", "cudnn-version-mismatch")
     line = next(f for f in fix if f.startswith("Install cuDNN"))
@@ -239,7 +221,7 @@ def test_a_driver_version_that_is_no_version_number_plans_without_a_driver():
     assert not findings_of(document, "doctor-internal-error")
 
 
-def test_cudnn_version_mismatch_with_only_another_major_names_the_release_to_put_beside_it(system_cuda):
+def test_cudnn_version_mismatch_with_only_another_major_names_the_release_to_put_beside_it():
     """TensorFlow 2.10 (cuDNN 8.1, CUDA 11.2) where only cuDNN 9 is installed: the cuDNN 8 release and archive to add beside
     it; the old line said "cuDNN 8.1 or a newer 8.x ... `cudnn-doctor install ARCHIVE`"."""
     from . import test_cudnn_checks as cudnn_checks

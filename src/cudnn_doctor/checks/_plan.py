@@ -72,10 +72,8 @@ def machine_request(
 
 
 def plannable(name: str) -> bool:
-    """The planner knows the framework, and can judge every build it has (system-CUDA builds need cuDNN's support matrix)."""
-    if name not in FRAMEWORKS:
-        return False
-    return name == "torch" or hasattr(knowledge, "cudnn_releases_for")
+    """The planner knows the framework and can judge every build it has."""
+    return name in FRAMEWORKS
 
 
 def plan_options(facts: Facts, executable: str, name: str, release: Optional[str], extras: frozenset[str] = frozenset()) -> Options:
@@ -260,7 +258,7 @@ def _own_pip(executable: str, command: str, option: Option) -> str:
 def toolkit_now(facts: Facts) -> Optional[str]:
     """The newest CUDA toolkit release the current driver runs (the planner with no framework), None when unknown."""
     driver = machine_driver(facts)
-    if not hasattr(knowledge, "cudnn_releases_for") or not driver:
+    if not driver:
         return None
     request = _request(frameworks=(), os="wsl" if facts.wsl else facts.os, driver=_given(driver, "machine"))
     stack = _solve(request).stack

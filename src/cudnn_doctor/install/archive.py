@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Optional
 
+from cudnn_doctor import knowledge
 from cudnn_doctor.binaries import ELF_MACHINES, PE_MACHINES, arch_of_machine
 from cudnn_doctor.errors import InputError
 from cudnn_doctor.versions import cuda_major_of_dll_number, cudnn_header_version
@@ -32,8 +33,7 @@ _DRIVE = re.compile(r"^[A-Za-z]:")
 _UNUSABLE = re.compile(r'[\x00-\x1f<>:"|?*]')  # control characters and what Windows refuses in a name
 _CUDNN_FILE = re.compile(r"(?i)(^|/)(lib)?cudnn[^/]*\.(h|dll|lib|a|so(\.\d+)*)$")
 _LIBRARY = re.compile(r"(?i)\.(dll|so(\.\d+)*)$")
-# cudnn-windows-x86_64-8.5.0.96_cuda11-archive, cudnn-11.3-windows-x64-v8.2.0.53, bin/12.x/
-_ARCHIVE_CUDA = re.compile(r"(?i)_cuda(\d+)(?:\.\d+)?[-_]archive|cudnn-(\d+)\.\d+-(?:windows|linux)|[\\/](\d+)\.x[\\/]")
+_INSTALLER_CUDA = re.compile(r"^bin/(\d+)\.x/")  # the cuDNN 9 installer's per-CUDA folders: bin/12.x/
 _CUBLAS_NAME = re.compile(rb"cublas(?:Lt)?64_(\d+)\.dll|libcublas(?:Lt)?\.so\.(\d+)")
 
 
@@ -311,8 +311,7 @@ def inspect(archive: Archive) -> ArchiveInfo:
     real = [m for m in files if m.is_file]  # a header or library given as a link (dangling, perhaps) is not read
     header = next((m for m in real if m.name.endswith("cudnn_version.h")), None) or next((m for m in real if m.name.endswith("/cudnn.h")), None)
     version = cudnn_header_version(archive.read_text(header, 256 * 1024)) if header is not None else None
-    cuda = _ARCHIVE_CUDA.search(f"/{archive.path.name}/" + " ".join(m.name for m in files[:50]))
-    cuda_major = int(next(g for g in cuda.groups() if g)) if cuda else _cuda_from_libraries(archive, real)
+    cuda_major = _cuda_from_names(archive.path.name, top, rel) or _cuda_from_libraries(archive, real)
     os_name = "windows" if any(m.name.lower().endswith(".dll") for m in files) else "linux" if any(".so" in m.name for m in files) else None
     return ArchiveInfo(archive.path, top, layout, version, cuda_major, os_name, _arch(archive, real), archive.members)
 
@@ -338,6 +337,17 @@ def _arch(archive: Archive, real: list[Member]) -> Optional[str]:
     found = binary_machine(archive.read_head(candidate)) if candidate is not None else None
     arch = arch_of_machine(found[1]) if found and found[1] else None
     return arch if arch in ("x86_64", "aarch64", "x86") else None
+
+
+def _cuda_from_names(file_name: str, top: str, rel: list[str]) -> Optional[int]:
+    """The CUDA major NVIDIA's name of the archive or of its top folder says (knowledge's `archives` patterns),
+    or the installer layout's bin/12.x/ folder."""
+    for name in (file_name, top.rsplit("/", 1)[-1]):
+        parsed = knowledge.parse_cudnn_archive_name(name) if name else None
+        if parsed is not None:
+            return parsed.cuda_major
+    installer = next((found for found in map(_INSTALLER_CUDA.search, rel) if found), None)
+    return int(installer.group(1)) if installer else None
 
 
 def _cuda_from_libraries(archive: Archive, files: list[Member]) -> Optional[int]:

@@ -137,10 +137,11 @@ class OptionalLoad(NamedTuple):
 
 
 class Zlibwapi(NamedTuple):
-    """The cuDNN releases that need zlibwapi.dll on Windows."""
+    """The cuDNN releases that need zlibwapi.dll on Windows; `end_indirect`: the range's end rests on indirect evidence."""
 
     versions: VersionRange
     source: str
+    end_indirect: bool = False
     copy: Optional[str] = None
     observed: Optional[str] = None
 
@@ -157,6 +158,35 @@ class LegacyCudnnName(NamedTuple):
     observed: Optional[str] = None
 
 
+class CudnnSupport(NamedTuple):
+    """One build of a cuDNN release range in NVIDIA's support matrix ("cuDNN 8.9 for CUDA 12.x")."""
+
+    versions: VersionRange  # the cuDNN releases the row covers
+    full_versions: tuple[str, ...]  # the released full versions among them, oldest first
+    cuda: str  # the CUDA the build is named after: "11.2" (per minor) or "12" (for CUDA 12.x)
+    toolkits: VersionRange  # the CUDA toolkit releases the build serves
+    tested: tuple[str, ...]  # the toolkit releases NVIDIA's matrix lists for it
+    cc_min: Optional[str]  # the lowest compute capability it runs on
+    cc: tuple[str, ...]  # the compute capabilities the matrix names
+    driver_linux: Optional[str]
+    driver_windows: Optional[str]
+    os: tuple[str, ...]
+    source: str
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+
+
+class CudnnArchive(NamedTuple):
+    """NVIDIA's file name for a cuDNN archive of one era and OS: `pattern` with {version}, {cuda}, {cuda_major}, {arch}."""
+
+    versions: VersionRange
+    os: str
+    pattern: str
+    source: str
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+
+
 class CudnnTable(NamedTuple):
     reviewed: str
     releases: tuple[CudnnRelease, ...]
@@ -164,6 +194,8 @@ class CudnnTable(NamedTuple):
     runtime_loads: tuple[RuntimeLoads, ...]
     optional_loads: tuple[OptionalLoad, ...]
     zlibwapi: Zlibwapi
+    support: tuple[CudnnSupport, ...]
+    archives: tuple[CudnnArchive, ...]
 
 
 # environment.yaml

@@ -250,6 +250,25 @@ def _check_framework_releases(table: r.FrameworksTable, where: str) -> None:
             raise KnowledgeError(f"{where}: releases ({row.distribution}): versions must be newest first, without repeats")
 
 
+def _archive_pattern(value: Any) -> str:
+    text = _text(value)
+    unknown = set(re.findall(r"{(\w*)}", text)) - {"version", "cuda", "cuda_major", "arch"}
+    if "{version}" not in text or unknown:
+        raise _Bad("expected a file name with {version} and only {cuda}, {cuda_major}, {arch} besides")
+    return text
+
+
+def _check_cudnn(table: r.CudnnTable, where: str) -> None:
+    """A support row's full versions are releases of its range, and its CUDA names a release its toolkits serve."""
+    for row in table.support:
+        outside = [full for full in row.full_versions if not row.versions.contains(full, prereleases=True)]
+        if outside:
+            raise KnowledgeError(f"{where}: support ({row.versions}, cuda {row.cuda}): {', '.join(outside)} is not in {row.versions}")
+        named = Version(row.cuda)
+        if not any(row.toolkits.contains(f"{named.major}.{minor}") for minor in range(10)) or (len(named.release) > 1 and not row.toolkits.contains(row.cuda)):
+            raise KnowledgeError(f"{where}: support ({row.versions}, cuda {row.cuda}): toolkits {row.toolkits} does not serve CUDA {row.cuda}")
+
+
 _LIBRARY_NAME = {"cuda": _version, "windows": _text, "linux": _text}
 
 TABLES: dict[str, Table] = {
@@ -285,8 +304,34 @@ TABLES: dict[str, Table] = {
             "legacy_names": _rows(r.LegacyCudnnName, {"name": _text, "os": _OS, "major": _integer, "cuda": _version}, lambda row: row.name.lower(), "name"),
             "runtime_loads": _rows(r.RuntimeLoads, {"library": _text, "loads": _NAMES}, lambda row: row.library.lower(), "library"),
             "optional_loads": _rows(r.OptionalLoad, {"name": _text}, lambda row: row.name, "name"),
-            "zlibwapi": _single(r.Zlibwapi, {"versions": _range}),
+            "zlibwapi": _single(r.Zlibwapi, {"versions": _range, "end_indirect": _boolean}),
+            "support": _rows(
+                r.CudnnSupport,
+                {
+                    "versions": _range,
+                    "full_versions": _CUDA_LIST,
+                    "cuda": _version,
+                    "toolkits": _range,
+                    "tested": _CUDA_LIST,
+                    "cc_min": _optional_version,
+                    "cc": _CUDA_LIST,
+                    "driver_linux": _optional_version,
+                    "driver_windows": _optional_version,
+                    "os": _list_of(_OS, "operating systems (windows, linux)"),
+                },
+                lambda row: (str(row.versions), row.cuda, str(row.toolkits)),
+                "versions",
+                "cuda",
+            ),
+            "archives": _rows(
+                r.CudnnArchive,
+                {"versions": _range, "os": _OS, "pattern": _archive_pattern},
+                lambda row: (str(row.versions), row.os),
+                "versions",
+                "os",
+            ),
         },
+        _check_cudnn,
     ),
     "cuda_wheels": Table(
         r.CudaWheelsTable,

@@ -53,10 +53,10 @@ def judge(candidate: Candidate, request: Request, python_hard: bool) -> Verdict:
     reasons += _gpu_reasons(candidate, request)
     reasons += _driver_reasons(candidate, request, needs)
     if candidate.cuda_from == "system" and not reasons:
-        matrix = _has_support_matrix()
-        picked = _pick_cudnn(candidate, request) if matrix else None
-        if not matrix:
-            # No cuDNN support matrix shipped yet: the framework's own tested configuration names the cuDNN.
+        known = candidate.cudnn is None or candidate.cudnn_rule == "newest" or knowledge.cudnn_series_known(candidate.cudnn)
+        picked = _pick_cudnn(candidate, request) if known else None
+        if not known:
+            # A cuDNN older than the support matrix reaches: the framework's own tested configuration names it.
             needs = needs._replace(toolkit=toolkit, cudnn=candidate.cudnn, cudnn_archive=None, cudnn_source=candidate.source)
         elif picked is None:
             wanted = f"cuDNN {candidate.cudnn}{'+' if candidate.cudnn_rule == 'at-least' else ''}" if candidate.cudnn else "cuDNN"
@@ -110,16 +110,16 @@ def _gpu_reasons(candidate: Candidate, request: Request) -> list[Reason]:
     cc = request.compute_capability
     if cc is None:
         return []
-    gpu = request.gpu.text if request.gpu else f"compute capability {cc}"
+    gpu = f" ({request.gpu.text})" if request.gpu and cc not in request.gpu.text else ""
     if "." in candidate.cuda:
         if knowledge.cuda_runs_on_compute_capability(V(candidate.cuda), cc) is False:
             row = knowledge.cuda_architectures(V(candidate.cuda))
-            text = f"CUDA {candidate.cuda} builds no code that runs on compute capability {cc} ({gpu})"
+            text = f"CUDA {candidate.cuda} builds no code that runs on compute capability {cc}{gpu}"
             return [Reason("gpu", text, row.source if row else knowledge.BINARY_COMPATIBILITY_SOURCE)]
         return []
     floor = knowledge.cuda_min_compute_capability(candidate.cuda_major)
     if floor is not None and V(cc) < floor[0]:
-        return [Reason("gpu", f"CUDA {candidate.cuda_major} builds for compute capability {floor[0]} and newer, not {cc} ({gpu})", floor[1])]
+        return [Reason("gpu", f"CUDA {candidate.cuda_major} builds for compute capability {floor[0]} and newer, not {cc}{gpu}", floor[1])]
     return []
 
 
@@ -134,17 +134,14 @@ def _driver_reasons(candidate: Candidate, request: Request, needs: Needs) -> lis
     return [Reason("driver", f"needs driver ≥ {wanted} on {where} ({what}); the driver is {request.driver.text}", needs.driver_source)]
 
 
-def _has_support_matrix() -> bool:
-    return hasattr(knowledge, "cudnn_releases_for")
-
-
-def _pick_cudnn(candidate: Candidate, request: Request) -> Optional[tuple[str, object]]:
+def _pick_cudnn(candidate: Candidate, request: Request) -> Optional[tuple[str, knowledge.records.CudnnSupport]]:
     """The newest cuDNN release the candidate accepts that supports its toolkit, OS and GPU."""
     cc = V(request.compute_capability) if request.compute_capability else None
     for full, row in knowledge.cudnn_releases_for(V(candidate.cuda), request.package_os):
         if not _cudnn_fits(candidate, full):
             continue
-        if cc is not None and row.cc_min is not None and cc < V(row.cc_min):
+        floor = knowledge.cudnn_min_compute_capability(row) if cc is not None else None
+        if floor is not None and cc < V(floor[0]):
             continue
         return full, row
     return None

@@ -1,11 +1,13 @@
 """How long `cudnn-doctor plan` takes of its own, with the whole knowledge loaded.
 
 Two figures, each over N runs (median):
-- in process: loading the knowledge tables, then `solve()` for each query below (what the planner itself
-  costs), with the number of candidates and combinations it considered;
+- in process, with the whole knowledge loaded: `solve()` for each query below, its first run (every lookup
+  cache empty) and the median of the next N, with the number of candidates and combinations it considered.
+  Target: the first run under 50 ms (the issue's "with the whole knowledge loaded"), as a ratio to 50 ms;
 - as a command: `cudnn-doctor plan ... --format json` against `python -c pass` in the same run (the floor:
-  interpreter start), every input given on the command line so that no machine is read.
-Target: the command's own time (command minus floor) under 50 ms; printed as a ratio to 50 ms.
+  interpreter start), every input given on the command line so that no machine is read; its own time
+  (command minus floor) as a ratio to 50 ms, which also pays for importing typing, packaging, argparse
+  and loading the tables (issue 15's "knowledge in a form that loads in a few ms" is that share).
 
 usage: python benchmarks/plan_speed.py [--runs N]
 """
@@ -41,8 +43,15 @@ def in_process(runs: int) -> None:
         knowledge.table(name)
     loaded = time.perf_counter() - start
     print(f"import + load every knowledge table   {loaded * 1000:7.1f} ms")
+    worst = 0.0
     for query in QUERIES:
         request = _request(build_request, query)
+        for cached in knowledge._LOOKUPS:  # the tables stay loaded; what the planner asked of them is forgotten
+            cached.cache_clear()
+        begin = time.perf_counter()
+        plan = solve(request)
+        first = time.perf_counter() - begin
+        worst = max(worst, first)
         samples = []
         for _ in range(runs):
             begin = time.perf_counter()
@@ -50,7 +59,8 @@ def in_process(runs: int) -> None:
             samples.append(time.perf_counter() - begin)
         median = statistics.median(samples) * 1000
         found = "stack" if plan.stack else "no stack"
-        print(f"solve {' '.join(query[:2]):38} {median:7.1f} ms  {plan.considered:5d} considered  {found}")
+        print(f"solve {' '.join(query[:2]):33} first {first * 1000:6.1f} ms  then {median:6.1f} ms  {plan.considered:5d} considered  {found}")
+    print(f"slowest first solve {worst * 1000:.1f} ms, ratio to 50 ms {worst / 0.05:.2f}: {'within' if worst < 0.05 else 'OVER'} the target")
 
 
 def _request(build_request, query: list[str]):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import difflib
 import math
 from pathlib import Path
 
@@ -60,6 +59,8 @@ def finding_ids(values: list[str]) -> set[str]:
     ids = {part.strip() for value in values for part in value.split(",") if part.strip()}
     for finding_id in ids:
         if finding_id not in RULES:
+            import difflib  # only for a mistyped id
+
             close = difflib.get_close_matches(finding_id, list(RULES), n=1)
             raise UsageError(f"unknown finding id {finding_id!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
     return ids

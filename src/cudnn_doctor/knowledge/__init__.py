@@ -47,6 +47,10 @@ def _lookup(function: Any) -> Any:
     return cached
 
 
+_parsed = functools.lru_cache(maxsize=None)(Version)  # a version string's parse, which never changes
+lookup = _lookup  # for lookups outside this module (the planner's) that read only their arguments and the tables
+
+
 def _tables_changed() -> None:
     table.cache_clear()
     for cached in _LOOKUPS:
@@ -436,8 +440,8 @@ def cudnn_support_rows() -> tuple[records.CudnnSupport, ...]:
 def _serves(row: records.CudnnSupport, cuda: Version) -> bool:
     """The build serves that toolkit release (X.Y), or for a bare major ("12") is a build of that major."""
     if len(cuda.release) == 1:
-        return Version(row.cuda).major == cuda.major
-    return row.toolkits.contains(Version(f"{cuda.major}.{cuda.minor}"), prereleases=True)
+        return row.cuda.split(".")[0] == str(cuda.major)
+    return row.toolkits.contains(cuda, prereleases=True)
 
 
 @_lookup
@@ -450,7 +454,7 @@ def cudnn_releases_for(cuda: Version, os_name: str) -> tuple[tuple[str, records.
         if os_name in row.os and _serves(row, cuda):
             for full in row.full_versions:
                 found.setdefault(full, row)
-    return tuple(sorted(found.items(), key=lambda item: Version(item[0]), reverse=True))
+    return tuple(sorted(found.items(), key=lambda item: _parsed(item[0]), reverse=True))
 
 
 def _first_release(row: records.CudnnSupport) -> Version:
@@ -469,6 +473,7 @@ def cudnn_min_compute_capability(row: records.CudnnSupport) -> Optional[tuple[st
     return (best.cc_min, best.source) if best else None
 
 
+@_lookup
 def cudnn_series_known(wanted: str) -> bool:
     """Some release of cuDNN `wanted` ("8.1", "7") is in the support matrix: for an older one the data says nothing."""
     prefix = Version(wanted).release
@@ -522,6 +527,7 @@ def parse_cudnn_archive_name(name: str) -> Optional[ArchiveName]:
     return None
 
 
+@_lookup
 def cudnn_archive_name(full_version: str, cuda: Version, os_name: str, arch: str = "x86_64") -> Optional[str]:
     """NVIDIA's file name of cuDNN `full_version` built for `cuda` ("cudnn-11.2-windows-x64-v8.1.1.33.zip"), None
     when the data has no such build."""

@@ -110,9 +110,7 @@ def _torch(os_name: str) -> Iterator[Candidate]:
 
 
 def _torch_cudnn(row: knowledge.records.TorchRelease, cuda: str) -> Optional[str]:
-    per_variant = getattr(row, "variant_cudnn", None) or {}
-    if cuda in per_variant:
-        return per_variant[cuda]
+    """The PyPI wheel's exact cuDNN pin for its CUDA; for the other variants, the major every variant bundles."""
     if row.pypi_cudnn and row.pypi_cuda == cuda:
         return row.pypi_cudnn
     return row.cudnn_major

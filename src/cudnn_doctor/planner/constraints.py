@@ -136,9 +136,16 @@ def _driver_reasons(candidate: Candidate, request: Request, needs: Needs) -> lis
 
 def _pick_cudnn(candidate: Candidate, request: Request) -> Optional[tuple[str, knowledge.records.CudnnSupport]]:
     """The newest cuDNN release the candidate accepts that supports its toolkit, OS and GPU."""
-    cc = V(request.compute_capability) if request.compute_capability else None
-    for full, row in knowledge.cudnn_releases_for(V(candidate.cuda), request.package_os):
-        if not _cudnn_fits(candidate, full):
+    rule = "newest" if candidate.cudnn is None else candidate.cudnn_rule
+    return _newest_cudnn(candidate.cuda, request.package_os, candidate.cudnn, rule, request.compute_capability)
+
+
+@knowledge.lookup
+def _newest_cudnn(cuda: str, os_name: str, wanted: Optional[str], rule: str, cc_text: Optional[str]) -> Optional[tuple[str, knowledge.records.CudnnSupport]]:
+    """Asked once per (CUDA, OS, cuDNN wanted, GPU): a solve judges hundreds of candidates that share them."""
+    cc = V(cc_text) if cc_text else None
+    for full, row in knowledge.cudnn_releases_for(V(cuda), os_name):
+        if not _cudnn_fits(wanted, rule, full):
             continue
         floor = knowledge.cudnn_min_compute_capability(row) if cc is not None else None
         if floor is not None and cc < V(floor[0]):
@@ -147,14 +154,14 @@ def _pick_cudnn(candidate: Candidate, request: Request) -> Optional[tuple[str, k
     return None
 
 
-def _cudnn_fits(candidate: Candidate, full: str) -> bool:
-    if candidate.cudnn is None or candidate.cudnn_rule == "newest":
+def _cudnn_fits(wanted: Optional[str], rule: str, full: str) -> bool:
+    if wanted is None or rule == "newest":
         return True
     have = V(full).release
-    wanted = V(candidate.cudnn).release
-    if candidate.cudnn_rule == "at-least":
-        return have[0] == wanted[0] and have >= wanted
-    return have[: len(wanted)] == wanted
+    release = V(wanted).release
+    if rule == "at-least":
+        return have[0] == release[0] and have >= release
+    return have[: len(release)] == release
 
 
 def driver_runs(request: Request) -> Optional[str]:

@@ -115,7 +115,7 @@ def _search_once(request: Request, wanted: Sequence[Wanted], python_hard: bool, 
         found = toolkit_candidates(request.package_os) if want.name == "cuda" else candidates(want, request.package_os)
         if not found:
             structural.append(_no_build(want, request))
-        judged = tuple(judge(c, request, python_hard) for c in found)
+        judged = _judge(found, request, python_hard, alone=len(wanted) == 1)
         considered += len(judged)
         verdicts.append(judged)
     if structural:
@@ -128,6 +128,22 @@ def _search_once(request: Request, wanted: Sequence[Wanted], python_hard: bool, 
     chosen, tried = _combine(usable, python, conflicts)
     stack = Stack(tuple(chosen), _common_python([v.candidate for v in chosen])) if chosen is not None else None
     return _Search(stack, tuple(verdicts), (), conflicts, considered + tried)
+
+
+def _judge(found: Sequence[Candidate], request: Request, python_hard: bool, alone: bool) -> tuple[Verdict, ...]:
+    """The verdicts on `found` (newest first). A framework planned alone takes its first usable release, so the
+    builds after that release are not judged: they could be neither chosen nor reported."""
+    judged: list[Verdict] = []
+    first_ok: Optional[tuple[int, ...]] = None
+    for candidate in found:
+        release = V(candidate.version).release
+        if alone and first_ok is not None and release != first_ok:
+            break
+        verdict = judge(candidate, request, python_hard)
+        judged.append(verdict)
+        if verdict.ok and first_ok is None:
+            first_ok = release
+    return tuple(judged)
 
 
 def _combine(usable: list[list[Verdict]], python: Optional[str], conflicts: dict[Candidate, Reason]) -> tuple[Optional[list[Verdict]], int]:

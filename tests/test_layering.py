@@ -38,6 +38,7 @@ LAYER_OF = {
     "cudnn_doctor.loader": "loader",
     "cudnn_doctor.facts": "facts",
     "cudnn_doctor.knowledge": "knowledge",
+    "cudnn_doctor.verify": "verify",
     "cudnn_doctor.probes": "probes",
     "cudnn_doctor.checks": "checks",
     "cudnn_doctor.findings": "findings",
@@ -94,6 +95,8 @@ ALLOWED: dict[str, set[str]] = {
         "binaries",  # a library's machine is named as the headers name it, in one table
         "knowledge",  # NVIDIA's archive names say the CUDA an archive was built for
     },
+    # verify runs its worker through a System and judges the figures with the knowledge (peaks, thresholds).
+    "verify": {"interface", "knowledge"},
     # The planner is a search over knowledge alone; what a plan leaves open is read from the machine by its inputs.
     "planner": {"knowledge"},
     "planner-inputs": {"planner", "knowledge", "system", "interface", "probes", "facts"},

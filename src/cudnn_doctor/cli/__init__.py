@@ -21,6 +21,7 @@ class _Parser(argparse.ArgumentParser):
 _MODULES = {
     "check": "check",
     "plan": "plan",
+    "verify": "verify",
     "snapshot": "snapshot",
     "which": "which",
     "install": "install",

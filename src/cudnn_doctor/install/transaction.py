@@ -22,7 +22,6 @@ import dataclasses
 import errno
 import hashlib
 import json
-import os
 import time
 import uuid
 from contextlib import contextmanager
@@ -32,6 +31,7 @@ from cudnn_doctor.errors import CudnnDoctorError, InputError
 from cudnn_doctor.install.archive import Archive, library_problem
 from cudnn_doctor.install.environment import undo_environment
 from cudnn_doctor.install.plan import Action, EnvChange, Plan, sha256_of
+from cudnn_doctor.paths import state_dir
 from cudnn_doctor.system.interface import System, registry_kind
 
 TEMP_SUFFIX = ".cudnn-doctor-tmp"
@@ -92,16 +92,6 @@ def _held_by(system: System, path: str, error: BaseException) -> Optional[list[s
     if programs is None and winerror in (32, 33):  # the rename itself said "sharing violation"
         return []
     return programs
-
-
-def state_dir() -> str:
-    """Where journals, backups and the history live (the user's state folder, per platformdirs)."""
-    override = os.environ.get("CUDNN_DOCTOR_STATE_DIR")
-    if override:
-        return override
-    import platformdirs
-
-    return platformdirs.user_state_dir("cudnn-doctor", appauthor=False)
 
 
 def identity(system: System, path: str) -> Optional[str]:

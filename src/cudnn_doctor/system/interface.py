@@ -8,7 +8,7 @@ diagnosis replayed from a fixture takes exactly the code path it takes live.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, BinaryIO, ContextManager, Iterator, Mapping, NamedTuple, Optional, Sequence
+from typing import Any, BinaryIO, Callable, ContextManager, Iterator, Mapping, NamedTuple, Optional, Sequence
 
 from cudnn_doctor.binaries import BinaryInfo
 from cudnn_doctor.paths import PathRules
@@ -214,6 +214,18 @@ class System(ABC):
 
     def mapped_libraries(self, executable: str, names: Sequence[str]) -> Optional[dict[str, Any]]:
         """Live: load `names` in a child of `executable` and report the files really mapped; None when unknown (fixtures)."""
+        return None
+
+    def run_script(
+        self, executable: str, source: str, args: Sequence[str], timeout: float, progress: Optional[Callable[[str], None]] = None
+    ) -> Any:
+        """Live: run Python `source` in a child of `executable` (a fresh sandbox folder as its working folder),
+        calling `progress` with each line the child appends to the file named by $CUDNN_DOCTOR_PROGRESS;
+        returns the child's `ChildResult`. A machine that is only described (a fixture) runs nothing."""
+        raise NotImplementedError("a described machine runs no programs: verify needs the live machine")
+
+    def gpu_state(self) -> Optional[list[dict[str, Any]]]:
+        """Live: each GPU's clocks, power and throttle reasons now (NVML), None where they cannot be read."""
         return None
 
     # Convenience built on the primitives above -------------------------------------------

@@ -13,9 +13,10 @@ import shutil
 import stat
 import sys
 import tempfile
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, BinaryIO, ContextManager, Optional, Sequence
+from typing import Any, BinaryIO, Callable, ContextManager, Optional, Sequence
 
 from cudnn_doctor.binaries import BinaryInfo, read_binary
 from cudnn_doctor.system import lockfile, pyenv
@@ -355,6 +356,103 @@ class LiveSystem(System):
         if done.stderr.strip():
             report["log"] = done.stderr[-8000:]
         return report
+
+
+    def run_script(
+        self, executable: str, source: str, args: Sequence[str], timeout: float, progress: Optional[Callable[[str], None]] = None
+    ) -> ChildResult:
+        sandbox = tempfile.mkdtemp(prefix="cudnn-doctor-run-")
+        progress_file = os.path.join(sandbox, "progress.txt")
+        environment = {**no_trace_environment(sandbox), "CUDNN_DOCTOR_PROGRESS": progress_file}
+        stop = threading.Event()
+        watcher = threading.Thread(target=_follow, args=(progress_file, progress, stop), daemon=True) if progress else None
+        if watcher:
+            watcher.start()
+        try:
+            return self._child([executable, "-c", source, *args], timeout, cwd=sandbox, env=environment, encoding="utf-8")
+        finally:
+            stop.set()
+            if watcher:
+                watcher.join()
+            shutil.rmtree(sandbox, ignore_errors=True)
+
+    def gpu_state(self) -> Optional[list[dict[str, Any]]]:
+        return _query_nvml_state() if _nvml_library_loads() else None
+
+
+def _follow(path: str, callback: Optional[Callable[[str], None]], stop: threading.Event) -> None:
+    """Call `callback` with each whole line added to `path` until `stop` is set (then once more, for the last ones)."""
+    offset, pending = 0, ""
+    while True:
+        finished = stop.wait(0.1)
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                handle.seek(offset)
+                chunk = handle.read()
+                offset = handle.tell()
+        except OSError:
+            chunk = ""
+        pending += chunk
+        *lines, pending = pending.split("\n")
+        for line in lines:
+            if line.strip() and callback is not None:
+                callback(line.strip())
+        if finished:
+            return
+
+
+_THROTTLE_BITS = {  # nvmlClocksEventReason* / nvmlClocksThrottleReason* (NVML's nvml.h)
+    0x1: "gpu_idle",
+    0x2: "applications_clocks_setting",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
+    0x100: "display_clock_setting",
+}
+
+
+def _query_nvml_state() -> Optional[list[dict[str, Any]]]:
+    """Clocks (MHz), power (W) and the active clock-event (throttle) reasons of each GPU; what NVML refuses is left out."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:  # no driver, no GPU, no pynvml
+        return None
+    try:
+        states = []
+        for index in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            name = pynvml.nvmlDeviceGetName(handle)
+            state: dict[str, Any] = {"name": name.decode() if isinstance(name, bytes) else name}
+            state["clocks_mhz"] = {
+                "sm": _nvml_number(pynvml.nvmlDeviceGetClockInfo, handle, pynvml.NVML_CLOCK_SM),
+                "sm_max": _nvml_number(pynvml.nvmlDeviceGetMaxClockInfo, handle, pynvml.NVML_CLOCK_SM),
+                "memory": _nvml_number(pynvml.nvmlDeviceGetClockInfo, handle, pynvml.NVML_CLOCK_MEM),
+            }
+            draw, limit = _nvml_number(pynvml.nvmlDeviceGetPowerUsage, handle), _nvml_number(pynvml.nvmlDeviceGetEnforcedPowerLimit, handle)
+            state["power_w"] = {"draw": draw / 1000.0 if draw is not None else None, "limit": limit / 1000.0 if limit is not None else None}
+            bits = _nvml_number(pynvml.nvmlDeviceGetCurrentClocksThrottleReasons, handle)
+            state["throttle_reasons"] = [reason for bit, reason in _THROTTLE_BITS.items() if bits and int(bits) & bit]
+            states.append(state)
+        return states
+    except Exception:
+        return None
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:
+            pass
+
+
+def _nvml_number(call: Callable[..., Any], *args: Any) -> Optional[float]:
+    try:
+        return call(*args)
+    except Exception:  # NVMLError_NotSupported on many boards for power or clocks
+        return None
 
 
 class _DurableFile:

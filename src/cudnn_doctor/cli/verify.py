@@ -1,0 +1,56 @@
+"""`cudnn-doctor verify`: prove that the GPU and cuDNN accelerate: exit 0 when they do, 1 when they do not
+(no GPU included), 2 on bad input."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from cudnn_doctor.errors import UsageError
+
+CHOICES = ("torch", "tensorflow", "paddle", "jax", "onnxruntime", "all")
+
+
+def configure_parser(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "verify",
+        help="time the GPU and cuDNN against the CPU and the GPU's datasheet peak",
+        description="Run correctness checks and benchmarks for each framework in the target interpreter (a child process): "
+        "GPU against CPU, cuDNN on against off, matrix products per precision against the datasheet peak, copy bandwidths.",
+    )
+    parser.add_argument("--python", metavar="EXE", help="the interpreter to verify (default: the current one)")
+    parser.add_argument("--framework", action="append", choices=CHOICES, metavar="NAME", help=f"{', '.join(CHOICES)} (repeatable; default all installed)")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer runs: under 20 s on a recent GPU")
+    parser.add_argument("--cpu-only", action="store_true", help="time the CPU baseline only, whatever GPU there is")
+    parser.add_argument("--compare", action="store_true", help="show each figure against the last run on the same GPU model")
+    parser.add_argument("--no-history", action="store_true", help="do not add this run to the local history")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="report format (default text; json: only JSON on stdout)")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from cudnn_doctor.reports import verify_report
+    from cudnn_doctor.system.live import LiveSystem
+    from cudnn_doctor.verify import history
+    from cudnn_doctor.verify import run as verifying
+
+    system = LiveSystem()
+    executable = args.python or system.current_python()
+    if not executable or not system.is_file(executable):
+        raise UsageError(f"--python {executable}: no such interpreter" + (" (it is a folder)" if executable and system.is_dir(executable) else ""))
+    wanted = args.framework or ["all"]
+    frameworks = verifying.installed(system, executable) if "all" in wanted else list(dict.fromkeys(wanted))
+    with verify_report.Progress(sys.stderr) as progress:
+        result = verifying.run(system, executable, frameworks, args.quick, progress.start, cpu_only=args.cpu_only)
+    if args.compare:
+        result["compare"] = history.compare(result, history.last(system, (result["gpu"] or {}).get("name")))
+    if not args.no_history and result["frameworks"]:
+        try:
+            history.append(system, result)
+        except OSError as error:  # the figures are still shown; only the record is lost
+            print(f"cudnn-doctor: warning: verify history not written: {error}", file=sys.stderr)
+    if args.format == "json":
+        verify_report.render_json(result, sys.stdout)
+    else:
+        verify_report.render_text(result, sys.stdout)
+    return result["exit_code"]

@@ -43,9 +43,9 @@ def load_worker():
 
 def raw(report: dict[str, Any]) -> dict[str, Any]:
     """A framework as the worker gives it: figures without the doctor's rates and verdicts."""
-    keep = ("id", "kind", "device", "precision", "variant", "shape", "flops", "bytes", "runs_s", "median_s", "spread")
+    keep = ("id", "kind", "device", "precision", "variant", "shape", "flops", "bytes", "runs_s", "median_s", "spread", "elapsed_s")
     framework = copy.deepcopy(report)
-    framework["benchmarks"] = [{k: b[k] for k in keep} for b in framework["benchmarks"]]
+    framework["benchmarks"] = [{k: b[k] for k in keep if k in b} for b in framework["benchmarks"]]
     framework.pop("verdicts", None)
     return framework
 
@@ -234,3 +234,25 @@ def test_without_a_gpu_verify_prints_the_cpu_baseline_and_exits_1(tmp_path, monk
 def test_a_missing_interpreter_is_one_line_and_exit_2(tmp_path):
     done = run_cli("--python", str(tmp_path / "nope" / "python"))
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "no such interpreter" in done.stderr
+
+
+def _cuda_gpu() -> bool:
+    if not HAS_TORCH:
+        return False
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda_gpu(), reason="needs an NVIDIA GPU that torch can use")
+def test_on_a_gpu_verify_runs_every_case_and_cudnn_beats_cudnn_off(tmp_path):
+    env = {**__import__("os").environ, "CUDNN_DOCTOR_STATE_DIR": str(tmp_path)}
+    done = run_cli("--quick", "--framework", "torch", "--format", "json", env=env)
+    result = json.loads(done.stdout)
+    torch_result = result["frameworks"][0]
+    assert result["gpu"] is not None and torch_result["status"] == "ok", done.stderr
+    assert all(s["ok"] for s in torch_result["smoke"]), torch_result["smoke"]
+    verdicts = by_id(torch_result["verdicts"])
+    assert verdicts["cudnn-active"]["status"] == "pass", verdicts["cudnn-active"]
+    assert {b["device"] for b in torch_result["benchmarks"]} == {"gpu", "cpu"}

@@ -216,9 +216,7 @@ class System(ABC):
         """Live: load `names` in a child of `executable` and report the files really mapped; None when unknown (fixtures)."""
         return None
 
-    def run_script(
-        self, executable: str, source: str, args: Sequence[str], timeout: float, progress: Optional[Callable[[str], None]] = None
-    ) -> Any:
+    def run_script(self, executable: str, source: str, args: Sequence[str], timeout: float, progress: Optional[Callable[[str], None]] = None) -> Any:
         """Live: run Python `source` in a child of `executable` (a fresh sandbox folder as its working folder),
         calling `progress` with each line the child appends to the file named by $CUDNN_DOCTOR_PROGRESS;
         returns the child's `ChildResult`. A machine that is only described (a fixture) runs nothing."""

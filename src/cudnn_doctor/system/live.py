@@ -357,10 +357,7 @@ class LiveSystem(System):
             report["log"] = done.stderr[-8000:]
         return report
 
-
-    def run_script(
-        self, executable: str, source: str, args: Sequence[str], timeout: float, progress: Optional[Callable[[str], None]] = None
-    ) -> ChildResult:
+    def run_script(self, executable: str, source: str, args: Sequence[str], timeout: float, progress: Optional[Callable[[str], None]] = None) -> ChildResult:
         sandbox = tempfile.mkdtemp(prefix="cudnn-doctor-run-")
         progress_file = os.path.join(sandbox, "progress.txt")
         environment = {**no_trace_environment(sandbox), "CUDNN_DOCTOR_PROGRESS": progress_file}

@@ -142,7 +142,9 @@ def _peaks(benchmarks: list[dict[str, Any]], peak: Optional[Peak], limits: Mappi
         gpu = [b for b in benchmarks if b["device"] == "gpu"]
         return [{"id": "peak-unknown", "status": "info", "text": "this GPU is not in the datasheet table: rates are shown without a % of peak"}] if gpu else []
     out = []
-    checks = [(b, "matmul-peak") for b in benchmarks if b["kind"] == "matmul" and b["device"] == "gpu" and b["id"].startswith("matmul-") and b["flops"] >= 2 * 4096**3]
+    checks = [
+        (b, "matmul-peak") for b in benchmarks if b["kind"] == "matmul" and b["device"] == "gpu" and b["id"].startswith("matmul-") and b["flops"] >= 2 * 4096**3
+    ]
     checks += [(b, "conv-peak") for b in benchmarks if b["id"] == "conv-large"]
     checks += [(b, "memory-bandwidth") for b in benchmarks if b["kind"] == "memory"]
     checks += [(b, "host-link") for b in benchmarks if b["id"] == "copy-h2d-pinned"]

@@ -66,6 +66,7 @@ def run(
             "cudnn": report.get("cudnn"),
             "status": report.get("status", "error"),
             "message": report.get("message"),
+            **{key: report[key] for key in ("import_s", "total_s") if isinstance(report.get(key), (int, float))},
             "smoke": report.get("smoke", []),
             "benchmarks": judge.rates(report.get("benchmarks", []), peak),
         }

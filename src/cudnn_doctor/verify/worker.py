@@ -87,9 +87,11 @@ def plan(quick, gpu):
 
 
 def torch_run(config):
+    began = time.perf_counter()
     import torch
 
-    report = {"framework": "torch", "version": torch.__version__, "cuda": torch.version.cuda, "smoke": [], "benchmarks": []}
+    report = {"import_s": time.perf_counter() - began}
+    report.update({"framework": "torch", "version": torch.__version__, "cuda": torch.version.cuda, "smoke": [], "benchmarks": []})
     try:
         report["cudnn"] = _cudnn_text(torch.backends.cudnn.version())
     except Exception as error:  # a broken cuDNN raises here; the smoke test says the rest
@@ -111,7 +113,9 @@ def torch_run(config):
         report["smoke"] = _torch_smoke(torch, progress)
     for case_id, kind, device, precision, variant, size in cases:
         progress.step("%s on the %s" % (case_id, device.upper()))
+        case_began = time.perf_counter()
         runs, shape, flops, nbytes = _torch_case(torch, kind, device, precision, variant, size, quick)
+        elapsed = time.perf_counter() - case_began
         median, spread = summary(runs)
         report["benchmarks"].append(
             {
@@ -126,8 +130,10 @@ def torch_run(config):
                 "runs_s": runs,
                 "median_s": median,
                 "spread": spread,
+                "elapsed_s": elapsed,
             }
         )
+    report["total_s"] = time.perf_counter() - began
     return report
 
 
@@ -164,7 +170,9 @@ def _torch_smoke(torch, progress):
                 out = a.cuda().to(dtype or torch.float32) @ b.cuda().to(dtype or torch.float32)
                 error = relative_error(out, product)
         except Exception as failure:  # the GPU path itself failed: that is the finding
-            results.append({"name": name, "precision": precision, "max_error": None, "tolerance": TOLERANCE[precision], "ok": False, "error": str(failure)[:300]})
+            results.append(
+                {"name": name, "precision": precision, "max_error": None, "tolerance": TOLERANCE[precision], "ok": False, "error": str(failure)[:300]}
+            )
             continue
         results.append({"name": name, "precision": precision, "max_error": error, "tolerance": TOLERANCE[precision], "ok": error <= TOLERANCE[precision]})
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -207,7 +215,7 @@ def _torch_case(torch, kind, device, precision, variant, size, quick):
     torch.backends.cudnn.enabled = variant != "cudnn-off"
     torch.backends.cudnn.benchmark = variant == "autotune"
     repeat = 3 if variant == "cudnn-off" or device == "cpu" else (5 if quick else 10)
-    warmup = 1 if device == "cpu" else 3
+    warmup = 1 if device == "cpu" else 2  # the first call picks algorithms and creates handles; the second finds the clocks up
     try:
         if kind == "conv" and size in (1, 32):
             x = torch.randn(size, 3, 224, 224, device=on, dtype=dtype)

@@ -256,3 +256,50 @@ def test_on_a_gpu_verify_runs_every_case_and_cudnn_beats_cudnn_off(tmp_path):
     verdicts = by_id(torch_result["verdicts"])
     assert verdicts["cudnn-active"]["status"] == "pass", verdicts["cudnn-active"]
     assert {b["device"] for b in torch_result["benchmarks"]} == {"gpu", "cpu"}
+
+
+def test_nvml_state_reads_clocks_power_and_throttle_reasons(monkeypatch):
+    """The live System's NVML reading, against a stand-in pynvml that answers like NVML (power in milliwatts)."""
+    from cudnn_doctor.system import live
+
+    class FakeNvml:
+        NVML_CLOCK_SM, NVML_CLOCK_MEM = 1, 2
+
+        def nvmlInit(self):
+            pass
+
+        def nvmlShutdown(self):
+            pass
+
+        def nvmlDeviceGetCount(self):
+            return 1
+
+        def nvmlDeviceGetHandleByIndex(self, index):
+            return index
+
+        def nvmlDeviceGetName(self, handle):
+            return b"NVIDIA H100 80GB HBM3"
+
+        def nvmlDeviceGetClockInfo(self, handle, which):
+            return {1: 345, 2: 2619}[which]
+
+        def nvmlDeviceGetMaxClockInfo(self, handle, which):
+            return 1980
+
+        def nvmlDeviceGetPowerUsage(self, handle):
+            return 91500
+
+        def nvmlDeviceGetEnforcedPowerLimit(self, handle):
+            raise RuntimeError("NVML_ERROR_NOT_SUPPORTED")
+
+        def nvmlDeviceGetCurrentClocksThrottleReasons(self, handle):
+            return 0x4 | 0x40
+
+    monkeypatch.setitem(sys.modules, "pynvml", FakeNvml())
+    (state,) = live._query_nvml_state()
+    assert state == {
+        "name": "NVIDIA H100 80GB HBM3",
+        "clocks_mhz": {"sm": 345, "sm_max": 1980, "memory": 2619},
+        "power_w": {"draw": 91.5, "limit": None},
+        "throttle_reasons": ["sw_power_cap", "hw_thermal_slowdown"],
+    }

@@ -7,6 +7,7 @@ everywhere; every command runs with a timeout; nothing here raises for a missing
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import shutil
@@ -16,7 +17,7 @@ import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, ContextManager, Optional, Sequence
+from typing import Any, BinaryIO, Callable, ContextManager, Iterator, Optional, Sequence
 
 from cudnn_doctor.binaries import BinaryInfo, read_binary
 from cudnn_doctor.system import lockfile, pyenv
@@ -413,36 +414,30 @@ _THROTTLE_BITS = {  # nvmlClocksEventReason* / nvmlClocksThrottleReason* (NVML's
 
 def _query_nvml_state() -> Optional[list[dict[str, Any]]]:
     """Clocks (MHz), power (W) and the active clock-event (throttle) reasons of each GPU; what NVML refuses is left out."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-    except Exception:  # no driver, no GPU, no pynvml
-        return None
-    try:
-        states = []
-        for index in range(pynvml.nvmlDeviceGetCount()):
-            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-            name = pynvml.nvmlDeviceGetName(handle)
-            state: dict[str, Any] = {"name": name.decode() if isinstance(name, bytes) else name}
-            state["clocks_mhz"] = {
-                "sm": _nvml_number(pynvml.nvmlDeviceGetClockInfo, handle, pynvml.NVML_CLOCK_SM),
-                "sm_max": _nvml_number(pynvml.nvmlDeviceGetMaxClockInfo, handle, pynvml.NVML_CLOCK_SM),
-                "memory": _nvml_number(pynvml.nvmlDeviceGetClockInfo, handle, pynvml.NVML_CLOCK_MEM),
-            }
-            draw, limit = _nvml_number(pynvml.nvmlDeviceGetPowerUsage, handle), _nvml_number(pynvml.nvmlDeviceGetEnforcedPowerLimit, handle)
-            state["power_w"] = {"draw": draw / 1000.0 if draw is not None else None, "limit": limit / 1000.0 if limit is not None else None}
-            bits = _nvml_number(pynvml.nvmlDeviceGetCurrentClocksThrottleReasons, handle)
-            state["throttle_reasons"] = [reason for bit, reason in _THROTTLE_BITS.items() if bits and int(bits) & bit]
-            states.append(state)
-        return states
-    except Exception:
-        return None
-    finally:
+    with _nvml_session() as pynvml:
+        if pynvml is None:
+            return None
         try:
-            pynvml.nvmlShutdown()
+            return [_gpu_state(pynvml, pynvml.nvmlDeviceGetHandleByIndex(index)) for index in range(pynvml.nvmlDeviceGetCount())]
         except Exception:
-            pass
+            return None
+
+
+def _gpu_state(pynvml: Any, handle: Any) -> dict[str, Any]:
+    name = pynvml.nvmlDeviceGetName(handle)
+    clock, top = pynvml.nvmlDeviceGetClockInfo, pynvml.nvmlDeviceGetMaxClockInfo
+    draw, limit = _nvml_number(pynvml.nvmlDeviceGetPowerUsage, handle), _nvml_number(pynvml.nvmlDeviceGetEnforcedPowerLimit, handle)
+    bits = _nvml_number(pynvml.nvmlDeviceGetCurrentClocksThrottleReasons, handle)
+    return {
+        "name": name.decode() if isinstance(name, bytes) else name,
+        "clocks_mhz": {
+            "sm": _nvml_number(clock, handle, pynvml.NVML_CLOCK_SM),
+            "sm_max": _nvml_number(top, handle, pynvml.NVML_CLOCK_SM),
+            "memory": _nvml_number(clock, handle, pynvml.NVML_CLOCK_MEM),
+        },
+        "power_w": {"draw": draw / 1000.0 if draw is not None else None, "limit": limit / 1000.0 if limit is not None else None},
+        "throttle_reasons": [reason for bit, reason in _THROTTLE_BITS.items() if bits and int(bits) & bit],
+    }
 
 
 def _nvml_number(call: Callable[..., Any], *args: Any) -> Optional[float]:
@@ -504,38 +499,47 @@ def _query_nvml() -> Optional[dict[str, Any]]:
     """Driver and GPU facts from NVML (nvidia-ml-py); None whenever the library is unusable."""
     if not _nvml_library_loads():
         return None
+    with _nvml_session() as pynvml:
+        if pynvml is None:
+            return None
+        try:
+            driver = pynvml.nvmlSystemGetDriverVersion()
+            report: dict[str, Any] = {"driver_version": driver.decode() if isinstance(driver, bytes) else driver, "gpus": []}
+            try:
+                report["cuda_driver_version"] = int(pynvml.nvmlSystemGetCudaDriverVersion_v2())
+            except Exception:
+                pass
+            for index in range(pynvml.nvmlDeviceGetCount()):
+                handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+                name = pynvml.nvmlDeviceGetName(handle)
+                major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
+                memory = pynvml.nvmlDeviceGetMemoryInfo(handle)
+                uuid = pynvml.nvmlDeviceGetUUID(handle)
+                report["gpus"].append(
+                    {
+                        "name": name.decode() if isinstance(name, bytes) else name,
+                        "compute_capability": f"{major}.{minor}",
+                        "memory_total_mib": int(memory.total // (1024 * 1024)),
+                        "uuid": uuid.decode() if isinstance(uuid, bytes) else uuid,
+                    }
+                )
+            return report
+        except Exception:
+            return None
+
+
+@contextlib.contextmanager
+def _nvml_session() -> Iterator[Any]:
+    """pynvml, initialised for the block and shut down after it; None when NVML cannot start (no driver, no GPU)."""
     try:
         import pynvml
-    except ImportError:
-        return None
-    try:
+
         pynvml.nvmlInit()
-    except Exception:  # pynvml.NVMLError and friends: no driver, no library, no GPU
-        return None
+    except Exception:  # ImportError, pynvml.NVMLError and friends
+        yield None
+        return
     try:
-        driver = pynvml.nvmlSystemGetDriverVersion()
-        report: dict[str, Any] = {"driver_version": driver.decode() if isinstance(driver, bytes) else driver, "gpus": []}
-        try:
-            report["cuda_driver_version"] = int(pynvml.nvmlSystemGetCudaDriverVersion_v2())
-        except Exception:
-            pass
-        for index in range(pynvml.nvmlDeviceGetCount()):
-            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-            name = pynvml.nvmlDeviceGetName(handle)
-            major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
-            memory = pynvml.nvmlDeviceGetMemoryInfo(handle)
-            uuid = pynvml.nvmlDeviceGetUUID(handle)
-            report["gpus"].append(
-                {
-                    "name": name.decode() if isinstance(name, bytes) else name,
-                    "compute_capability": f"{major}.{minor}",
-                    "memory_total_mib": int(memory.total // (1024 * 1024)),
-                    "uuid": uuid.decode() if isinstance(uuid, bytes) else uuid,
-                }
-            )
-        return report
-    except Exception:
-        return None
+        yield pynvml
     finally:
         try:
             pynvml.nvmlShutdown()

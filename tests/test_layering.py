@@ -28,6 +28,7 @@ EXPORTS = {name: lazy_exports(m.path.read_text(encoding="utf-8")) for name, m in
 LAYER_OF = {
     "cudnn_doctor": "package",  # the root: `__version__` and lazy re-exports only (each resolved to its module)
     "cudnn_doctor.__main__": "cli",
+    "cudnn_doctor.hook": "cli",  # an entry point inside the user's interpreter: wires the diagnosis like the CLI
     "cudnn_doctor.errors": "errors",
     "cudnn_doctor.paths": "paths",
     "cudnn_doctor.versions": "versions",
@@ -39,6 +40,7 @@ LAYER_OF = {
     "cudnn_doctor.facts": "facts",
     "cudnn_doctor.knowledge": "knowledge",
     "cudnn_doctor.verify": "verify",
+    "cudnn_doctor.watch": "watch",
     "cudnn_doctor.probes": "probes",
     "cudnn_doctor.checks": "checks",
     "cudnn_doctor.findings": "findings",
@@ -87,6 +89,7 @@ ALLOWED: dict[str, set[str]] = {
         "checks",  # rule metadata (titles, areas) lives with the rules; rules import no probe or system
         "privacy",  # the JSON report keeps only the environment the diagnosis reads
         "planner",  # plan's report renders a plan and its steps
+        "watch",  # run's report renders what the failing program's loader did
     },
     "install": {
         "interface",  # every file change goes through a System
@@ -97,6 +100,8 @@ ALLOWED: dict[str, set[str]] = {
     },
     # verify runs its worker through a System and judges the figures with the knowledge (peaks, thresholds).
     "verify": {"interface", "knowledge"},
+    # run's reading of a failing program: its output, the loader's trace and check's findings, all given to it.
+    "watch": {"findings"},
     # The planner is a search over knowledge alone; what a plan leaves open is read from the machine by its inputs.
     "planner": {"knowledge"},
     "planner-inputs": {"planner", "knowledge", "system", "interface", "probes", "facts"},

@@ -22,6 +22,7 @@ _MODULES = {
     "check": "check",
     "plan": "plan",
     "verify": "verify",
+    "run": "run",
     "snapshot": "snapshot",
     "which": "which",
     "install": "install",

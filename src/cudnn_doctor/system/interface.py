@@ -47,6 +47,14 @@ class PythonInfo(NamedTuple):
     packages: Mapping[str, str] = {}
 
 
+class PassThrough(NamedTuple):
+    """How a user's program ended under `run`: its exit code, the end of its stderr, and the loader's trace per process."""
+
+    returncode: int
+    stderr_tail: str
+    traces: tuple[str, ...] = ()
+
+
 class Env(Mapping[str, str]):
     """A process environment; names are case-insensitive on Windows."""
 
@@ -221,6 +229,12 @@ class System(ABC):
         calling `progress` with each line the child appends to the file named by $CUDNN_DOCTOR_PROGRESS;
         returns the child's `ChildResult`. A machine that is only described (a fixture) runs nothing."""
         raise NotImplementedError("a described machine runs no programs: verify needs the live machine")
+
+    def run_passthrough(self, argv: Sequence[str], trace_loader: bool, keep: int = 1 << 20) -> PassThrough:
+        """Live: run a user's program with this process's stdin and stdout; its stderr is copied through byte for byte
+        as it comes, and its last `keep` bytes kept. With `trace_loader` on Linux the dynamic loader's own trace
+        (LD_DEBUG=libs,files) goes to private files, returned one per process. Raises OSError when it cannot start."""
+        raise NotImplementedError("a described machine runs no programs: run needs the live machine")
 
     def gpu_state(self) -> Optional[list[dict[str, Any]]]:
         """Live: each GPU's clocks, power and throttle reasons now (NVML), None where they cannot be read."""

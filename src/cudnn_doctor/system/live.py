@@ -22,7 +22,7 @@ from typing import Any, BinaryIO, Callable, ContextManager, Iterator, Optional, 
 from cudnn_doctor.binaries import BinaryInfo, read_binary
 from cudnn_doctor.system import lockfile, pyenv
 from cudnn_doctor.system.child import ChildResult, run_child
-from cudnn_doctor.system.interface import REG_EXPAND_SZ, CommandResult, Env, FileInfo, PythonInfo, System, registry_kind
+from cudnn_doctor.system.interface import REG_EXPAND_SZ, CommandResult, Env, FileInfo, PassThrough, PythonInfo, System, registry_kind
 from cudnn_doctor.system.regular import open_regular, read_regular
 
 _ARCH_NAMES = {"amd64": "x86_64", "x86_64": "x86_64", "arm64": "aarch64", "aarch64": "aarch64"}
@@ -376,6 +376,11 @@ class LiveSystem(System):
 
     def gpu_state(self) -> Optional[list[dict[str, Any]]]:
         return _query_nvml_state() if _nvml_library_loads() else None
+
+    def run_passthrough(self, argv: Sequence[str], trace_loader: bool, keep: int = 1 << 20) -> PassThrough:
+        from cudnn_doctor.system.passthrough import run_passthrough
+
+        return run_passthrough(argv, trace_loader and self.os == "linux", keep)
 
 
 def _follow(path: str, callback: Optional[Callable[[str], None]], stop: threading.Event) -> None:

@@ -38,7 +38,9 @@ COVERED = {
     "NVIDIA RTX A6000": "RTX A6000",
     "NVIDIA GeForce RTX 5090": "GeForce RTX 5090",
     "NVIDIA GeForce RTX 4090": "GeForce RTX 4090",
+    "NVIDIA GeForce RTX 4080": "GeForce RTX 4080",
     "NVIDIA GeForce RTX 3090": "GeForce RTX 3090",
+    "NVIDIA GeForce RTX 3080": "GeForce RTX 3080",
     "NVIDIA GeForce RTX 2080 Ti": "GeForce RTX 2080 Ti",
 }
 CHECKS = ("matmul-peak", "conv-peak", "memory-bandwidth", "host-link", "cudnn-speedup", "gpu-speedup")
@@ -81,6 +83,8 @@ def test_names_compare_like_the_capability_table(name, model):
     [
         "NVIDIA GeForce RTX 4090 D",  # another product that starts with a known name
         "NVIDIA GeForce RTX 4090 Laptop GPU",
+        "NVIDIA GeForce RTX 3080 Ti",  # a row's name is whole: not the RTX 3080
+        "NVIDIA GeForce RTX 3060",  # not in the table (no vendor figures found)
         "NVIDIA H100",  # NVML name of an H100 variant the table does not list
         "NVIDIA H800",
         "",

@@ -19,8 +19,9 @@ from cudnn_doctor.probes.gpu import _complete
 
 from .conftest import LINUX_BASE, findings_of, machine
 
-# NVIDIA's own sites, and NVIDIA's artifacts: its nvcc wheels on PyPI, its repositories on GitHub
-VENDOR = ("docs.nvidia.com", "developer.nvidia.com")
+# NVIDIA's own sites (product pages, datasheets and whitepapers too), and NVIDIA's artifacts: its nvcc wheels
+# on PyPI, its repositories on GitHub
+VENDOR = ("docs.nvidia.com", "developer.nvidia.com", "www.nvidia.com", "images.nvidia.com", "resources.nvidia.com")
 VENDOR_PREFIXES = ("https://pypi.org/project/nvidia-", "https://github.com/NVIDIA/")
 
 

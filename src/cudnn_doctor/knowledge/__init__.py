@@ -269,6 +269,27 @@ def _gpu_row_keys(name: str) -> tuple[str, ...]:
 
 
 @_lookup
+def gpu_peak(name: str) -> Optional[records.GpuPeak]:
+    """The datasheet peak rates of a GPU by the name NVML reports ("NVIDIA H100 80GB HBM3", "Tesla T4"),
+    else by the table's model name ("H100 SXM5"); compared like `gpu_compute_capability` (case, spaces and
+    the "NVIDIA "/"Tesla "/"GeForce " brand do not matter), but only whole names: "NVIDIA GeForce RTX 4090 D"
+    is not an RTX 4090. None when no row or several rows fit, because a wrong peak makes a wrong verdict."""
+    wanted = schema._peak_name_key(name)
+    rows = table("gpus").peaks
+    for keys_of in (lambda row: row.names, lambda row: (row.model,)):
+        found = [row for row in rows if wanted in {schema._peak_name_key(key) for key in keys_of(row)}]
+        if found:
+            return found[0] if len(found) == 1 else None
+    return None
+
+
+@_lookup
+def verify_threshold(check: str) -> Optional[records.VerifyThreshold]:
+    """The warn and fail thresholds of one `verify` check ("matmul-peak", "memory-bandwidth", ...)."""
+    return next((row for row in table("gpus").verify_thresholds if row.check == check), None)
+
+
+@_lookup
 def cuda_architectures(cuda: Version) -> Optional[records.CudaArchitectures]:
     """The row of the compute capabilities a CUDA toolkit minor release builds for (None: no row for that minor)."""
     return next((row for row in table("gpus").cuda_architectures if Version(row.cuda).release[:2] == cuda.release[:2]), None)

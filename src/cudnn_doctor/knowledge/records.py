@@ -346,10 +346,50 @@ class CudaArchitectures(NamedTuple):
     observed: Optional[str] = None
 
 
+class GpuPeak(NamedTuple):
+    """A GPU model's datasheet peak rates, the denominators `verify` divides its measured rates by.
+
+    Tensor rates are DENSE (NVIDIA often prints the 2:4-sparsity figure, twice as high); fp16/bf16 are
+    the FP32-accumulate rates (what frameworks use; GeForce parts run FP16-accumulate twice as fast).
+    None: the vendor publishes no such figure (no bf16 before Ampere), or no copy of it was read.
+    """
+
+    model: str  # "H100 SXM5": the datasheet's product and form factor
+    names: tuple[str, ...]  # what NVML / nvidia-smi report for it ("NVIDIA H100 80GB HBM3")
+    fp32: Optional[float]  # TFLOP/s, non-tensor FP32
+    tf32: Optional[float]  # TFLOP/s, dense tensor
+    fp16: Optional[float]  # TFLOP/s, dense tensor, FP32 accumulate
+    bf16: Optional[float]  # TFLOP/s, dense tensor, FP32 accumulate
+    memory_gbs: Optional[float]  # GB/s (1e9 bytes)
+    memory_gb: Optional[float]
+    host_link: Optional[str]  # "PCIe Gen5 x16", "NVLink-C2C"
+    host_link_gbs: Optional[float]  # GB/s in one direction
+    source: str
+    note: Optional[str] = None
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+
+
+class VerifyThreshold(NamedTuple):
+    """When a `verify` check warns or fails: a measured figure below `warn_below` warns, below `fail_below`
+    fails. `unit` "percent": percent of the GPU's datasheet peak; "ratio": a speedup (1.0 = not faster)."""
+
+    check: str
+    warn_below: float
+    fail_below: float
+    unit: str
+    source: str
+    note: Optional[str] = None
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+
+
 class GpusTable(NamedTuple):
     reviewed: str
     gpus: tuple[GpuCapability, ...]
     cuda_architectures: tuple[CudaArchitectures, ...]
+    peaks: tuple[GpuPeak, ...] = ()
+    verify_thresholds: tuple[VerifyThreshold, ...] = ()
 
 
 # cuda_wheels.yaml

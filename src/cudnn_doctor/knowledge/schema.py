@@ -152,6 +152,30 @@ def _gpu_key(name: str) -> str:
     return key
 
 
+def _rate(value: Any) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+        return float(value)
+    raise _Bad("expected a positive number (null where the vendor gives none)")
+
+
+def _peak_name_key(name: str) -> str:
+    """A peak row's name or model as `gpu_peak` compares it: `_gpu_key`, also without "GeForce "."""
+    key = _gpu_key(name)
+    return key[len("geforce ") :] if key.startswith("geforce ") else key
+
+
+def _check_gpus(table: r.GpusTable, where: str) -> None:
+    """A name (or model) picks one peak row; thresholds fail below where they warn, or lower."""
+    owner: dict[str, str] = {}
+    for row in table.peaks:
+        for name in {_peak_name_key(row.model), *map(_peak_name_key, row.names)}:
+            if owner.setdefault(name, row.model) != row.model:
+                raise KnowledgeError(f"{where}: peaks ({row.model}): name {name!r} also names {owner[name]}")
+    for threshold in table.verify_thresholds:
+        if threshold.fail_below > threshold.warn_below:
+            raise KnowledgeError(f"{where}: verify_thresholds ({threshold.check}): fail_below is above warn_below")
+
+
 def _release(text: str) -> tuple[int, ...]:
     return Version(text).release[:2]
 
@@ -434,7 +458,32 @@ TABLES: dict[str, Table] = {
                 lambda row: _release(row.cuda),
                 "cuda",
             ),
+            "peaks": _rows(
+                r.GpuPeak,
+                {
+                    "model": _text,
+                    "names": _NAMES,
+                    "fp32": _optional(_rate),
+                    "tf32": _optional(_rate),
+                    "fp16": _optional(_rate),
+                    "bf16": _optional(_rate),
+                    "memory_gbs": _optional(_rate),
+                    "memory_gb": _optional(_rate),
+                    "host_link": _optional_text,
+                    "host_link_gbs": _optional(_rate),
+                    "note": _optional_text,
+                },
+                lambda row: _peak_name_key(row.model),
+                "model",
+            ),
+            "verify_thresholds": _rows(
+                r.VerifyThreshold,
+                {"check": _text, "warn_below": _rate, "fail_below": _rate, "unit": _one_of("percent", "ratio"), "note": _optional_text},
+                lambda row: row.check,
+                "check",
+            ),
         },
+        _check_gpus,
     ),
     "libraries": Table(
         r.LibrariesTable,

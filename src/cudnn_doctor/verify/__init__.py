@@ -1,0 +1,1 @@
+"""`verify`: the worker that times the frameworks, the verdicts on its figures, the history."""

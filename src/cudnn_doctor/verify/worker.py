@@ -214,7 +214,7 @@ def _torch_case(torch, kind, device, precision, variant, size, quick):
     torch.backends.cudnn.allow_tf32 = precision != "fp32"
     torch.backends.cudnn.enabled = variant != "cudnn-off"
     torch.backends.cudnn.benchmark = variant == "autotune"
-    repeat = 3 if variant == "cudnn-off" or device == "cpu" else (5 if quick else 10)
+    repeat = 3 if variant == "cudnn-off" else (5 if quick or device == "cpu" else 10)
     warmup = 1 if device == "cpu" else 2  # the first call picks algorithms and creates handles; the second finds the clocks up
     try:
         if kind == "conv" and size in (1, 32):

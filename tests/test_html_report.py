@@ -24,12 +24,12 @@ from cudnn_doctor.cli import main
 from cudnn_doctor.reports import html
 from cudnn_doctor.system.fixture_format import load_fixture
 
-from .conftest import GALLERY, REPO, run, shared_fixture_paths
+from .conftest import GALLERY, REPO, gallery_paths, run, shared_fixture_paths
 
 SHARED = shared_fixture_paths()
+MACHINES = gallery_paths() + SHARED  # the gallery in every clone, the shared yardstick where present
 VERIFY_EXAMPLE = REPO / "tests" / "data" / "verify" / "constructed-gpu.json"
 HOSTILE = "<script>alert(1)</script>"
-needs_shared = pytest.mark.skipif(not SHARED, reason="no shared machine fixtures (../shared/fixtures)")
 
 
 # ---------------------------------------------------------------- a small DOM from html.parser
@@ -131,8 +131,7 @@ def json_findings(fixture: Path, capsys) -> tuple[int, list[dict[str, Any]]]:
     return code, json.loads(capsys.readouterr().out)["findings"]
 
 
-@needs_shared
-@pytest.mark.parametrize("fixture", SHARED, ids=[p.stem for p in SHARED])
+@pytest.mark.parametrize("fixture", MACHINES, ids=[p.stem for p in MACHINES])
 def test_every_finding_with_its_fix_steps_and_page(tmp_path, capsys, fixture):
     """Each finding of the JSON report is in the HTML: causes with their fix steps in order, symptoms under their cause."""
     expected_code, findings = json_findings(fixture, capsys)
@@ -177,8 +176,7 @@ def _diagnosis(path: Path):
     return run(load_fixture(path))
 
 
-@needs_shared
-@pytest.mark.parametrize("fixture", SHARED, ids=[p.stem for p in SHARED])
+@pytest.mark.parametrize("fixture", MACHINES, ids=[p.stem for p in MACHINES])
 def test_search_order_table_follows_the_emulated_load(fixture):
     """One table per framework whose load asks for cuDNN: every searched place in order, the copy taken marked used."""
     diagnosis = _diagnosis(fixture)
@@ -404,6 +402,14 @@ def test_throttle_reasons_and_a_peak_above_the_datasheet():
     line = float(tree.find("svg", data_chart="peak").find("line", class_="reference").attrs["x1"]) - html._LABEL
     assert peak["fp32"][0][1] > line  # past the 100 % line, still on the chart
     assert peak["fp32"][0][1] == pytest.approx(html._TRACK, rel=0.01)  # the scale grew to hold it
+
+
+def test_the_comparison_with_the_last_run():
+    result = _verify_example()
+    result["compare"] = [{"framework": "torch", "id": "matmul-8192-bf16", "before_s": 0.00151, "after_s": 0.00302, "ratio": 0.5}]
+    rows = parse(_verify_html(result)).root.find("table", class_="compare").find("tbody").find_all("tr")
+    assert [[td.clean() for td in r.find_all("td")] for r in rows] == [["torch", "matmul-8192-bf16", "1.51 ms", "3.02 ms", "0.5×"]]
+    assert 'id="compare"' not in _verify_html(_verify_example())  # null: no section
 
 
 def _no_gpu_result() -> dict[str, Any]:

@@ -135,7 +135,8 @@ def _verdict_line(findings: list[Finding]) -> str:
     errors, warnings = worst.count(Severity.ERROR), worst.count(Severity.WARNING)
     if not findings:
         return "No issues found."
-    return f"{errors} error(s), {warnings} warning(s), {len(findings) - len(causes)} more finding(s) shown as their symptoms"
+    tail = f", {len(findings) - len(causes)} more finding(s) shown as their symptoms" if len(causes) < len(findings) else ""
+    return f"{errors} error(s), {warnings} warning(s){tail}"
 
 
 def _grouped(findings: list[Finding]) -> tuple[list[tuple[int, Finding]], dict[int, list[Finding]]]:
@@ -691,7 +692,7 @@ def _gpu_vs_cpu_chart(benchmarks: list[dict[str, Any]], gpu: Any, slug: str) -> 
     for cpu in (b for b in plain if b.get("device") == "cpu"):
         twin = next((b for b in plain if b.get("device") == "gpu" and (b.get("id") == cpu.get("id") or _key(b) == _key(cpu))), None)
         bars = [Bar("CPU", _timed(cpu) or 0.0, seconds_text(cpu.get("median_s")), "cpu")]
-        note = "no GPU run"
+        note = "CPU only"
         if twin is not None:
             bars.insert(0, Bar("GPU", _timed(twin) or 0.0, seconds_text(twin.get("median_s")), "gpu"))
             note = f"{_times(bars[1].value, bars[0].value)} faster on the GPU"

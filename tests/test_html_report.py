@@ -434,6 +434,8 @@ def test_a_result_without_a_gpu():
     assert [svg.attrs["data-chart"] for svg in tree.find_all("svg")] == ["gpucpu"]
     bars = _bars(tree, "gpucpu")
     assert list(bars) == ["CPU"] and len(bars["CPU"]) == 2
+    assert tree.find("figure", id="chart-gpucpu-torch").find("h4").clean() == "CPU baseline (no GPU run to compare)"
+    assert "no NVIDIA GPU: CPU baseline only" in tree.find("header").clean()
     section = tree.find("section", id="fw-torch")
     assert "no-gpu" in section.find("h2").clean() and "the CPU baseline ran" in section.find("p", class_="message").clean()
 

@@ -462,7 +462,7 @@ def render_verify(result: dict[str, Any], stream: TextIO, diagnosis: Optional[Di
         body.append('<h2 class="part">The diagnosis (<code>cudnn-doctor check</code>)</h2>')
         body.extend(_check_sections(diagnosis))
         toc.extend(_CHECK_TOC)
-    status = "all checks passed" if result.get("exit_code") == 0 else "some checks failed or no GPU was found"
+    status = "all checks passed" if result.get("exit_code") == 0 else "some checks failed" if result.get("gpu") else "no NVIDIA GPU: CPU baseline only"
     subtitle = " · ".join(esc(p) for p in (result.get("time"), f"Python {result.get('python')}", "quick run" if result.get("quick") else None, status) if p)
     stream.write(_document("cudnn-doctor verify", subtitle, toc, body))
 
@@ -700,7 +700,8 @@ def _gpu_vs_cpu_chart(benchmarks: list[dict[str, Any]], gpu: Any, slug: str) -> 
     if not groups:
         return ""
     groups.sort(key=lambda g: len(g.bars), reverse=True)  # the pairs first
-    return _figure(f"chart-gpucpu-{slug}", "GPU against CPU", groups, "Median time per run; shorter is faster. Each case on its own scale.")
+    title = "GPU against CPU" if len(groups[0].bars) > 1 else "CPU baseline (no GPU run to compare)"
+    return _figure(f"chart-gpucpu-{slug}", title, groups, "Median time per run; shorter is faster. Each case on its own scale.")
 
 
 def _times(slow: float, fast: float) -> str:

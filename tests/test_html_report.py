@@ -521,6 +521,9 @@ def test_the_report_renders_in_chromium(tmp_path, capsys):
     fixture = GALLERY / "linux-tf213-old-cudnn81-first-on-ld-library-path.yaml"
     page_file = tmp_path / "verify.html"
     page_file.write_text(_verify_html(_verify_example(), _diagnosis(fixture)), encoding="utf-8")
+    check_file = tmp_path / "check.html"
+    assert main(["check", "--fixture", str(fixture), "--html", str(check_file)]) == 1
+    capsys.readouterr()
     shots = _artifacts()
     requests: list[str] = []
     with sync_api.sync_playwright() as playwright:
@@ -549,10 +552,23 @@ def test_the_report_renders_in_chromium(tmp_path, capsys):
             page.emulate_media(media="print")
             print_shot = shots / "html-report-verify-print.png"
             page.screenshot(path=str(print_shot), full_page=True)
+
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            page.on("request", lambda request: requests.append(request.url))
+            page.goto(check_file.as_uri())
+            assert page.locator("section#findings article.finding").count() >= 1
+            assert page.locator("table.search-order tr.used").first.is_visible()
+            link = page.locator("a.page-link").first
+            target = link.get_attribute("href")
+            link.click()
+            assert page.evaluate("window.scrollY") > 800  # it jumped down to the embedded page, offline
+            assert 0 <= page.locator(target).evaluate("e => e.getBoundingClientRect().top") < 800
+            check_shot = shots / "html-report-check.png"
+            page.screenshot(path=str(check_shot), full_page=True)
         finally:
             browser.close()
     assert [u for u in requests if not u.startswith("file:")] == []
     assert not errors, errors
     assert shot.stat().st_size > 10_000
     with capsys.disabled():
-        print(f"\nscreenshots: {shot} {print_shot}")
+        print(f"\nscreenshots: {shot} {print_shot} {check_shot}")

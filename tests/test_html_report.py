@@ -562,7 +562,7 @@ def test_the_report_renders_in_chromium(tmp_path, capsys):
             target = link.get_attribute("href")
             link.click()
             assert page.evaluate("window.scrollY") > 800  # it jumped down to the embedded page, offline
-            assert 0 <= page.locator(target).evaluate("e => e.getBoundingClientRect().top") < 800
+            assert -2 <= page.locator(target).evaluate("e => e.getBoundingClientRect().top") < 800  # sub-pixel rounding
             check_shot = shots / "html-report-check.png"
             page.screenshot(path=str(check_shot), full_page=True)
         finally:

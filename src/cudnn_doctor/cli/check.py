@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from cudnn_doctor.cli.options import add_system_options, finding_ids
 
@@ -15,6 +16,7 @@ def configure_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--ignore", action="append", default=[], metavar="ID", help="do not report this finding id (repeatable, or comma-separated)")
     parser.add_argument("-v", "--verbose", action="store_true", help="show every fact, not only those that matter")
     parser.add_argument("--no-color", action="store_true", help="plain text even on a terminal")
+    parser.add_argument("--html", type=Path, metavar="FILE", help="also write a self-contained HTML report (findings, search order, fix steps) to FILE")
     parser.set_defaults(run=run)
 
 
@@ -24,9 +26,15 @@ def run(args: argparse.Namespace) -> int:
     from cudnn_doctor.system import open_system
 
     ignore = finding_ids(args.ignore)
+    if args.html is not None:
+        from cudnn_doctor.reports import html
+
+        html.check_target(args.html)  # a bad path is said before the machine is probed
     with knowledge.overlay(args.kb):  # read and checked before the machine is
         system = open_system(args.fixture, limit=args.framework_timeout)
         diagnosis = diagnose(system, with_frameworks=not args.no_frameworks, framework_timeout=args.framework_timeout, ignore=ignore)
+    if args.html is not None:
+        html.write(args.html, lambda stream: html.render_check(diagnosis, stream))
     if args.format == "json":
         from cudnn_doctor.reports import json_report
 
@@ -35,4 +43,6 @@ def run(args: argparse.Namespace) -> int:
         from cudnn_doctor.reports import terminal
 
         terminal.render(diagnosis, sys.stdout, verbose=args.verbose, color=not args.no_color)
+    if args.html is not None:
+        sys.stderr.write(f"cudnn-doctor: HTML report written to {args.html}\n")
     return diagnosis.exit_code

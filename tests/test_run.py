@@ -34,7 +34,11 @@ def direct(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subproce
 REAL_ERRORS = [
     ("Could not load library cudnn_cnn_infer64_8.dll. Error code 126", "library-not-found", "cudnn_cnn_infer64_8.dll"),
     ("OSError: libcudnn_ops_infer.so.8: cannot open shared object file: No such file or directory", "library-not-found", "libcudnn_ops_infer.so.8"),
-    ("W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library 'libcudart.so.11.0'; dlerror: x", "library-not-found", "libcudart.so.11.0"),
+    (
+        "W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library 'libcudart.so.11.0'; dlerror: x",
+        "library-not-found",
+        "libcudart.so.11.0",
+    ),
     ("Could not locate zlibwapi.dll. Please make sure it is in your library path!", "library-not-found", "zlibwapi.dll"),
     ("RuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED", "cudnn-status", None),
     ("RuntimeError: CUDA error: no kernel image is available for execution on the device", "no-kernel-image", None),
@@ -149,7 +153,9 @@ def test_a_library_whose_dependency_is_missing_names_the_dependency_and_who_need
     (tmp_path / "top.c").write_text("int dep(void);\nint top(void) { return dep(); }\n")
     subprocess.run([CC, "-shared", "-fPIC", str(tmp_path / "dep.c"), "-o", str(tmp_path / "libcublasLt.so.12")], check=True, timeout=120)
     subprocess.run(
-        [CC, "-shared", "-fPIC", str(tmp_path / "top.c"), "-o", str(tmp_path / "libtop.so"), "-L", str(tmp_path), "-l:libcublasLt.so.12"], check=True, timeout=120
+        [CC, "-shared", "-fPIC", str(tmp_path / "top.c"), "-o", str(tmp_path / "libtop.so"), "-L", str(tmp_path), "-l:libcublasLt.so.12"],
+        check=True,
+        timeout=120,
     )
     (tmp_path / "libcublasLt.so.12").unlink()  # built against it, then gone: the import fails at load time
     script = tmp_path / "use.py"

@@ -227,8 +227,12 @@ def test_without_a_gpu_verify_prints_the_cpu_baseline_and_exits_1(tmp_path, monk
     jsonschema.validate(result, SCHEMA)
     assert result["gpu"] is None and result["frameworks"][0]["status"] == "no-gpu"
     assert {b["device"] for b in result["frameworks"][0]["benchmarks"]} == {"cpu"}
-    text = run_cli("--quick", "--cpu-only", "--framework", "torch", "--compare", env=env)
+    report = tmp_path / "verify.html"
+    text = run_cli("--quick", "--cpu-only", "--framework", "torch", "--compare", "--html", str(report), env=env)
     assert text.returncode == 1 and "No NVIDIA GPU" in text.stdout and "Since the last run" in text.stdout
+    page = report.read_text(encoding="utf-8")
+    assert "<svg" in page and "conv-guide-b1" in page and "CPU baseline" in page
+    assert "cuDNN search order" in page or "Findings" in page  # check's diagnosis follows the figures
 
 
 def test_a_missing_interpreter_is_one_line_and_exit_2(tmp_path):

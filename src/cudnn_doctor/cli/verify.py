@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from cudnn_doctor.errors import UsageError
 
@@ -25,6 +26,7 @@ def configure_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--compare", action="store_true", help="show each figure against the last run on the same GPU model")
     parser.add_argument("--no-history", action="store_true", help="do not add this run to the local history")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="report format (default text; json: only JSON on stdout)")
+    parser.add_argument("--html", type=Path, metavar="FILE", help="also write a self-contained HTML report (charts, verdicts, and check's findings)")
     parser.set_defaults(run=run)
 
 
@@ -34,6 +36,10 @@ def run(args: argparse.Namespace) -> int:
     from cudnn_doctor.verify import history
     from cudnn_doctor.verify import run as verifying
 
+    if args.html is not None:
+        from cudnn_doctor.reports import html
+
+        html.check_target(args.html)  # a bad path fails now, not after minutes of benchmarks
     system = LiveSystem()
     executable = args.python or system.current_python()
     if not executable or not system.is_file(executable):
@@ -49,6 +55,12 @@ def run(args: argparse.Namespace) -> int:
             history.append(system, result)
         except OSError as error:  # the figures are still shown; only the record is lost
             print(f"cudnn-doctor: warning: verify history not written: {error}", file=sys.stderr)
+    if args.html is not None:
+        from cudnn_doctor.diagnose import diagnose
+
+        diagnosis = diagnose(system, with_frameworks=False)
+        html.write(args.html, lambda stream: html.render_verify(result, stream, diagnosis))
+        print(f"cudnn-doctor: HTML report written to {args.html}", file=sys.stderr)
     if args.format == "json":
         verify_report.render_json(result, sys.stdout)
     else:

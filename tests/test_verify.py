@@ -115,7 +115,7 @@ def test_the_worker_times_the_cpu_baseline_in_a_child_and_reports_progress():
 
 
 def test_a_framework_without_benchmarks_is_unsupported_and_one_that_cannot_import_is_not_installed(capsys):
-    done = LiveSystem().run_script(sys.executable, verifying.worker_source(), [json.dumps({"framework": "jax"})], 60)
+    done = LiveSystem().run_script(sys.executable, verifying.worker_source(), [json.dumps({"framework": "mxnet"})], 60)
     assert json.loads(done.stdout.rpartition(verifying.MARKER)[2].strip())["status"] == "unsupported"
     worker = load_worker()
 

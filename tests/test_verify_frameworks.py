@@ -241,3 +241,52 @@ def test_onnx_runtime_without_onnx_is_unsupported_and_says_so(framework_python, 
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
     report = _worker(framework_python, {"framework": "onnxruntime", "quick": True})
     assert report["status"] == "unsupported" and "`onnx`" in report["message"]
+
+
+# The GPU cases' code, run on the CPU: the framework's "gpu" device mapped to its CPU, sizes shrunk.
+STAND_IN_GPU = """
+import json, sys
+namespace = {"__name__": "verify_worker"}
+exec(sys.argv[1], namespace)
+base, real_plan = namespace[sys.argv[2]], namespace["plan"]
+
+def small_plan(quick, gpu):
+    return [(c[0], c[1], c[2], c[3], c[4], {"conv": 1, "matmul": 64}.get(c[1], 1 << 20)) for c in real_plan(quick, gpu)]
+
+class OnTheCpu(base):
+    def gpu(self):
+        return "Stand-in GPU", True
+
+    def _device(self, device):
+        return base._device(self, "cpu")
+
+namespace["plan"] = small_plan
+report = namespace["backend_run"]({"quick": True}, OnTheCpu, sys.argv[3])
+sys.stdout.write(namespace["MARKER"] + "\\n" + json.dumps(report) + "\\n")
+"""
+
+
+@pytest.mark.network
+@pytest.mark.parametrize(
+    ("framework", "backend", "left_out"),
+    [
+        ("jax", "JaxBackend", {"conv-large-autotune": "no run-time switch", "conv-large-cudnn-off": "no switch"}),
+        ("tensorflow", "TensorFlowBackend", {"conv-large-cudnn-off": "no switch", "copy-h2d-pinned": "no pinned host", "copy-d2h-pinned": "no pinned host"}),
+    ],
+)
+def test_the_gpu_cases_code_runs_every_case_with_a_stand_in_gpu(framework_python, framework, backend, left_out):
+    done = LiveSystem().run_script(str(framework_python), STAND_IN_GPU, [verifying.worker_source(), backend, framework], 300)
+    assert verifying.MARKER in done.stdout, done.stderr[-3000:]
+    report = json.loads(done.stdout.rpartition(verifying.MARKER)[2].strip())
+    assert report["status"] == "ok" and report["device_name"] == "Stand-in GPU"
+    assert [(s["name"], s["precision"]) for s in report["smoke"]] == list(worker.SMOKE_CHECKS)
+    assert all(s["ok"] for s in report["smoke"]), report["smoke"]
+    expected = [(c[0], c[2]) for c in worker.plan(quick=True, gpu=True) if c[0] not in left_out]
+    assert [(b["id"], b["device"]) for b in report["benchmarks"]] == expected
+    for note, (case_id, why) in zip(report["notes"], left_out.items()):
+        assert note.startswith(f"{case_id} left out: ") and why in note
+    assert len(report["notes"]) == len(left_out)
+    for bench in report["benchmarks"]:
+        assert bench["median_s"] > 0 and (bench["flops"] or bench["bytes"]), bench
+    copies = [b for b in report["benchmarks"] if b["kind"] in ("copy", "memory")]
+    assert all(b["bytes"] >= 1 << 20 for b in copies) and any(b["kind"] == "memory" and b["bytes"] == 2 << 20 for b in copies)

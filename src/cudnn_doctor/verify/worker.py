@@ -245,13 +245,14 @@ class Backend:
 
 
 def _random(shape, seed=0):
-    """Normal fp32 data; the weights scaled so that activations stay near 1 through the layers."""
+    """Normal fp32 data, the same for the same seed (so every framework computes on the same numbers)."""
     import numpy
 
     return numpy.random.default_rng(seed).standard_normal(shape, dtype=numpy.float32)
 
 
 def _weights(shape):
+    """OIHW weights scaled by 1/sqrt(fan-in), so that activations stay near 1 through the layers (no fp16 overflow)."""
     fan_in = shape[1] * shape[2] * shape[3]
     return _random(shape, seed=1 + shape[0]) / float(fan_in) ** 0.5
 
@@ -393,6 +394,7 @@ class TensorFlowBackend(Backend):
         return details.get("device_name") or gpus[0].name, tuple(capability) >= (8, 0)
 
     def _device(self, device):
+        """The device's name for tf.device (a test maps "gpu" to the CPU to run the GPU cases' code)."""
         return "/GPU:0" if device == "gpu" else "/CPU:0"
 
     def sync(self, device, result):
@@ -444,35 +446,26 @@ class TensorFlowBackend(Backend):
 
     def copy(self, variant, size):
         tf = self.tf
-        if variant == "pinned":
-            raise CaseUnsupported("TensorFlow gives no pinned host buffer to copy from")
+        if variant != "pageable":
+            raise CaseUnsupported("TensorFlow gives no pinned host buffer to copy from or to")
         import numpy
 
-        with tf.device("/CPU:0"):
+        with tf.device(self._device("cpu")):
             host = tf.constant(numpy.zeros(size, dtype=numpy.uint8))
-        with tf.device("/GPU:0"):
-            device_buffer = tf.identity(host)
-        if variant == "pinned-d2h":  # TensorFlow stages device->host copies through its own pinned buffers
-
-            def to_host():
-                with tf.device("/CPU:0"):
-                    return tf.identity(device_buffer)
-
-            return to_host, "%d MiB device->host" % (size >> 20)
 
         def to_device():
-            with tf.device("/GPU:0"):
+            with tf.device(self._device("gpu")):
                 return tf.identity(host)
 
         return to_device, "%d MiB host->device, pageable" % (size >> 20)
 
     def memory(self, size):
         tf = self.tf
-        with tf.device("/GPU:0"):
+        with tf.device(self._device("gpu")):
             source = tf.zeros([size // 4], dtype=tf.float32)
 
         def negate():  # an identity on one device may forward the buffer; a negation reads and writes it
-            with tf.device("/GPU:0"):
+            with tf.device(self._device("gpu")):
                 return tf.negative(source)
 
         return negate, "%d MiB device->device (negation)" % (size >> 20), 2.0 * size
@@ -523,6 +516,7 @@ class JaxBackend(Backend):
         return facts
 
     def _device(self, device):
+        """The jax device (a test maps "gpu" to the CPU to run the GPU cases' code)."""
         return self.jax.devices("gpu" if device == "gpu" else "cpu")[0]
 
     def gpu(self):
@@ -822,10 +816,7 @@ class OnnxRuntimeBackend(Backend):
         host = numpy.zeros(size, dtype=numpy.uint8)
         if variant == "pageable":
             return (lambda: self.ort.OrtValue.ortvalue_from_numpy(host, "cuda", 0)), "%d MiB host->device, pageable" % (size >> 20)
-        if variant == "pinned-d2h":
-            on_device = self.ort.OrtValue.ortvalue_from_numpy(host, "cuda", 0)
-            return (lambda: on_device.numpy()), "%d MiB device->host, pageable" % (size >> 20)
-        raise CaseUnsupported("ONNX Runtime's Python API gives no pinned host buffer to copy from")
+        raise CaseUnsupported("ONNX Runtime's Python API gives no pinned host buffer to copy from or to")
 
     def memory(self, size):
         raise CaseUnsupported("ONNX Runtime's Python API has no device->device copy")

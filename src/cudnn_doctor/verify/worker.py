@@ -647,14 +647,22 @@ class PaddleBackend(Backend):
         tensor = self.paddle.to_tensor(array, place=self._place(device))
         return tensor.astype(_DTYPES.get(precision, "float32")) if precision in ("fp16", "bf16") else tensor
 
-    def _precision(self, device, precision):
-        """TF32 on the GPU only for the tf32 cases (FLAGS_enable_cublas_tensor_op_math, "use Tensor Core")."""
-        if device == "gpu" and not _paddle_flag(self.paddle, "FLAGS_enable_cublas_tensor_op_math", precision == "tf32") and precision == "tf32":
-            raise CaseUnsupported("this PaddlePaddle has no FLAGS_enable_cublas_tensor_op_math to allow TF32")
+    def _precision(self, device, precision, switch):
+        """TF32 as torch has it: matrix products only in the tf32 cases, convolutions in all but fp32. PaddlePaddle
+        allows TF32 in cuBLAS by default; core.set_cublas_switch / set_cudnn_switch turn it on and off."""
+        if device != "gpu":
+            return
+        core = getattr(getattr(self.paddle, "base", None), "core", None) or getattr(getattr(self.paddle, "fluid", None), "core", None)
+        setter = getattr(core, "set_%s_switch" % switch, None)
+        if setter is None:
+            if precision == "tf32":
+                raise CaseUnsupported("this PaddlePaddle has no core.set_%s_switch to allow TF32" % switch)
+            return
+        setter(precision == "tf32" if switch == "cublas" else precision != "fp32")
 
     def conv(self, x, weights, device, precision, variant):
         paddle = self.paddle
-        self._precision(device, precision)
+        self._precision(device, precision, "cudnn")
         if device == "gpu":
             if not _paddle_flag(paddle, "FLAGS_conv2d_disable_cudnn", variant == "cudnn-off") and variant == "cudnn-off":
                 raise CaseUnsupported("this PaddlePaddle has no FLAGS_conv2d_disable_cudnn")
@@ -672,7 +680,7 @@ class PaddleBackend(Backend):
         return fn, lambda out: out.astype("float32").numpy()
 
     def matmul(self, a, b, device, precision):
-        self._precision(device, precision)
+        self._precision(device, precision, "cublas")
         left, right = self._tensor(a, device, precision), self._tensor(b, device, precision)
         return (lambda: self.paddle.matmul(left, right)), (lambda out: out.astype("float32").numpy())
 

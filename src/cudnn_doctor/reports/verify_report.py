@@ -73,6 +73,7 @@ def text_lines(result: dict[str, Any]) -> list[str]:
             continue
         if framework.get("message"):
             lines.append(f"  ! {framework['message']}")
+        lines += [f"  • {note}" for note in framework.get("notes") or ()]
         for smoke in framework["smoke"]:
             error = f"{smoke['max_error']:.1e}" if smoke.get("max_error") is not None else smoke.get("error", "failed")
             lines.append(f"  {'✓' if smoke['ok'] else '✗'} {smoke['name']} {smoke['precision']}: GPU vs CPU error {error} (tolerance {smoke['tolerance']:.0e})")

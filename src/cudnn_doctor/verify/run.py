@@ -67,6 +67,7 @@ def run(
             "status": report.get("status", "error"),
             "message": report.get("message"),
             **{key: report[key] for key in ("import_s", "total_s") if isinstance(report.get(key), (int, float))},
+            "notes": [str(note) for note in report.get("notes") or ()],
             "smoke": report.get("smoke", []),
             "benchmarks": judge.rates(report.get("benchmarks", []), peak),
         }

@@ -51,6 +51,8 @@ LAYER_OF = {
     "cudnn_doctor.planner.machine": "planner-inputs",
     "cudnn_doctor.planner.inputs": "planner-inputs",
     "cudnn_doctor.diagnose": "diagnose",
+    "cudnn_doctor.fleet": "fleet",  # fleet: snapshots of many nodes (files or a Ray cluster) → node results
+    "cudnn_doctor.fleet.model": "fleet-model",  # a fleet's values and their aggregation, which the reports render
     "cudnn_doctor.cli": "cli",
 }
 
@@ -90,6 +92,7 @@ ALLOWED: dict[str, set[str]] = {
         "privacy",  # the JSON report keeps only the environment the diagnosis reads
         "planner",  # plan's report renders a plan and its steps
         "watch",  # run's report renders what the failing program's loader did
+        "fleet-model",  # fleet's reports render the groups, drift and per-node findings (never a probe or a system)
     },
     "install": {
         "interface",  # every file change goes through a System
@@ -106,6 +109,11 @@ ALLOWED: dict[str, set[str]] = {
     "planner": {"knowledge"},
     "planner-inputs": {"planner", "knowledge", "system", "interface", "probes", "facts"},
     "diagnose": {"interface", "probes", "facts", "checks", "findings"},  # the library entry point runs the whole pipeline
+    # A fleet's values: node results, stack keys read from facts, groups and drift; nothing that reads a machine.
+    "fleet-model": {"facts", "findings"},
+    # fleet replays each node's snapshot through a FixtureSystem and the diagnosis; a node's task records its machine
+    # (probes through a recording live system, or another interpreter as a child process through the system layer).
+    "fleet": {"fleet-model", "interface", "system", "probes", "diagnose", "facts", "findings", "privacy"},
     "cli": set(LAYER_OF.values()),  # parsing and dispatch: it wires everything
 }
 

@@ -24,6 +24,7 @@ _MODULES = {
     "verify": "verify",
     "run": "run",
     "snapshot": "snapshot",
+    "fleet": "fleet",
     "which": "which",
     "install": "install",
     "rollback": "install",

@@ -71,7 +71,10 @@ def collect(
             node_id, name, where = node["NodeID"], names[node["NodeID"]], _where(node)
             if ref in late:
                 _cancel(ray, ref)
-                results[node_id] = NodeResult(name, TIMEOUT, error=f"no answer within {timeout:g} s", source=where)
+                if node_id not in alive_now:  # it went away while its task ran: the cluster noticed before the task failed
+                    results[node_id] = NodeResult(name, DEAD, error="the node died while its task ran", source=where)
+                else:
+                    results[node_id] = NodeResult(name, TIMEOUT, error=f"no answer within {timeout:g} s", source=where)
                 continue
             try:
                 document = ray.get(ref, timeout=0)

@@ -48,10 +48,14 @@ def text_lines(report: FleetReport) -> Iterable[str]:
         width = max(len(n.node) for n in unreached)
         for node in unreached:
             yield f"  ✗ {node.node:<{width}}  {node.status:<11}  {node.error or ''}".rstrip()
-    with_findings = [n for n in report.nodes if n.status == OK and n.findings]
-    if with_findings:
+    with_findings = [n for n in report.nodes if n.status == OK and n.worst in (Severity.ERROR, Severity.WARNING)]
+    infos = sum(1 for n in report.nodes if n.status == OK and n.worst is Severity.INFO)
+    if with_findings or infos:
         yield ""
-        yield "Findings per node"
+        yield "Findings per node (errors and warnings; --format json and --html list every node)"
+        if infos:
+            yield f"  {infos} node(s) with notes only (info), counted below"
+    if with_findings:
         number = report.group_of()
         width = max(len(n.node) for n in with_findings)
         for node in with_findings:

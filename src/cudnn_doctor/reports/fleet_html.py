@@ -43,13 +43,14 @@ details.group { border: 1px solid var(--line); border-left: 6px solid var(--ok);
 details.group.drift { border-left-color: var(--warn); } details.group.unreached { border-left-color: var(--err); }
 details.group > summary { color: #202124; font-size: 1em; font-weight: 600; }
 td.drift { background: #fff4e5; font-weight: 600; } .ref { color: var(--muted); font-weight: normal; }
-table.nodes td:first-child { white-space: nowrap; }
+table.nodes td:first-child, table.overview td:first-child { white-space: nowrap; }
 """
 
 
 def render(report: FleetReport, stream: TextIO) -> None:
     """The whole page, written in pieces: 10,000 rows never sit in one string twice."""
     stream.write(_head(report))
+    stream.write(_overview(report))
     stream.write('<section id="stacks"><h2>Stacks</h2>')
     stream.write(
         '<div class="search"><label>Filter nodes <input type="search" id="filter" placeholder="node name, finding id, status…" '
@@ -61,7 +62,11 @@ def render(report: FleetReport, stream: TextIO) -> None:
         stream.write(_group(group, reference, [by_name[name] for name in group.nodes]))
     unreached = [n for n in report.nodes if n.status != OK]
     if unreached:
-        stream.write(f'<details class="group unreached" open><summary>Not checked · {len(unreached)} node(s)</summary>' + _node_table(unreached) + "</details>")
+        stream.write(
+            f'<details class="group unreached" id="not-checked" open><summary>Not checked · {len(unreached)} node(s)</summary>'
+            + _node_table(unreached)
+            + "</details>"
+        )
     stream.write("</section>")
     stream.write(_counts(report))
     from cudnn_doctor import __version__
@@ -72,9 +77,30 @@ def render(report: FleetReport, stream: TextIO) -> None:
     )
 
 
+def _overview(report: FleetReport) -> str:
+    """One row per stack: how many nodes, how many with errors, what differs from the reference."""
+    unwell = {n.node for n in report.nodes if not n.healthy}
+    rows = []
+    for group in report.groups:
+        errors = sum(1 for name in group.nodes if name in unwell)
+        differs = "; ".join(f"{FIELD_TITLES[d.field]}: {d.value}" for d in group.drift) or ("the reference" if group.reference else "")
+        rows.append(
+            f'<tr><td><a href="#stack-{group.number}">Stack {group.number}</a></td><td class="num">{len(group.nodes)}</td>'
+            f'<td class="num">{errors}</td><td>{esc(differs)}</td></tr>'
+        )
+    unreached = len(report.nodes) - sum(len(g.nodes) for g in report.groups)
+    if unreached:
+        rows.append(f'<tr><td><a href="#not-checked">Not checked</a></td><td class="num">{unreached}</td><td class="num">{unreached}</td><td></td></tr>')
+    return (
+        '<section id="overview"><h2>Overview</h2><table class="overview"><thead><tr><th>Stack</th><th class="num">Nodes</th>'
+        '<th class="num">Not healthy</th><th>Differs from the reference in</th></tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></section>"
+    )
+
+
 def _head(report: FleetReport) -> str:
     title = "cudnn-doctor fleet"
-    toc = "".join(f'<a href="#{a}">{n}</a>' for a, n in (("stacks", "Stacks"), ("counts", "Findings across the fleet")))
+    toc = "".join(f'<a href="#{a}">{n}</a>' for a, n in (("overview", "Overview"), ("stacks", "Stacks"), ("counts", "Findings across the fleet")))
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">\n'

@@ -286,3 +286,26 @@ def test_the_fleet_page_of_1000_nodes_in_chromium(tmp_path):
     assert [u for u in requests if not u.startswith("file:")] == []
     assert not errors, errors
     assert shot.stat().st_size > 10_000 and filtered.stat().st_size > 10_000
+
+
+def test_a_node_snapshot_through_another_interpreter():
+    """`--python EXE`: the interpreter named takes the snapshot and hands it back as JSON, a valid machine fixture."""
+    from cudnn_doctor.fleet.node import _snapshot_in
+    from cudnn_doctor.system.fixture_format import validate as valid_fixture
+
+    document = _snapshot_in(sys.executable, False, 60.0)
+    assert valid_fixture(document)["schema"] == "machine-fixture/1"
+    assert Checker().from_document("here", document).status == OK
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a shell script stands in for the interpreter")
+def test_a_failing_interpreter_is_one_line(tmp_path):
+    """What the interpreter said last (the exception line of its traceback) is the node's error."""
+    from cudnn_doctor.fleet.node import _snapshot_in
+
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho 'Traceback (most recent call last):' >&2\necho 'ModuleNotFoundError: no cudnn_doctor' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    with pytest.raises(RuntimeError) as raised:
+        _snapshot_in(str(fake), False, 30.0)
+    assert str(raised.value) == f"{fake}: ModuleNotFoundError: no cudnn_doctor"

@@ -89,3 +89,29 @@ def test_a_local_cluster_with_drift_a_dead_node_and_a_slow_one(cluster, capsys):
     assert nodes[name[drifting]]["healthy"] is False and nodes[name[second]]["healthy"] is True
     assert document["summary"]["statuses"] == {"ok": 3, "unreachable": 0, "dead": 1, "timeout": 1, "error": 0}
     assert next(c for c in document["findings"] if c["id"] == "driver-too-old")["nodes"] == 1
+
+
+@pytest.mark.parametrize(
+    ("error", "alive", "status"),
+    [
+        (lambda e: e.TaskUnschedulableError("no node"), True, "unreachable"),
+        (lambda e: e.TaskUnschedulableError("no node"), False, "dead"),
+        (lambda e: e.NodeDiedError("gone"), False, "dead"),
+        (lambda e: e.WorkerCrashedError(), True, "error"),
+        (lambda e: RuntimeError("snapshot failed\nlast line"), True, "error"),
+    ],
+)
+def test_how_a_failed_task_is_named(error, alive, status):
+    from cudnn_doctor.fleet.ray_engine import _failed
+
+    result = _failed(ray, "n", "here", error(ray.exceptions), alive)
+    assert (result.node, result.status) == ("n", status) and result.error
+    if status == "error" and isinstance(error(ray.exceptions), RuntimeError):
+        assert result.error == "RuntimeError: last line"
+
+
+def test_a_checker_refuses_what_is_no_machine_fixture():
+    from cudnn_doctor.fleet.nodes import Checker
+
+    result = Checker().from_document("n", {"schema": "machine-fixture/1", "name": "x"})
+    assert result.status == "error" and result.error.startswith("the node's snapshot is not a machine fixture")

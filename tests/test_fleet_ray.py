@@ -115,3 +115,12 @@ def test_a_checker_refuses_what_is_no_machine_fixture():
 
     result = Checker().from_document("n", {"schema": "machine-fixture/1", "name": "x"})
     assert result.status == "error" and result.error.startswith("the node's snapshot is not a machine fixture")
+
+
+def test_an_address_that_does_not_answer_is_one_line_in_seconds(capsys):
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    assert main(["fleet", "--ray", f"127.0.0.1:{port}"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"cudnn-doctor: error: --ray 127.0.0.1:{port}: cannot connect to the Ray cluster:") and err.count("\n") == 1

@@ -45,6 +45,7 @@ def collect(
 
     started_here = not ray.is_initialized()
     if started_here:
+        _reachable(address)
         try:
             ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False, configure_logging=False)
         except (ConnectionError, RuntimeError, ValueError) as error:
@@ -57,7 +58,8 @@ def collect(
         refs: dict[Any, dict[str, Any]] = {}
         for node in nodes:
             if not node.get("Alive"):
-                results[node["NodeID"]] = NodeResult(names[node["NodeID"]], DEAD, error="the cluster lists this node as dead", source=_where(node))
+                why = f" ({node['DeathReasonMessage']})" if node.get("DeathReasonMessage") else ""
+                results[node["NodeID"]] = NodeResult(names[node["NodeID"]], DEAD, error=f"the cluster lists this node as dead{why}", source=_where(node))
                 continue
             strategy = NodeAffinitySchedulingStrategy(node_id=node["NodeID"], soft=False)
             refs[task.options(scheduling_strategy=strategy).remote(with_frameworks, framework_timeout, python)] = node
@@ -86,6 +88,19 @@ def collect(
     finally:
         if started_here:
             ray.shutdown()
+
+
+def _reachable(address: str, wait: float = 5.0) -> None:
+    """A `HOST:PORT` that does not answer is said in seconds: ray.init would retry it for minutes."""
+    import socket
+
+    host, colon, port = address.rpartition(":")
+    if not colon or "://" in address or not port.isdigit() or not host:
+        return  # `auto`, `ray://…` (Ray Client) and the like: Ray's own lookup answers quickly
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=wait).close()
+    except OSError as error:
+        raise UsageError(f"--ray {address}: cannot connect to the Ray cluster: {error.strerror or error}") from None
 
 
 def _failed(ray: Any, name: str, where: str, error: BaseException, alive: bool) -> NodeResult:

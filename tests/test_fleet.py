@@ -309,3 +309,12 @@ def test_a_failing_interpreter_is_one_line(tmp_path):
     with pytest.raises(RuntimeError) as raised:
         _snapshot_in(str(fake), False, 30.0)
     assert str(raised.value) == f"{fake}: ModuleNotFoundError: no cudnn_doctor"
+
+
+def test_ignored_ids_leave_every_node_and_the_counts(tmp_path, capsys):
+    healthy = load_fixture(HEALTHY)
+    folder = write_nodes(tmp_path / "s", {"n1": healthy, "n2": healthy})
+    _, before = fleet_json(capsys, "--from", str(folder))
+    assert [c["id"] for c in before["findings"]] == ["cuda-toolkit-missing"]
+    _, after = fleet_json(capsys, "--from", str(folder), "--ignore", "cuda-toolkit-missing")
+    assert after["findings"] == [] and all(n["findings"] == [] for n in after["nodes"])

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Iterable, NamedTuple, Optional
 
-from cudnn_doctor.facts import Facts
+from cudnn_doctor.facts import Facts, FrameworkBuild
 from cudnn_doctor.findings import Finding, Severity
 
 OK = "ok"
@@ -125,7 +125,7 @@ def stack_of(facts: Facts) -> dict[str, str]:
     }
 
 
-def _build_text(build: Any) -> str:
+def _build_text(build: FrameworkBuild) -> str:
     """`torch 2.4.0+cu121 (CUDA 12.1, cuDNN 9.1)`: the release and what it was built with."""
     parts = [f"CUDA {build.cuda.value}" if build.cuda else ("CPU build" if build.gpu_build is False else "")]
     if build.cudnn:

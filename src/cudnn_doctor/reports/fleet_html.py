@@ -131,7 +131,7 @@ def _group(group: Group, reference: Optional[Group], nodes: list[NodeResult]) ->
 
 def _node_table(nodes: list[NodeResult]) -> str:
     return (
-        '<table class="nodes"><thead><tr><th>Node</th><th>State</th><th>Findings</th></tr></thead><tbody>'
+        '<table class="nodes"><colgroup><col style="width:38%"><col style="width:8em"><col></colgroup><thead><tr><th>Node</th><th>State</th><th>Findings</th></tr></thead><tbody>'
         + "".join(_row(n) for n in nodes)
         + "</tbody></table>"
     )

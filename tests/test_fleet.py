@@ -145,6 +145,7 @@ def test_an_unhealthy_node_and_the_text_report(tmp_path, capsys):
     assert "✗ old  [stack 2]  driver-too-old (error)" in out
     assert "3 node(s) with notes only (info)" in out
     assert any(line.split()[:3] == ["1", "error", "driver-too-old"] for line in out.splitlines())
+    assert out.splitlines()[-1] == "Not healthy: 1 node(s) with an error finding or not checked; 2 different stacks."
 
 
 def test_a_broken_snapshot_is_a_node_in_error_not_the_end(tmp_path, capsys):

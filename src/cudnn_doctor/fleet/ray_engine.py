@@ -79,7 +79,7 @@ def collect(
                     results[node_id] = NodeResult(name, TIMEOUT, error=f"no answer within {timeout:g} s", source=where)
                 continue
             try:
-                document = ray.get(ref, timeout=0)
+                document = ray.get(ref, timeout=60)  # ready, and local (ray.wait fetched it): this returns at once
             except Exception as error:  # every failure of a task is a result of its node, never the end of the report
                 results[node_id] = _failed(ray, name, where, error, node_id in alive_now)
                 continue

@@ -68,7 +68,18 @@ def text_lines(report: FleetReport) -> Iterable[str]:
         for count in report.counts:
             yield f"  {count.nodes:>6}  {count.severity:<7}  {count.id:<{width}}  {count.title}"
     yield ""
-    yield "Healthy: every node ok, no error finding, one stack." if report.exit_code == 0 else f"Not healthy: {verdict(report)}."
+    yield _last_line(report)
+
+
+def _last_line(report: FleetReport) -> str:
+    """Why the exit code is what it is: the nodes with errors or not checked, and the drift."""
+    if report.exit_code == 0:
+        return "Healthy: every node ok, no error finding, one stack."
+    unwell = len(report.nodes) - len(report.healthy)
+    reasons = [f"{unwell} node(s) with an error finding or not checked"] if unwell else []
+    if report.drifted:
+        reasons.append(f"{len(report.groups)} different stacks")
+    return "Not healthy: " + ("; ".join(reasons) if reasons else "no node") + "."
 
 
 def _group_lines(group: Group) -> Iterable[str]:

@@ -14,6 +14,7 @@ with what they wrote until then. After a normal exit the same kill ends what the
 from __future__ import annotations
 
 import io
+import json
 import locale
 import os
 import signal
@@ -48,6 +49,16 @@ class ChildResult(NamedTuple):
     stdout: str = ""
     stderr: str = ""
     timed_out: bool = False
+
+    def report_after(self, marker: str) -> Optional[dict]:
+        """The JSON object a stand-alone script printed on the line after `marker` (whatever a framework printed
+        above it), None when there is none."""
+        _, found, tail = self.stdout.rpartition(marker)
+        try:
+            report = json.loads(tail.strip().splitlines()[0]) if found else None
+        except (ValueError, IndexError):
+            return None
+        return report if isinstance(report, dict) else None
 
 
 def run_child(

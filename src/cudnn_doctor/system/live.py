@@ -334,7 +334,6 @@ class LiveSystem(System):
 
     def _probe_framework(self, executable: str, name: str, timeout: float) -> dict[str, Any]:
         """Import one framework in a child of `executable` and parse its report."""
-        import json
 
         source = (Path(__file__).with_name("framework_probe.py")).read_text(encoding="utf-8")
         sandbox = tempfile.mkdtemp(prefix="cudnn-doctor-probe-")
@@ -346,12 +345,8 @@ class LiveSystem(System):
             shutil.rmtree(sandbox, ignore_errors=True)
         if done.timed_out:
             return {"error": f"TimeoutError: importing {name} took longer than {timeout:g} s"}
-        _, marker, tail = done.stdout.rpartition(_MARKER)
-        try:
-            report = json.loads(tail.strip().splitlines()[0]) if marker else None
-        except (ValueError, IndexError):
-            report = None
-        if not isinstance(report, dict):
+        report = done.report_after(_MARKER)
+        if report is None:
             message = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
             return {"import_error": f"probe failed: {message}", "log": done.stderr[-4000:]}
         if done.stderr.strip():

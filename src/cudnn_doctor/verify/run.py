@@ -97,12 +97,8 @@ def _run_worker(system: System, executable: str, name: str, quick: bool, progres
         return {"framework": name, "status": "error", "message": f"cannot start {executable}: {error}"}
     if done.timed_out:
         return {"framework": name, "status": "error", "message": f"the {name} benchmarks took longer than {timeout:g} s"}
-    _, marker, tail = done.stdout.rpartition(MARKER)
-    try:
-        report = json.loads(tail.strip().splitlines()[0]) if marker else None
-    except (ValueError, IndexError):
-        report = None
-    if not isinstance(report, dict):
+    report = done.report_after(MARKER)
+    if report is None:
         last = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
         return {"framework": name, "status": "error", "message": f"the {name} worker failed: {last[:300]}"}
     return report

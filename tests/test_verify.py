@@ -114,6 +114,14 @@ def test_the_worker_times_the_cpu_baseline_in_a_child_and_reports_progress():
     assert lines == ["1/2 conv-guide-b1 on the CPU", "2/2 matmul-1024-fp32 on the CPU"]
 
 
+def test_a_script_longer_than_a_windows_command_line_still_runs():
+    """Windows caps a command line at 32,767 characters and the worker is longer: the source goes in a file."""
+    source = "# padding\n" * 4000 + "import sys\nprint('ran', sys.argv[1:])\n"
+    assert len(source) > 32767
+    done = LiveSystem().run_script(sys.executable, source, ["a b", "c"], 60)
+    assert done.returncode == 0 and done.stdout.strip() == "ran ['a b', 'c']"
+
+
 def test_a_framework_without_benchmarks_is_unsupported_and_one_that_cannot_import_is_not_installed(capsys):
     done = LiveSystem().run_script(sys.executable, verifying.worker_source(), [json.dumps({"framework": "mxnet"})], 60)
     assert json.loads(done.stdout.rpartition(verifying.MARKER)[2].strip())["status"] == "unsupported"

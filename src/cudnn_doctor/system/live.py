@@ -361,8 +361,11 @@ class LiveSystem(System):
         watcher = threading.Thread(target=_follow, args=(progress_file, progress, stop), daemon=True) if progress else None
         if watcher:
             watcher.start()
+        script = os.path.join(sandbox, "cudnn_doctor_script.py")  # a file, not -c: Windows caps a command line at 32,767 characters
         try:
-            return self._child([executable, "-c", source, *args], timeout, cwd=sandbox, env=environment, encoding="utf-8")
+            with open(script, "w", encoding="utf-8") as handle:
+                handle.write(source)
+            return self._child([executable, script, *args], timeout, cwd=sandbox, env=environment, encoding="utf-8")
         finally:
             stop.set()
             if watcher:

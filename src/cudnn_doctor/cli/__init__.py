@@ -25,6 +25,7 @@ _MODULES = {
     "run": "run",
     "snapshot": "snapshot",
     "which": "which",
+    "fix": "fix",
     "install": "install",
     "rollback": "install",
     "history": "install",

@@ -30,6 +30,15 @@ def _private_parts_removed(facts: Facts) -> Facts:
     )
 
 
+def _with_autofix(document: dict[str, Any]) -> dict[str, Any]:
+    """`autofix`: "safe" / "unsafe" when `cudnn-doctor fix` repairs the finding, null when its steps are manual."""
+    from cudnn_doctor.checks.registry import RULES
+
+    rule = RULES.get(document["id"])
+    document["autofix"] = rule.fix_kind if rule is not None else None
+    return document
+
+
 def render(diagnosis: Diagnosis, out: TextIO) -> None:
     from cudnn_doctor import __version__
 
@@ -37,7 +46,7 @@ def render(diagnosis: Diagnosis, out: TextIO) -> None:
         "schema": REPORT_SCHEMA,
         "tool": {"name": "cudnn-doctor", "version": __version__},
         "exit_code": diagnosis.exit_code,
-        "findings": [f.to_json() for f in diagnosis.findings],
+        "findings": [_with_autofix(f.to_json()) for f in diagnosis.findings],
         "facts": _plain(_private_parts_removed(diagnosis.facts)),
     }
     json.dump(document, out, indent=2, default=str)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from typing import Iterable, Optional, TextIO
 
+from cudnn_doctor.checks.registry import fix_line
 from cudnn_doctor.diagnosis import Diagnosis
 from cudnn_doctor.facts import PROCESS, Facts, FrameworkBuild
 from cudnn_doctor.findings import Area, Finding, Severity
@@ -128,6 +129,9 @@ def _lines(diagnosis: Diagnosis, verbose: bool, marks: dict = MARKS) -> Iterable
         yield [(f"    {found.detail}", "")]
         for number, step in enumerate(found.fix, 1):
             yield [(f"    {number}. {step}", "")]
+        automatic = fix_line(found.id)
+        if automatic:
+            yield [(f"    {automatic}", "")]
         if symptoms.get(index):
             yield [("    The same cause also shows as:", "")]
             for symptom in symptoms[index]:

@@ -1,0 +1,147 @@
+"""One pure planner per rule with an automatic fix: (finding, facts) → the changes that remove it.
+
+Planners read the finding's evidence and the facts only, never the machine; an empty list means
+this finding's case is not one the fix handles safely (its manual steps stay).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable, Optional
+
+from cudnn_doctor.facts import CONDA_META, DIST_INFO, CudnnInstall, Facts
+from cudnn_doctor.findings import Finding, Severity
+from cudnn_doctor.fixes.changes import Change, MoveFile, MoveTree, SetPersistentEnv
+from cudnn_doctor.paths import PathRules, expand_percent
+
+Planner = Callable[[Finding, Facts], list[Change]]
+PLANNERS: dict[str, Planner] = {}
+
+
+def planner(rule_id: str) -> Callable[[Planner], Planner]:
+    def add(function: Planner) -> Planner:
+        PLANNERS[rule_id] = function
+        return function
+
+    return add
+
+
+def _install_of(facts: Facts, path: str) -> Optional[CudnnInstall]:
+    rules = PathRules(facts.os)
+    for install in facts.cudnn:
+        for library in install.libraries:
+            if rules.same(library.path, path) or (library.real_path is not None and rules.same(library.real_path, path)):
+                return install
+    return None
+
+
+def _managed(install: CudnnInstall) -> bool:
+    """A copy a package manager (apt, pip, conda) owns: removing it is that manager's job, not a quarantine's."""
+    return install.package is not None or install.version_source in (DIST_INFO, CONDA_META)
+
+
+def _release_files(facts: Facts, install: CudnnInstall) -> list[str]:
+    """Every file of the release in its folder: each library's name and the file behind it."""
+    rules = PathRules(facts.os)
+    files: list[str] = []
+    for library in install.libraries:
+        for path in (library.path, library.real_path):
+            if path and rules.same(rules.dirname(path), install.folder) and not any(rules.same(path, f) for f in files):
+                files.append(path)
+    return files
+
+
+def _quarantine(files: Iterable[str]) -> list[Change]:
+    return [MoveFile(path) for path in files]
+
+
+@planner("cudnn-shadowed")
+def plan_shadowed(finding: Finding, facts: Facts) -> list[Change]:
+    """The copy that wins is unusable (an error) and a hand-copied one: quarantine its whole release, so the next copy wins."""
+    used = finding.evidence.get("used")
+    copies = finding.evidence.get("copies") or []
+    if finding.severity is not Severity.ERROR or not isinstance(used, str) or len(copies) < 2:
+        return []
+    install = _install_of(facts, used)
+    if install is None:
+        return _quarantine([used])
+    if _managed(install):
+        return []
+    return _quarantine(_release_files(facts, install))
+
+
+@planner("cudnn-in-system-dir")
+def plan_in_system_dir(finding: Finding, facts: Facts) -> list[Change]:
+    """Every file of that release in the system folder goes to quarantine."""
+    files = [f for f in finding.evidence.get("files") or [] if isinstance(f, str)]
+    if not files:
+        return []
+    install = _install_of(facts, files[0])
+    if install is not None and _managed(install):
+        return []
+    return _quarantine(_release_files(facts, install) if install is not None else files)
+
+
+@planner("cudnn-nested-layout")
+def plan_nested_layout(finding: Finding, facts: Facts) -> list[Change]:
+    """`<toolkit>\\<top>\\bin\\…` → `<toolkit>\\bin\\…` (and include, lib); what else the top folder held goes to quarantine."""
+    top, toolkit = finding.evidence.get("top"), finding.evidence.get("toolkit")
+    if not isinstance(top, str) or not isinstance(toolkit, str):
+        return []
+    rules = PathRules(facts.os)
+    moves: list[Change] = [MoveTree(rules.join(top, sub), rules.join(toolkit, sub)) for sub in ("bin", "include", "lib")]
+    return [*moves, MoveTree(top)]
+
+
+def _scope_values(facts: Facts) -> dict[str, dict[str, str]]:
+    persistent = facts.environment.persistent or {}
+    return {scope: dict(persistent.get(scope) or {}) for scope in ("system", "user")}
+
+
+def _path_name(values: dict[str, str]) -> Optional[str]:
+    return next((k for k in values if k.upper() == "PATH"), None)
+
+
+def _rewrite_path(facts: Facts, keep: Callable[[str, str, set[str]], bool]) -> list[Change]:
+    """A new registry PATH per scope (system first, as new processes see them), each entry kept as written (%VAR% and all)."""
+    if facts.os != "windows" or facts.environment.persistent is None:
+        return []
+    rules = PathRules("windows")
+    scopes = _scope_values(facts)
+    scope_vars = {k.upper(): v for k, v in facts.environment.variables.items()}
+    for scope in ("system", "user"):
+        scope_vars.update({k.upper(): v for k, v in scopes[scope].items() if k.upper() != "PATH"})
+    seen: set[str] = set()
+    changes: list[Change] = []
+    for scope in ("system", "user"):
+        name = _path_name(scopes[scope])
+        if name is None:
+            continue
+        old = scopes[scope][name]
+        kept = []
+        for raw in old.split(";"):
+            expanded = expand_percent(raw, scope_vars).strip()
+            if raw.strip() and keep(scope, expanded, seen):
+                kept.append(raw)
+            if expanded:
+                seen.add(rules.key(expanded))
+        new = ";".join(kept)
+        if new != old.strip(";") and new != old:
+            changes.append(SetPersistentEnv(scope, name, new, old))
+    return changes
+
+
+@planner("path-duplicate-entries")
+def plan_path_duplicates(finding: Finding, facts: Facts) -> list[Change]:
+    """Windows: drop the later copies of an entry from the registry PATH (the first stays, so the search order does not change)."""
+    if str(finding.evidence.get("variable", "")).upper() != "PATH":
+        return []
+    rules = PathRules("windows")
+    return _rewrite_path(facts, lambda scope, entry, seen: rules.key(entry) not in seen)
+
+
+@planner("path-missing-dir")
+def plan_path_missing(finding: Finding, facts: Facts) -> list[Change]:
+    """Windows: drop the entries the finding names (folders that do not exist) from the registry PATH."""
+    rules = PathRules("windows")
+    missing = {rules.key(e) for e in finding.evidence.get("entries") or [] if isinstance(e, str)}
+    return _rewrite_path(facts, lambda scope, entry, seen: rules.key(entry) not in missing)

@@ -18,12 +18,13 @@ from cudnn_doctor.checks import RULES
 from cudnn_doctor.cli import main
 from cudnn_doctor.diagnose import diagnose
 from cudnn_doctor.errors import CudnnDoctorError
-from cudnn_doctor.fixes import MoveFile, MoveTree, plan_fixes
+from cudnn_doctor.fixes import MoveFile, MoveTree, WriteFile, plan_fixes
 from cudnn_doctor.fixes.planners import PLANNERS
 from cudnn_doctor.install import transaction
 from cudnn_doctor.install.fix import expand
 from cudnn_doctor.system.fixture import FixtureSystem
 from cudnn_doctor.system.fixture_format import load_fixture
+from cudnn_doctor.system.interface import CommandResult
 
 from .conftest import GALLERY, LINUX_BASE, WINDOWS_BASE, machine, shared_fixture_paths
 from .test_install_faults import Faulty
@@ -313,6 +314,26 @@ def test_path_fixes_rewrite_the_registry_path_keeping_var_references_and_types()
     assert system.persistent_env() == before
 
 
+def test_an_ineffective_persistent_variable_is_removed_and_a_misspelling_renamed():
+    document = machine(WINDOWS_BASE, env={"CUDNN_AUTOTUNE": "1", "CUDA_LAUNCH_BLOCKIN": "1"})
+    document["persistent_env"] = {"system": {}, "user": {"CUDNN_AUTOTUNE": "1", "CUDA_LAUNCH_BLOCKIN": "1"}}
+    system = FixtureSystem(document)
+    found = [f for f in diagnose(system, with_frameworks=False).findings if f.id == "env-var-ineffective"]
+    assert {f.evidence["variable"] for f in found} == {"CUDNN_AUTOTUNE", "CUDA_LAUNCH_BLOCKIN"}
+    before = system.persistent_env()
+    fix(system, WIN_STATE, {"env-var-ineffective"})
+    assert system.persistent_env()["user"] == {"CUDA_LAUNCH_BLOCKING": "1"}
+    rollback(system, WIN_STATE)
+    assert system.persistent_env() == before
+
+
+def test_an_ineffective_variable_on_linux_keeps_its_manual_steps():
+    system = FixtureSystem(machine(LINUX_BASE, env={"CUDNN_AUTOTUNE": "1"}))
+    diagnosis = diagnose(system, with_frameworks=False)
+    plan = plan_fixes(diagnosis.findings, diagnosis.facts, {"env-var-ineffective"})
+    assert not plan.fixes and [s.finding.id for s in plan.skipped] == ["env-var-ineffective"]
+
+
 # The command ------------------------------------------------------------------------------------------------
 
 
@@ -386,3 +407,91 @@ def test_dry_run_on_every_fixture_plans_only_present_findings_and_changes_nothin
         assert f"fix {rule_id} " not in out
     expand(system, plan.changes, transaction.Store(system, state).quarantine_path("x"))  # expanding reads only
     assert snapshot(system, state) == before and system.persistent_env() == env_before and not system.env_writes
+
+
+def test_a_dll_in_use_stops_the_fix_before_any_change():
+    system = system32_machine()
+    before = snapshot(system, WIN_STATE)
+    system.hold("C:\\Windows\\System32\\cudnn64_8.dll", ["python.exe (1234)"])
+    with pytest.raises(transaction.FileInUse, match=r"python\.exe"):
+        fix(system, WIN_STATE)
+    assert snapshot(system, WIN_STATE) == before
+
+
+def test_rollback_refuses_when_a_quarantined_file_is_gone_and_changes_nothing():
+    system = system32_machine()
+    fix(system, WIN_STATE)
+    quarantined = f"{WIN_STATE}\\quarantine\\20261205-000000-abcdef\\C\\Windows\\System32\\cudnn64_8.dll"
+    system.remove(quarantined)
+    after = snapshot(system, WIN_STATE)
+    with pytest.raises(CudnnDoctorError, match="no longer there"):
+        rollback(system, WIN_STATE)
+    assert snapshot(system, WIN_STATE) == after
+
+
+# Unsafe fixes: the finding's own pip lines, in its interpreter ----------------------------------------------
+
+TORCH_CPU = GALLERY / "win-torch-cpu-wheel-from-pypi.yaml"
+
+
+def test_an_unsafe_fix_needs_the_flag_and_says_how_it_is_undone(capsys):
+    assert main(["fix", "--dry-run", "--fixture", str(TORCH_CPU)]) == 0
+    out = capsys.readouterr().out
+    assert "not fixed: torch-cpu-build: an unsafe fix (it changes packages): pass --unsafe-fixes" in out
+    assert main(["fix", "--dry-run", "--unsafe-fixes", "--fixture", str(TORCH_CPU)]) == 0
+    out = capsys.readouterr().out
+    assert "fix torch-cpu-build (unsafe)" in out
+    assert "-m pip install torch==2.2.2 torchvision==0.17.2 --index-url https://download.pytorch.org/whl/cu121 (needs the network)" in out
+    python = "C:\\Users\\mira\\projects\\yolo\\.venv\\Scripts\\python.exe"
+    assert f'undo: "{python}" -m pip uninstall -y torch torchvision, then "{python}" -m pip install torch==2.2.2 torchvision==0.17.2' in out
+
+
+def test_an_unsafe_fix_runs_its_commands_in_order_and_history_keeps_the_undo(monkeypatch, capsys):
+    system = FixtureSystem.from_file(TORCH_CPU)
+    ran: list[list[str]] = []
+
+    def run(argv, timeout=10.0):
+        ran.append(list(argv))
+        return CommandResult(0, "ok", "")
+
+    monkeypatch.setattr(system, "run", run)
+    monkeypatch.setattr("cudnn_doctor.system.open_system", lambda fixture=None, limit=None: system)
+    monkeypatch.setenv("CUDNN_DOCTOR_STATE_DIR", WIN_STATE)
+    assert main(["fix", "--unsafe-fixes", "--yes"]) == 1  # the fixture's torch stays a CPU build
+    pips = [argv[1:4] for argv in ran if argv[1:3] == ["-m", "pip"]]
+    assert pips == [["-m", "pip", "uninstall"], ["-m", "pip", "install"]]
+    capsys.readouterr()
+    assert main(["rollback"]) == 0
+    assert "to undo it, run: " in capsys.readouterr().out
+
+
+def test_a_fix_on_the_live_file_system_moves_links_as_links_and_rolls_back(tmp_path):
+    """The same transaction on real files: os.replace moves, a link stays a link, rollback gives back every byte and folder."""
+    from cudnn_doctor.system.live import LiveSystem
+
+    system = LiveSystem()
+    stray = tmp_path / "machine" / "opt" / "cudnn" / "lib"
+    stray.mkdir(parents=True)
+    (stray / "libcudnn.so.9.1.0").write_bytes(b"\x7fELF a stray cuDNN 9.1")
+    (stray / "libcudnn.so.9").symlink_to("libcudnn.so.9.1.0")
+    managed = tmp_path / "machine" / "home" / ".config" / "cudnn-doctor" / "env.sh"
+
+    def state() -> dict[str, Any]:
+        return {
+            str(p.relative_to(tmp_path / "machine")): ("link", str(p.readlink())) if p.is_symlink() else "folder" if p.is_dir() else p.read_bytes()
+            for p in sorted((tmp_path / "machine").rglob("*"))
+        }
+
+    before = state()
+    store = transaction.Store(system, str(tmp_path / "state"))
+    changes = [MoveTree(str(stray.parent)), WriteFile(str(managed), "export LD_LIBRARY_PATH=/x\n")]
+    with store.locked():
+        expanded = expand(system, changes, store.quarantine_path("t1"))
+        assert [s.kind for s in expanded.steps] == ["move", "move", "write", "rmdir", "rmdir"]
+        transaction.apply_fix(expanded.steps, store, "t1", "fix: test", str(stray))
+    assert not stray.parent.exists() and managed.read_text() == "export LD_LIBRARY_PATH=/x\n"
+    quarantined = Path(store.quarantine_path("t1")) / str(stray).lstrip("/")
+    assert (quarantined / "libcudnn.so.9").is_symlink() and (quarantined / "libcudnn.so.9.1.0").read_bytes() == b"\x7fELF a stray cuDNN 9.1"
+    with store.locked():
+        _, report = transaction.rollback_last(store)
+    assert report.complete and state() == before

@@ -97,7 +97,7 @@ def path_duplicate_entries(facts: Facts) -> Iterator[Finding]:
             )
 
 
-@rule("env-var-ineffective", Severity.WARNING, "A variable is set that nothing reads", Area.ENVIRONMENT)
+@rule("env-var-ineffective", Severity.WARNING, "A variable is set that nothing reads", Area.ENVIRONMENT, fix_kind="safe")
 def env_var_ineffective(facts: Facts) -> Iterator[Finding]:
     """CUDA, cuDNN and the frameworks ignore misspelled or invented variables without a word."""
     table = knowledge.ineffective_variables()

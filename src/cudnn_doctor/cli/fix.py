@@ -61,9 +61,11 @@ def run(args: argparse.Namespace) -> int:
             if recovered:
                 print(f"cudnn-doctor: {recovered}", file=sys.stderr)
             label = "fix: " + ", ".join(dict.fromkeys(f.finding.id for f in plan.fixes))
-            transaction.apply_fix(expanded.steps, store, txid, label, _target(system, expanded), env_changes=expanded.env)
-        _run_commands(system, expanded)
-        print(f"Applied {len(expanded.steps) + len(expanded.env)} change(s) (undo: `cudnn-doctor rollback`).")
+            commands = [{"argv": list(c.argv), "undo": c.undo} for c in expanded.commands]
+            transaction.apply_fix(expanded.steps, store, txid, label, _target(system, expanded), env_changes=expanded.env, commands=commands)
+        _run_commands(system, expanded, live=_is_live(system))
+        where = " to the fixture machine, in memory only" if args.fixture else ""
+        print(f"Applied {len(expanded.steps) + len(expanded.env)} change(s){where} (undo: `cudnn-doctor rollback`).")
         if expanded.env:
             print("The persistent environment changed: close and reopen terminals, IDEs and Jupyter so they see it.")
         after = _diagnose(system if args.fixture else open_system(limit=args.framework_timeout), args)
@@ -120,16 +122,30 @@ def _target(system: System, expanded: Expanded) -> str:
     return "the persistent environment (registry)" if expanded.env else ""
 
 
-def _run_commands(system: System, expanded: Expanded) -> Optional[int]:
-    """Unsafe fixes' package commands, after the file changes (pip/conda undo themselves by reinstalling the recorded versions)."""
+def _is_live(system: System) -> bool:
+    from cudnn_doctor.system.live import LiveSystem
+
+    return isinstance(system, LiveSystem)
+
+
+def _run_commands(system: System, expanded: Expanded, live: bool) -> None:
+    """Unsafe fixes' package commands, after the file changes are committed; live, pip's own output shows and no time limit
+    cuts a download short (the run's child-process limit is for probes)."""
+    import subprocess
+
     from cudnn_doctor.errors import InputError
 
     for command in expanded.commands:
-        print(f"Running: {' '.join(command.argv)}")
-        result = system.run(list(command.argv), timeout=3600)
-        if result.returncode != 0:
-            raise InputError(f"{' '.join(command.argv)} failed (exit {result.returncode}): {(result.stderr or result.stdout or '').strip()[-300:]}")
-    return None
+        print(f"Running: {' '.join(command.argv)}", flush=True)
+        if live:
+            code: Optional[int] = subprocess.run(list(command.argv), check=False).returncode
+            said = ""
+        else:
+            result = system.run(list(command.argv), timeout=3600)
+            code, said = result.returncode, (result.stderr or result.stdout or "").strip()[-300:]
+        if code != 0:
+            applied = " (the file and registry changes before it are applied: `cudnn-doctor rollback` undoes them)" if expanded.steps or expanded.env else ""
+            raise InputError(f"{' '.join(command.argv)} failed (exit {code}){': ' + said if said else ''}{applied}; to undo what it did: {command.undo}")
 
 
 def _counts(diagnosis: Diagnosis) -> str:

@@ -66,7 +66,8 @@ class RunCommand:
 
     def describe(self) -> str:
         extra = " (needs the network)" if self.network else ""
-        return f"run      {' '.join(self.argv)}{extra}" + (f"; undo: {self.undo}" if self.undo else "")
+        shown = " ".join(f'"{a}"' if " " in a else a for a in self.argv)
+        return f"run      {shown}{extra}" + (f"; undo: {self.undo}" if self.undo else "")
 
 
 Change = Union[MoveFile, MoveTree, CopyFile, SetPersistentEnv, WriteFile, RunCommand]

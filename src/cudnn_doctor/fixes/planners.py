@@ -6,11 +6,12 @@ this finding's case is not one the fix handles safely (its manual steps stay).
 
 from __future__ import annotations
 
+import shlex
 from typing import Callable, Iterable, Optional
 
 from cudnn_doctor.facts import CONDA_META, DIST_INFO, CudnnInstall, Facts
 from cudnn_doctor.findings import Finding, Severity
-from cudnn_doctor.fixes.changes import Change, MoveFile, MoveTree, SetPersistentEnv
+from cudnn_doctor.fixes.changes import Change, MoveFile, MoveTree, RunCommand, SetPersistentEnv
 from cudnn_doctor.paths import PathRules, expand_percent
 
 Planner = Callable[[Finding, Facts], list[Change]]
@@ -145,3 +146,53 @@ def plan_path_missing(finding: Finding, facts: Facts) -> list[Change]:
     rules = PathRules("windows")
     missing = {rules.key(e) for e in finding.evidence.get("entries") or [] if isinstance(e, str)}
     return _rewrite_path(facts, lambda scope, entry, seen: rules.key(entry) not in missing)
+
+
+@planner("env-var-ineffective")
+def plan_ineffective_variable(finding: Finding, facts: Facts) -> list[Change]:
+    """Windows: remove the persistent variable nothing reads; a misspelling's value goes to the name that is read.
+    (On Linux the variable comes from a shell file the doctor does not edit: its steps stay manual.)"""
+    name = finding.evidence.get("variable")
+    if facts.os != "windows" or facts.environment.persistent is None or not isinstance(name, str):
+        return []
+    suggestion = finding.evidence.get("suggestion")
+    changes: list[Change] = []
+    for scope, values in _scope_values(facts).items():
+        found = next((k for k in values if k.upper() == name.upper()), None)
+        if found is None:
+            continue
+        changes.append(SetPersistentEnv(scope, found, None, values[found]))
+        if isinstance(suggestion, str) and not any(k.upper() == suggestion.upper() for k in values):
+            changes.append(SetPersistentEnv(scope, suggestion, values[found], None))
+    return changes
+
+
+def _pip_argv(line: str, python: str) -> Optional[tuple[str, ...]]:
+    """A fix line `"PYTHON" -m pip …` of the finding's own interpreter as argv; None for any other line."""
+    try:
+        argv = shlex.split(line, posix=True)
+    except ValueError:
+        return None
+    if len(argv) < 4 or argv[0] != python or argv[1:3] != ["-m", "pip"]:
+        return None
+    return tuple(argv)
+
+
+@planner("torch-cpu-build")
+def plan_torch_cpu_build(finding: Finding, facts: Facts) -> list[Change]:
+    """Unsafe: the finding's own pip lines (the CUDA build the planner chose), run in the interpreter it is about; undone
+    by reinstalling the versions that were there, which the plan names."""
+    python, torch = finding.evidence.get("python"), finding.evidence.get("torch")
+    if not isinstance(python, str) or not isinstance(torch, str):
+        return []
+    commands = [argv for argv in (_pip_argv(line, python) for line in finding.fix) if argv is not None]
+    if not commands or len(commands) != len(finding.fix):
+        return []  # a line that is not a pip command of that interpreter: the steps stay manual
+    env = facts.python(python)
+    packages = dict(env.packages) if env is not None else {}
+    touched = [a for argv in commands for a in argv[4:] if not a.startswith("-") and "://" not in a]
+    names = [a.split("==")[0] for a in touched]
+    recorded = [f"{n}=={packages.get(n) or (torch if n == 'torch' else '?')}" for n in dict.fromkeys(names)]
+    # uninstall first: `pip install torch==2.2.2` is satisfied by an installed 2.2.2+cu121 (a local version matches ==)
+    undo = f'"{python}" -m pip uninstall -y {" ".join(dict.fromkeys(names))}, then "{python}" -m pip install {" ".join(recorded)}'
+    return [RunCommand(argv, undo=undo) for argv in commands]

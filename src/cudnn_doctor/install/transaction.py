@@ -337,7 +337,14 @@ def _apply_env(store: Store, change: dict[str, Any], index: int) -> None:
     name = next((k for k in values if k.upper() == change["name"].upper()), change["name"])
     old = values.get(name)
     old_kind = system.persistent_env_kind(change["scope"], name) if old is not None else None
-    event = {"started": True, "name": name, "existed": old is not None, "old": old, "old_kind": old_kind, "kind": registry_kind(name, change["new"], old_kind)}
+    event = {
+        "started": True,
+        "name": name,
+        "existed": old is not None,
+        "old": old,
+        "old_kind": old_kind,
+        "kind": registry_kind(name, change["new"] or "", old_kind),
+    }
     store.record({"env": index, **event})
     change.update(event)
     try:
@@ -526,11 +533,21 @@ def missing_backups(system: System, steps: Sequence[dict[str, Any]], actions: Se
     """Backups an undo would need that are gone or altered, found before anything is touched."""
     problems = []
     for step, action in zip(steps, actions):
+        if _moved_away(system, step):
+            problems.append(f"{step['source']}, moved to {step['dest']}, is no longer there")
+            continue
         if action == "restore" and step.get("kind") != "rmdir":  # a removed folder is made again, from nothing
             found = identity(system, step["backup"]) if step.get("backup") else None
             if found != step["old"]:
                 problems.append(f"the backup of {step['dest']} ({step.get('backup')}) is {'missing' if found is None else 'altered'}")
     return problems
+
+
+def _moved_away(system: System, step: dict[str, Any]) -> bool:
+    """A fix's moved file is neither where it was moved (the quarantine) nor back home: rollback cannot restore it."""
+    if step.get("kind") != "move" or not step.get("started") or not step.get("new") or not step.get("source"):
+        return False
+    return identity(system, step["dest"]) != step["new"] and identity(system, step["source"]) != step["new"]
 
 
 def undo(
@@ -621,7 +638,7 @@ def _recover(store: Store) -> Optional[str]:
     whole = all(s.get("started") for s in steps) and all(a in ("remove", "restore") for a in actions)  # every file is what the install wrote
     if entry is not None and entry.get("state") == "installed" and whole:  # killed after the history was written: the install is whole
         store.record({"state": "committed"})
-        return f"an interrupted install of {journal['archive']} into {journal['target']} had finished; it is kept (undo it with `cudnn-doctor rollback`)"
+        return f"an interrupted {_what(journal)} had finished; it is kept (undo it with `cudnn-doctor rollback`)"
     held = held_files(store.system, _touched(steps, actions))
     if held:
         raise FileInUse(held, f"undo the interrupted install into {journal['target']}", "run `cudnn-doctor rollback` again; nothing was changed")
@@ -634,8 +651,15 @@ def _recover(store: Store) -> Optional[str]:
         entry["state"] = "rolled-back"
         store.save_history(history)
     store.record({"state": "rolled-back"})
-    said = f"rolled back an interrupted install of {journal['archive']} into {journal['target']} ({len(report.restored)} files restored)"
+    said = f"rolled back an interrupted {_what(journal)} ({len(report.restored)} files restored)"
     return said + (f"; {report.summary()}" if report.changed else "")
+
+
+def _what(journal: dict[str, Any]) -> str:
+    """How recovery names the interrupted transaction: an install of an archive, or a fix."""
+    if journal.get("kind") == "fix":
+        return f"{journal['archive']} in {journal['target']}"
+    return f"install of {journal['archive']} into {journal['target']}"
 
 
 def rollback_last(store: Store) -> tuple[dict[str, Any], UndoReport]:
@@ -758,6 +782,7 @@ def apply_fix(
     target: str,
     env_changes: Sequence[EnvChange] = (),
     after_step: Optional[Callable[[int], None]] = None,
+    commands: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
     """Apply a fix's steps (the caller holds `store.locked()`); on any failure undo them and raise a one-line error."""
     system = store.system
@@ -775,6 +800,7 @@ def apply_fix(
         "steps": [{"dest": s.dest, "kind": s.kind, **({"source": s.source} if s.kind == "move" and s.source else {})} for s in steps],
         "env": [dataclasses.asdict(change) for change in env_changes],
         "ldconfig": False,
+        "commands": [dict(c) for c in commands],  # package commands the caller runs after the commit, each with how it is undone
     }
     store.begin(header)
     journaled: list[dict[str, Any]] = [dict(s, started=False, done=False) for s in header["steps"]]

@@ -88,11 +88,29 @@ def linux_system_dir_machine() -> FixtureSystem:
     return FixtureSystem(machine(LINUX_BASE, files=files, env={"LD_LIBRARY_PATH": f"{cuda}/lib64"}))
 
 
+def linux_nested_machine() -> FixtureSystem:
+    """A cuDNN 9 tar unpacked whole into /usr/local/cuda-12.4: its lib goes to the toolkit's lib64, its include to include."""
+    cuda = "/usr/local/cuda-12.4"
+    top = f"{cuda}/cudnn-linux-x86_64-9.1.0.70_cuda12-archive"
+    files: dict[str, Any] = {
+        f"{cuda}/bin/nvcc": {"size": 100},
+        f"{cuda}/version.json": {"text": '{"cuda": {"version": "12.4.1"}}'},
+        f"{cuda}/lib64/libcudart.so.12": {"size": 100},
+        f"{cuda}/include/cuda.h": {"text": "#define CUDA_VERSION 12040\n"},
+        f"{top}/include/cudnn_version.h": {"text": "#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 1\n#define CUDNN_PATCHLEVEL 0\n"},
+        f"{top}/lib/libcudnn.so.9": {"link": "libcudnn.so.9.1.0"},
+        f"{top}/lib/libcudnn.so.9.1.0": {"text": "ELF cudnn 9.1", "soname": "libcudnn.so.9"},
+        f"{top}/LICENSE": {"text": "license"},
+    }
+    return FixtureSystem(machine(LINUX_BASE, files=files, env={"LD_LIBRARY_PATH": f"{cuda}/lib64", "PATH": f"{cuda}/bin:/usr/bin:/bin"}))
+
+
 MACHINES = {
     "win-system32": (system32_machine, WIN_STATE, "cudnn-in-system-dir"),
     "win-nested": (nested_machine, WIN_STATE, "cudnn-nested-layout"),
     "linux-shadowed": (linux_shadowed_machine, LINUX_STATE, "cudnn-shadowed"),
     "linux-system-dir": (linux_system_dir_machine, LINUX_STATE, "cudnn-in-system-dir"),
+    "linux-nested": (linux_nested_machine, LINUX_STATE, "cudnn-nested-layout"),
 }
 
 
@@ -194,6 +212,16 @@ def test_the_nested_layout_is_flattened_and_the_top_folder_goes():
     assert system.stat(f"{TK3}\\cuda") is None  # the license went to quarantine, the emptied folders away
 
 
+def test_the_linux_nested_layout_lands_in_lib64():
+    system = linux_nested_machine()
+    fix(system, LINUX_STATE)
+    assert system.link_target("/usr/local/cuda-12.4/lib64/libcudnn.so.9") == "libcudnn.so.9.1.0"
+    assert system.open_read("/usr/local/cuda-12.4/lib64/libcudnn.so.9.1.0").read() == b"ELF cudnn 9.1"
+    assert system.exists("/usr/local/cuda-12.4/include/cudnn_version.h")
+    assert system.stat("/usr/local/cuda-12.4/cudnn-linux-x86_64-9.1.0.70_cuda12-archive") is None
+    assert system.stat("/usr/local/cuda-12.4/lib") is None  # no lib folder made beside lib64
+
+
 def test_linux_shadowing_copy_goes_with_its_links():
     system = linux_shadowed_machine()
     fix(system, LINUX_STATE)
@@ -203,7 +231,7 @@ def test_linux_shadowing_copy_goes_with_its_links():
 
 
 @pytest.mark.parametrize("crash", [False, True], ids=["fails-once", "killed"])
-@pytest.mark.parametrize("name", ["win-system32", "win-nested", "linux-system-dir"])
+@pytest.mark.parametrize("name", ["win-system32", "win-nested", "linux-system-dir", "linux-nested"])
 def test_a_fault_at_every_operation_of_a_fix_leaves_the_machine_as_before(name, crash):
     make, state, _ = MACHINES[name]
     before = snapshot(make(), state)

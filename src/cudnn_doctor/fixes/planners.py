@@ -89,7 +89,11 @@ def plan_nested_layout(finding: Finding, facts: Facts) -> list[Change]:
     if not isinstance(top, str) or not isinstance(toolkit, str):
         return []
     rules = PathRules(facts.os)
-    moves: list[Change] = [MoveTree(rules.join(top, sub), rules.join(toolkit, sub)) for sub in ("bin", "include", "lib")]
+    if rules.windows:
+        pairs = [("bin", "bin"), ("include", "include"), ("lib", "lib")]
+    else:  # a Linux toolkit keeps its libraries in lib64 (the runfile's and the packages' layout); the archives name it lib
+        pairs = [("include", "include"), ("lib", "lib64"), ("lib64", "lib64")]
+    moves: list[Change] = [MoveTree(rules.join(top, sub), rules.join(toolkit, dest)) for sub, dest in pairs]
     return [*moves, MoveTree(top)]
 
 

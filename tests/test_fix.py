@@ -398,7 +398,7 @@ def test_fix_exit_codes(monkeypatch, capsys):
 
 def test_explain_and_reports_say_a_finding_has_an_automatic_fix(monkeypatch, capsys):
     assert main(["explain", "cudnn-in-system-dir"]) == 0
-    assert "fix: safe — `cudnn-doctor fix cudnn-in-system-dir`" in capsys.readouterr().out
+    assert "fix: safe — `cudnn-doctor fix cudnn-in-system-dir` (where the case allows" in capsys.readouterr().out
     assert main(["explain", "cudnn-version-mismatch"]) == 0
     assert "cudnn-doctor fix" not in capsys.readouterr().out
     system = system32_machine()
@@ -408,7 +408,24 @@ def test_explain_and_reports_say_a_finding_has_an_automatic_fix(monkeypatch, cap
     autofix = {f["id"]: f.get("autofix") for f in report["findings"]}
     assert autofix["cudnn-in-system-dir"] == "safe" and autofix["cudnn-mixed-versions"] is None
     main(["check", "--no-frameworks", "--no-color"])
-    assert "fix: safe — `cudnn-doctor fix cudnn-in-system-dir`" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "fix: safe — `cudnn-doctor fix cudnn-in-system-dir`" in out
+    assert "cudnn-doctor fix cudnn-header-missing" not in out
+
+
+def test_a_finding_whose_case_the_fix_does_not_handle_says_no_automatic_fix(monkeypatch, capsys):
+    """path-missing-dir has a safe fix for the Windows registry PATH; on Linux (LD_LIBRARY_PATH from a shell file) it stays manual."""
+    system = FixtureSystem(machine(LINUX_BASE, env={"LD_LIBRARY_PATH": "/usr/local/cuda-10.0/lib64"}))
+    monkeypatch.setattr("cudnn_doctor.system.open_system", lambda fixture=None, limit=None: system)
+    main(["check", "--no-frameworks", "--format", "json"])
+    found = {f["id"]: f["autofix"] for f in json.loads(capsys.readouterr().out)["findings"]}
+    assert found["path-missing-dir"] is None
+    main(["check", "--no-frameworks", "--no-color"])
+    assert "cudnn-doctor fix path-missing-dir" not in capsys.readouterr().out
+    windows = path_machine()
+    monkeypatch.setattr("cudnn_doctor.system.open_system", lambda fixture=None, limit=None: windows)
+    main(["check", "--no-frameworks", "--format", "json"])
+    assert {f["id"]: f["autofix"] for f in json.loads(capsys.readouterr().out)["findings"]}["path-missing-dir"] == "safe"
 
 
 SHARED = shared_fixture_paths()

@@ -91,6 +91,7 @@ ALLOWED: dict[str, set[str]] = {
         "privacy",  # the JSON report keeps only the environment the diagnosis reads
         "planner",  # plan's report renders a plan and its steps
         "watch",  # run's report renders what the failing program's loader did
+        "fixes",  # whether `fix` has changes for a finding is its planner's answer, asked with the facts
     },
     "install": {
         "interface",  # every file change goes through a System

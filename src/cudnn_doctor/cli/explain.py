@@ -40,7 +40,14 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(_header(entry) + "\n")
         if entry["explained_by"]:
             sys.stdout.write(f"Usually explained by: {', '.join(entry['explained_by'])}\n")
-        sys.stdout.write((entry["fix_line"] or "fix: manual — follow the steps the finding prints") + "\n")
+        sys.stdout.write(
+            (
+                f"{entry['fix_line']} (where the case allows; the report says so per finding)"
+                if entry["fix_line"]
+                else "fix: manual — follow the steps the finding prints"
+            )
+            + "\n"
+        )
         sys.stdout.write("\n" + entry["page"].rstrip("\n") + "\n")
     return 0
 

@@ -78,6 +78,23 @@ def plan_fix(finding: Finding, facts: Facts) -> list[Change]:
     return planner(finding, facts) if planner is not None else []
 
 
+def automatic_fix(finding: Finding, facts: Facts) -> Optional[str]:
+    """ "safe" / "unsafe" when `fix` has changes for this very finding; None when its steps stay manual
+    (its rule has no fix, or this case is not one the fix handles, e.g. a PATH fix off Windows)."""
+    rule = RULES.get(finding.id)
+    if rule is None or rule.fix_kind is None:
+        return None
+    return rule.fix_kind if plan_fix(finding, facts) else None
+
+
+def fix_line(finding: Finding, facts: Facts) -> Optional[str]:
+    """The line a report prints under a finding `fix` repairs."""
+    kind = automatic_fix(finding, facts)
+    if kind is None:
+        return None
+    return f"fix: {kind} — `cudnn-doctor fix {finding.id}{' --unsafe-fixes' if kind == 'unsafe' else ''}`"
+
+
 def plan_fixes(findings: Collection[Finding], facts: Facts, ids: Optional[Collection[str]] = None, unsafe: bool = False) -> FixPlan:
     """A fix for every finding that has one (or only those of `ids`); the others, with why they are left."""
     fixes, skipped = [], []
@@ -111,6 +128,8 @@ __all__ = [
     "SetPersistentEnv",
     "Skipped",
     "WriteFile",
+    "automatic_fix",
+    "fix_line",
     "plan_fix",
     "plan_fixes",
 ]

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 from typing import Iterable, Optional, TextIO
 
-from cudnn_doctor.checks.registry import fix_line
 from cudnn_doctor.diagnosis import Diagnosis
 from cudnn_doctor.facts import PROCESS, Facts, FrameworkBuild
 from cudnn_doctor.findings import Area, Finding, Severity
@@ -129,7 +128,7 @@ def _lines(diagnosis: Diagnosis, verbose: bool, marks: dict = MARKS) -> Iterable
         yield [(f"    {found.detail}", "")]
         for number, step in enumerate(found.fix, 1):
             yield [(f"    {number}. {step}", "")]
-        automatic = fix_line(found.id)
+        automatic = _fix_line(found, diagnosis.facts)
         if automatic:
             yield [(f"    {automatic}", "")]
         if symptoms.get(index):
@@ -149,6 +148,12 @@ def _one_line(text: str, width: int = 160) -> str:
     """A symptom's first sentence, cut to one line: the cause above it carries the story (`-v` shows all)."""
     first = text.split(". ", 1)[0].rstrip(".")
     return first if len(first) <= width else first[: width - 1] + "…"
+
+
+def _fix_line(found: Finding, facts: Facts) -> Optional[str]:
+    from cudnn_doctor.fixes import fix_line  # the planners, only for a report that has findings
+
+    return fix_line(found, facts)
 
 
 def _worst(cause: Finding, symptoms: list[Finding]) -> Severity:

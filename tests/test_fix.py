@@ -105,12 +105,29 @@ def linux_nested_machine() -> FixtureSystem:
     return FixtureSystem(machine(LINUX_BASE, files=files, env={"LD_LIBRARY_PATH": f"{cuda}/lib64", "PATH": f"{cuda}/bin:/usr/bin:/bin"}))
 
 
+STRAY = "/opt/stray-cudnn/lib"
+
+
+def stray_before_wheel_machine(stray_version: str = "9.5.1") -> FixtureSystem:
+    """A hand-copied libcudnn.so.9 on LD_LIBRARY_PATH ahead of the venv's nvidia-cudnn-cu12 wheel that ONNX Runtime should load."""
+    from .test_wheels import CU12_LINUX, folders, ort_machine
+
+    document = ort_machine(False, wheels=CU12_LINUX, env={"LD_LIBRARY_PATH": ":".join([STRAY, *folders(False, CU12_LINUX)])})
+    for entry in document["files"].values():
+        entry["size"] = min(entry.get("size", 0), 4096) if "size" in entry else entry.get("size")
+    document["files"] = {k: {kk: vv for kk, vv in v.items() if vv is not None} for k, v in document["files"].items()}
+    document["files"][f"{STRAY}/libcudnn.so.9"] = {"link": f"libcudnn.so.{stray_version}"}
+    document["files"][f"{STRAY}/libcudnn.so.{stray_version}"] = {"text": f"\x7fELF a stray cuDNN {stray_version}", "soname": "libcudnn.so.9"}
+    return FixtureSystem(document)
+
+
 MACHINES = {
     "win-system32": (system32_machine, WIN_STATE, "cudnn-in-system-dir"),
     "win-nested": (nested_machine, WIN_STATE, "cudnn-nested-layout"),
     "linux-shadowed": (linux_shadowed_machine, LINUX_STATE, "cudnn-shadowed"),
     "linux-system-dir": (linux_system_dir_machine, LINUX_STATE, "cudnn-in-system-dir"),
     "linux-nested": (linux_nested_machine, LINUX_STATE, "cudnn-nested-layout"),
+    "linux-stray-before-wheel": (stray_before_wheel_machine, LINUX_STATE, "cudnn-shadowed"),
 }
 
 
@@ -296,10 +313,31 @@ def test_a_shadowing_copy_that_is_usable_or_owned_by_a_package_is_not_planned():
     system = linux_shadowed_machine()
     diagnosis = diagnose(system, with_frameworks=False)
     shadowed = next(f for f in diagnosis.findings if f.id == "cudnn-shadowed")
-    assert PLANNERS["cudnn-shadowed"](shadowed._replace(severity=shadowed.severity.WARNING), diagnosis.facts) == []
+    usable = shadowed._replace(severity=shadowed.severity.WARNING)
+    assert PLANNERS["cudnn-shadowed"](usable, diagnosis.facts)  # the next copy is apt's libcudnn8 8.6, newer: the stray goes
+    unowned = diagnosis.facts._replace(cudnn=tuple(i._replace(package=None) for i in diagnosis.facts.cudnn))
+    assert PLANNERS["cudnn-shadowed"](usable, unowned) == []  # two hand-made copies, the winner usable: the user chooses
     owned = diagnosis.facts._replace(cudnn=tuple(i._replace(package="libcudnn8") for i in diagnosis.facts.cudnn))
     assert PLANNERS["cudnn-shadowed"](shadowed, owned) == []
     assert all(isinstance(c, MoveFile) and c.dest is None for c in PLANNERS["cudnn-shadowed"](shadowed, diagnosis.facts))
+
+
+def test_a_stray_copy_ahead_of_a_pip_wheel_is_quarantined_not_the_wheel():
+    system = stray_before_wheel_machine()
+    diagnosis = diagnose(system)
+    shadowed = next(f for f in diagnosis.findings if f.id == "cudnn-shadowed")
+    assert shadowed.severity.value == "warning"  # usable, but not the copy the environment installed
+    assert PLANNERS["cudnn-shadowed"](shadowed, diagnosis.facts) == [MoveFile(f"{STRAY}/libcudnn.so.9"), MoveFile(f"{STRAY}/libcudnn.so.9.5.1")]
+    wheel = diagnosis.facts.cudnn[0]
+    assert "site-packages" in wheel.folder
+    newer = diagnosis.facts._replace(
+        cudnn=tuple(i._replace(version="9.0.0") if "site-packages" in i.folder else i._replace(version="9.5.1") for i in diagnosis.facts.cudnn)
+    )
+    assert PLANNERS["cudnn-shadowed"](shadowed, newer) == []  # the wheel is older than the stray: the user decides
+    flipped = shadowed._replace(evidence={**shadowed.evidence, "used": shadowed.evidence["copies"][1]})
+    assert PLANNERS["cudnn-shadowed"](flipped, diagnosis.facts) == []  # a pip wheel's files are never quarantined
+    beside = shadowed._replace(evidence={**shadowed.evidence, "off_path": shadowed.evidence["copies"][1]})
+    assert PLANNERS["cudnn-shadowed"](beside, diagnosis.facts) == []  # the other copy is not on the search path
 
 
 def test_nested_plan_is_data_only():

@@ -326,7 +326,7 @@ def cudnn_shadowed(facts: Facts) -> Iterator[Finding]:
                     "or reorder PATH / LD_LIBRARY_PATH so the right folder comes first."
                 ]
                 + ([f"export LD_LIBRARY_PATH={rules.dirname(sibling)}:$LD_LIBRARY_PATH"] if sibling and not rules.windows else []),
-                {"name": step.name, "copies": copies, "used": step.winner},
+                {"name": step.name, "copies": copies, "used": step.winner, **({"off_path": sibling} if sibling else {})},
                 severity=Severity.ERROR if unusable else Severity.WARNING,
             )
             break  # one finding per framework: the first shadowed library tells the story

@@ -13,6 +13,7 @@ from cudnn_doctor.facts import CONDA_META, DIST_INFO, CudnnInstall, Facts
 from cudnn_doctor.findings import Finding, Severity
 from cudnn_doctor.fixes.changes import Change, MoveFile, MoveTree, RunCommand, SetPersistentEnv
 from cudnn_doctor.paths import PathRules, expand_percent
+from cudnn_doctor.versions import parse_version
 
 Planner = Callable[[Finding, Facts], list[Change]]
 PLANNERS: dict[str, Planner] = {}
@@ -35,9 +36,10 @@ def _install_of(facts: Facts, path: str) -> Optional[CudnnInstall]:
     return None
 
 
-def _managed(install: CudnnInstall) -> bool:
+def _managed(facts: Facts, install: CudnnInstall) -> bool:
     """A copy a package manager (apt, pip, conda) owns: removing it is that manager's job, not a quarantine's."""
-    return install.package is not None or install.version_source in (DIST_INFO, CONDA_META)
+    parts = {p.lower() for p in install.folder.replace("\\", "/").split("/")}
+    return install.package is not None or install.version_source in (DIST_INFO, CONDA_META) or bool(parts & {"site-packages", "dist-packages"})
 
 
 def _release_files(facts: Facts, install: CudnnInstall) -> list[str]:
@@ -59,15 +61,29 @@ def _quarantine(files: Iterable[str]) -> list[Change]:
 def plan_shadowed(finding: Finding, facts: Facts) -> list[Change]:
     """The copy that wins is unusable (an error) and a hand-copied one: quarantine its whole release, so the next copy wins."""
     used = finding.evidence.get("used")
-    copies = finding.evidence.get("copies") or []
-    if finding.severity is not Severity.ERROR or not isinstance(used, str) or len(copies) < 2:
-        return []
+    off_path = finding.evidence.get("off_path")  # the copy beside the library that asked, which the search does not reach
+    copies = [c for c in finding.evidence.get("copies") or [] if isinstance(c, str) and c != off_path]
+    if not isinstance(used, str) or len(copies) < 2:
+        return []  # with the winner gone, no copy would be found
     install = _install_of(facts, used)
-    if install is None:
-        return _quarantine([used])
-    if _managed(install):
+    if install is not None and _managed(facts, install):
         return []
-    return _quarantine(_release_files(facts, install))
+    if finding.severity is not Severity.ERROR and not _next_is_managed_and_not_older(facts, used, install, copies):
+        return []  # the winner is usable: which copy to keep is the user's choice
+    return _quarantine(_release_files(facts, install) if install is not None else [used])
+
+
+def _next_is_managed_and_not_older(facts: Facts, used: str, install: Optional[CudnnInstall], copies: list[str]) -> bool:
+    """A stray copy ahead of one a package manager installed (a pip wheel's, apt's) for the same major: with the stray
+    gone the managed one wins, which is what that environment installed for the program; refused only when both
+    versions are known and the managed one is older (the program may need what the stray has)."""
+    rules = PathRules(facts.os)
+    following = next((c for c in copies if not rules.same(c, used)), None)
+    managed = _install_of(facts, following) if following else None
+    if install is None or managed is None or not _managed(facts, managed) or managed.major != install.major:
+        return False
+    mine, theirs = parse_version(install.version or ""), parse_version(managed.version or "")
+    return mine is None or theirs is None or theirs >= mine
 
 
 @planner("cudnn-in-system-dir")
@@ -77,7 +93,7 @@ def plan_in_system_dir(finding: Finding, facts: Facts) -> list[Change]:
     if not files:
         return []
     install = _install_of(facts, files[0])
-    if install is not None and _managed(install):
+    if install is not None and _managed(facts, install):
         return []
     return _quarantine(_release_files(facts, install) if install is not None else files)
 

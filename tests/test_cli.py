@@ -44,7 +44,7 @@ def test_errors_exit_1_and_json_is_one_object(tmp_path, capsys):
     report = json.loads(out)
     assert report["schema"] == "cudnn-doctor-report/1"
     finding = next(f for f in report["findings"] if f["id"] == "no-nvidia-gpu")
-    assert set(finding) - {"symptom_of"} == {"id", "severity", "area", "title", "detail", "fix", "evidence"}
+    assert set(finding) - {"symptom_of"} == {"id", "severity", "area", "title", "detail", "fix", "autofix", "evidence"}
     assert finding["severity"] == "error" and finding["fix"]
     assert "facts" in report and err == ""
 

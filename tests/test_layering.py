@@ -47,6 +47,7 @@ LAYER_OF = {
     "cudnn_doctor.diagnosis": "findings",  # the (facts, findings) pair the reports render
     "cudnn_doctor.reports": "reports",
     "cudnn_doctor.install": "install",
+    "cudnn_doctor.fixes": "fixes",  # what `fix` would change, planned from facts and findings only (never the machine)
     "cudnn_doctor.planner": "planner",
     "cudnn_doctor.planner.machine": "planner-inputs",
     "cudnn_doctor.planner.inputs": "planner-inputs",
@@ -93,6 +94,7 @@ ALLOWED: dict[str, set[str]] = {
         "planner",  # plan's report renders a plan and its steps
         "watch",  # run's report renders what the failing program's loader did
         "fleet-model",  # fleet's reports render the groups, drift and per-node findings (never a probe or a system)
+        "fixes",  # whether `fix` has changes for a finding is its planner's answer, asked with the facts
     },
     "install": {
         "interface",  # every file change goes through a System
@@ -100,7 +102,10 @@ ALLOWED: dict[str, set[str]] = {
         "loader",  # the loader's folder index says whether a folder is on the library path
         "binaries",  # a library's machine is named as the headers name it, in one table
         "knowledge",  # NVIDIA's archive names say the CUDA an archive was built for
+        "fixes",  # a fix's changes (data) are made concrete and applied in the install's transaction
     },
+    # A fix is planned from the finding and the facts (rule metadata from checks), never by reading the machine.
+    "fixes": {"facts", "findings", "checks"},
     # verify runs its worker through a System and judges the figures with the knowledge (peaks, thresholds).
     "verify": {"interface", "knowledge"},
     # run's reading of a failing program: its output, the loader's trace and check's findings, all given to it.

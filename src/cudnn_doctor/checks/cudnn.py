@@ -287,7 +287,7 @@ def _archive_name(os_name: str) -> str:
     return "windows-x86_64" if os_name == "windows" else "linux-x86_64"
 
 
-@rule("cudnn-shadowed", Severity.WARNING, "An earlier copy of a cuDNN library wins the search", Area.CUDNN)
+@rule("cudnn-shadowed", Severity.WARNING, "An earlier copy of a cuDNN library wins the search", Area.CUDNN, fix_kind="safe")
 def cudnn_shadowed(facts: Facts) -> Iterator[Finding]:
     """With several copies of a cuDNN library on the search path the first one wins, whatever its version; users install a new cuDNN and keep loading the old one."""
     rules = PathRules(facts.os)
@@ -326,7 +326,7 @@ def cudnn_shadowed(facts: Facts) -> Iterator[Finding]:
                     "or reorder PATH / LD_LIBRARY_PATH so the right folder comes first."
                 ]
                 + ([f"export LD_LIBRARY_PATH={rules.dirname(sibling)}:$LD_LIBRARY_PATH"] if sibling and not rules.windows else []),
-                {"name": step.name, "copies": copies, "used": step.winner},
+                {"name": step.name, "copies": copies, "used": step.winner, **({"off_path": sibling} if sibling else {})},
                 severity=Severity.ERROR if unusable else Severity.WARNING,
             )
             break  # one finding per framework: the first shadowed library tells the story
@@ -436,7 +436,7 @@ def cudnn_import_lib_missing(facts: Facts) -> Iterator[Finding]:
             )
 
 
-@rule("cudnn-nested-layout", Severity.ERROR, "A cuDNN archive was copied with its top folder", Area.CUDNN)
+@rule("cudnn-nested-layout", Severity.ERROR, "A cuDNN archive was copied with its top folder", Area.CUDNN, fix_kind="safe")
 def cudnn_nested_layout(facts: Facts) -> Iterator[Finding]:
     """Copying the archive's top folder (cuda\\ or cudnn-...-archive\\) into the toolkit puts every file one level too deep, where neither the loader nor the compiler looks."""
     rules = PathRules(facts.os)
@@ -456,7 +456,7 @@ def cudnn_nested_layout(facts: Facts) -> Iterator[Finding]:
         )
 
 
-@rule("cudnn-in-system-dir", Severity.ERROR, "cuDNN was copied into a system folder", Area.CUDNN)
+@rule("cudnn-in-system-dir", Severity.ERROR, "cuDNN was copied into a system folder", Area.CUDNN, fix_kind="safe")
 def cudnn_in_system_dir(facts: Facts) -> Iterator[Finding]:
     """System32 is searched before PATH, so a cuDNN copied there wins over every other copy, forever, and no uninstaller removes it."""
     for install in facts.cudnn:

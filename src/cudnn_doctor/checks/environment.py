@@ -53,7 +53,7 @@ def env_stale_session(facts: Facts) -> Iterator[Finding]:
     )
 
 
-@rule("path-missing-dir", Severity.WARNING, "A CUDA-related PATH entry does not exist", Area.ENVIRONMENT)
+@rule("path-missing-dir", Severity.WARNING, "A CUDA-related PATH entry does not exist", Area.ENVIRONMENT, fix_kind="safe")
 def path_missing_dir(facts: Facts) -> Iterator[Finding]:
     """An entry left behind by an uninstalled or moved toolkit hides typos and makes the real search order hard to read."""
     entries = [e for e in (*facts.environment.path, *facts.environment.ld_library_path) if e.value and not e.exists and GPU_RELATED.search(e.value)]
@@ -72,7 +72,7 @@ def path_missing_dir(facts: Facts) -> Iterator[Finding]:
     )
 
 
-@rule("path-duplicate-entries", Severity.INFO, "The same folder is on PATH more than once", Area.ENVIRONMENT)
+@rule("path-duplicate-entries", Severity.INFO, "The same folder is on PATH more than once", Area.ENVIRONMENT, fix_kind="safe")
 def path_duplicate_entries(facts: Facts) -> Iterator[Finding]:
     """Harmless for loading, but it makes PATH longer and its order harder to reason about."""
     rules = PathRules(facts.os)
@@ -97,7 +97,7 @@ def path_duplicate_entries(facts: Facts) -> Iterator[Finding]:
             )
 
 
-@rule("env-var-ineffective", Severity.WARNING, "A variable is set that nothing reads", Area.ENVIRONMENT)
+@rule("env-var-ineffective", Severity.WARNING, "A variable is set that nothing reads", Area.ENVIRONMENT, fix_kind="safe")
 def env_var_ineffective(facts: Facts) -> Iterator[Finding]:
     """CUDA, cuDNN and the frameworks ignore misspelled or invented variables without a word."""
     table = knowledge.ineffective_variables()

@@ -68,7 +68,7 @@ def _driver_page(facts: Facts) -> str:
     return "https://www.nvidia.com/Download/index.aspx" if driver_os(facts) == "windows" else "e.g. `sudo ubuntu-drivers install`"
 
 
-@rule("torch-cpu-build", Severity.ERROR, "PyTorch is a CPU-only build", Area.FRAMEWORKS)
+@rule("torch-cpu-build", Severity.ERROR, "PyTorch is a CPU-only build", Area.FRAMEWORKS, fix_kind="unsafe")
 def torch_cpu_build(facts: Facts) -> Iterator[Finding]:
     """A `+cpu` wheel (or any build with torch.version.cuda = None) never uses the GPU, whatever the driver."""
     if not facts.has_gpu:

@@ -25,6 +25,9 @@ class Rule(NamedTuple):
     explained_by: tuple[str, ...] = ()
     why: str = ""  # for a rule without a check function, whose docstring would say it
     explains: tuple[str, ...] = ()
+    # Whether `cudnn-doctor fix` repairs this finding (its planner lives in the fixes layer): "safe" (local, reversible,
+    # no package changes), "unsafe" (changes packages, may need the network; `--unsafe-fixes`), or None (manual steps only).
+    fix_kind: Optional[str] = None
 
     @property
     def doc(self) -> str:
@@ -50,14 +53,36 @@ def register(rule: Rule) -> Rule:
     return rule
 
 
-def rule(id: str, severity: Severity, title: str, area: Area, explained_by: Sequence[str] = (), explains: Sequence[str] = ()) -> Callable[[Check], Check]:
+FIX_KINDS = ("safe", "unsafe")
+
+
+def rule(
+    id: str,
+    severity: Severity,
+    title: str,
+    area: Area,
+    explained_by: Sequence[str] = (),
+    explains: Sequence[str] = (),
+    fix_kind: Optional[str] = None,
+) -> Callable[[Check], Check]:
     """Register a check under a stable finding id."""
+    if fix_kind is not None and fix_kind not in FIX_KINDS:
+        raise ValueError(f"rule {id!r}: fix_kind must be one of {FIX_KINDS} or None, not {fix_kind!r}")
 
     def add(check: Check) -> Check:
-        register(Rule(id, severity, title, area, check, tuple(explained_by), explains=tuple(explains)))
+        register(Rule(id, severity, title, area, check, tuple(explained_by), explains=tuple(explains), fix_kind=fix_kind))
         return check
 
     return add
+
+
+def fix_line(rule_id: str) -> Optional[str]:
+    """The one line reports and `explain` print for a rule with an automatic fix; None for manual steps only."""
+    registered = RULES.get(rule_id)
+    if registered is None or registered.fix_kind is None:
+        return None
+    flag = " --unsafe-fixes" if registered.fix_kind == "unsafe" else ""
+    return f"fix: {registered.fix_kind} — `cudnn-doctor fix {rule_id}{flag}`"
 
 
 def finding(

@@ -26,6 +26,7 @@ _MODULES = {
     "snapshot": "snapshot",
     "fleet": "fleet",
     "which": "which",
+    "fix": "fix",
     "install": "install",
     "rollback": "install",
     "history": "install",

@@ -40,6 +40,14 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(_header(entry) + "\n")
         if entry["explained_by"]:
             sys.stdout.write(f"Usually explained by: {', '.join(entry['explained_by'])}\n")
+        sys.stdout.write(
+            (
+                f"{entry['fix_line']} (where the case allows; the report says so per finding)"
+                if entry["fix_line"]
+                else "fix: manual — follow the steps the finding prints"
+            )
+            + "\n"
+        )
         sys.stdout.write("\n" + entry["page"].rstrip("\n") + "\n")
     return 0
 
@@ -53,6 +61,7 @@ def _rules() -> dict[str, Any]:
 
 def _entry(finding_id: str, rule: Any) -> dict[str, Any]:
     from cudnn_doctor.checks import pages
+    from cudnn_doctor.checks.registry import fix_line
 
     area = rule.area
     try:
@@ -68,6 +77,8 @@ def _entry(finding_id: str, rule: Any) -> dict[str, Any]:
         "related": pages.related(text),
         "why": rule.doc,
         "explained_by": list(rule.explained_by),
+        "autofix": getattr(rule, "fix_kind", None),
+        "fix_line": fix_line(finding_id),
     }
 
 

@@ -24,9 +24,9 @@ def configure_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("-y", "--yes", action="store_true", help="do not ask before changing anything")
     parser.add_argument("--set-cudnn-home", action="store_true", help="Windows: also set CUDNN_HOME to the toolkit folder")
     parser.set_defaults(run=run_install)
-    rollback = commands.add_parser("rollback", help="undo the last install, restoring every replaced file")
+    rollback = commands.add_parser("rollback", help="undo the last install or fix, restoring every replaced or moved file")
     rollback.set_defaults(run=run_rollback)
-    history = commands.add_parser("history", help="list the installs made with cudnn-doctor")
+    history = commands.add_parser("history", help="list the installs and fixes made with cudnn-doctor")
     history.set_defaults(run=run_history)
 
 
@@ -185,9 +185,15 @@ def run_rollback(args: argparse.Namespace) -> int:
             print(f"cudnn-doctor: {recovered}")
             return 0
         entry, report = transaction.rollback_last(store)
-    print(f"Rolled back install {entry['id']} of {entry['archive']} into {entry['target']}: {len(report.restored)} files restored.")
+    if entry.get("kind") == "fix":
+        print(f"Rolled back {entry['archive']} ({entry['id']}, {entry['target']}): {len(report.restored)} files restored.")
+    else:
+        print(f"Rolled back install {entry['id']} of {entry['archive']} into {entry['target']}: {len(report.restored)} files restored.")
     for sentence in entry.get("env_restored") or []:
         print(f"  {sentence}")
+    for command in entry.get("commands") or []:
+        if isinstance(command, dict) and command.get("undo"):
+            print(f"  the package change is not undone by rollback; to undo it, run: {command['undo']}")
     if not report.complete:
         _say(f"cudnn-doctor: {report.summary()}" + ("; run `cudnn-doctor rollback` again once that is fixed" if report.failed else ""))
         return 1
@@ -214,9 +220,12 @@ def run_history(args: argparse.Namespace) -> int:
     for entry in history:
         started = entry.get("started")
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(started)) if isinstance(started, (int, float)) else "?"
-        print(
-            f"{entry['id']}  {when}  {entry['state']:11}  cuDNN {entry.get('version') or '?'}  {len(entry['steps'])} files  {entry['archive']} → {entry['target']}"
-        )
+        if entry.get("kind") == "fix":
+            print(f"{entry['id']}  {when}  {entry['state']:11}  {entry['archive']}  {len(entry['steps'])} file step(s)  in {entry['target']}")
+        else:
+            print(
+                f"{entry['id']}  {when}  {entry['state']:11}  cuDNN {entry.get('version') or '?'}  {len(entry['steps'])} files  {entry['archive']} → {entry['target']}"
+            )
         for change in entry.get("env") or []:
             if isinstance(change, dict) and change.get("started", True):
                 print(f"    env {describe(system.paths, change)}")

@@ -117,6 +117,10 @@ class Store:
         self.history_path = system.paths.join(self.root, "history.json")
         self.lock_path = system.paths.join(self.root, "lock")
 
+    def quarantine_path(self, txid: str) -> str:
+        """Where a fix moves the files it takes away: kept until the fix is rolled back (which moves them home)."""
+        return self.system.paths.join(self.root, "quarantine", txid)
+
     def backup_path(self, txid: str, index: int, name: str) -> str:
         return self.system.paths.join(self.root, "backups", txid, f"{index:05d}-{name}")
 
@@ -333,7 +337,14 @@ def _apply_env(store: Store, change: dict[str, Any], index: int) -> None:
     name = next((k for k in values if k.upper() == change["name"].upper()), change["name"])
     old = values.get(name)
     old_kind = system.persistent_env_kind(change["scope"], name) if old is not None else None
-    event = {"started": True, "name": name, "existed": old is not None, "old": old, "old_kind": old_kind, "kind": registry_kind(name, change["new"], old_kind)}
+    event = {
+        "started": True,
+        "name": name,
+        "existed": old is not None,
+        "old": old,
+        "old_kind": old_kind,
+        "kind": registry_kind(name, change["new"] or "", old_kind),
+    }
     store.record({"env": index, **event})
     change.update(event)
     try:
@@ -522,11 +533,21 @@ def missing_backups(system: System, steps: Sequence[dict[str, Any]], actions: Se
     """Backups an undo would need that are gone or altered, found before anything is touched."""
     problems = []
     for step, action in zip(steps, actions):
-        if action == "restore":
+        if _moved_away(system, step):
+            problems.append(f"{step['source']}, moved to {step['dest']}, is no longer there")
+            continue
+        if action == "restore" and step.get("kind") != "rmdir":  # a removed folder is made again, from nothing
             found = identity(system, step["backup"]) if step.get("backup") else None
             if found != step["old"]:
                 problems.append(f"the backup of {step['dest']} ({step.get('backup')}) is {'missing' if found is None else 'altered'}")
     return problems
+
+
+def _moved_away(system: System, step: dict[str, Any]) -> bool:
+    """A fix's moved file is neither where it was moved (the quarantine) nor back home: rollback cannot restore it."""
+    if step.get("kind") != "move" or not step.get("started") or not step.get("new") or not step.get("source"):
+        return False
+    return identity(system, step["dest"]) != step["new"] and identity(system, step["source"]) != step["new"]
 
 
 def undo(
@@ -554,6 +575,10 @@ def undo(
         try:
             _discard(system, dest + TEMP_SUFFIX)
             action = actions[index] if actions is not None else _undo_action(system, step)
+            if step.get("kind") in ("move", "rmdir"):  # a fix's steps: a file moved (its source is where it goes back), a folder removed
+                if action != "keep":
+                    _undo_fix_step(system, step, report)
+                continue
             if action == "changed":
                 report.changed.append(dest)
             elif action == "remove" or (action == "legacy" and not step.get("backup") and step.get("kind") in ("add", "link")):
@@ -613,7 +638,7 @@ def _recover(store: Store) -> Optional[str]:
     whole = all(s.get("started") for s in steps) and all(a in ("remove", "restore") for a in actions)  # every file is what the install wrote
     if entry is not None and entry.get("state") == "installed" and whole:  # killed after the history was written: the install is whole
         store.record({"state": "committed"})
-        return f"an interrupted install of {journal['archive']} into {journal['target']} had finished; it is kept (undo it with `cudnn-doctor rollback`)"
+        return f"an interrupted {_what(journal)} had finished; it is kept (undo it with `cudnn-doctor rollback`)"
     held = held_files(store.system, _touched(steps, actions))
     if held:
         raise FileInUse(held, f"undo the interrupted install into {journal['target']}", "run `cudnn-doctor rollback` again; nothing was changed")
@@ -626,8 +651,15 @@ def _recover(store: Store) -> Optional[str]:
         entry["state"] = "rolled-back"
         store.save_history(history)
     store.record({"state": "rolled-back"})
-    said = f"rolled back an interrupted install of {journal['archive']} into {journal['target']} ({len(report.restored)} files restored)"
+    said = f"rolled back an interrupted {_what(journal)} ({len(report.restored)} files restored)"
     return said + (f"; {report.summary()}" if report.changed else "")
+
+
+def _what(journal: dict[str, Any]) -> str:
+    """How recovery names the interrupted transaction: an install of an archive, or a fix."""
+    if journal.get("kind") == "fix":
+        return f"{journal['archive']} in {journal['target']}"
+    return f"install of {journal['archive']} into {journal['target']}"
 
 
 def rollback_last(store: Store) -> tuple[dict[str, Any], UndoReport]:
@@ -674,7 +706,7 @@ def _rollback_last(store: Store) -> tuple[dict[str, Any], UndoReport]:
 
 def _touched(steps: Sequence[dict[str, Any]], actions: Sequence[str]) -> list[str]:
     """The files an undo would delete or put back."""
-    return [step["dest"] for step, action in zip(steps, actions) if action in ("remove", "restore", "legacy")]
+    return [step["dest"] for step, action in zip(steps, actions) if action in ("remove", "restore", "legacy") and step.get("kind") != "rmdir"]
 
 
 def refresh_loader_cache(system: System, entry: dict[str, Any]) -> list[str]:
@@ -724,3 +756,163 @@ def _permission_message(error: OSError, os_name: str) -> str:
     if os_name == "windows":
         return f"permission denied writing {path}: run the install again from an elevated terminal (Run as administrator)"
     return f"permission denied writing {path}: run the install again with sudo"
+
+
+# Fixes -----------------------------------------------------------------------------------
+#
+# A fix is a transaction of the same journal, backups, lock and recovery as an install. Its steps:
+# "move" (dest ← source: a rename, or a verified copy and a delete across file systems; undone by
+# moving it back, and restoring what dest held from its backup), "write" (dest ← text or another
+# file's bytes, like an install's file) and "rmdir" (a folder the moves emptied; undone by making
+# it again). Its history entry says `"kind": "fix"`, `archive` = "fix: <ids>", `target` = the folder touched.
+
+
+class FixStep(NamedTuple):
+    kind: str  # move | write | rmdir
+    dest: str
+    source: Optional[str] = None  # move: the file moved; write: the file whose bytes are written
+    text: Optional[str] = None  # write: the text written
+
+
+def apply_fix(
+    steps: Sequence[FixStep],
+    store: Store,
+    txid: str,
+    label: str,
+    target: str,
+    env_changes: Sequence[EnvChange] = (),
+    after_step: Optional[Callable[[int], None]] = None,
+    commands: Sequence[dict[str, Any]] = (),
+) -> dict[str, Any]:
+    """Apply a fix's steps (the caller holds `store.locked()`); on any failure undo them and raise a one-line error."""
+    system = store.system
+    held = held_files(system, [p for s in steps for p in (s.dest, s.source if s.kind == "move" else None) if p and s.kind != "rmdir" and _present(system, p)])
+    if held:
+        raise FileInUse(held, "fix", "run the fix again; nothing was changed")
+    header = {
+        "journal": 1,
+        "id": txid,
+        "kind": "fix",
+        "archive": label,
+        "target": target,
+        "version": None,
+        "started": time.time(),
+        "steps": [{"dest": s.dest, "kind": s.kind, **({"source": s.source} if s.kind == "move" and s.source else {})} for s in steps],
+        "env": [dataclasses.asdict(change) for change in env_changes],
+        "ldconfig": False,
+        "commands": [dict(c) for c in commands],  # package commands the caller runs after the commit, each with how it is undone
+    }
+    store.begin(header)
+    journaled: list[dict[str, Any]] = [dict(s, started=False, done=False) for s in header["steps"]]
+    env: list[dict[str, Any]] = [dict(c, started=False) for c in header["env"]]
+    entry: Optional[dict[str, Any]] = None
+    try:
+        for index, (step, record) in enumerate(zip(steps, journaled)):
+            _apply_fix_step(store, step, record, index, txid)
+            if after_step is not None:
+                after_step(index)
+        for index, change in enumerate(env):
+            _apply_env(store, change, index)
+        if env:
+            system.broadcast_environment_change()
+        entry = {**{k: v for k, v in header.items() if k != "journal"}, "steps": journaled, "env": env, "state": "installed", "finished": time.time()}
+        store.save_history([*store.history(), entry])
+        store.record({"state": "committed"})
+    except BaseException as error:
+        report = undo(system, journaled, env=env)
+        _after_failed_apply(store, txid, journaled, report, entry)
+        raise _failure(error, report, system.os) from None
+    return {**header, "steps": journaled, "env": env, "state": "committed"}
+
+
+def _apply_fix_step(store: Store, step: FixStep, record: dict[str, Any], index: int, txid: str) -> None:
+    system, rules = store.system, store.system.paths
+    if step.kind == "rmdir":
+        if (system.list_dir(step.dest, sizes=False) or []) or not system.is_dir(step.dest):
+            raise InstallFailed(f"{step.dest} is not the empty folder the fix planned to remove (it changed since); nothing was changed")
+        record.update(started=True, old="folder", new=None)
+        store.record({"step": index, "started": True, "old": "folder", "new": None})
+        if not system.remove_dir(step.dest):
+            raise InstallFailed(f"could not remove the empty folder {step.dest}")
+        record["done"] = True
+        return
+    moved = identity(system, step.source) if step.kind == "move" and step.source else None
+    if step.kind == "move" and moved is None:
+        raise InstallFailed(f"{step.source} is gone since the fix was planned")
+    dest, folder = step.dest, rules.dirname(step.dest)
+    backup, old = None, None
+    if _present(system, dest):
+        backup = store.backup_path(txid, index, rules.basename(dest))
+        with store._writing(backup):
+            system.make_dirs(rules.dirname(backup))
+            old = _copy(system, dest, backup + TEMP_SUFFIX)
+            system.replace(backup + TEMP_SUFFIX, backup)
+    record.update(started=True, backup=backup, old=old, dirs=_missing_dirs(system, folder))
+    event = {k: record[k] for k in ("started", "backup", "old", "dirs")}
+    if step.kind == "move":
+        record["new"] = event["new"] = moved  # known before the rename: undo must know what it moved
+    store.record({"step": index, **event})
+    system.make_dirs(folder)
+    if step.kind == "move":
+        _move(system, step.source or "", dest, moved)
+    else:
+        temp = dest + TEMP_SUFFIX
+        _discard(system, temp)
+        if step.text is not None:
+            with system.open_write(temp) as handle:
+                handle.write(step.text.encode("utf-8"))
+        else:
+            _copy(system, step.source or "", temp)
+        record["new"] = identity(system, temp)
+        store.record({"step": index, "new": record["new"]})
+        system.replace(temp, dest)
+    record["done"] = True
+
+
+def _move(system: System, source: str, dest: str, expected: Optional[str]) -> None:
+    """A rename; across file systems (EXDEV), a copy checked against `expected`, put in place, then the source deleted."""
+    try:
+        system.replace(source, dest)
+        return
+    except OSError as error:
+        if error.errno != errno.EXDEV:
+            raise
+    temp = dest + TEMP_SUFFIX
+    if _copy(system, source, temp) != expected:
+        _discard(system, temp)
+        raise InstallFailed(f"{source} changed while it was being moved to {dest}")
+    system.replace(temp, dest)
+    system.remove(source)
+
+
+def _undo_fix_step(system: System, step: dict[str, Any], report: UndoReport) -> None:
+    """Undo one started step of a fix: make a removed folder again, or move a file home and restore what its destination held."""
+    dest = step["dest"]
+    if step.get("kind") == "rmdir":
+        if not system.is_dir(dest):
+            system.make_dirs(dest)
+            report.restored.append(dest)
+        return
+    source, moved, old = step.get("source"), step.get("new"), step.get("old")
+    at_dest = identity(system, dest)
+    if moved is None or at_dest != moved or not source:
+        if at_dest != old:
+            report.changed.append(dest)
+        return
+    at_source = identity(system, source)
+    if at_source is None:
+        system.make_dirs(system.paths.dirname(source))
+        _move(system, dest, source, moved)
+    elif at_source == moved:  # a copy across file systems that stopped before deleting the source
+        system.remove(dest)
+    else:
+        report.changed.append(source)
+        return
+    if old is not None:
+        backup = step.get("backup")
+        if not backup or _copy(system, backup, dest + TEMP_SUFFIX) != old:
+            _discard(system, dest + TEMP_SUFFIX)
+            report.failed.append((dest, f"its backup {backup} is altered"))
+            return
+        system.replace(dest + TEMP_SUFFIX, dest)
+    report.restored.append(source)

@@ -7,6 +7,7 @@ from typing import Any, TextIO
 
 from cudnn_doctor.diagnosis import Diagnosis
 from cudnn_doctor.facts import Facts
+from cudnn_doctor.findings import Finding
 from cudnn_doctor.privacy import kept_environment, kept_persistent
 
 REPORT_SCHEMA = "cudnn-doctor-report/1"
@@ -30,6 +31,13 @@ def _private_parts_removed(facts: Facts) -> Facts:
     )
 
 
+def _with_autofix(found: Finding, facts: Facts) -> dict[str, Any]:
+    """`autofix`: "safe" / "unsafe" when `cudnn-doctor fix` has changes for this finding, null when its steps stay manual."""
+    from cudnn_doctor.fixes import automatic_fix
+
+    return {**found.to_json(), "autofix": automatic_fix(found, facts)}
+
+
 def render(diagnosis: Diagnosis, out: TextIO) -> None:
     from cudnn_doctor import __version__
 
@@ -37,7 +45,7 @@ def render(diagnosis: Diagnosis, out: TextIO) -> None:
         "schema": REPORT_SCHEMA,
         "tool": {"name": "cudnn-doctor", "version": __version__},
         "exit_code": diagnosis.exit_code,
-        "findings": [f.to_json() for f in diagnosis.findings],
+        "findings": [_with_autofix(f, diagnosis.facts) for f in diagnosis.findings],
         "facts": _plain(_private_parts_removed(diagnosis.facts)),
     }
     json.dump(document, out, indent=2, default=str)

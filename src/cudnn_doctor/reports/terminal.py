@@ -128,6 +128,9 @@ def _lines(diagnosis: Diagnosis, verbose: bool, marks: dict = MARKS) -> Iterable
         yield [(f"    {found.detail}", "")]
         for number, step in enumerate(found.fix, 1):
             yield [(f"    {number}. {step}", "")]
+        automatic = _fix_line(found, diagnosis.facts)
+        if automatic:
+            yield [(f"    {automatic}", "")]
         if symptoms.get(index):
             yield [("    The same cause also shows as:", "")]
             for symptom in symptoms[index]:
@@ -145,6 +148,12 @@ def _one_line(text: str, width: int = 160) -> str:
     """A symptom's first sentence, cut to one line: the cause above it carries the story (`-v` shows all)."""
     first = text.split(". ", 1)[0].rstrip(".")
     return first if len(first) <= width else first[: width - 1] + "…"
+
+
+def _fix_line(found: Finding, facts: Facts) -> Optional[str]:
+    from cudnn_doctor.fixes import fix_line  # the planners, only for a report that has findings
+
+    return fix_line(found, facts)
 
 
 def _worst(cause: Finding, symptoms: list[Finding]) -> Severity:

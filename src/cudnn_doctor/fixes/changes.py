@@ -1,0 +1,73 @@
+"""What a fix does, as data: the planners return these; the install layer carries them out in one transaction.
+
+A change never touches the machine by itself. `MoveFile` with no `dest` moves the file into the
+doctor's quarantine folder of the transaction (`<state>/quarantine/<txid>/…`), where `rollback`
+finds it; `MoveTree` moves every file below a folder (and removes the folders it empties).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Union
+
+
+@dataclass(frozen=True)
+class MoveFile:
+    src: str
+    dest: Optional[str] = None  # None: the transaction's quarantine folder
+
+    def describe(self) -> str:
+        return f"move     {self.src} → {self.dest or 'quarantine'}"
+
+
+@dataclass(frozen=True)
+class MoveTree:
+    src: str
+    dest: Optional[str] = None  # None: the transaction's quarantine folder
+
+    def describe(self) -> str:
+        return f"move     {self.src}{'/' if '/' in self.src else chr(92)}* → {self.dest or 'quarantine'}"
+
+
+@dataclass(frozen=True)
+class CopyFile:
+    src: str
+    dest: str
+
+    def describe(self) -> str:
+        return f"copy     {self.src} → {self.dest}"
+
+
+@dataclass(frozen=True)
+class SetPersistentEnv:
+    scope: str  # user | system (the Windows registry)
+    name: str
+    value: Optional[str]  # None removes the variable
+    old: Optional[str] = None  # what the planner saw, for the printed plan
+
+    def describe(self) -> str:
+        return f"env      {self.scope} {self.name}: {self.old if self.old is not None else '(unset)'} → {self.value if self.value is not None else '(unset)'}"
+
+
+@dataclass(frozen=True)
+class WriteFile:
+    dest: str  # a file the doctor manages (~/.config/cudnn-doctor/env.sh), never a user's rc file
+    text: str
+
+    def describe(self) -> str:
+        return f"write    {self.dest} ({len(self.text.encode('utf-8'))} bytes)"
+
+
+@dataclass(frozen=True)
+class RunCommand:
+    argv: tuple[str, ...]
+    undo: str = ""  # how it is undone (pip: reinstall the recorded versions), said in the plan
+    network: bool = True
+
+    def describe(self) -> str:
+        extra = " (needs the network)" if self.network else ""
+        shown = " ".join(f'"{a}"' if " " in a else a for a in self.argv)
+        return f"run      {shown}{extra}" + (f"; undo: {self.undo}" if self.undo else "")
+
+
+Change = Union[MoveFile, MoveTree, CopyFile, SetPersistentEnv, WriteFile, RunCommand]

@@ -1,0 +1,218 @@
+"""One pure planner per rule with an automatic fix: (finding, facts) → the changes that remove it.
+
+Planners read the finding's evidence and the facts only, never the machine; an empty list means
+this finding's case is not one the fix handles safely (its manual steps stay).
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Callable, Iterable, Optional
+
+from cudnn_doctor.facts import CONDA_META, DIST_INFO, CudnnInstall, Facts
+from cudnn_doctor.findings import Finding, Severity
+from cudnn_doctor.fixes.changes import Change, MoveFile, MoveTree, RunCommand, SetPersistentEnv
+from cudnn_doctor.paths import PathRules, expand_percent
+from cudnn_doctor.versions import parse_version
+
+Planner = Callable[[Finding, Facts], list[Change]]
+PLANNERS: dict[str, Planner] = {}
+
+
+def planner(rule_id: str) -> Callable[[Planner], Planner]:
+    def add(function: Planner) -> Planner:
+        PLANNERS[rule_id] = function
+        return function
+
+    return add
+
+
+def _install_of(facts: Facts, path: str) -> Optional[CudnnInstall]:
+    rules = PathRules(facts.os)
+    for install in facts.cudnn:
+        for library in install.libraries:
+            if rules.same(library.path, path) or (library.real_path is not None and rules.same(library.real_path, path)):
+                return install
+    return None
+
+
+def _managed(facts: Facts, install: CudnnInstall) -> bool:
+    """A copy a package manager (apt, pip, conda) owns: removing it is that manager's job, not a quarantine's."""
+    parts = {p.lower() for p in install.folder.replace("\\", "/").split("/")}
+    return install.package is not None or install.version_source in (DIST_INFO, CONDA_META) or bool(parts & {"site-packages", "dist-packages"})
+
+
+def _release_files(facts: Facts, install: CudnnInstall) -> list[str]:
+    """Every file of the release in its folder: each library's name and the file behind it."""
+    rules = PathRules(facts.os)
+    files: list[str] = []
+    for library in install.libraries:
+        for path in (library.path, library.real_path):
+            if path and rules.same(rules.dirname(path), install.folder) and not any(rules.same(path, f) for f in files):
+                files.append(path)
+    return files
+
+
+def _quarantine(files: Iterable[str]) -> list[Change]:
+    return [MoveFile(path) for path in files]
+
+
+@planner("cudnn-shadowed")
+def plan_shadowed(finding: Finding, facts: Facts) -> list[Change]:
+    """The copy that wins is unusable (an error) and a hand-copied one: quarantine its whole release, so the next copy wins."""
+    used = finding.evidence.get("used")
+    off_path = finding.evidence.get("off_path")  # the copy beside the library that asked, which the search does not reach
+    copies = [c for c in finding.evidence.get("copies") or [] if isinstance(c, str) and c != off_path]
+    if not isinstance(used, str) or len(copies) < 2:
+        return []  # with the winner gone, no copy would be found
+    install = _install_of(facts, used)
+    if install is not None and _managed(facts, install):
+        return []
+    if finding.severity is not Severity.ERROR and not _next_is_managed_and_not_older(facts, used, install, copies):
+        return []  # the winner is usable: which copy to keep is the user's choice
+    return _quarantine(_release_files(facts, install) if install is not None else [used])
+
+
+def _next_is_managed_and_not_older(facts: Facts, used: str, install: Optional[CudnnInstall], copies: list[str]) -> bool:
+    """A stray copy ahead of one a package manager installed (a pip wheel's, apt's) for the same major: with the stray
+    gone the managed one wins, which is what that environment installed for the program; refused only when both
+    versions are known and the managed one is older (the program may need what the stray has)."""
+    rules = PathRules(facts.os)
+    following = next((c for c in copies if not rules.same(c, used)), None)
+    managed = _install_of(facts, following) if following else None
+    if install is None or managed is None or not _managed(facts, managed) or managed.major != install.major:
+        return False
+    mine, theirs = parse_version(install.version or ""), parse_version(managed.version or "")
+    return mine is None or theirs is None or theirs >= mine
+
+
+@planner("cudnn-in-system-dir")
+def plan_in_system_dir(finding: Finding, facts: Facts) -> list[Change]:
+    """Every file of that release in the system folder goes to quarantine."""
+    files = [f for f in finding.evidence.get("files") or [] if isinstance(f, str)]
+    if not files:
+        return []
+    install = _install_of(facts, files[0])
+    if install is not None and _managed(facts, install):
+        return []
+    return _quarantine(_release_files(facts, install) if install is not None else files)
+
+
+@planner("cudnn-nested-layout")
+def plan_nested_layout(finding: Finding, facts: Facts) -> list[Change]:
+    """`<toolkit>\\<top>\\bin\\…` → `<toolkit>\\bin\\…` (and include, lib); what else the top folder held goes to quarantine."""
+    top, toolkit = finding.evidence.get("top"), finding.evidence.get("toolkit")
+    if not isinstance(top, str) or not isinstance(toolkit, str):
+        return []
+    rules = PathRules(facts.os)
+    if rules.windows:
+        pairs = [("bin", "bin"), ("include", "include"), ("lib", "lib")]
+    else:  # a Linux toolkit keeps its libraries in lib64 (the runfile's and the packages' layout); the archives name it lib
+        pairs = [("include", "include"), ("lib", "lib64"), ("lib64", "lib64")]
+    moves: list[Change] = [MoveTree(rules.join(top, sub), rules.join(toolkit, dest)) for sub, dest in pairs]
+    return [*moves, MoveTree(top)]
+
+
+def _scope_values(facts: Facts) -> dict[str, dict[str, str]]:
+    persistent = facts.environment.persistent or {}
+    return {scope: dict(persistent.get(scope) or {}) for scope in ("system", "user")}
+
+
+def _path_name(values: dict[str, str]) -> Optional[str]:
+    return next((k for k in values if k.upper() == "PATH"), None)
+
+
+def _rewrite_path(facts: Facts, keep: Callable[[str, str, set[str]], bool]) -> list[Change]:
+    """A new registry PATH per scope (system first, as new processes see them), each entry kept as written (%VAR% and all)."""
+    if facts.os != "windows" or facts.environment.persistent is None:
+        return []
+    rules = PathRules("windows")
+    scopes = _scope_values(facts)
+    scope_vars = {k.upper(): v for k, v in facts.environment.variables.items()}
+    for scope in ("system", "user"):
+        scope_vars.update({k.upper(): v for k, v in scopes[scope].items() if k.upper() != "PATH"})
+    seen: set[str] = set()
+    changes: list[Change] = []
+    for scope in ("system", "user"):
+        name = _path_name(scopes[scope])
+        if name is None:
+            continue
+        old = scopes[scope][name]
+        kept = []
+        for raw in old.split(";"):
+            expanded = expand_percent(raw, scope_vars).strip()
+            if raw.strip() and keep(scope, expanded, seen):
+                kept.append(raw)
+            if expanded:
+                seen.add(rules.key(expanded))
+        new = ";".join(kept)
+        if new != old.strip(";") and new != old:
+            changes.append(SetPersistentEnv(scope, name, new, old))
+    return changes
+
+
+@planner("path-duplicate-entries")
+def plan_path_duplicates(finding: Finding, facts: Facts) -> list[Change]:
+    """Windows: drop the later copies of an entry from the registry PATH (the first stays, so the search order does not change)."""
+    if str(finding.evidence.get("variable", "")).upper() != "PATH":
+        return []
+    rules = PathRules("windows")
+    return _rewrite_path(facts, lambda scope, entry, seen: rules.key(entry) not in seen)
+
+
+@planner("path-missing-dir")
+def plan_path_missing(finding: Finding, facts: Facts) -> list[Change]:
+    """Windows: drop the entries the finding names (folders that do not exist) from the registry PATH."""
+    rules = PathRules("windows")
+    missing = {rules.key(e) for e in finding.evidence.get("entries") or [] if isinstance(e, str)}
+    return _rewrite_path(facts, lambda scope, entry, seen: rules.key(entry) not in missing)
+
+
+@planner("env-var-ineffective")
+def plan_ineffective_variable(finding: Finding, facts: Facts) -> list[Change]:
+    """Windows: remove the persistent variable nothing reads; a misspelling's value goes to the name that is read.
+    (On Linux the variable comes from a shell file the doctor does not edit: its steps stay manual.)"""
+    name = finding.evidence.get("variable")
+    if facts.os != "windows" or facts.environment.persistent is None or not isinstance(name, str):
+        return []
+    suggestion = finding.evidence.get("suggestion")
+    changes: list[Change] = []
+    for scope, values in _scope_values(facts).items():
+        found = next((k for k in values if k.upper() == name.upper()), None)
+        if found is None:
+            continue
+        changes.append(SetPersistentEnv(scope, found, None, values[found]))
+        if isinstance(suggestion, str) and not any(k.upper() == suggestion.upper() for k in values):
+            changes.append(SetPersistentEnv(scope, suggestion, values[found], None))
+    return changes
+
+
+def _pip_argv(line: str, python: str) -> Optional[tuple[str, ...]]:
+    """A fix line `"PYTHON" -m pip …` of the finding's own interpreter as argv; None for any other line."""
+    try:
+        argv = shlex.split(line, posix=True)
+    except ValueError:
+        return None
+    if len(argv) < 4 or argv[0] != python or argv[1:3] != ["-m", "pip"]:
+        return None
+    return tuple(argv)
+
+
+@planner("torch-cpu-build")
+def plan_torch_cpu_build(finding: Finding, facts: Facts) -> list[Change]:
+    """Unsafe: the finding's own pip lines (the CUDA build the planner chose), run in the interpreter it is about; undone
+    by reinstalling the versions that were there, which the plan names."""
+    python, torch = finding.evidence.get("python"), finding.evidence.get("torch")
+    if not isinstance(python, str) or not isinstance(torch, str):
+        return []
+    commands = [argv for argv in (_pip_argv(line, python) for line in finding.fix) if argv is not None]
+    if not commands or len(commands) != len(finding.fix):
+        return []  # a line that is not a pip command of that interpreter: the steps stay manual
+    env = facts.python(python)
+    packages = dict(env.packages) if env is not None else {}
+    touched = [a for argv in commands for a in argv[4:] if not a.startswith("-") and "://" not in a]
+    names = [a.split("==")[0] for a in touched]
+    recorded = [f"{n}=={packages.get(n) or (torch if n == 'torch' else '?')}" for n in dict.fromkeys(names)]
+    # uninstall first: `pip install torch==2.2.2` is satisfied by an installed 2.2.2+cu121 (a local version matches ==)
+    undo = f'"{python}" -m pip uninstall -y {" ".join(dict.fromkeys(names))}, then "{python}" -m pip install {" ".join(recorded)}'
+    return [RunCommand(argv, undo=undo) for argv in commands]

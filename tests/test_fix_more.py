@@ -13,6 +13,8 @@ here to show a new shell is clean); ONNX Runtime's `[cuda,cudnn]` extras line is
 from __future__ import annotations
 
 import copy
+import json
+import sys
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -476,3 +478,42 @@ def test_the_extras_fix_command_says_network_and_undo_and_runs_pip(monkeypatch, 
     capsys.readouterr()
     assert main(["rollback"]) == 0
     assert "to undo it, run: " in capsys.readouterr().out
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a Linux shell and loader path")
+def test_live_env_sh_fix_a_new_bash_that_sources_it_is_clean_and_rollback_removes_it(tmp_path):
+    """The real command on this machine, in a private HOME: the written env.sh, sourced by a real bash, gives a
+    `check` without the finding; the same process's re-check still has it and says so; rollback removes the file."""
+    import os
+    import subprocess
+
+    home, kept = tmp_path / "home", tmp_path / "lib"
+    home.mkdir()
+    kept.mkdir()
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(home),
+        "LD_LIBRARY_PATH": f"/usr/local/cuda-10.0/lib64:{kept}:{kept}",
+        "CUDNN_DOCTOR_STATE_DIR": str(tmp_path / "state"),
+        "PYTHONPATH": src,
+    }
+    doctor = [sys.executable, "-m", "cudnn_doctor"]
+
+    def ids(shell_prefix: str = "") -> set[str]:
+        command = f'{shell_prefix}"{sys.executable}" -m cudnn_doctor check --no-frameworks --format json'
+        out = subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True, timeout=120).stdout
+        return {f["id"] for f in json.loads(out)["findings"]}
+
+    assert {"path-missing-dir", "path-duplicate-entries"} <= ids()
+    done = subprocess.run(
+        [*doctor, "fix", "--yes", "--no-frameworks", "path-missing-dir", "path-duplicate-entries"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert "add  . ~/.config/cudnn-doctor/env.sh  to ~/.bashrc" in done.stdout, done.stdout + done.stderr
+    assert "path-missing-dir: takes effect in shells that source env.sh" in done.stdout
+    written = home / ".config" / "cudnn-doctor" / "env.sh"
+    assert written.read_text().splitlines()[2] == f"export LD_LIBRARY_PATH={kept}"
+    assert not {"path-missing-dir", "path-duplicate-entries"} & ids(". ~/.config/cudnn-doctor/env.sh; ")
+    assert sorted(os.listdir(home)) == [".config"]  # no rc file was made or edited
+    assert subprocess.run([*doctor, "rollback"], env=env, capture_output=True, timeout=120).returncode == 0
+    assert not (home / ".config").exists()

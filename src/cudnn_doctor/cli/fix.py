@@ -90,6 +90,8 @@ def _fixture_state(system: System) -> str:
 
 
 def _print_plan(plan: FixPlan, expanded: Expanded) -> None:
+    from cudnn_doctor.fixes import ManagedExport
+
     for fix in plan.fixes:
         print(f"fix {fix.finding.id} ({fix.kind}): {fix.finding.title}")
     for step in expanded.steps:
@@ -101,6 +103,9 @@ def _print_plan(plan: FixPlan, expanded: Expanded) -> None:
         )
     for command in expanded.commands:
         print(f"  {command.describe()}")
+    for change in plan.changes:
+        if isinstance(change, ManagedExport):
+            print(f"    {change.describe()}")
     for line in expanded.shell_lines:
         print(f"  {line}   (by hand: cudnn-doctor never edits rc files)")
     for skipped in plan.skipped:

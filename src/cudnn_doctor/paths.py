@@ -11,7 +11,7 @@ import ntpath
 import posixpath
 import re
 from types import ModuleType
-from typing import NamedTuple
+from typing import Mapping, NamedTuple, Optional
 
 
 class PathRules(NamedTuple):
@@ -114,3 +114,24 @@ def state_dir() -> str:
     import platformdirs
 
     return platformdirs.user_state_dir("cudnn-doctor", appauthor=False)
+
+
+MANAGED_ENV_MARKER = "# Managed by cudnn-doctor"  # the first line of a file the doctor owns and rewrites whole
+
+
+def managed_env_file(env: Mapping[str, str]) -> Optional[str]:
+    """Linux: the shell file `fix` writes the cleaned PATH-like variables to, `$XDG_CONFIG_HOME/cudnn-doctor/env.sh`
+    (an absolute XDG_CONFIG_HOME only, as the XDG spec says) else `~/.config/cudnn-doctor/env.sh`; None without a HOME."""
+    config = env.get("XDG_CONFIG_HOME") or ""
+    if not config.startswith("/"):
+        home = env.get("HOME") or ""
+        if not home.startswith("/"):
+            return None
+        config = posixpath.join(home, ".config")
+    return posixpath.normpath(posixpath.join(config, "cudnn-doctor", "env.sh"))
+
+
+def tilde(path: str, env: Mapping[str, str]) -> str:
+    """`/home/u/.config/x` → `~/.config/x`, as a user types it in a shell file."""
+    home = (env.get("HOME") or "").rstrip("/")
+    return "~" + path[len(home) :] if home and (path == home or path.startswith(home + "/")) else path

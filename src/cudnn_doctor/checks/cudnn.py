@@ -38,6 +38,7 @@ from cudnn_doctor.versions import parse_version
     "The framework finds no cuDNN library",
     Area.CUDNN,
     explained_by=("env-stale-session", "cudnn-nested-layout", "cudnn-version-mismatch"),
+    fix_kind="unsafe",  # ONNX Runtime's [cuda,cudnn] extras: its pip line, run by `fix --unsafe-fixes`
 )
 def cudnn_missing(facts: Facts) -> Iterator[Finding]:
     """TensorFlow, PaddlePaddle and ONNX Runtime load cuDNN by name from the system; without it every convolution runs on the CPU or fails."""
@@ -400,7 +401,7 @@ def cudnn_mixed_versions(facts: Facts) -> Iterator[Finding]:
             )
 
 
-@rule("cudnn-header-missing", Severity.WARNING, "cuDNN headers are missing from the toolkit's include folder", Area.CUDNN)
+@rule("cudnn-header-missing", Severity.WARNING, "cuDNN headers are missing from the toolkit's include folder", Area.CUDNN, fix_kind="safe")
 def cudnn_header_missing(facts: Facts) -> Iterator[Finding]:
     """Building CUDA extensions (darknet, apex, custom ops) needs cudnn.h and, since cuDNN 8, the cudnn_version.h it includes."""
     rules = PathRules(facts.os)
@@ -420,7 +421,7 @@ def cudnn_header_missing(facts: Facts) -> Iterator[Finding]:
             )
 
 
-@rule("cudnn-import-lib-missing", Severity.WARNING, "cuDNN import libraries are missing from the toolkit's lib\\x64", Area.CUDNN)
+@rule("cudnn-import-lib-missing", Severity.WARNING, "cuDNN import libraries are missing from the toolkit's lib\\x64", Area.CUDNN, fix_kind="safe")
 def cudnn_import_lib_missing(facts: Facts) -> Iterator[Finding]:
     """Linking against cuDNN on Windows needs cudnn.lib (and the per-library .lib files) in lib\\x64."""
     if facts.os != "windows":

@@ -118,6 +118,7 @@ def _skip_missing(facts: Facts, requester: str, name: str) -> bool:
     Severity.ERROR,
     "A library imports or loads a DLL / shared object that cannot be found",
     Area.ENVIRONMENT,
+    fix_kind="unsafe",  # ONNX Runtime's [cuda,cudnn] extras: its pip line, run by `fix --unsafe-fixes`
     explained_by=(
         "framework-cuda-mismatch",
         "cudnn-cuda-mismatch",

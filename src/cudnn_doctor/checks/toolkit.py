@@ -64,6 +64,7 @@ def _not_found(facts: Facts, build, name: str) -> bool:
     "A framework cannot find the CUDA runtime libraries",
     Area.TOOLKIT,
     explained_by=("framework-cuda-mismatch", "cuda-toolkit-missing", "env-stale-session"),
+    fix_kind="unsafe",  # ONNX Runtime's [cuda,cudnn] extras: its pip line, run by `fix --unsafe-fixes`
 )
 def cuda_libs_not_found(facts: Facts) -> Iterator[Finding]:
     """TensorFlow (on Windows up to 2.10, on Linux without [and-cuda]), PaddlePaddle and ONNX Runtime load cudart, cuBLAS and friends by name; if the loader cannot find them the GPU is silently unused."""

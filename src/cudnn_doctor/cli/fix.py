@@ -36,15 +36,15 @@ def run(args: argparse.Namespace) -> int:
     from cudnn_doctor import knowledge
     from cudnn_doctor.fixes import plan_fixes
     from cudnn_doctor.install import transaction
-    from cudnn_doctor.install.fix import expand
+    from cudnn_doctor.install.fix import expand, recorded_releases
     from cudnn_doctor.system import open_system
 
     ids = finding_ids(args.ids)  # an unknown id is a one-line error (exit 2) before the machine is probed
     with knowledge.overlay(args.kb):
         system = open_system(args.fixture, limit=args.framework_timeout)
         before = _diagnose(system, args)
-        plan = plan_fixes(before.findings, before.facts, ids, unsafe=args.unsafe_fixes)
         store = transaction.Store(system, _fixture_state(system) if args.fixture else None)
+        plan = plan_fixes(before.findings, before.facts, ids, unsafe=args.unsafe_fixes, releases=recorded_releases(store))
         txid = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
         expanded = expand(system, plan.changes, store.quarantine_path(txid))
         _print_plan(plan, expanded)
@@ -70,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
             print("The persistent environment changed: close and reopen terminals, IDEs and Jupyter so they see it.")
         after = _diagnose(system if args.fixture else open_system(limit=args.framework_timeout), args)
     print(f"Before: {_counts(before)}. After: {_counts(after)}.")
+    _say_shell_files(plan, expanded)
     return after.exit_code
 
 
@@ -89,6 +90,8 @@ def _fixture_state(system: System) -> str:
 
 
 def _print_plan(plan: FixPlan, expanded: Expanded) -> None:
+    from cudnn_doctor.fixes import ManagedExport
+
     for fix in plan.fixes:
         print(f"fix {fix.finding.id} ({fix.kind}): {fix.finding.title}")
     for step in expanded.steps:
@@ -100,8 +103,26 @@ def _print_plan(plan: FixPlan, expanded: Expanded) -> None:
         )
     for command in expanded.commands:
         print(f"  {command.describe()}")
+    for change in plan.changes:
+        if isinstance(change, ManagedExport):
+            print(f"    {change.describe()}")
+    for line in expanded.shell_lines:
+        print(f"  {line}   (by hand: cudnn-doctor never edits rc files)")
     for skipped in plan.skipped:
         print(f"not fixed: {skipped.finding.id}: {skipped.why}")
+
+
+def _say_shell_files(plan: FixPlan, expanded: Expanded) -> None:
+    """A fix written to env.sh changes no running shell, this one included: the re-check cannot see it, and says so."""
+    from cudnn_doctor.fixes import ManagedExport
+
+    if not expanded.shell_files:
+        return
+    for fix in plan.fixes:
+        if any(isinstance(c, ManagedExport) for c in fix.changes):
+            print(f"{fix.finding.id}: takes effect in shells that source env.sh (the re-check above ran with this shell's values)")
+    for line in expanded.shell_lines:
+        print(f"To finish: {line}, then open a new terminal.")
 
 
 def _confirmed(yes: bool) -> bool:

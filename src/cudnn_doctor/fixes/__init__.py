@@ -6,13 +6,24 @@ changes as one transaction (journal, backups, lock, recovery), so `rollback` und
 
 from __future__ import annotations
 
-from typing import Collection, NamedTuple, Optional
+from typing import Collection, NamedTuple, Optional, Sequence
 
 from cudnn_doctor.checks.registry import RULES
 from cudnn_doctor.facts import Facts
 from cudnn_doctor.findings import Finding
-from cudnn_doctor.fixes.changes import Change, CopyFile, MoveFile, MoveTree, RunCommand, SetPersistentEnv, WriteFile
-from cudnn_doctor.fixes.planners import PLANNERS
+from cudnn_doctor.fixes.changes import (
+    Change,
+    CopyFile,
+    ExtractFile,
+    InstalledRelease,
+    ManagedExport,
+    MoveFile,
+    MoveTree,
+    RunCommand,
+    SetPersistentEnv,
+    WriteFile,
+)
+from cudnn_doctor.fixes.planners import PLANNERS, WITH_HISTORY, why_no_fix
 
 
 class PlannedFix(NamedTuple):
@@ -44,11 +55,13 @@ class FixPlan(NamedTuple):
                 if index is None:
                     ordered.append(change)
                 else:  # two fixes of one PATH (duplicates, missing folders): one value without what either drops
-                    ordered[index] = _both(ordered[index], change)  # type: ignore[arg-type]
+                    ordered[index] = _both(ordered[index], change)
         return ordered
 
 
 def _same_variable(a: Change, b: Change) -> bool:
+    if isinstance(a, ManagedExport) and isinstance(b, ManagedExport):
+        return (a.file, a.name) == (b.file, b.name)
     return isinstance(a, SetPersistentEnv) and isinstance(b, SetPersistentEnv) and (a.scope, a.name.upper()) == (b.scope, b.name.upper())
 
 
@@ -62,8 +75,15 @@ def _kept(old: list[str], new: list[str]) -> list[bool]:
     return mask
 
 
-def _both(a: SetPersistentEnv, b: SetPersistentEnv) -> SetPersistentEnv:
+def _both(a: Change, b: Change) -> Change:
     """Two values of one PATH-like variable, each the same old value less some entries: the old value less both's."""
+    if isinstance(a, ManagedExport) and isinstance(b, ManagedExport):  # Linux: ':' and an empty entry is the current folder
+        if a.old != b.old:
+            return b
+        old = a.old.split(":")
+        masks = zip(_kept(old, a.value.split(":")), _kept(old, b.value.split(":")))
+        return ManagedExport(a.file, a.name, ":".join(entry for entry, (x, y) in zip(old, masks) if x and y), a.old)
+    assert isinstance(a, SetPersistentEnv) and isinstance(b, SetPersistentEnv)
     if a.old is None or a.old != b.old or a.value is None or b.value is None:
         return b
     old = a.old.split(";")
@@ -72,19 +92,24 @@ def _both(a: SetPersistentEnv, b: SetPersistentEnv) -> SetPersistentEnv:
     return SetPersistentEnv(a.scope, a.name, value, a.old)
 
 
-def plan_fix(finding: Finding, facts: Facts) -> list[Change]:
-    """The changes that remove this finding; [] when its rule has no planner or this case is not one it handles."""
+def plan_fix(finding: Finding, facts: Facts, releases: Optional[Sequence[InstalledRelease]] = None) -> list[Change]:
+    """The changes that remove this finding; [] when its rule has no planner or this case is not one it handles.
+    A fix that restores files from the install history gets `releases` (None: the history was not read, no fix)."""
     planner = PLANNERS.get(finding.id)
-    return planner(finding, facts) if planner is not None else []
+    if planner is None:
+        return []
+    if finding.id in WITH_HISTORY:
+        return planner(finding, facts, releases) if releases is not None else []  # type: ignore[call-arg]
+    return planner(finding, facts)
 
 
-def automatic_fix(finding: Finding, facts: Facts) -> Optional[str]:
+def automatic_fix(finding: Finding, facts: Facts, releases: Optional[Sequence[InstalledRelease]] = None) -> Optional[str]:
     """ "safe" / "unsafe" when `fix` has changes for this very finding; None when its steps stay manual
     (its rule has no fix, or this case is not one the fix handles, e.g. a PATH fix off Windows)."""
     rule = RULES.get(finding.id)
     if rule is None or rule.fix_kind is None:
         return None
-    return rule.fix_kind if plan_fix(finding, facts) else None
+    return rule.fix_kind if plan_fix(finding, facts, releases) else None
 
 
 def fix_line(finding: Finding, facts: Facts) -> Optional[str]:
@@ -95,8 +120,15 @@ def fix_line(finding: Finding, facts: Facts) -> Optional[str]:
     return f"fix: {kind} — `cudnn-doctor fix {finding.id}{' --unsafe-fixes' if kind == 'unsafe' else ''}`"
 
 
-def plan_fixes(findings: Collection[Finding], facts: Facts, ids: Optional[Collection[str]] = None, unsafe: bool = False) -> FixPlan:
-    """A fix for every finding that has one (or only those of `ids`); the others, with why they are left."""
+def plan_fixes(
+    findings: Collection[Finding],
+    facts: Facts,
+    ids: Optional[Collection[str]] = None,
+    unsafe: bool = False,
+    releases: Optional[Sequence[InstalledRelease]] = None,
+) -> FixPlan:
+    """A fix for every finding that has one (or only those of `ids`); the others, with why they are left.
+    `releases`: the installs the history records, for the fixes that copy files back from their archives."""
     fixes, skipped = [], []
     for found in findings:
         if ids and found.id not in ids:
@@ -106,12 +138,13 @@ def plan_fixes(findings: Collection[Finding], facts: Facts, ids: Optional[Collec
         if kind is None:
             skipped.append(Skipped(found, "no automatic fix: follow its steps"))
             continue
-        if kind == "unsafe" and not unsafe:
+        changes = plan_fix(found, facts, releases)
+        if changes and kind == "unsafe" and not unsafe:
             skipped.append(Skipped(found, "an unsafe fix (it changes packages): pass --unsafe-fixes"))
             continue
-        changes = plan_fix(found, facts)
         if not changes:
-            skipped.append(Skipped(found, "this case has no automatic fix: follow its steps"))
+            why = why_no_fix(found, facts, releases)
+            skipped.append(Skipped(found, f"{why}: follow its steps" if why else "this case has no automatic fix: follow its steps"))
             continue
         fixes.append(PlannedFix(found, kind, tuple(changes)))
     return FixPlan(tuple(fixes), tuple(skipped))
@@ -120,7 +153,10 @@ def plan_fixes(findings: Collection[Finding], facts: Facts, ids: Optional[Collec
 __all__ = [
     "Change",
     "CopyFile",
+    "ExtractFile",
     "FixPlan",
+    "InstalledRelease",
+    "ManagedExport",
     "MoveFile",
     "MoveTree",
     "PlannedFix",

@@ -70,4 +70,43 @@ class RunCommand:
         return f"run      {shown}{extra}" + (f"; undo: {self.undo}" if self.undo else "")
 
 
-Change = Union[MoveFile, MoveTree, CopyFile, SetPersistentEnv, WriteFile, RunCommand]
+@dataclass(frozen=True)
+class ExtractFile:
+    """A file an install wrote, taken again from the archive it came from (which the install history names)."""
+
+    archive: str  # the archive on this host, as the history records it
+    dest: str
+    identity: str  # "sha256:…" of what the install wrote there: the member must have exactly these bytes
+
+    def describe(self) -> str:
+        return f"extract  {self.dest} from {self.archive}"
+
+
+@dataclass(frozen=True)
+class InstalledRelease:
+    """One `cudnn-doctor install` the history records, still in place: what the planners know of the history
+    (the install layer reads it; planners never read the machine)."""
+
+    id: str
+    archive: str
+    target: str
+    version: Optional[str]
+    files: tuple[tuple[str, str], ...]  # (dest, identity the install wrote)
+    unusable: Optional[str] = None  # why its archive cannot give those files back: "is not on disk any more"
+
+
+@dataclass(frozen=True)
+class ManagedExport:
+    """Linux: `export NAME=value` in the doctor's own shell file (~/.config/cudnn-doctor/env.sh); the install layer writes
+    the whole file (its other variables kept), and the user sources it from ~/.bashrc: no rc file is ever edited."""
+
+    file: str
+    name: str  # PATH | LD_LIBRARY_PATH
+    value: str
+    old: str  # the value the planner saw (this process's), for the printed plan and to merge two fixes of one variable
+
+    def describe(self) -> str:
+        return f"export   {self.name}={self.value} in {self.file} (was {self.old})"
+
+
+Change = Union[MoveFile, MoveTree, CopyFile, SetPersistentEnv, WriteFile, RunCommand, ExtractFile, ManagedExport]

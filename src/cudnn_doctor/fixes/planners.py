@@ -1,18 +1,20 @@
 """One pure planner per rule with an automatic fix: (finding, facts) → the changes that remove it.
 
-Planners read the finding's evidence and the facts only, never the machine; an empty list means
-this finding's case is not one the fix handles safely (its manual steps stay).
+Planners read the finding's evidence and the facts only, never the machine (those of WITH_HISTORY
+also the install history, which the install layer reads and hands over as `InstalledRelease` values);
+an empty list means this finding's case is not one the fix handles safely (its manual steps stay).
 """
 
 from __future__ import annotations
 
+import re
 import shlex
-from typing import Callable, Iterable, Optional
+from typing import Callable, Collection, Iterable, Optional, Sequence
 
-from cudnn_doctor.facts import CONDA_META, DIST_INFO, CudnnInstall, Facts
+from cudnn_doctor.facts import CONDA_META, DIST_INFO, CudnnInstall, Facts, PathEntry
 from cudnn_doctor.findings import Finding, Severity
-from cudnn_doctor.fixes.changes import Change, MoveFile, MoveTree, RunCommand, SetPersistentEnv
-from cudnn_doctor.paths import PathRules, expand_percent
+from cudnn_doctor.fixes.changes import Change, ExtractFile, InstalledRelease, ManagedExport, MoveFile, MoveTree, RunCommand, SetPersistentEnv
+from cudnn_doctor.paths import PathRules, expand_percent, managed_env_file
 from cudnn_doctor.versions import parse_version
 
 Planner = Callable[[Finding, Facts], list[Change]]
@@ -153,8 +155,12 @@ def _rewrite_path(facts: Facts, keep: Callable[[str, str, set[str]], bool]) -> l
 
 @planner("path-duplicate-entries")
 def plan_path_duplicates(finding: Finding, facts: Facts) -> list[Change]:
-    """Windows: drop the later copies of an entry from the registry PATH (the first stays, so the search order does not change)."""
-    if str(finding.evidence.get("variable", "")).upper() != "PATH":
+    """Drop the later copies of an entry (the first stays, so the search order does not change): from the registry PATH
+    on Windows; on Linux in the doctor's env.sh, which the user sources."""
+    variable = str(finding.evidence.get("variable", ""))
+    if facts.os == "linux":
+        return _linux_exports(facts, {variable}, lambda entry, seen: bool(entry.value) and PathRules("linux").key(entry.value) in seen)[0]
+    if variable.upper() != "PATH":
         return []
     rules = PathRules("windows")
     return _rewrite_path(facts, lambda scope, entry, seen: rules.key(entry) not in seen)
@@ -162,10 +168,58 @@ def plan_path_duplicates(finding: Finding, facts: Facts) -> list[Change]:
 
 @planner("path-missing-dir")
 def plan_path_missing(finding: Finding, facts: Facts) -> list[Change]:
-    """Windows: drop the entries the finding names (folders that do not exist) from the registry PATH."""
+    """Drop the entries the finding names (folders that do not exist): from the registry PATH on Windows; on Linux
+    in the doctor's env.sh (PATH and LD_LIBRARY_PATH)."""
+    if facts.os == "linux":
+        named = {e for e in finding.evidence.get("entries") or [] if isinstance(e, str)}
+        return _linux_exports(facts, LINUX_VARIABLES, lambda entry, seen: entry.value in named and not entry.exists)[0]
     rules = PathRules("windows")
     missing = {rules.key(e) for e in finding.evidence.get("entries") or [] if isinstance(e, str)}
     return _rewrite_path(facts, lambda scope, entry, seen: rules.key(entry) not in missing)
+
+
+LINUX_VARIABLES = frozenset({"LD_LIBRARY_PATH", "PATH"})
+
+
+def _linux_exports(facts: Facts, names: Collection[str], drop: Callable[[PathEntry, set[str]], bool]) -> tuple[list[Change], Optional[str]]:
+    """Linux: the cleaned value of each variable (order kept, the entries `drop` names gone) as an export in the doctor's
+    env.sh; a variable that holds an activated environment's folder is left (written there it would be in every shell)."""
+    variables = facts.environment.variables
+    file = managed_env_file(variables)
+    if facts.os != "linux" or file is None:
+        return [], None
+    changes: list[Change] = []
+    refusal = None
+    for entries in (facts.environment.ld_library_path, facts.environment.path):
+        if not entries or entries[0].variable not in names:
+            continue
+        name = entries[0].variable
+        seen: set[str] = set()
+        kept = []
+        for entry in entries:
+            if not drop(entry, seen):
+                kept.append(entry.value)
+            if entry.value:
+                seen.add(PathRules("linux").key(entry.value))
+        old = variables.get(name, ":".join(e.value for e in entries))
+        if len(kept) == len(entries):
+            continue
+        active = _activated(facts, entries)
+        if active is not None:
+            refusal = (
+                f"{name} holds {active}, a folder of the activated environment: written to {file} it would be in every shell; "
+                "run `cudnn-doctor fix` again from a shell where no environment is activated"
+            )
+            continue
+        changes.append(ManagedExport(file, name, ":".join(kept), old))
+    return changes, refusal
+
+
+def _activated(facts: Facts, entries: Sequence[PathEntry]) -> Optional[str]:
+    """The first entry inside the activated virtual or conda environment (VIRTUAL_ENV, CONDA_PREFIX), if any."""
+    rules = PathRules("linux")
+    prefixes = [p for p in (facts.environment.variables.get(k) for k in ("VIRTUAL_ENV", "CONDA_PREFIX")) if p and p.startswith("/")]
+    return next((e.value for e in entries if e.value and any(rules.inside(e.value, p) for p in prefixes)), None)
 
 
 @planner("env-var-ineffective")
@@ -216,3 +270,101 @@ def plan_torch_cpu_build(finding: Finding, facts: Facts) -> list[Change]:
     # uninstall first: `pip install torch==2.2.2` is satisfied by an installed 2.2.2+cu121 (a local version matches ==)
     undo = f'"{python}" -m pip uninstall -y {" ".join(dict.fromkeys(names))}, then "{python}" -m pip install {" ".join(recorded)}'
     return [RunCommand(argv, undo=undo) for argv in commands]
+
+
+_ORT_EXTRAS = re.compile(r"^onnxruntime(?:-gpu)?\[cuda,cudnn\]==[0-9][0-9A-Za-z.+!-]*$")
+
+
+def plan_ort_extras(finding: Finding, facts: Facts) -> list[Change]:
+    """Unsafe: ONNX Runtime's own `pip install "onnxruntime-gpu[cuda,cudnn]==<its version>"` line of the finding, run in the
+    interpreter of that ONNX Runtime (the nvidia-* CUDA and cuDNN wheels it asks for; ONNX Runtime itself stays). The
+    finding's other lines (preload_dlls(), a search path) stay manual; undone by uninstalling the nvidia-* wheels it added."""
+    pythons = {b.executable for b in facts.builds if b.name == "onnxruntime"}
+    for line in finding.fix:
+        try:
+            python = shlex.split(line, posix=True)[0]
+        except (ValueError, IndexError):
+            continue
+        argv = _pip_argv(line, python) if python in pythons else None
+        if argv is None or argv[3] != "install" or len(argv) != 5 or not _ORT_EXTRAS.match(argv[4]):
+            continue
+        env = facts.python(python)
+        had = sorted(n for n in (env.packages if env is not None else {}) if n.startswith("nvidia-"))
+        kept = f" except {', '.join(had)}, which were there before" if had else ""
+        undo = (
+            f'"{python}" -m pip uninstall -y every nvidia-* package that `"{python}" -m pip list` shows{kept} ({argv[4].split("[")[0]} itself is not changed)'
+        )
+        return [RunCommand(argv, undo=undo)]
+    return []
+
+
+for _rule in ("cudnn-missing", "cuda-libs-not-found", "dependency-missing"):
+    PLANNERS[_rule] = plan_ort_extras
+
+
+# Files an install wrote and that are gone since: taken again from the archive the install history names ------------
+
+WITH_HISTORY: set[str] = set()  # rules whose planner also takes the install history: (finding, facts, releases)
+
+
+def _restore(finding: Finding, facts: Facts, releases: Sequence[InstalledRelease]) -> tuple[list[Change], Optional[str]]:
+    """The missing headers (include/cudnn*.h) or import libraries (lib/x64/cudnn*.lib) the newest install into that
+    toolkit wrote, each from its archive with the bytes it wrote; else no change and why (a sentence)."""
+    rules = PathRules(facts.os)
+    if finding.id == "cudnn-header-missing":
+        folder, suffix, what = finding.evidence.get("include"), ".h", "headers"
+    else:
+        folder, suffix, what = finding.evidence.get("folder"), ".lib", "import libraries"
+    if not isinstance(folder, str):
+        return [], None
+    toolkit = rules.dirname(folder) if suffix == ".h" else rules.dirname(rules.dirname(folder))
+    install = next((i for i in facts.cudnn if i.toolkit and rules.same(i.toolkit, toolkit) and not i.nested_in), None)
+    present = [*(install.headers_in_toolkit if install else ()), *(install.import_libraries if install else ())]
+    release = next((r for r in reversed(releases) if rules.same(r.target, toolkit)), None)
+    if release is None:
+        return [], f"no install into {toolkit} is in cudnn-doctor's history (`cudnn-doctor install ARCHIVE` records one), so no archive to copy the {what} from"
+    mine, theirs = parse_version((install.version or "") if install else ""), parse_version(release.version or "")
+    if mine is not None and theirs is not None and mine.release[:3] != theirs.release[:3]:
+        return [], f"the cuDNN in {toolkit} is {install.version if install else '?'}, not the {release.version} that {release.archive} installed there"
+    files = [
+        (dest, identity)
+        for dest, identity in release.files
+        if rules.same(rules.dirname(dest), folder)
+        and rules.name_key(rules.basename(dest)).startswith(rules.name_key("cudnn"))
+        and rules.basename(dest).lower().endswith(suffix)
+        and not any(rules.same(dest, p) for p in present)
+    ]
+    if not files:
+        return [], f"the install of {release.archive} wrote none of the missing {what} into {folder}"
+    if release.unusable:
+        return [], f"the archive {release.archive} that installed cuDNN {release.version or ''} into {toolkit} {release.unusable}".replace("  ", " ")
+    return [ExtractFile(release.archive, dest, identity) for dest, identity in files], None
+
+
+def why_no_fix(finding: Finding, facts: Facts, releases: Optional[Sequence[InstalledRelease]]) -> Optional[str]:
+    """Why a finding whose rule has a fix gets none here, when a sentence says more than "this case": the install
+    history holds no usable archive, or a Linux PATH holds an activated environment; None otherwise."""
+    if finding.id in WITH_HISTORY:
+        return _restore(finding, facts, releases)[1] if releases is not None else None
+    if finding.id == "path-missing-dir":
+        named = {e for e in finding.evidence.get("entries") or [] if isinstance(e, str)}
+        return _linux_exports(facts, LINUX_VARIABLES, lambda entry, seen: entry.value in named and not entry.exists)[1]
+    if finding.id == "path-duplicate-entries":
+        variable = {str(finding.evidence.get("variable", ""))}
+        return _linux_exports(facts, variable, lambda entry, seen: bool(entry.value) and PathRules("linux").key(entry.value) in seen)[1]
+    return None
+
+
+@planner("cudnn-header-missing")
+def plan_header_missing(finding: Finding, facts: Facts, releases: Sequence[InstalledRelease] = ()) -> list[Change]:
+    """Headers `cudnn-doctor install` wrote and that are gone since: extracted again from the same archive, byte for byte."""
+    return _restore(finding, facts, releases)[0]
+
+
+@planner("cudnn-import-lib-missing")
+def plan_import_lib_missing(finding: Finding, facts: Facts, releases: Sequence[InstalledRelease] = ()) -> list[Change]:
+    """Windows import libraries (lib\\x64\\cudnn*.lib) the install wrote and that are gone since, from the same archive."""
+    return _restore(finding, facts, releases)[0]
+
+
+WITH_HISTORY.update({"cudnn-header-missing", "cudnn-import-lib-missing"})

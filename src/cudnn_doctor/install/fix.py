@@ -7,12 +7,29 @@ every file before anything is changed. Refusals are one-line errors raised here,
 
 from __future__ import annotations
 
-from typing import NamedTuple, Optional, Sequence
+import hashlib
+import re
+import shlex
+from pathlib import Path
+from typing import Any, NamedTuple, Optional, Sequence
 
 from cudnn_doctor.errors import UsageError
-from cudnn_doctor.fixes.changes import Change, CopyFile, MoveFile, MoveTree, RunCommand, SetPersistentEnv, WriteFile
+from cudnn_doctor.fixes.changes import (
+    Change,
+    CopyFile,
+    ExtractFile,
+    InstalledRelease,
+    ManagedExport,
+    MoveFile,
+    MoveTree,
+    RunCommand,
+    SetPersistentEnv,
+    WriteFile,
+)
+from cudnn_doctor.install.archive import Archive
 from cudnn_doctor.install.plan import EnvChange
-from cudnn_doctor.install.transaction import FixStep
+from cudnn_doctor.install.transaction import FixStep, Store
+from cudnn_doctor.paths import MANAGED_ENV_MARKER, tilde
 from cudnn_doctor.system.interface import System
 
 
@@ -20,6 +37,8 @@ class Expanded(NamedTuple):
     steps: list[FixStep]
     env: list[EnvChange]
     commands: list[RunCommand]
+    shell_files: tuple[str, ...] = ()  # Linux: the doctor's env.sh files written, which take effect where they are sourced
+    shell_lines: tuple[str, ...] = ()  # what the user adds to ~/.bashrc for each: "add  . ~/.config/cudnn-doctor/env.sh  to ~/.bashrc"
 
 
 def quarantine_dest(system: System, quarantine: str, path: str) -> str:
@@ -36,6 +55,8 @@ def expand(system: System, changes: Sequence[Change], quarantine: str) -> Expand
     moved: set[str] = set()
     env: list[EnvChange] = []
     commands: list[RunCommand] = []
+    archives: dict[str, Archive] = {}
+    exports: dict[str, dict[str, str]] = {}
 
     def move(source: str, dest: Optional[str]) -> None:
         if rules.key(source) in moved or (system.stat(source) is None and system.link_target(source) is None):
@@ -47,27 +68,136 @@ def expand(system: System, changes: Sequence[Change], quarantine: str) -> Expand
         moved.add(rules.key(source))
         steps.append(FixStep("move", target, source))
 
-    for change in changes:
-        if isinstance(change, MoveFile):
-            move(change.src, change.dest)
-        elif isinstance(change, MoveTree):
-            if not system.is_dir(change.src) or system.link_target(change.src) is not None:
-                continue
-            for path in _files_below(system, change.src):
-                if rules.key(path) in moved:
+    try:
+        for change in changes:
+            if isinstance(change, MoveFile):
+                move(change.src, change.dest)
+            elif isinstance(change, MoveTree):
+                if not system.is_dir(change.src) or system.link_target(change.src) is not None:
                     continue
-                rel = path[len(rules.norm(change.src)) :].lstrip("\\/")
-                move(path, rules.join(change.dest, *rel.replace("\\", "/").split("/")) if change.dest else None)
-            steps.extend(FixStep("rmdir", folder) for folder in _emptied(system, change.src, moved))
-        elif isinstance(change, CopyFile):
-            steps.append(FixStep("write", change.dest, change.src))
-        elif isinstance(change, WriteFile):
-            steps.append(FixStep("write", change.dest, text=change.text))
-        elif isinstance(change, SetPersistentEnv):
-            env.append(EnvChange(change.scope, change.name, change.old, change.value))  # type: ignore[arg-type]  # None removes it
-        elif isinstance(change, RunCommand):
-            commands.append(change)
-    return Expanded(_rmdirs_last(steps), env, commands)
+                for path in _files_below(system, change.src):
+                    if rules.key(path) in moved:
+                        continue
+                    rel = path[len(rules.norm(change.src)) :].lstrip("\\/")
+                    move(path, rules.join(change.dest, *rel.replace("\\", "/").split("/")) if change.dest else None)
+                steps.extend(FixStep("rmdir", folder) for folder in _emptied(system, change.src, moved))
+            elif isinstance(change, CopyFile):
+                steps.append(FixStep("write", change.dest, change.src))
+            elif isinstance(change, WriteFile):
+                steps.append(FixStep("write", change.dest, text=change.text))
+            elif isinstance(change, SetPersistentEnv):
+                env.append(EnvChange(change.scope, change.name, change.old, change.value))  # type: ignore[arg-type]  # None removes it
+            elif isinstance(change, RunCommand):
+                commands.append(change)
+            elif isinstance(change, ExtractFile):
+                if system.stat(change.dest) is None and system.link_target(change.dest) is None:  # there again since the check: left alone
+                    steps.append(FixStep("write", change.dest, data=_member_bytes(system, change, archives)))
+            elif isinstance(change, ManagedExport):
+                exports.setdefault(change.file, {})[change.name] = change.value
+    finally:
+        for archive in archives.values():
+            archive.close()
+    for file, values in exports.items():
+        text = managed_env_text(system, file, values)
+        if text is not None:
+            steps.append(FixStep("write", file, text=text))
+    return Expanded(_rmdirs_last(steps), env, commands, tuple(exports), tuple(source_line(system, f) for f in exports))
+
+
+_VARIABLE_LINE = re.compile(r"^(?:export\s+(?P<set>[A-Za-z_][A-Za-z0-9_]*)=|unset\s+(?P<unset>[A-Za-z_][A-Za-z0-9_]*)\s*$)")
+
+
+def managed_env_text(system: System, file: str, values: dict[str, str]) -> Optional[str]:
+    """The whole new env.sh: its first line marks it as the doctor's; the variables a former fix wrote are kept, these
+    replaced (never a second line for one variable); None when it already says exactly this. A file of that name that
+    the doctor did not write is a one-line refusal."""
+    old = _read_text(system, file)
+    lines: dict[str, str] = {}
+    if old is not None:
+        if not old.startswith(MANAGED_ENV_MARKER):
+            raise UsageError(
+                f"{file} exists and is not a file cudnn-doctor manages (its first line is not {MANAGED_ENV_MARKER!r}): move it away and run the fix again; nothing was changed"
+            )
+        for line in old.splitlines():
+            found = _VARIABLE_LINE.match(line)
+            if found:
+                lines[found.group("set") or found.group("unset")] = line
+    for name, value in values.items():
+        lines[name] = f"export {name}={shlex.quote(value)}" if value else f"unset {name}"
+    shown = tilde(file, system.env())
+    text = "\n".join(
+        [
+            f"{MANAGED_ENV_MARKER}: `cudnn-doctor fix` rewrites this whole file and `cudnn-doctor rollback` undoes it; edits here are lost.",
+            f"# It takes effect in shells that source it: add   . {shown}   to ~/.bashrc (cudnn-doctor never edits rc files).",
+            *lines.values(),
+        ]
+    )
+    text += "\n"
+    return None if text == old else text
+
+
+def _read_text(system: System, file: str) -> Optional[str]:
+    """The file's text as it is now (a fix may have written it: read its bytes), None when there is none."""
+    if system.stat(file) is None and system.link_target(file) is None:
+        return None
+    try:
+        with system.open_read(file) as handle:
+            return handle.read(1 << 20).decode("utf-8", "replace")
+    except OSError as error:
+        raise UsageError(f"cannot read {file} ({error.strerror or error}); nothing was changed") from None
+
+
+def source_line(system: System, file: str) -> str:
+    """What the user adds to ~/.bashrc so that new shells get the cleaned variables."""
+    return f"add  . {tilde(file, system.env())}  to ~/.bashrc"
+
+
+def _member_bytes(system: System, change: ExtractFile, archives: dict[str, Archive]) -> bytes:
+    """The bytes of the member the install wrote at `change.dest`: a file of that name in the archive whose
+    SHA-256 is the one the history recorded (a v9 archive holds one cudnn.h per CUDA major; the hash picks the one)."""
+    rules = system.paths
+    if change.archive not in archives:
+        archives[change.archive] = Archive(Path(change.archive))  # validated as install validates it; a bad one is a one-line error
+    archive = archives[change.archive]
+    name = rules.name_key(rules.basename(change.dest))
+    for member in archive.members:
+        if member.is_file and member.size <= MAX_RESTORED and rules.name_key(member.name.rsplit("/", 1)[-1]) == name:
+            data = archive.read_head(member, MAX_RESTORED + 1)
+            if f"sha256:{hashlib.sha256(data).hexdigest()}" == change.identity:
+                return data
+    raise UsageError(f"{change.archive} no longer holds the {rules.basename(change.dest)} that was installed at {change.dest}; nothing was changed")
+
+
+MAX_RESTORED = 64 << 20  # headers and import libraries are kilobytes to a few megabytes
+
+
+def recorded_releases(store: Store) -> tuple[InstalledRelease, ...]:
+    """The installs the history records and that are still in place (oldest first), each with the files it wrote
+    and, when its archive cannot give them back any more, why: the archive is read on this host, where install read it."""
+    releases = []
+    for entry in store.history():
+        if entry.get("kind") == "fix" or entry.get("state") != "installed":
+            continue
+        files = tuple(
+            (step["dest"], step["new"])
+            for step in entry["steps"]
+            if step.get("kind") in ("add", "replace") and isinstance(step.get("new"), str) and step["new"].startswith("sha256:")
+        )
+        releases.append(InstalledRelease(entry["id"], entry["archive"], entry["target"], entry.get("version"), files, _unusable(entry)))
+    return tuple(releases)
+
+
+def _unusable(entry: dict[str, Any]) -> Optional[str]:
+    path = Path(entry["archive"])
+    try:
+        if not path.exists():
+            return "is not on disk any more"
+        size = entry.get("archive_size")
+        if isinstance(size, int) and path.is_file() and path.stat().st_size != size:
+            return f"has changed since (it is {path.stat().st_size:,} bytes; the install read {size:,})"
+    except OSError as error:
+        return f"cannot be read ({error.strerror or error})"
+    return None
 
 
 def _files_below(system: System, folder: str) -> list[str]:

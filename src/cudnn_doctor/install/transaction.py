@@ -298,6 +298,7 @@ def apply(
         "journal": 1,
         "id": txid,
         "archive": str(plan.archive.path),
+        "archive_size": _size_of(plan.archive.path),  # `fix` takes files back from it only while it is the same size
         "target": plan.target,
         "version": plan.archive.version,
         "started": time.time(),
@@ -735,6 +736,14 @@ def _copy(system: System, source: str, target: str) -> Optional[str]:
     return f"sha256:{digest.hexdigest()}"
 
 
+def _size_of(path: Any) -> Optional[int]:
+    """The size of an archive file on this host (None for an extracted folder)."""
+    try:
+        return int(path.stat().st_size) if path.is_file() else None
+    except OSError:
+        return None
+
+
 def _present(system: System, path: str) -> bool:
     """A file or a link (even one that dangles) is at path."""
     return system.link_target(path) is not None or system.stat(path) is not None
@@ -772,6 +781,7 @@ class FixStep(NamedTuple):
     dest: str
     source: Optional[str] = None  # move: the file moved; write: the file whose bytes are written
     text: Optional[str] = None  # write: the text written
+    data: Optional[bytes] = None  # write: the bytes written (a member taken again from an installed archive)
 
 
 def apply_fix(
@@ -858,9 +868,9 @@ def _apply_fix_step(store: Store, step: FixStep, record: dict[str, Any], index: 
     else:
         temp = dest + TEMP_SUFFIX
         _discard(system, temp)
-        if step.text is not None:
+        if step.text is not None or step.data is not None:
             with system.open_write(temp) as handle:
-                handle.write(step.text.encode("utf-8"))
+                handle.write(step.data if step.data is not None else (step.text or "").encode("utf-8"))
         else:
             _copy(system, step.source or "", temp)
         record["new"] = identity(system, temp)

@@ -329,7 +329,7 @@ def test_linux_path_fixes_write_one_managed_env_sh_that_a_new_shell_sources_clea
     fix(system, LINUX_STATE)
     text = system.open_read(ENV_SH).read().decode()
     assert text.startswith("# Managed by cudnn-doctor")
-    assert text.count("export LD_LIBRARY_PATH=") == 1 and text.count("export PATH=") == 1
+    assert text.count("\n_cudnn_doctor_clean LD_LIBRARY_PATH ") == 1 and text.count("\n_cudnn_doctor_clean PATH ") == 1
     assert system.open_read("/home/dev/.bashrc").read() == b"# the user's own\n"  # never an rc file
     assert {"path-missing-dir", "path-duplicate-entries"} <= ids_of(system)  # this process's values are what they were
     new_shell = with_env(system, sourced(system, tmp_path))
@@ -342,7 +342,7 @@ def test_a_second_fix_rewrites_the_managed_file_and_keeps_the_first_ones_variabl
     system = linux_path_machine()
     fix(system, LINUX_STATE, {"path-duplicate-entries"})
     first = system.open_read(ENV_SH).read()
-    assert b"export LD_LIBRARY_PATH=" in first and b"export PATH=" not in first  # PATH has no duplicate
+    assert b"\n_cudnn_doctor_clean LD_LIBRARY_PATH --repeats\n" in first and b"_cudnn_doctor_clean PATH" not in first  # PATH has no duplicate
     # a new shell sourced it, and later PATH got a duplicate of its own
     later = with_env(system, {**sourced(system, tmp_path), "PATH": f"{LINUX_TK}/bin:/usr/bin:{LINUX_TK}/bin:/bin"})
     assert "path-duplicate-entries" in ids_of(later)
@@ -353,8 +353,8 @@ def test_a_second_fix_rewrites_the_managed_file_and_keeps_the_first_ones_variabl
         transaction.apply_fix(expanded.steps, store, "t2", "fix: test", "folder")
     text = later.open_read(ENV_SH).read().decode()
     assert text.splitlines()[0].startswith("# Managed by cudnn-doctor")
-    assert text.count("# Managed by cudnn-doctor") == 1 and text.count("export LD_LIBRARY_PATH=") == 1 and text.count("export PATH=") == 1
-    assert f"export PATH={LINUX_TK}/bin:/usr/bin:/bin" in text
+    assert text.count("# Managed by cudnn-doctor") == 1 and text.count("\n_cudnn_doctor_clean LD_LIBRARY_PATH ") == 1
+    assert "\n_cudnn_doctor_clean PATH --repeats\n" in text and sourced(later, tmp_path)["PATH"] == f"{LINUX_TK}/bin:/usr/bin:/bin"
     rollback(later, LINUX_STATE)
     assert later.open_read(ENV_SH).read() == first  # the second fix undone: the first's file, byte for byte
 
@@ -376,13 +376,53 @@ def test_xdg_config_home_is_respected_and_a_relative_one_ignored():
     assert {c.file for c in plan_of(linux_path_machine(XDG_CONFIG_HOME="cfg"), LINUX_STATE).changes} == {ENV_SH}
 
 
-def test_a_path_holding_an_activated_environment_is_not_frozen_into_every_shell():
+def test_env_sh_only_removes_folders_and_never_freezes_this_shells_value(tmp_path):
+    """An activated environment's folder, or a folder another rc file adds later, is neither written into env.sh
+    nor lost by a shell that sources it: the file names only the folders it drops."""
     system = linux_path_machine(VIRTUAL_ENV="/home/dev/.venv", PATH=f"/home/dev/.venv/bin:/usr/local/cuda-10.0/bin:{LINUX_TK}/bin:/usr/bin:/bin")
-    plan = plan_of(system, LINUX_STATE, {"path-missing-dir"})
-    assert {c.name for c in plan.changes} == {"LD_LIBRARY_PATH"}  # PATH left as it is
-    system = linux_path_machine(LD_LIBRARY_PATH=CUDA_LIB, VIRTUAL_ENV="/home/dev/.venv", PATH="/home/dev/.venv/bin:/usr/local/cuda-10.0/bin:/usr/bin")
-    plan = plan_of(system, LINUX_STATE, {"path-missing-dir"})
-    assert not plan.changes and "activated environment" in plan.skipped[0].why
+    fix(system, LINUX_STATE, {"path-missing-dir"})
+    text = system.open_read(ENV_SH).read().decode()
+    assert "/home/dev/.venv" not in text and "/usr/bin" not in text
+    elsewhere = with_env(system, {"PATH": f"/home/dev/go/bin:/usr/local/cuda-10.0/bin:{LINUX_TK}/bin:/usr/bin"})
+    assert sourced(elsewhere, tmp_path)["PATH"] == f"/home/dev/go/bin:{LINUX_TK}/bin:/usr/bin"
+
+
+@pytest.mark.parametrize(
+    "value, drop, repeats",
+    [
+        ("/a:/b:/a/:/c:/b", (), True),
+        ("/a:/b:/a/:/c:/b", ("/b",), False),
+        ("/x y:/x y/:/q*:/q*", ("/gone",), True),
+        (":/a::/a", (), True),  # empty entries (the current folder) are kept as they are
+        ("/only", ("/only",), False),  # nothing left: the variable is unset
+        ("/a//:/a:/", ("/",), True),
+    ],
+)
+def test_the_shell_function_gives_what_the_plan_shows(tmp_path, value, drop, repeats):
+    """env.sh's function, run by a real bash and a real dash, against a straightforward Python statement of the same rule."""
+    import shutil
+    import subprocess
+
+    from cudnn_doctor.install.fix import _CLEAN_FUNCTION, _clean_line
+
+    kept, seen = [], set()
+    for entry in value.split(":"):
+        key = entry.rstrip("/") or entry
+        if key in drop or (repeats and key and key in seen):
+            continue
+        seen.add(key)
+        kept.append(entry)
+    expected = ":".join(kept) if kept else "(unset)"
+    script = tmp_path / "env.sh"
+    script.write_text(f"{_CLEAN_FUNCTION}\n{_clean_line('V', repeats, drop)}\n")
+    shells = [s for s in ("bash", "dash", "zsh") if shutil.which(s)]
+    if sys.platform == "win32" or not shells:
+        pytest.skip("needs a POSIX shell")
+    for shell in shells:
+        shown = subprocess.run(
+            [shell, "-c", f'. "{script}"; printf "%s" "${{V-(unset)}}"'], env={"V": value, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True
+        )
+        assert shown.stdout == expected, (shell, shown.stderr)
 
 
 def test_the_fix_command_says_how_env_sh_takes_effect_and_never_claims_a_clean_recheck(monkeypatch, capsys):
@@ -515,7 +555,7 @@ def test_live_env_sh_fix_a_new_bash_that_sources_it_is_clean_and_rollback_remove
     assert "add  . ~/.config/cudnn-doctor/env.sh  to ~/.bashrc" in done.stdout, done.stdout + done.stderr
     assert "path-missing-dir: takes effect in shells that source env.sh" in done.stdout
     written = home / ".config" / "cudnn-doctor" / "env.sh"
-    assert written.read_text().splitlines()[2] == f"export LD_LIBRARY_PATH={kept}"
+    assert written.read_text().splitlines()[-2] == "_cudnn_doctor_clean LD_LIBRARY_PATH --repeats /usr/local/cuda-10.0/lib64"
     assert not {"path-missing-dir", "path-duplicate-entries"} & ids(". ~/.config/cudnn-doctor/env.sh; ")
     assert sorted(os.listdir(home)) == [".config"]  # no rc file was made or edited
     assert subprocess.run([*doctor, "rollback"], env=env, capture_output=True, timeout=120).returncode == 0

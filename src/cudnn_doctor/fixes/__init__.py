@@ -78,11 +78,13 @@ def _kept(old: list[str], new: list[str]) -> list[bool]:
 def _both(a: Change, b: Change) -> Change:
     """Two values of one PATH-like variable, each the same old value less some entries: the old value less both's."""
     if isinstance(a, ManagedExport) and isinstance(b, ManagedExport):  # Linux: ':' and an empty entry is the current folder
+        drop, repeats = tuple(dict.fromkeys(a.drop + b.drop)), a.repeats or b.repeats
         if a.old != b.old:
-            return b
+            return ManagedExport(b.file, b.name, b.value, b.old, drop, repeats)
         old = a.old.split(":")
         masks = zip(_kept(old, a.value.split(":")), _kept(old, b.value.split(":")))
-        return ManagedExport(a.file, a.name, ":".join(entry for entry, (x, y) in zip(old, masks) if x and y), a.old)
+        value = ":".join(entry for entry, (x, y) in zip(old, masks) if x and y)
+        return ManagedExport(a.file, a.name, value, a.old, drop, repeats)
     assert isinstance(a, SetPersistentEnv) and isinstance(b, SetPersistentEnv)
     if a.old is None or a.old != b.old or a.value is None or b.value is None:
         return b

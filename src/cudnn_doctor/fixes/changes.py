@@ -97,16 +97,21 @@ class InstalledRelease:
 
 @dataclass(frozen=True)
 class ManagedExport:
-    """Linux: `export NAME=value` in the doctor's own shell file (~/.config/cudnn-doctor/env.sh); the install layer writes
-    the whole file (its other variables kept), and the user sources it from ~/.bashrc: no rc file is ever edited."""
+    """Linux: a line of the doctor's own shell file (~/.config/cudnn-doctor/env.sh) that drops folders from PATH or
+    LD_LIBRARY_PATH as each new shell has it (never a frozen copy of this shell's value: later changes to the user's
+    PATH survive); the user sources the file from ~/.bashrc: no rc file is ever edited."""
 
     file: str
     name: str  # PATH | LD_LIBRARY_PATH
-    value: str
+    value: str  # what this process's value becomes: the plan shows it, and a test pins the shell function to it
     old: str  # the value the planner saw (this process's), for the printed plan and to merge two fixes of one variable
+    drop: tuple[str, ...] = ()  # folders removed wherever they stand
+    repeats: bool = False  # later copies of a folder removed (the first stays, so the search order is kept)
 
     def describe(self) -> str:
-        return f"export   {self.name}={self.value} in {self.file} (was {self.old})"
+        what = [f"drop {', '.join(self.drop)}"] if self.drop else []
+        what += ["drop later copies of a folder"] if self.repeats else []
+        return f"{self.name} in {self.file}: {'; '.join(what)} (here: {self.old} → {self.value})"
 
 
 Change = Union[MoveFile, MoveTree, CopyFile, SetPersistentEnv, WriteFile, RunCommand, ExtractFile, ManagedExport]

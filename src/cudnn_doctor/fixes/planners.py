@@ -159,7 +159,7 @@ def plan_path_duplicates(finding: Finding, facts: Facts) -> list[Change]:
     on Windows; on Linux in the doctor's env.sh, which the user sources."""
     variable = str(finding.evidence.get("variable", ""))
     if facts.os == "linux":
-        return _linux_exports(facts, {variable}, lambda entry, seen: bool(entry.value) and PathRules("linux").key(entry.value) in seen)[0]
+        return _linux_exports(facts, {variable}, lambda entry, seen: bool(entry.value) and PathRules("linux").key(entry.value) in seen, repeats=True)
     if variable.upper() != "PATH":
         return []
     rules = PathRules("windows")
@@ -172,7 +172,7 @@ def plan_path_missing(finding: Finding, facts: Facts) -> list[Change]:
     in the doctor's env.sh (PATH and LD_LIBRARY_PATH)."""
     if facts.os == "linux":
         named = {e for e in finding.evidence.get("entries") or [] if isinstance(e, str)}
-        return _linux_exports(facts, LINUX_VARIABLES, lambda entry, seen: entry.value in named and not entry.exists)[0]
+        return _linux_exports(facts, LINUX_VARIABLES, lambda entry, seen: entry.value in named and not entry.exists, repeats=False)
     rules = PathRules("windows")
     missing = {rules.key(e) for e in finding.evidence.get("entries") or [] if isinstance(e, str)}
     return _rewrite_path(facts, lambda scope, entry, seen: rules.key(entry) not in missing)
@@ -181,45 +181,36 @@ def plan_path_missing(finding: Finding, facts: Facts) -> list[Change]:
 LINUX_VARIABLES = frozenset({"LD_LIBRARY_PATH", "PATH"})
 
 
-def _linux_exports(facts: Facts, names: Collection[str], drop: Callable[[PathEntry, set[str]], bool]) -> tuple[list[Change], Optional[str]]:
-    """Linux: the cleaned value of each variable (order kept, the entries `drop` names gone) as an export in the doctor's
-    env.sh; a variable that holds an activated environment's folder is left (written there it would be in every shell)."""
+def _linux_exports(facts: Facts, names: Collection[str], drop: Callable[[PathEntry, set[str]], bool], repeats: bool) -> list[Change]:
+    """Linux: for each variable with entries `drop` names, a line of the doctor's env.sh that removes them from the
+    value each new shell has (the missing folders by name, or every later copy of a folder)."""
     variables = facts.environment.variables
     file = managed_env_file(variables)
     if facts.os != "linux" or file is None:
-        return [], None
+        return []
+    rules = PathRules("linux")
     changes: list[Change] = []
-    refusal = None
     for entries in (facts.environment.ld_library_path, facts.environment.path):
         if not entries or entries[0].variable not in names:
             continue
-        name = entries[0].variable
         seen: set[str] = set()
-        kept = []
+        kept, dropped = [], []
         for entry in entries:
-            if not drop(entry, seen):
-                kept.append(entry.value)
+            (dropped if drop(entry, seen) else kept).append(entry.value)
             if entry.value:
-                seen.add(PathRules("linux").key(entry.value))
+                seen.add(rules.key(entry.value))
+        if not dropped:
+            continue
+        name = entries[0].variable
         old = variables.get(name, ":".join(e.value for e in entries))
-        if len(kept) == len(entries):
-            continue
-        active = _activated(facts, entries)
-        if active is not None:
-            refusal = (
-                f"{name} holds {active}, a folder of the activated environment: written to {file} it would be in every shell; "
-                "run `cudnn-doctor fix` again from a shell where no environment is activated"
-            )
-            continue
-        changes.append(ManagedExport(file, name, ":".join(kept), old))
-    return changes, refusal
+        named = () if repeats else tuple(dict.fromkeys(_without_trailing_slash(d) for d in dropped))
+        changes.append(ManagedExport(file, name, ":".join(kept), old, named, repeats))
+    return changes
 
 
-def _activated(facts: Facts, entries: Sequence[PathEntry]) -> Optional[str]:
-    """The first entry inside the activated virtual or conda environment (VIRTUAL_ENV, CONDA_PREFIX), if any."""
-    rules = PathRules("linux")
-    prefixes = [p for p in (facts.environment.variables.get(k) for k in ("VIRTUAL_ENV", "CONDA_PREFIX")) if p and p.startswith("/")]
-    return next((e.value for e in entries if e.value and any(rules.inside(e.value, p) for p in prefixes)), None)
+def _without_trailing_slash(folder: str) -> str:
+    """How env.sh's function compares folders: `/usr/lib64/` is `/usr/lib64`."""
+    return folder.rstrip("/") or folder
 
 
 @planner("env-var-ineffective")
@@ -343,15 +334,9 @@ def _restore(finding: Finding, facts: Facts, releases: Sequence[InstalledRelease
 
 def why_no_fix(finding: Finding, facts: Facts, releases: Optional[Sequence[InstalledRelease]]) -> Optional[str]:
     """Why a finding whose rule has a fix gets none here, when a sentence says more than "this case": the install
-    history holds no usable archive, or a Linux PATH holds an activated environment; None otherwise."""
+    history holds no usable archive; None otherwise."""
     if finding.id in WITH_HISTORY:
         return _restore(finding, facts, releases)[1] if releases is not None else None
-    if finding.id == "path-missing-dir":
-        named = {e for e in finding.evidence.get("entries") or [] if isinstance(e, str)}
-        return _linux_exports(facts, LINUX_VARIABLES, lambda entry, seen: entry.value in named and not entry.exists)[1]
-    if finding.id == "path-duplicate-entries":
-        variable = {str(finding.evidence.get("variable", ""))}
-        return _linux_exports(facts, variable, lambda entry, seen: bool(entry.value) and PathRules("linux").key(entry.value) in seen)[1]
     return None
 
 

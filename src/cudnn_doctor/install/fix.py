@@ -93,7 +93,7 @@ def expand(system: System, changes: Sequence[Change], quarantine: str) -> Expand
                 if system.stat(change.dest) is None and system.link_target(change.dest) is None:  # there again since the check: left alone
                     steps.append(FixStep("write", change.dest, data=_member_bytes(system, change, archives)))
             elif isinstance(change, ManagedExport):
-                exports.setdefault(change.file, {})[change.name] = change.value
+                exports.setdefault(change.file, {})[change.name] = change
     finally:
         for archive in archives.values():
             archive.close()
@@ -104,32 +104,80 @@ def expand(system: System, changes: Sequence[Change], quarantine: str) -> Expand
     return Expanded(_rmdirs_last(steps), env, commands, tuple(exports), tuple(source_line(system, f) for f in exports))
 
 
-_VARIABLE_LINE = re.compile(r"^(?:export\s+(?P<set>[A-Za-z_][A-Za-z0-9_]*)=|unset\s+(?P<unset>[A-Za-z_][A-Za-z0-9_]*)\s*$)")
+_CLEAN = "_cudnn_doctor_clean"
+_CLEAN_LINE = re.compile(rf"^{_CLEAN}\s+(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?P<args>.*)$")
+# POSIX sh (bash, dash, zsh alike): split on ':' by parameter expansion (no IFS, no globbing), compare folders without
+# their trailing '/', and export the result (or unset the variable when nothing is left). A variable that is not set
+# stays unset.
+_CLEAN_FUNCTION = f"""\
+{_CLEAN}() {{  # NAME [--repeats] [FOLDER...]: $NAME without the FOLDERs and, with --repeats, without later copies of a folder
+    _cdd_name=$1; shift
+    _cdd_repeats=; if [ "${{1-}}" = --repeats ]; then _cdd_repeats=1; shift; fi
+    eval "[ -n \\"\\${{$_cdd_name+set}}\\" ]" || return 0
+    eval "_cdd_rest=\\${{$_cdd_name}}:"
+    _cdd_out=; _cdd_first=1; _cdd_seen=:
+    while [ -n "$_cdd_rest" ]; do
+        _cdd_dir=${{_cdd_rest%%:*}}; _cdd_rest=${{_cdd_rest#*:}}
+        _cdd_key=$_cdd_dir
+        while [ "$_cdd_key" != / ] && [ "${{_cdd_key%/}}" != "$_cdd_key" ]; do _cdd_key=${{_cdd_key%/}}; done
+        _cdd_keep=1
+        for _cdd_drop in "$@"; do if [ "$_cdd_key" = "$_cdd_drop" ]; then _cdd_keep=; fi; done
+        if [ -n "$_cdd_repeats" ] && [ -n "$_cdd_key" ]; then
+            case $_cdd_seen in *":$_cdd_key:"*) _cdd_keep= ;; esac
+            _cdd_seen=$_cdd_seen$_cdd_key:
+        fi
+        if [ -n "$_cdd_keep" ]; then
+            if [ -n "$_cdd_first" ]; then _cdd_out=$_cdd_dir; _cdd_first=; else _cdd_out=$_cdd_out:$_cdd_dir; fi
+        fi
+    done
+    if [ -n "$_cdd_first" ]; then unset "$_cdd_name"; else export "$_cdd_name=$_cdd_out"; fi
+    unset _cdd_name _cdd_repeats _cdd_rest _cdd_out _cdd_first _cdd_seen _cdd_dir _cdd_key _cdd_keep _cdd_drop
+}}"""
 
 
-def managed_env_text(system: System, file: str, values: dict[str, str]) -> Optional[str]:
-    """The whole new env.sh: its first line marks it as the doctor's; the variables a former fix wrote are kept, these
-    replaced (never a second line for one variable); None when it already says exactly this. A file of that name that
-    the doctor did not write is a one-line refusal."""
+def _clean_line(name: str, repeats: bool, drop: Sequence[str]) -> str:
+    return " ".join([_CLEAN, name, *(["--repeats"] if repeats else []), *(shlex.quote(d) for d in drop)])
+
+
+def _old_lines(old: str) -> dict[str, tuple[bool, tuple[str, ...]]]:
+    """What an earlier fix wrote, per variable: whether later copies go, and the folders dropped."""
+    found: dict[str, tuple[bool, tuple[str, ...]]] = {}
+    for line in old.splitlines():
+        match = _CLEAN_LINE.match(line)
+        if match:
+            try:
+                args = shlex.split(match.group("args"))
+            except ValueError:
+                continue
+            repeats = bool(args) and args[0] == "--repeats"
+            found[match.group("name")] = (repeats, tuple(args[1:] if repeats else args))
+    return found
+
+
+def managed_env_text(system: System, file: str, exports: dict[str, ManagedExport]) -> Optional[str]:
+    """The whole new env.sh: its first line marks it as the doctor's; what a former fix dropped is kept and these
+    fixes' drops added (one line per variable); None when it already says exactly this. A file of that name that the
+    doctor did not write is a one-line refusal."""
     old = _read_text(system, file)
-    lines: dict[str, str] = {}
+    lines: dict[str, tuple[bool, tuple[str, ...]]] = {}
     if old is not None:
         if not old.startswith(MANAGED_ENV_MARKER):
             raise UsageError(
                 f"{file} exists and is not a file cudnn-doctor manages (its first line is not {MANAGED_ENV_MARKER!r}): move it away and run the fix again; nothing was changed"
             )
-        for line in old.splitlines():
-            found = _VARIABLE_LINE.match(line)
-            if found:
-                lines[found.group("set") or found.group("unset")] = line
-    for name, value in values.items():
-        lines[name] = f"export {name}={shlex.quote(value)}" if value else f"unset {name}"
+        lines = _old_lines(old)
+    for name, export in exports.items():
+        repeats, drop = lines.get(name, (False, ()))
+        lines[name] = (repeats or export.repeats, tuple(dict.fromkeys(drop + export.drop)))
     shown = tilde(file, system.env())
     text = "\n".join(
         [
             f"{MANAGED_ENV_MARKER}: `cudnn-doctor fix` rewrites this whole file and `cudnn-doctor rollback` undoes it; edits here are lost.",
             f"# It takes effect in shells that source it: add   . {shown}   to ~/.bashrc (cudnn-doctor never edits rc files).",
-            *lines.values(),
+            "# Each line removes folders from the value the shell has when it sources this file: nothing else is changed.",
+            _CLEAN_FUNCTION,
+            *(_clean_line(name, repeats, drop) for name, (repeats, drop) in lines.items()),
+            f"unset -f {_CLEAN}",
         ]
     )
     text += "\n"

@@ -126,8 +126,13 @@ def test_descendants_follow_parent_ids_across_sessions():
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, start_new_session=True)
     try:
         parent.stdout.readline()  # the grandchild has been started
-        below = child._tree(parent.pid, b"no such tag")
-        commands = [Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0] for pid in below]
+        deadline = time.monotonic() + 10
+        while True:  # on a loaded machine /proc may show the grandchild a moment before its command line
+            below = child._tree(parent.pid, b"no such tag")
+            commands = [Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0] for pid in below]
+            if commands == [b"sleep"] or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
     finally:
         for pid in child._tree(parent.pid, b"no such tag"):
             os.kill(pid, signal.SIGKILL)

@@ -11,12 +11,16 @@ Each table is pickled on its own, so a run unpickles only the tables it touches.
 
 from __future__ import annotations
 
-import pickle
 import zlib
 from pathlib import Path
 from typing import Any, Optional
 
 from cudnn_doctor.knowledge import records
+
+try:
+    from _pickle import loads as _loads  # the C unpickler alone: the pickle module's own import is ~1 ms of Python
+except ImportError:  # another implementation than CPython
+    from pickle import loads as _loads
 
 FORMAT = 1
 PROTOCOL = 4  # Python 3.4+: the oldest the package supports reads it
@@ -34,6 +38,8 @@ def json_fingerprint(data: bytes) -> tuple[int, int]:
 
 def render(tables: dict[str, Any], json_data: bytes) -> bytes:
     """The pickle of `tables` (name -> typed table, built from `json_data`)."""
+    import pickle
+
     document = {
         "format": FORMAT,
         "json": json_fingerprint(json_data),
@@ -46,9 +52,9 @@ def render(tables: dict[str, Any], json_data: bytes) -> bytes:
 def read(path: Path, json_path: Path) -> Optional[dict[str, bytes]]:
     """Table name -> its pickle, when `path` was built from `json_path` as it is now with these records; else None."""
     try:
-        document = pickle.loads(path.read_bytes())
+        document = _loads(path.read_bytes())
         current = json_fingerprint(json_path.read_bytes())
-    except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError):
+    except Exception:  # unreadable or not a pickle (any error a damaged pickle raises): the JSON is there
         return None
     if not isinstance(document, dict) or document.get("format") != FORMAT or document.get("json") != current:
         return None
@@ -64,6 +70,6 @@ def table(tables: dict[str, bytes], name: str) -> Optional[Any]:
     if data is None:
         return None
     try:
-        return pickle.loads(data)
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError):
+        return _loads(data)
+    except Exception:  # a damaged table: build it from the JSON
         return None

@@ -6,7 +6,6 @@ finding that names it), never a crash of the whole diagnosis.
 
 from __future__ import annotations
 
-import traceback
 from typing import Callable, Optional, TypeVar
 
 from cudnn_doctor.facts import DriverFacts, EnvironmentFacts, Facts, ProbeFailure, ToolkitFacts
@@ -35,6 +34,8 @@ def run_probes(system: System, with_frameworks: bool = True, framework_timeout: 
         try:
             return probe()
         except Exception as error:  # a probe bug must not hide the other facts
+            import traceback  # only when a probe failed
+
             last = traceback.extract_tb(error.__traceback__)[-1]
             failures.append(ProbeFailure(name, f"{type(error).__name__}: {error} ({last.filename.rsplit('/', 1)[-1]}:{last.lineno})"))
             return fallback

@@ -40,6 +40,8 @@ def run_probes(system: System, with_frameworks: bool = True, framework_timeout: 
             failures.append(ProbeFailure(name, f"{type(error).__name__}: {error} ({last.filename.rsplit('/', 1)[-1]}:{last.lineno})"))
             return fallback
 
+    index = FolderIndex(system)
+    index.prefetch()  # the loader cache (`ldconfig -p`) is read while the probes below run
     pythons = guarded("pythons", lambda: probe_pythons(system), ())
     # the framework imports take seconds: they run in the background while everything else is probed
     pool = None
@@ -53,7 +55,6 @@ def run_probes(system: System, with_frameworks: bool = True, framework_timeout: 
     environment = guarded("environment", lambda: probe_environment(system), EnvironmentFacts())
     wsl_driver = guarded("wsl", lambda: probe_linux_driver_in_wsl(system), ())
     wsl_packages = guarded("wsl packages", lambda: probe_linux_driver_packages(system, wsl_driver), ()) if wsl_driver else ()
-    index = FolderIndex(system)
     driver_files = guarded("driver files", lambda: probe_driver_files(system, index), ())
     cudnn = guarded("cudnn", lambda: probe_cudnn(system, toolkits, pythons, index), ())
     if reports is not None and pool is not None:

@@ -51,6 +51,8 @@ _MARKER = "@@cudnn-doctor-report@@"
 class LiveSystem(System):
     """The machine the doctor runs on."""
 
+    runs_concurrently = True  # `run` may be called from two threads at once (FolderIndex.prefetch)
+
     def __init__(self, limit: Optional[float] = None) -> None:
         """`limit`: seconds any one child process may take (`--framework-timeout`), below each call's own timeout."""
         self.os = "windows" if sys.platform == "win32" else "linux"

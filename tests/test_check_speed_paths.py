@@ -203,3 +203,40 @@ def test_no_wanted_line_no_packaging_requirements():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
     assert done.stdout.strip() == "[] False"
+
+
+# --- one listing for a folder under two names (merged /usr) -----------------------------------------
+
+
+def _live_index(shared: bool) -> FolderIndex:
+    from cudnn_doctor.system.live import LiveSystem
+
+    class Unshared(LiveSystem):
+        lists_with_scandir = False
+
+    return FolderIndex(LiveSystem() if shared else Unshared())
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="Linux folders")
+def test_a_folder_listed_under_another_name_gives_what_listing_it_gives(tmp_path):
+    real = tmp_path / "usr" / "lib"
+    real.mkdir(parents=True)
+    for name in ("libcuda.so.1", "libz.so.1", "b.txt"):
+        (real / name).write_text("")
+    (real / "sub").mkdir()
+    (real / "link.so").symlink_to("libz.so.1")
+    (tmp_path / "lib").symlink_to(real)
+    folders = [
+        str(real),
+        str(tmp_path / "lib"),
+        str(tmp_path / "lib") + "/",
+        str(real / ".." / "lib"),
+        str(tmp_path / "missing"),
+        str(tmp_path / "missing2" / ".."),
+    ]
+    folders += linux.default_dirs("x86_64")
+    shared, alone = _live_index(True), _live_index(False)
+    for folder in folders:
+        assert list(shared.files(folder).items()) == list(alone.files(folder).items()), folder
+    assert shared.files(str(tmp_path / "lib"))["link.so"] == f"{tmp_path}/lib/link.so" and "sub" not in shared.files(str(real))
+    assert shared._by_real and not alone._by_real

@@ -25,6 +25,7 @@ class FolderIndex:
         self._cache: Optional[dict[str, str]] = None
         self._cache_known = False
         self._reading: Optional[threading.Thread] = None
+        self._by_real: dict[str, Optional[dict[str, str]]] = {}  # real path → listing (see _real)
 
     def prefetch(self) -> None:
         """Start reading the loader cache now, in a thread, where the System may run two commands at once (the live
@@ -43,11 +44,28 @@ class FolderIndex:
         rules = self.system.paths
         key = rules.key(folder)
         if key not in self._listings:
-            entries = self.system.list_dir(folder, sizes=False)
-            sep = rules.sep
-            # listing paths are folder + sep + name already: slicing is enough, and this runs for every file on PATH
-            self._listings[key] = None if entries is None else {rules.name_key(e.path[e.path.rfind(sep) + 1 :]): e.path for e in entries if not e.is_dir}
+            self._listings[key] = self._list(folder)
         return self._listings[key] or {}
+
+    def _list(self, folder: str) -> Optional[dict[str, str]]:
+        rules = self.system.paths
+        real = self._real(folder)
+        if real is not None and real in self._by_real:
+            return _rebased(self._by_real[real], folder)
+        entries = self.system.list_dir(folder, sizes=False)
+        sep = rules.sep
+        # listing paths are folder + sep + name already: slicing is enough, and this runs for every file on PATH
+        listing = None if entries is None else {rules.name_key(e.path[e.path.rfind(sep) + 1 :]): e.path for e in entries if not e.is_dir}
+        if real is not None:
+            self._by_real[real] = listing
+        return listing
+
+    def _real(self, folder: str) -> Optional[str]:
+        """The folder's real path where one listing may serve every name of a folder: the live Linux machine, where
+        merged /usr makes /lib/x86_64-linux-gnu and /usr/lib/x86_64-linux-gnu one folder of a thousand files."""
+        if self.system.paths.windows or not getattr(self.system, "lists_with_scandir", False):
+            return None
+        return self.system.realpath(folder)
 
     def find(self, folder: str, name: str) -> Optional[str]:
         return self.files(folder).get(self.system.paths.name_key(name))
@@ -83,3 +101,12 @@ class FolderIndex:
         """`ldconfig -p` answered: a name missing from the cache is really not in it."""
         _ = self.cache
         return self._cache_known
+
+
+def _rebased(listing: Optional[dict[str, str]], folder: str) -> Optional[dict[str, str]]:
+    """A listing of the same folder under another name, each path spelt as os.scandir(folder) spells it
+    (posixpath.join(folder, name))."""
+    if listing is None:
+        return None
+    prefix = folder if folder.endswith("/") else folder + "/"
+    return {name: prefix + path[path.rfind("/") + 1 :] for name, path in listing.items()}

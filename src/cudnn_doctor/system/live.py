@@ -52,6 +52,7 @@ class LiveSystem(System):
     """The machine the doctor runs on."""
 
     runs_concurrently = True  # `run` may be called from two threads at once (FolderIndex.prefetch)
+    lists_with_scandir = True  # list_dir's paths are os.path.join(folder, name), realpath the OS's (FolderIndex shares listings)
 
     def __init__(self, limit: Optional[float] = None) -> None:
         """`limit`: seconds any one child process may take (`--framework-timeout`), below each call's own timeout."""

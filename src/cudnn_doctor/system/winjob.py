@@ -68,11 +68,13 @@ def _structures() -> dict[str, Any]:
     }
 
 
+_STRUCTURES = ("JOBOBJECT_BASIC_LIMIT_INFORMATION", "IO_COUNTERS", "JOBOBJECT_EXTENDED_LIMIT_INFORMATION")
+
+
 def __getattr__(name: str) -> Any:
     """`winjob.JOBOBJECT_EXTENDED_LIMIT_INFORMATION` and the other structures, built on first use."""
-    structures = _structures()
-    if name in structures:
-        return structures[name]
+    if name in _STRUCTURES:  # asked first: `from winjob import Job` asks for __path__, which must not build them
+        return _structures()[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

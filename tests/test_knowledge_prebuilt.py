@@ -32,6 +32,12 @@ def test_a_pickle_of_another_json_is_not_read(tmp_path):
     assert prebuilt.read(generate.PREBUILT, generate.OUTPUT) is not None
 
 
+def test_a_checkout_with_crlf_line_ends_still_reads_the_pickle(tmp_path):
+    crlf = tmp_path / "knowledge.json"
+    crlf.write_bytes(generate.OUTPUT.read_bytes().replace(b"\n", b"\r\n"))
+    assert prebuilt.read(generate.PREBUILT, crlf) is not None
+
+
 def test_a_pickle_of_other_records_is_not_read(tmp_path, monkeypatch):
     path = tmp_path / "knowledge.pickle"
     path.write_bytes(generate.PREBUILT.read_bytes())

@@ -3,9 +3,11 @@
 This module only loads and looks up; the facts live in `data/*.yaml` (the source of truth,
 reviewed by people), and a run reads `data/knowledge.json`, generated from them by
 `python -m cudnn_doctor.knowledge.generate` (a test fails when the two disagree). Every table
-is checked against `schema.py` as it loads and becomes typed records (`records.py`), lazily:
-a check that never needs the TensorFlow table never builds it. `overlay(FILE)` (`--kb FILE`)
-puts a user's newer rows over the shipped ones for the length of a run.
+is checked against `schema.py` and becomes typed records (`records.py`); the generator also
+writes those records, built from the JSON, to `data/knowledge.pickle`, which a run unpickles
+(per table, lazily: a check that never needs the TensorFlow table never loads it) while it
+matches knowledge.json, and otherwise builds from the JSON as before (`prebuilt.py`).
+`overlay(FILE)` (`--kb FILE`) puts a user's newer rows over the shipped ones for the length of a run.
 """
 
 from __future__ import annotations

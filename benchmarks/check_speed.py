@@ -103,6 +103,14 @@ def headline(doctor: list[str], runs: int) -> float:
     return ratio
 
 
+def guard(ratio: float, recorded: float = RECORDED) -> tuple[int, str]:
+    """--quick's verdict: exit status 1 only beyond GUARD_FACTOR x the recorded ratio (a gross regression)."""
+    limit = GUARD_FACTOR * recorded
+    if ratio > limit:
+        return 1, f"REGRESSION: {ratio:.2f}x is beyond {GUARD_FACTOR:.0f} x the recorded {recorded:.1f}x ({limit:.1f}x)"
+    return 0, f"guard: {ratio:.2f}x is within {GUARD_FACTOR:.0f} x the recorded {recorded:.1f}x ({limit:.1f}x); target {TARGET:.0f}x"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=None, help="pairs (default 15; 9 with --quick)")
@@ -113,12 +121,9 @@ def main() -> None:
     doctor = doctor_command()
     ratio = headline(doctor, runs)
     if args.quick:
-        limit = GUARD_FACTOR * RECORDED
-        if ratio > limit:
-            print(f"REGRESSION: {ratio:.2f}x is beyond {GUARD_FACTOR:.0f} x the recorded {RECORDED:.1f}x ({limit:.1f}x)")
-            sys.exit(1)
-        print(f"guard: {ratio:.2f}x is within {GUARD_FACTOR:.0f} x the recorded {RECORDED:.1f}x ({limit:.1f}x)")
-        return
+        code, message = guard(ratio)
+        print(message)
+        sys.exit(code)
     if not args.skip_synthetic:
         synthetic(doctor, runs)
     installed = [m for m in ("torch", "tensorflow", "paddle", "jax", "onnxruntime") if importlib.util.find_spec(m)]

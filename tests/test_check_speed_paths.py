@@ -240,3 +240,30 @@ def test_a_folder_listed_under_another_name_gives_what_listing_it_gives(tmp_path
         assert list(shared.files(folder).items()) == list(alone.files(folder).items()), folder
     assert shared.files(str(tmp_path / "lib"))["link.so"] == f"{tmp_path}/lib/link.so" and "sub" not in shared.files(str(real))
     assert shared._by_real and not alone._by_real
+
+
+# --- the CI guard of benchmarks/check_speed.py -------------------------------------------------------
+
+
+def _check_speed():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("check_speed", REPO / "benchmarks" / "check_speed.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_quick_guard_fails_only_beyond_twice_the_recorded_ratio():
+    bench = _check_speed()
+    assert bench.GUARD_FACTOR == 2.0 and bench.TARGET == 5.0 and bench.RECORDED >= bench.TARGET
+    assert bench.guard(bench.RECORDED)[0] == 0
+    assert bench.guard(2 * bench.RECORDED - 0.01)[0] == 0
+    code, message = bench.guard(2 * bench.RECORDED + 0.01)
+    assert code == 1 and message.startswith("REGRESSION")
+    assert bench.guard(11.0, recorded=5.0)[0] == 1 and bench.guard(9.0, recorded=5.0)[0] == 0
+
+
+def test_the_benchmark_describes_the_machine():
+    description = _check_speed().machine()
+    assert " cores; " in description and "Python " in description

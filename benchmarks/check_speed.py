@@ -12,8 +12,9 @@ metadata among them, so the loader searches every folder for the CUDA runtime an
 1 s at 200 folders, growing no worse than linearly.
 
 --quick is a guard for CI, not a timing test: fewer pairs, the headline only, and exit status 1 only when
-the ratio is beyond GUARD_FACTOR x RECORDED (the ratio this file records from a quiet run; the target
-stays 5x), i.e. only on a gross regression such as a slow module imported again on the common path.
+the ratio is beyond GUARD_FACTOR x RECORDED (the ratio this file records; the target stays 5x), i.e. only
+on a gross regression such as a slow module imported again on the common path. It compares the CPU-time
+ratio where there is one (POSIX): on a busy shared machine wall time swings by half, CPU time much less.
 
 Bytecode is written as usual (PYTHONDONTWRITEBYTECODE is dropped for the children) and one warm-up run
 comes first: an installed package has its .pyc files; compiling the sources each run would time the compiler.
@@ -32,9 +33,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 TARGET = 5.0  # check --no-frameworks / python -c pass (issue 15)
-RECORDED = 8.0  # the ratio measured at the last change of this line (see the commit that changed it); --quick's yardstick
+RECORDED = 12.0  # measured when this line last changed: 11.7x CPU, 11-15x wall (AMD EPYC, 2 busy cores, Python 3.11)
 GUARD_FACTOR = 2.0  # --quick fails beyond GUARD_FACTOR x RECORDED
 
 
@@ -90,17 +92,18 @@ def doctor_command() -> list[str]:
     return [str(script) if script.exists() else sys.executable, *([] if script.exists() else ["-m", "cudnn_doctor"]), "check"]
 
 
-def headline(doctor: list[str], runs: int) -> float:
-    """Print and return check --no-frameworks / python -c pass (wall, medians of interleaved pairs)."""
+def headline(doctor: list[str], runs: int) -> tuple[float, Optional[float]]:
+    """Print and return check --no-frameworks / python -c pass: wall and CPU (None without CPU times), medians of interleaved pairs."""
     medians = paired({"pass": [sys.executable, "-c", "pass"], "check": [*doctor, "--no-frameworks"]}, runs)
     (floor, floor_cpu), (check, check_cpu) = medians["pass"], medians["check"]
     ratio = check / floor
     print(f"machine: {machine()}")
     print(f"python -c pass                     {floor:6.3f} s wall  {floor_cpu:6.3f} s CPU")
     print(f"check --no-frameworks              {check:6.3f} s wall  {check_cpu:6.3f} s CPU")
-    cpu_ratio = f"{check_cpu / floor_cpu:5.2f}x" if floor_cpu > 0 else "n/a"
-    print(f"check --no-frameworks / python -c pass: {ratio:5.2f}x wall (target {TARGET:.0f}x), {cpu_ratio} CPU; median of {runs} interleaved pairs")
-    return ratio
+    cpu_ratio = check_cpu / floor_cpu if floor_cpu > 0 else None
+    shown = f"{cpu_ratio:5.2f}x" if cpu_ratio is not None else "n/a"
+    print(f"check --no-frameworks / python -c pass: {ratio:5.2f}x wall (target {TARGET:.0f}x), {shown} CPU; median of {runs} interleaved pairs")
+    return ratio, cpu_ratio
 
 
 def guard(ratio: float, recorded: float = RECORDED) -> tuple[int, str]:
@@ -119,9 +122,9 @@ def main() -> None:
     args = parser.parse_args()
     runs = args.runs or (9 if args.quick else 15)
     doctor = doctor_command()
-    ratio = headline(doctor, runs)
+    ratio, cpu_ratio = headline(doctor, runs)
     if args.quick:
-        code, message = guard(ratio)
+        code, message = guard(cpu_ratio if cpu_ratio is not None else ratio)
         print(message)
         sys.exit(code)
     if not args.skip_synthetic:

@@ -1,14 +1,16 @@
-"""Load time of the knowledge tables from the generated JSON against the YAML they are generated from,
-and the wall time of `check --no-frameworks --fixture FILE` against a baseline revision.
+"""Load time of the knowledge tables: the prebuilt pickle a run reads, the generated JSON it falls back to, and
+the YAML they are generated from; and the wall time of `check --no-frameworks --fixture FILE` against a
+baseline revision.
 
-Each load runs in a fresh interpreter, so imports count (PyYAML's is most of the YAML cost); both
-build the same typed records, only the reader differs. The ratio is YAML time / JSON time in
-the same run. With --baseline REV, the check is timed on this tree and on `git archive REV src`,
-runs interleaved so that machine noise falls on both alike: once on this machine (no fixture: no
-PyYAML at all on that path) and once on FILE (the fixture itself is YAML, so PyYAML loads anyway). CPU seconds are printed beside wall
-seconds: on a shared machine they are the steadier figure. Bytecode is cached in a temporary
-folder (PYTHONPYCACHEPREFIX) after a warm-up run, as an installed package has it; compiling the
-sources on every run would measure the compiler.
+Each load runs in a fresh interpreter, so imports count (PyYAML's is most of the YAML cost, the schema's
+and the json module's part of the JSON cost); all three give the same typed records, only the reader
+differs. Ratios are against the pickle, in the same run: once for every table, once for the tables
+`check --no-frameworks` reads. With --baseline REV, the check is timed on this tree and on `git archive
+REV src`, runs interleaved so that machine noise falls on both alike: once on this machine (no fixture:
+no PyYAML at all on that path) and once on FILE (the fixture itself is YAML, so PyYAML loads anyway). CPU
+seconds are printed beside wall seconds: on a shared machine they are the steadier figure. Bytecode is
+cached in a temporary folder (PYTHONPYCACHEPREFIX) after a warm-up run, as an installed package has it;
+compiling the sources on every run would measure the compiler.
 
 usage: python benchmarks/knowledge_load.py [--runs N] [--fixture FILE] [--baseline REV]
 """
@@ -28,20 +30,32 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_FIXTURE = REPO.parent / "shared" / "fixtures" / "real" / "45-linux-ort116-cuda11-build-on-cuda121.yaml"
+ALL_TABLES = ("cuda_driver", "cuda_libraries", "cudnn", "cuda_wheels", "environment", "frameworks", "gpus", "libraries", "tensorflow", "torch")
+CHECK_TABLES = (
+    "libraries",
+    "frameworks",
+    "torch",
+    "cudnn",
+    "cuda_wheels",
+    "gpus",
+    "environment",
+)  # what check --no-frameworks read on the machine without a driver it was written on
 
 LOAD = """
 import time
 start, cpu = time.perf_counter(), time.process_time()
 from cudnn_doctor import knowledge
-from cudnn_doctor.knowledge import schema
 tables, tables_cpu = time.perf_counter(), time.process_time()
 {read}
 end, end_cpu = time.perf_counter(), time.process_time()
 print((end - start) * 1000, (end_cpu - cpu) * 1000, (end - tables) * 1000, (end_cpu - tables_cpu) * 1000)
 """
-FROM_JSON = "for name in schema.TABLES: knowledge.table(name)"
-FROM_YAML = """from cudnn_doctor.knowledge import files, generate
-for name in schema.TABLES: schema.build(name, files.read(generate.DATA / f"{name}.yaml"), name)"""
+READERS = {
+    "pickle": "for name in {tables}: knowledge.table(name)\nassert knowledge._prebuilt() is not None",
+    "JSON": "knowledge._prebuilt = lambda: None\nfor name in {tables}: knowledge.table(name)",
+    "YAML": """from cudnn_doctor.knowledge import files, generate, schema
+for name in {tables}: schema.build(name, files.read(generate.DATA / f"{{name}}.yaml"), name)""",
+}
 
 
 CACHE = tempfile.mkdtemp(prefix="knowledge-load-pycache-")
@@ -100,16 +114,20 @@ def main() -> None:
     parser.add_argument("--fixture", type=Path, default=DEFAULT_FIXTURE)
     parser.add_argument("--baseline", metavar="REV", help="also time the check on this git revision (e.g. the commit before the JSON tables)")
     args = parser.parse_args()
-    load_ms(FROM_JSON), load_ms(FROM_YAML)  # warm-up: bytecode
-    loads: dict[str, list[list[float]]] = {"JSON": [], "YAML": []}
-    for _ in range(args.runs):  # interleaved
-        loads["JSON"].append(load_ms(FROM_JSON))
-        loads["YAML"].append(load_ms(FROM_YAML))
-    json_ms, yaml_ms = _median(loads["JSON"]), _median(loads["YAML"])
-    print(f"all tables, median of {args.runs} fresh interpreters (wall / CPU ms):")
-    for label, at in (("read + build, PyYAML's import included", 2), ("with the knowledge package's import", 0)):
-        ratio = f"YAML / JSON = {yaml_ms[at] / json_ms[at]:.1f} wall, {yaml_ms[at + 1] / json_ms[at + 1]:.1f} CPU"
-        print(f"  {label:40} JSON {json_ms[at]:6.1f} / {json_ms[at + 1]:5.1f}   YAML {yaml_ms[at]:6.1f} / {yaml_ms[at + 1]:5.1f}   {ratio}")
+    for label, tables in (("all tables", ALL_TABLES), ("the tables check --no-frameworks reads", CHECK_TABLES)):
+        reads = {reader: code.format(tables=repr(tables)) for reader, code in READERS.items()}
+        for code in reads.values():
+            load_ms(code)  # warm-up: bytecode
+        loads: dict[str, list[list[float]]] = {reader: [] for reader in reads}
+        for _ in range(args.runs):  # interleaved
+            for reader, code in reads.items():
+                loads[reader].append(load_ms(code))
+        medians = {reader: _median(samples) for reader, samples in loads.items()}
+        print(f"{label}, median of {args.runs} fresh interpreters (wall / CPU ms; ratio of CPU against the pickle):")
+        for what, at in (("read + build (imports included)", 2), ("with the knowledge package's import", 0)):
+            base = medians["pickle"][at + 1]
+            shown = "   ".join(f"{reader} {values[at]:6.1f} / {values[at + 1]:5.1f} ({values[at + 1] / base:4.1f}x)" for reader, values in medians.items())
+            print(f"  {what:36} {shown}")
     commands = {"(this machine)": []}
     if args.fixture.is_file():
         commands[f"--fixture {args.fixture.name}"] = ["--fixture", str(args.fixture)]

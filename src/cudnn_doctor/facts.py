@@ -5,9 +5,11 @@ and a NamedTuple class costs a seventh of a frozen dataclass to create.
 
 A probe that could not find something says so with a field that is None plus, where it
 helps the reader, the reason (`source`, `error`), never by raising.
-"""
 
-from __future__ import annotations
+No `from __future__ import annotations` here: a NamedTuple turns each string annotation into a
+ForwardRef, compiling it, which made creating these classes cost half as much again (issue 15);
+the three fields that name a class defined further down are quoted.
+"""
 
 import re
 from typing import Any, Mapping, NamedTuple, Optional
@@ -277,9 +279,9 @@ class Facts(NamedTuple):
     environment: EnvironmentFacts
     linux_driver_in_wsl: tuple[str, ...] = ()  # libcuda.so files outside /usr/lib/wsl/lib
     failures: tuple[ProbeFailure, ...] = ()
-    cudnn: tuple[CudnnInstall, ...] = ()
-    resolutions: tuple[Resolution, ...] = ()
-    confirmations: tuple[Confirmation, ...] = ()
+    cudnn: "tuple[CudnnInstall, ...]" = ()
+    resolutions: "tuple[Resolution, ...]" = ()
+    confirmations: "tuple[Confirmation, ...]" = ()
     builds: tuple[FrameworkBuild, ...] = ()
     linux_driver_packages: tuple[PackageOwner, ...] = ()  # the packages that installed linux_driver_in_wsl, where known
     # the NVIDIA driver's own files seen (libcuda.so.N, nvcuda.dll, /proc/driver/nvidia/version): none means no driver is visible

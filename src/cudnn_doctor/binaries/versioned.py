@@ -27,6 +27,43 @@ def front_release(path: str, major: int) -> Optional[tuple[int, int, int]]:
     Kept only when the major it formats is the library's own soname major and the
     three-number and two-number formats agree on the minor: a stray byte pattern cannot pass both.
     """
+    sections = _sections(path)
+    if sections is None:
+        return None
+    (rodata_addr, strings), (text_addr, code) = sections
+    three = _arguments(code, text_addr, _address(strings, rodata_addr, b"%s.%d.%d.%d\x00"), with_patch=True)
+    two = _arguments(code, text_addr, _address(strings, rodata_addr, b"%s.%d.%d\x00"), with_patch=False)
+    if three is None or three[0] != major or (two is not None and two[:2] != three[:2]):
+        return None
+    return three
+
+
+def _sections(path: str) -> Optional[tuple[tuple[int, bytes], tuple[int, bytes]]]:
+    """(address, bytes) of .rodata and of .text of an x86-64 ELF file; None for another machine or without them.
+    The struct reader's section headers when it reads the file, else pyelftools'."""
+    from cudnn_doctor.binaries import elfheader
+
+    try:
+        with open(path, "rb") as handle:
+            header = elfheader.read_header(handle)
+            if header is None:
+                return _sections_with_pyelftools(path)
+            if header.machine != "EM_X86_64":
+                return None
+            found = {s.name: s for s in header.sections}  # the last of a name, as pyelftools' get_section_by_name finds it
+            rodata, text = found.get(".rodata"), found.get(".text")
+            if rodata is None or text is None:
+                return None
+            handle.seek(rodata.offset)
+            strings = handle.read(rodata.size)
+            handle.seek(text.offset)
+            code = handle.read(text.size)
+    except (OSError, ValueError):
+        return None
+    return (rodata.addr, strings), (text.addr, code)
+
+
+def _sections_with_pyelftools(path: str) -> Optional[tuple[tuple[int, bytes], tuple[int, bytes]]]:
     try:
         from elftools.common.exceptions import ELFError
         from elftools.elf.elffile import ELFFile
@@ -44,11 +81,7 @@ def front_release(path: str, major: int) -> Optional[tuple[int, int, int]]:
             code = handle.read(text["sh_size"])
     except (OSError, ValueError, ELFError):
         return None
-    three = _arguments(code, text["sh_addr"], _address(strings, rodata["sh_addr"], b"%s.%d.%d.%d\x00"), with_patch=True)
-    two = _arguments(code, text["sh_addr"], _address(strings, rodata["sh_addr"], b"%s.%d.%d\x00"), with_patch=False)
-    if three is None or three[0] != major or (two is not None and two[:2] != three[:2]):
-        return None
-    return three
+    return (rodata["sh_addr"], strings), (text["sh_addr"], code)
 
 
 def _address(strings: bytes, base: int, literal: bytes) -> Optional[int]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from typing import Iterator, Optional
 
@@ -115,6 +114,8 @@ def env_var_ineffective(facts: Facts) -> Iterator[Finding]:
             continue
         if not upper.startswith(VARIABLE_PREFIXES) or upper in known or upper.startswith("CUDA_PATH_V"):
             continue
+        import difflib  # only for an unknown variable
+
         close = difflib.get_close_matches(upper, sorted(known), n=1, cutoff=0.85)
         prefix = [k for k in sorted(known) if k.startswith(upper) and k != upper]
         suggestion = close[0] if close else prefix[0] if prefix else None

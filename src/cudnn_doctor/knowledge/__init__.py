@@ -3,16 +3,17 @@
 This module only loads and looks up; the facts live in `data/*.yaml` (the source of truth,
 reviewed by people), and a run reads `data/knowledge.json`, generated from them by
 `python -m cudnn_doctor.knowledge.generate` (a test fails when the two disagree). Every table
-is checked against `schema.py` as it loads and becomes typed records (`records.py`), lazily:
-a check that never needs the TensorFlow table never builds it. `overlay(FILE)` (`--kb FILE`)
-puts a user's newer rows over the shipped ones for the length of a run.
+is checked against `schema.py` and becomes typed records (`records.py`); the generator also
+writes those records, built from the JSON, to `data/knowledge.pickle`, which a run unpickles
+(per table, lazily: a check that never needs the TensorFlow table never loads it) while it
+matches knowledge.json, and otherwise builds from the JSON as before (`prebuilt.py`).
+`overlay(FILE)` (`--kb FILE`) puts a user's newer rows over the shipped ones for the length of a run.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import re
 from pathlib import Path
 from typing import Any, Iterator, NamedTuple, Optional
@@ -20,12 +21,13 @@ from typing import Any, Iterator, NamedTuple, Optional
 from packaging.version import Version
 
 from cudnn_doctor.errors import InputError, KnowledgeError
-from cudnn_doctor.knowledge import records, schema
+from cudnn_doctor.knowledge import records
 from cudnn_doctor.versions import canonical_name as canonicalize_name
 from cudnn_doctor.versions import cuda_major_of_dll_number
 
 DATA = Path(__file__).with_name("data")
 SHIPPED = DATA / "knowledge.json"
+PREBUILT = DATA / "knowledge.pickle"  # the tables built from SHIPPED by the generator (knowledge/prebuilt.py)
 
 __all__ = ["KnowledgeError", "overlay", "records", "table"]
 
@@ -57,25 +59,59 @@ def _tables_changed() -> None:
         cached.cache_clear()
 
 
+def __getattr__(name: str) -> Any:
+    """`knowledge.schema`, imported on first use: a run that loads the prebuilt tables never needs it."""
+    if name == "schema":
+        import importlib
+
+        return importlib.import_module(f"{__name__}.schema")  # not `from . import schema`: that asks this hook again
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 @functools.cache
 def _shipped() -> dict[str, Any]:
+    import json
+
     with open(SHIPPED, encoding="utf-8") as handle:
         return json.load(handle)
 
 
 @functools.cache
+def _prebuilt() -> Optional[dict[str, bytes]]:
+    from cudnn_doctor.knowledge import prebuilt
+
+    return prebuilt.read(PREBUILT, SHIPPED)
+
+
+def _shipped_table(name: str) -> Any:
+    """The shipped table: unpickled when the prebuilt file matches knowledge.json, else built (and checked) from the JSON."""
+    tables = _prebuilt()
+    if tables is not None:
+        from cudnn_doctor.knowledge import prebuilt
+
+        found = prebuilt.table(tables, name)
+        if found is not None:
+            return found
+    from cudnn_doctor.knowledge import schema
+
+    return schema.build(name, _shipped()[name], f"{name}.yaml")
+
+
+@functools.cache
 def table(name: str) -> Any:
     """One table as its typed record (`records.TorchTable` for "torch"), with the user's rows over it under `overlay`."""
-    shipped = schema.build(name, _shipped()[name], f"{name}.yaml")
+    shipped = _shipped_table(name)
     if _overlay is None or name not in _overlay.tables:
         return shipped
+    from cudnn_doctor.knowledge import schema
+
     return schema.overlay(name, shipped, _overlay.tables[name], f"{_overlay.where}: {name}")
 
 
 def read_overlay(path: Path) -> _Overlay:
     """A `--kb` file, every row checked now (before any diagnosis) against the schema and merged once
     with the shipped tables; any problem is an InputError naming the file and the row."""
-    from cudnn_doctor.knowledge import files
+    from cudnn_doctor.knowledge import files, schema
 
     try:
         document = files.read(path, str(path))
@@ -95,7 +131,7 @@ def read_overlay(path: Path) -> _Overlay:
                     f"{where}: unknown table {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "") + f"; the tables are {', '.join(schema.TABLES)}"
                 )
             tables[name] = schema.partial(name, sections, where)
-            schema.overlay(name, schema.build(name, _shipped()[name], f"{name}.yaml"), tables[name], f"{where}: {name}")
+            schema.overlay(name, _shipped_table(name), tables[name], f"{where}: {name}")
     except KnowledgeError as error:
         raise InputError(str(error)) from None
     return _Overlay(where, tables)
@@ -251,6 +287,8 @@ def gpu_compute_capability(name: str) -> Optional[str]:
 
 def _gpu_name_key(name: str) -> str:
     """A name as compared, also without "GeForce ", which NVML and NVIDIA's pages print and users often omit."""
+    from cudnn_doctor.knowledge import schema
+
     key = schema._gpu_key(name)
     return key[len("geforce ") :] if key.startswith("geforce ") else key
 
@@ -274,6 +312,8 @@ def gpu_peak(name: str) -> Optional[records.GpuPeak]:
     else by the table's model name ("H100 SXM5"); compared like `gpu_compute_capability` (case, spaces and
     the "NVIDIA "/"Tesla "/"GeForce " brand do not matter), but only whole names: "NVIDIA GeForce RTX 4090 D"
     is not an RTX 4090. None when no row or several rows fit, because a wrong peak makes a wrong verdict."""
+    from cudnn_doctor.knowledge import schema
+
     wanted = schema._peak_name_key(name)
     rows = table("gpus").peaks
     for keys_of in (lambda row: row.names, lambda row: (row.model,)):
@@ -419,6 +459,8 @@ def known_variables() -> frozenset[str]:
 
 
 def reviewed_dates() -> dict[str, str]:
+    from cudnn_doctor.knowledge import schema
+
     return {name: table(name).reviewed for name in schema.TABLES}
 
 

@@ -2,10 +2,11 @@
 
 A run parses JSON with the standard library in a few milliseconds, where importing PyYAML and
 parsing the tables cost tens. Every table is validated here as it is at run time, so a bad
-edit fails the generation.
+edit fails the generation. Beside it, data/knowledge.pickle holds the typed tables built from
+that JSON (knowledge/prebuilt.py), which a run unpickles instead of building them again.
 
 usage: python -m cudnn_doctor.knowledge.generate [--check]
-  --check  write nothing; exit 1 when knowledge.json is not what the YAML gives
+  --check  write nothing; exit 1 when knowledge.json (or the pickle) is not what the YAML gives
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from cudnn_doctor.errors import KnowledgeError
-from cudnn_doctor.knowledge import files, schema
+from cudnn_doctor.knowledge import files, prebuilt, schema
 
 DATA = Path(__file__).with_name("data")
 OUTPUT = DATA / "knowledge.json"
+PREBUILT = DATA / "knowledge.pickle"
 COMMAND = "python -m cudnn_doctor.knowledge.generate"
 
 
@@ -43,6 +45,35 @@ def render(documents: dict[str, Any]) -> str:
     return json.dumps(documents, indent=1, ensure_ascii=False) + "\n"
 
 
+def built_tables(text: str) -> dict[str, Any]:
+    """Every table built from the JSON text, as a run without the pickle builds it."""
+    documents = json.loads(text)
+    return {name: schema.build(name, documents[name], f"{name}.yaml") for name in schema.TABLES}
+
+
+def prebuilt_is_current(text: str, path: Optional[Path] = None) -> bool:
+    """Whether the pickle at `path` (PREBUILT) is what `text` builds: read as a run reads it, every table equal and
+    printing alike (equality alone would miss a VersionRange's text, which `==` ignores)."""
+    tables = prebuilt.read(path or PREBUILT, _json_path_of(text))
+    if tables is None or set(tables) != set(schema.TABLES):
+        return False
+    expected = built_tables(text)
+    for name, table in expected.items():
+        found = prebuilt.table(tables, name)
+        if found != table or repr(found) != repr(table) or type(found) is not type(table):
+            return False
+    return True
+
+
+def _json_path_of(text: str) -> Path:
+    """knowledge.json when it holds `text`; else a path whose fingerprint cannot match (the pickle is then stale)."""
+    return OUTPUT if OUTPUT.exists() and OUTPUT.read_bytes() == text.encode("utf-8") else DATA / "-missing-"
+
+
+def write_prebuilt(text: str, path: Optional[Path] = None) -> None:
+    (path or PREBUILT).write_bytes(prebuilt.render(built_tables(text), text.encode("utf-8")))
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog=COMMAND, description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 when knowledge.json is out of date; write nothing")
@@ -57,10 +88,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if current != text:
             print(f"{OUTPUT.name} is out of date; run `{COMMAND}`", file=sys.stderr)
             return 1
+        if not prebuilt_is_current(text):
+            print(f"{PREBUILT.name} is out of date; run `{COMMAND}`", file=sys.stderr)
+            return 1
         return 0
     if current != text:
         OUTPUT.write_text(text, encoding="utf-8", newline="\n")
         print(f"wrote {OUTPUT}")
+    if not prebuilt_is_current(text):
+        write_prebuilt(text)
+        print(f"wrote {PREBUILT}")
     return 0
 
 

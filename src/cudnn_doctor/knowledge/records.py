@@ -34,6 +34,10 @@ class VersionRange(SpecifierSet):
     def __repr__(self) -> str:
         return f"VersionRange({self.text!r})"
 
+    def __reduce__(self) -> tuple[type, tuple[str]]:
+        """Pickled as its text (knowledge/prebuilt.py): stable bytes, and free of packaging's private attributes."""
+        return (VersionRange, (self.text,))
+
     def newest_minor(self) -> Optional[str]:
         """The newest X.Y the range allows among the minors it names ("3.11" for ">=3.8,<3.12"), for `python=3.11` advice."""
         named: dict[int, int] = {}

@@ -9,6 +9,7 @@ naming the file, the section, the row's index and what identifies the row, e.g.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Callable, Hashable, NamedTuple, Optional
 
@@ -44,11 +45,14 @@ def _text(value: Any) -> str:
     raise _Bad("expected a non-empty string")
 
 
-_VERSION = re.compile(VERSION_PATTERN, re.VERBOSE | re.IGNORECASE)  # what Version() accepts, without building one
+@functools.cache
+def _version_pattern() -> re.Pattern[str]:
+    """What Version() accepts, without building one; compiled on first use (a run that loads the prebuilt tables never does)."""
+    return re.compile(VERSION_PATTERN, re.VERBOSE | re.IGNORECASE)
 
 
 def _version(value: Any) -> str:
-    if isinstance(value, str) and _VERSION.fullmatch(value.strip()):
+    if isinstance(value, str) and _version_pattern().fullmatch(value.strip()):
         return value
     raise _Bad('expected a version in quotes, such as "11.8"')
 

@@ -12,7 +12,7 @@ driver library (never the toolkit's unversioned `stubs/libcuda.so`, nor cuda-com
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from typing import Callable, Iterator
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.loader import linux
@@ -57,14 +57,23 @@ def driver_files(system: System, index: FolderIndex) -> tuple[str, ...]:
     pattern = re.compile(files)
     rules = system.paths
     found: list[str] = []
-    for folder in driver_folders(system):
-        found += sorted(p for p in index.files(folder).values() if pattern.match(rules.basename(p)) and not _NOT_THE_DRIVER.search(p))
+    name_of = _name_of(rules.windows)
+    for folder in driver_folders(system):  # a default folder holds thousands of files: no basename() per file
+        found += sorted(p for p in index.files(folder).values() if pattern.match(name_of(p)) and not _NOT_THE_DRIVER.search(p))
     for name, path in index.cache.items():
         if pattern.match(name) and not _NOT_THE_DRIVER.search(path) and system.exists(path):
             found.append(path)
     if not rules.windows and system.exists(KERNEL_MODULE):
         found.append(KERNEL_MODULE)
     return tuple(dict.fromkeys(found))
+
+
+def _name_of(windows: bool) -> Callable[[str], str]:
+    """The file name of a path a folder listing gave (folder, separator, name: nothing to normalize), as
+    `PathRules.basename` gives it, by slicing."""
+    if windows:
+        return lambda path: path[max(path.rfind("/"), path.rfind("\\")) + 1 :]
+    return lambda path: path[path.rfind("/") + 1 :]
 
 
 def copies(system: System, index: FolderIndex, name: str) -> Iterator[str]:

@@ -6,7 +6,6 @@ finding that names it), never a crash of the whole diagnosis.
 
 from __future__ import annotations
 
-import traceback
 from typing import Callable, Optional, TypeVar
 
 from cudnn_doctor.facts import DriverFacts, EnvironmentFacts, Facts, ProbeFailure, ToolkitFacts
@@ -35,10 +34,14 @@ def run_probes(system: System, with_frameworks: bool = True, framework_timeout: 
         try:
             return probe()
         except Exception as error:  # a probe bug must not hide the other facts
+            import traceback  # only when a probe failed
+
             last = traceback.extract_tb(error.__traceback__)[-1]
             failures.append(ProbeFailure(name, f"{type(error).__name__}: {error} ({last.filename.rsplit('/', 1)[-1]}:{last.lineno})"))
             return fallback
 
+    index = FolderIndex(system)
+    index.prefetch()  # the loader cache (`ldconfig -p`) is read while the probes below run
     pythons = guarded("pythons", lambda: probe_pythons(system), ())
     # the framework imports take seconds: they run in the background while everything else is probed
     pool = None
@@ -52,7 +55,6 @@ def run_probes(system: System, with_frameworks: bool = True, framework_timeout: 
     environment = guarded("environment", lambda: probe_environment(system), EnvironmentFacts())
     wsl_driver = guarded("wsl", lambda: probe_linux_driver_in_wsl(system), ())
     wsl_packages = guarded("wsl packages", lambda: probe_linux_driver_packages(system, wsl_driver), ()) if wsl_driver else ()
-    index = FolderIndex(system)
     driver_files = guarded("driver files", lambda: probe_driver_files(system, index), ())
     cudnn = guarded("cudnn", lambda: probe_cudnn(system, toolkits, pythons, index), ())
     if reports is not None and pool is not None:

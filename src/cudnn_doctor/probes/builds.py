@@ -389,13 +389,18 @@ def _files_say(source: _Source, library: Optional[tuple[str, ...]]) -> Fields:
         fields["cuda_said"] += [_known(cuda, LIBRARY_IMPORTS)] if cuda else []
         fields["cudnn_said"] += [_known(cudnn, LIBRARY_IMPORTS)] if cudnn else []
     if source.distribution:
-        requirements, path = source.files.requirements(source.distribution)
-        nvidia = tuple(r for r in requirements if _NVIDIA_WHEEL.match(r.name) or r.name == "cuda-toolkit")
+        requirements, path = source.files.requirements(source.distribution, _nvidia_or_toolkit)
+        nvidia = tuple(r for r in requirements if _nvidia_or_toolkit(r.name))
         fields["nvidia_requirements"] = nvidia
         cuda, cudnn = requirement_majors(nvidia, path or "", f"{source.distribution} {source.package}")
         fields["cuda_said"] += [_known(cuda, DIST_METADATA)] if cuda else []
         fields["cudnn_said"] += [_known(cudnn, DIST_METADATA)] if cudnn else []
     return fields
+
+
+def _nvidia_or_toolkit(name: str) -> bool:
+    """A requirement the build's CUDA and cuDNN can be read from (by canonical name)."""
+    return bool(_NVIDIA_WHEEL.match(name)) or name == "cuda-toolkit"
 
 
 def _known(evidence: Evidence, how: str) -> Known:

@@ -11,7 +11,6 @@ Another installation's header is never borrowed: a wheel without one does not ta
 
 from __future__ import annotations
 
-import json
 import re
 from typing import NamedTuple, Optional
 
@@ -114,6 +113,8 @@ def _conda(system: System, folder: str, major: int) -> Optional[Distribution]:
         if not match or entry.is_dir:
             continue
         try:
+            import json  # only where conda metadata is read
+
             record = json.loads(system.read_text(entry.path, limit=1 << 20) or "{}")
         except ValueError:
             continue

@@ -11,9 +11,8 @@ The Python modules are parsed with `ast`, never executed.
 
 from __future__ import annotations
 
-import ast
 import re
-from typing import Any, Iterable, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple, Optional
 
 from packaging.version import InvalidVersion, Version
 
@@ -23,6 +22,9 @@ from cudnn_doctor.probes.cudnn import site_packages
 from cudnn_doctor.system.interface import System
 from cudnn_doctor.versions import canonical_name, cuda_major_of_dll_number
 
+if TYPE_CHECKING:
+    import ast
+
 # CUDA libraries whose file-name major is the CUDA major (cuFFT, cuRAND, cuSPARSE number their own releases).
 _CUDA_LINUX = re.compile(r"^lib(?:cudart|cublas|cublasLt|nvrtc)\.so\.(\d+)")
 _CUDA_WINDOWS = re.compile(r"^(?:cudart|cublas|cublasLt)64_(\d+)\.dll$|^nvrtc64_(\d+)_0\.dll$", re.IGNORECASE)
@@ -31,6 +33,7 @@ _CUDNN_WINDOWS = re.compile(r"^cudnn64_(\d+)\.dll$", re.IGNORECASE)
 # pip distributions whose name or version carries the CUDA major: nvidia-cudnn-cu13, nvidia-cuda-runtime~=13.0, cuda-toolkit==13.0.3
 _CU_SUFFIX = re.compile(r"-cu(\d+)$")
 _CUDA_VERSIONED = frozenset({"nvidia-cuda-runtime", "nvidia-cuda-nvrtc", "nvidia-cublas", "cuda-toolkit"})
+_LEADING_NAME = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")  # PEP 508's name, for skipping unwanted lines unparsed
 _EXTRA = re.compile(r"""extra\s*==\s*['"]([^'"]+)['"]""")
 _LOWER_BOUNDS = ("~=", "==", "===", ">=")
 
@@ -72,14 +75,15 @@ class WheelFiles:
         info = self.system.binary(path) if path else None
         return (info, path) if info is not None and info.format is not None else None
 
-    def requirements(self, distribution: str) -> tuple[tuple[WheelRequirement, ...], Optional[str]]:
-        """The Requires-Dist of an installed distribution that apply on this machine, with the extra that asks for each."""
+    def requirements(self, distribution: str, wanted: Optional[Callable[[str], bool]] = None) -> tuple[tuple[WheelRequirement, ...], Optional[str]]:
+        """The Requires-Dist of an installed distribution that apply on this machine, with the extra that asks for each;
+        with `wanted`, only those whose canonical name it accepts."""
         path = self._metadata_path(distribution)
         text = self.system.read_text(path) if path else None
         if path is None or text is None:
             return (), None
         environment = self._marker_environment()
-        return tuple(requirements_of(text, environment)), path
+        return tuple(requirements_of(text, environment, wanted)), path
 
     def _metadata_path(self, distribution: str) -> Optional[str]:
         wanted = canonical_name(distribution)
@@ -111,6 +115,8 @@ class WheelFiles:
 def module_constants(text: str) -> dict[str, Any]:
     """Top-level `name = literal` (and `name: T = literal`) of a module; a dict built from literals
     (`collections.OrderedDict([(k, v), ...])`, `{...}`) and `name[key] = literal` fill a dict."""
+    import ast  # only where a framework's generated module is read
+
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
@@ -135,6 +141,8 @@ _NOT_LITERAL = object()
 
 
 def _literal(node: ast.AST) -> Any:
+    import ast
+
     if (
         isinstance(node, ast.Call) and _called(node.func) in ("dict", "OrderedDict") and len(node.args) <= 1 and not node.keywords
     ):  # OrderedDict([...]) / dict()
@@ -150,22 +158,32 @@ def _literal(node: ast.AST) -> Any:
 
 
 def _called(func: ast.AST) -> Optional[str]:
+    import ast
+
     """The name a call calls: `dict`, or `OrderedDict` of `collections.OrderedDict`."""
     return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
 
 
-def requirements_of(metadata: str, environment: dict[str, str]) -> Iterable[WheelRequirement]:
-    """Each `Requires-Dist` header whose markers hold here: once per extra that asks for it, or with extra None."""
-    # imported here: packaging.requirements pulls in packaging.tags, sysconfig and logging (~40 ms a run)
-    from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
-    from packaging.requirements import InvalidRequirement, Requirement
-
+def requirements_of(metadata: str, environment: dict[str, str], wanted: Optional[Callable[[str], bool]] = None) -> Iterable[WheelRequirement]:
+    """Each `Requires-Dist` header whose markers hold here: once per extra that asks for it, or with extra None.
+    With `wanted`, a line whose leading name it rejects is skipped before it is parsed: packaging.requirements
+    (markers, tokenizer, tags: ~10 ms to import) loads only when a wanted line is there."""
+    lines = []
     for line in metadata.splitlines():
         if not line.strip():
             break  # the headers end at the first blank line; the description follows
         key, _, value = line.partition(":")
         if key.strip().lower() != "requires-dist":
             continue
+        name = _LEADING_NAME.match(value)
+        if wanted is None or name is None or wanted(canonical_name(name.group(1))):
+            lines.append(value)
+    if not lines:
+        return
+    from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    for value in lines:
         try:
             requirement = Requirement(value.strip())
         except InvalidRequirement:

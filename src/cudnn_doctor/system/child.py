@@ -21,7 +21,6 @@ import signal
 import subprocess
 import tempfile
 import threading
-import uuid
 from typing import Mapping, NamedTuple, Optional, Sequence
 
 from cudnn_doctor.system.winjob import Job
@@ -67,7 +66,7 @@ def run_child(
     """Run `argv` for at most `timeout` seconds; raises OSError only when it cannot be started at all."""
     options: dict = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP | subprocess.CREATE_NO_WINDOW} if _WINDOWS else {"start_new_session": True}
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        tagged = {**(os.environ if env is None else env), TAG: uuid.uuid4().hex}  # inherited by what the child starts
+        tagged = {**(os.environ if env is None else env), TAG: os.urandom(16).hex()}  # inherited by what the child starts
         process = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=cwd, env=tagged, **options)
         running = _Running(_contain(process) if _WINDOWS else None, f"{TAG}={tagged[TAG]}".encode())
         with _live_lock:

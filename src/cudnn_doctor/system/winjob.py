@@ -18,7 +18,7 @@ The Win32 functions come from `kernel32`, a parameter, so tests give a fake one 
 
 from __future__ import annotations
 
-import ctypes
+import functools
 import threading
 from typing import Any, Optional
 
@@ -27,40 +27,61 @@ JOB_OBJECT_EXTENDED_LIMIT_INFORMATION_CLASS = 9  # JobObjectExtendedLimitInforma
 KILLED_EXIT_CODE = 1  # what TerminateJobObject gives every process in the job, as Popen.kill() does
 
 
-class JOBOBJECT_BASIC_LIMIT_INFORMATION(ctypes.Structure):
-    _fields_ = [
-        ("PerProcessUserTimeLimit", ctypes.c_int64),  # LARGE_INTEGER
-        ("PerJobUserTimeLimit", ctypes.c_int64),
-        ("LimitFlags", ctypes.c_uint32),  # DWORD
-        ("MinimumWorkingSetSize", ctypes.c_size_t),  # SIZE_T
-        ("MaximumWorkingSetSize", ctypes.c_size_t),
-        ("ActiveProcessLimit", ctypes.c_uint32),
-        ("Affinity", ctypes.c_size_t),  # ULONG_PTR
-        ("PriorityClass", ctypes.c_uint32),
-        ("SchedulingClass", ctypes.c_uint32),
-    ]
+@functools.cache
+def _structures() -> dict[str, Any]:
+    """The ctypes structures, defined on first use: ctypes' import (~2 ms) is for Windows runs, not every child."""
+    import ctypes
+
+    class JOBOBJECT_BASIC_LIMIT_INFORMATION(ctypes.Structure):
+        _fields_ = [
+            ("PerProcessUserTimeLimit", ctypes.c_int64),  # LARGE_INTEGER
+            ("PerJobUserTimeLimit", ctypes.c_int64),
+            ("LimitFlags", ctypes.c_uint32),  # DWORD
+            ("MinimumWorkingSetSize", ctypes.c_size_t),  # SIZE_T
+            ("MaximumWorkingSetSize", ctypes.c_size_t),
+            ("ActiveProcessLimit", ctypes.c_uint32),
+            ("Affinity", ctypes.c_size_t),  # ULONG_PTR
+            ("PriorityClass", ctypes.c_uint32),
+            ("SchedulingClass", ctypes.c_uint32),
+        ]
+
+    class IO_COUNTERS(ctypes.Structure):
+        _fields_ = [
+            (name, ctypes.c_uint64)  # ULONGLONG
+            for name in ("ReadOperationCount", "WriteOperationCount", "OtherOperationCount", "ReadTransferCount", "WriteTransferCount", "OtherTransferCount")
+        ]
+
+    class JOBOBJECT_EXTENDED_LIMIT_INFORMATION(ctypes.Structure):
+        _fields_ = [
+            ("BasicLimitInformation", JOBOBJECT_BASIC_LIMIT_INFORMATION),
+            ("IoInfo", IO_COUNTERS),
+            ("ProcessMemoryLimit", ctypes.c_size_t),
+            ("JobMemoryLimit", ctypes.c_size_t),
+            ("PeakProcessMemoryUsed", ctypes.c_size_t),
+            ("PeakJobMemoryUsed", ctypes.c_size_t),
+        ]
+
+    return {
+        "JOBOBJECT_BASIC_LIMIT_INFORMATION": JOBOBJECT_BASIC_LIMIT_INFORMATION,
+        "IO_COUNTERS": IO_COUNTERS,
+        "JOBOBJECT_EXTENDED_LIMIT_INFORMATION": JOBOBJECT_EXTENDED_LIMIT_INFORMATION,
+    }
 
 
-class IO_COUNTERS(ctypes.Structure):
-    _fields_ = [
-        (name, ctypes.c_uint64)  # ULONGLONG
-        for name in ("ReadOperationCount", "WriteOperationCount", "OtherOperationCount", "ReadTransferCount", "WriteTransferCount", "OtherTransferCount")
-    ]
+_STRUCTURES = ("JOBOBJECT_BASIC_LIMIT_INFORMATION", "IO_COUNTERS", "JOBOBJECT_EXTENDED_LIMIT_INFORMATION")
 
 
-class JOBOBJECT_EXTENDED_LIMIT_INFORMATION(ctypes.Structure):
-    _fields_ = [
-        ("BasicLimitInformation", JOBOBJECT_BASIC_LIMIT_INFORMATION),
-        ("IoInfo", IO_COUNTERS),
-        ("ProcessMemoryLimit", ctypes.c_size_t),
-        ("JobMemoryLimit", ctypes.c_size_t),
-        ("PeakProcessMemoryUsed", ctypes.c_size_t),
-        ("PeakJobMemoryUsed", ctypes.c_size_t),
-    ]
+def __getattr__(name: str) -> Any:
+    """`winjob.JOBOBJECT_EXTENDED_LIMIT_INFORMATION` and the other structures, built on first use."""
+    if name in _STRUCTURES:  # asked first: `from winjob import Job` asks for __path__, which must not build them
+        return _structures()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _kernel32() -> Any:
     """The real kernel32 with the argument types of the calls used here (handles are pointer-sized)."""
+    import ctypes
+
     kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]  # Windows only
     kernel32.CreateJobObjectW.restype = ctypes.c_void_p
     kernel32.CreateJobObjectW.argtypes = [ctypes.c_void_p, ctypes.c_wchar_p]
@@ -88,8 +109,10 @@ class Job:
         handle = kernel32.CreateJobObjectW(None, None)  # unnamed, and its handle not inherited by the child
         if not handle:
             return None
+        import ctypes
+
         job = cls(handle, kernel32)
-        limits = JOBOBJECT_EXTENDED_LIMIT_INFORMATION()
+        limits = _structures()["JOBOBJECT_EXTENDED_LIMIT_INFORMATION"]()
         limits.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE
         if not kernel32.SetInformationJobObject(handle, JOB_OBJECT_EXTENDED_LIMIT_INFORMATION_CLASS, ctypes.addressof(limits), ctypes.sizeof(limits)):
             job.close()

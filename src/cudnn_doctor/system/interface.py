@@ -224,6 +224,12 @@ class System(ABC):
         """Live: load `names` in a child of `executable` and report the files really mapped; None when unknown (fixtures)."""
         return None
 
+    def expect_mapped_libraries(self, executable: str, framework: str, names: Sequence[str]) -> None:
+        """Say, before `framework_reports`, which names `mapped_libraries` will likely be asked for `executable`
+        after `framework` is probed. Live, where processes fork, the framework child answers them too (one child
+        per interpreter and framework, not two); the answer is the same. A described machine needs no hint."""
+        return None
+
     def run_script(self, executable: str, source: str, args: Sequence[str], timeout: float, progress: Optional[Callable[[str], None]] = None) -> Any:
         """Live: run Python `source` in a child of `executable` (a fresh sandbox folder as its working folder),
         calling `progress` with each line the child appends to the file named by $CUDNN_DOCTOR_PROGRESS;

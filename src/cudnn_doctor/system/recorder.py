@@ -214,6 +214,9 @@ class RecordingSystem(System):
             self._files.setdefault(self.paths.norm(resolved), {})["load"] = report
         return report
 
+    def expect_mapped_libraries(self, executable: str, framework: str, names: Sequence[str]) -> None:
+        self.inner.expect_mapped_libraries(executable, framework, names)
+
     def mapped_libraries(self, executable: str, names: Sequence[str]) -> Optional[dict[str, Any]]:
         real = self.inner.mapped_libraries(executable, names)
         if real is not None:

@@ -110,6 +110,9 @@ def _fork_map(map_source, names):
         code = 1
         try:
             os.close(read)
+            quiet = os.open(os.devnull, os.O_WRONLY)  # what a loaded library prints must not reach the report or its log
+            os.dup2(quiet, 1)
+            os.dup2(quiet, 2)
             scope = {"__name__": "cudnn_doctor_map_probe"}
             exec(map_source, scope)
             data = json.dumps(scope["report"](list(names))).encode("utf-8")

@@ -168,3 +168,32 @@ def test_loader_checks_are_answered_in_order(monkeypatch):
     confirmations = probe_confirmations(system, doubled)
     assert len({c.executable for c in confirmations}) > 1
     assert all(c.real == f"{c.executable}:{c.name}" for c in confirmations)
+
+
+class _CountedTuple(tuple):
+    """A tuple that counts how often it is walked."""
+
+    walks = 0
+
+    def __iter__(self):
+        type(self).walks += 1
+        return super().__iter__()
+
+
+def test_interpreter_mismatch_compares_each_environment_with_the_current_one_only():
+    from cudnn_doctor.checks.frameworks import interpreter_mismatch
+
+    from .conftest import LINUX_BASE, machine, run
+
+    gpu = {"torch": {"version": "2.3.1+cu121", "cuda": "12.1", "cuda_available": True, "device_count": 1, "arch_list": ["sm_86"]}}
+    cpu = {"torch": {"version": "2.3.1+cpu", "cuda": None, "cuda_available": False, "device_count": 0, "arch_list": []}}
+
+    def env(index: int, frameworks: dict, current: bool = False) -> dict:
+        return {"executable": f"/envs/e{index}/bin/python", "version": "3.11.7", "current": current, "kind": "conda", "packages": {}, "frameworks": frameworks}
+
+    pythons = [env(0, {}, current=True)] + [env(i, gpu if i % 3 else cpu) for i in range(1, 31)]
+    facts = run(machine(LINUX_BASE, pythons=pythons)).facts
+    _CountedTuple.walks = 0
+    found = list(interpreter_mismatch(facts._replace(builds=_CountedTuple(facts.builds))))
+    assert sorted(f.evidence["other"] for f in found) == sorted(f"/envs/e{i}/bin/python" for i in range(1, 31) if i % 3)
+    assert _CountedTuple.walks <= 2  # the builds are grouped once, not walked again for every environment

@@ -236,7 +236,7 @@ class LiveSystem(System):
         known = self._mapped.get((os.path.abspath(executable), tuple(names)))
         if known is not None:  # the framework child of this interpreter already loaded exactly these names
             return {"loaded": dict(known.get("loaded") or {}), "errors": dict(known.get("errors") or {})}
-        source = (Path(__file__).with_name("map_probe.py")).read_text(encoding="utf-8")
+        source = _script("map_probe.py")
         try:
             with self._slots:
                 done = self._child([executable, "-c", source, *names], 60, encoding="utf-8")
@@ -348,20 +348,20 @@ class LiveSystem(System):
     def _probe_framework(self, executable: str, name: str, timeout: float) -> dict[str, Any]:
         """Import one framework in a child of `executable` and parse its report."""
 
-        source = (Path(__file__).with_name("framework_probe.py")).read_text(encoding="utf-8")
+        source = _script("framework_probe.py")
         key = os.path.abspath(executable)
         names = self._confirm.get((key, name), ())
-        confirm = [(Path(__file__).with_name("map_probe.py")).read_text(encoding="utf-8"), *names] if names else []
-        with self._slots:
-            if key in self._hung:  # it missed a deadline while this import waited for a place in the pool
-                return {"error": f"TimeoutError: {executable} did not answer within {self._hung[key]:g} s"}
-            sandbox = tempfile.mkdtemp(prefix="cudnn-doctor-probe-")
-            try:
+        confirm = [_script("map_probe.py"), *names] if names else []
+        sandbox = tempfile.mkdtemp(prefix="cudnn-doctor-probe-")
+        try:
+            with self._slots:
+                if key in self._hung:  # it missed a deadline while this import waited for a place in the pool
+                    return {"error": f"TimeoutError: {executable} did not answer within {self._hung[key]:g} s"}
                 done = self._child([executable, "-c", source, name, *confirm], timeout, cwd=sandbox, env=no_trace_environment(sandbox), encoding="utf-8")
-            except OSError as error:
-                return {"import_error": f"{type(error).__name__}: {error}"}
-            finally:
-                shutil.rmtree(sandbox, ignore_errors=True)
+        except OSError as error:
+            return {"import_error": f"{type(error).__name__}: {error}"}
+        finally:  # outside the pool: removing the sandbox delays no other import
+            shutil.rmtree(sandbox, ignore_errors=True)
         if done.timed_out:
             return {"error": f"TimeoutError: importing {name} took longer than {timeout:g} s"}
         report = done.report_after(_MARKER)
@@ -401,6 +401,16 @@ class LiveSystem(System):
         from cudnn_doctor.system.passthrough import run_passthrough
 
         return run_passthrough(argv, trace_loader and self.os == "linux", keep)
+
+
+_SCRIPTS: dict[str, str] = {}
+
+
+def _script(name: str) -> str:
+    """The source of a stand-alone script beside this module, read once per run (one per environment otherwise)."""
+    if name not in _SCRIPTS:
+        _SCRIPTS[name] = Path(__file__).with_name(name).read_text(encoding="utf-8")
+    return _SCRIPTS[name]
 
 
 def _follow(path: str, callback: Optional[Callable[[str], None]], stop: threading.Event) -> None:

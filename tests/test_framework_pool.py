@@ -107,7 +107,7 @@ def test_the_framework_child_answers_the_loader_check_as_a_child_of_its_own_woul
     assert separate is not None and separate["loaded"][names[0]] and names[1] in separate["errors"]
 
     system = LiveSystem()
-    system.expect_mapped_libraries(sys.executable, "onnxruntime", names)
+    system.expect_mapped_libraries(sys.executable, lambda machine: {"onnxruntime": names})
     report = system.framework_reports(sys.executable, ["onnxruntime"], timeout=60)["onnxruntime"]
     assert report["version"] == "1.16.3" and "_mapped" not in report  # the fork's answer is no part of the report
 
@@ -127,7 +127,7 @@ def test_the_forked_loads_are_not_seen_by_the_import(site, tmp_path):
     maps = tmp_path / "maps"
     _onnxruntime(site, f"import time\ntime.sleep(0.3)\nopen({str(maps)!r}, 'w').write(open('/proc/self/maps').read())\n")
     system = LiveSystem()
-    system.expect_mapped_libraries(sys.executable, "onnxruntime", [libz])
+    system.expect_mapped_libraries(sys.executable, lambda machine: {"onnxruntime": [libz]})
     system.framework_reports(sys.executable, ["onnxruntime"], timeout=60)
     assert system._mapped  # the fork answered
     assert libz not in maps.read_text()
@@ -141,8 +141,8 @@ class _Hinted(FixtureSystem):
         self.expected: list[tuple[str, tuple[str, ...]]] = []
         self.asked: list[tuple[str, tuple[str, ...]]] = []
 
-    def expect_mapped_libraries(self, executable, framework, names):
-        self.expected.append((executable, tuple(names)))
+    def expect_mapped_libraries(self, executable, guess):
+        self.expected.extend((executable, tuple(names)) for names in guess(self).values())
 
     def mapped_libraries(self, executable, names):
         self.asked.append((executable, tuple(names)))
@@ -197,3 +197,17 @@ def test_interpreter_mismatch_compares_each_environment_with_the_current_one_onl
     found = list(interpreter_mismatch(facts._replace(builds=_CountedTuple(facts.builds))))
     assert sorted(f.evidence["other"] for f in found) == sorted(f"/envs/e{i}/bin/python" for i in range(1, 31) if i % 3)
     assert _CountedTuple.walks <= 2  # the builds are grouped once, not walked again for every environment
+
+
+def test_the_guess_reads_only_the_machine_that_uses_it():
+    """A described machine never calls the guess; a recording passes it to the machine it records, so the
+    files the guess reads are not added to the snapshot."""
+    from cudnn_doctor.system.recorder import RecordingSystem
+
+    path = GALLERY / "linux-tf213-old-cudnn81-first-on-ld-library-path.yaml"
+    seen: list = []
+    FixtureSystem.from_file(path).expect_mapped_libraries("/x/bin/python", lambda machine: seen.append(machine) or {})
+    assert seen == []
+    inner = _Hinted.from_file(path)
+    RecordingSystem(inner).expect_mapped_libraries("/x/bin/python", lambda machine: seen.append(machine) or {})
+    assert seen == [inner]

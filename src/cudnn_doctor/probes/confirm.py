@@ -40,18 +40,20 @@ def _confirmed_roots(system: System, resolution: Resolution) -> list[LoadStep]:
     return [s for s in resolution.steps if s.how == "root" and not system.paths.is_abs(s.name) and s.search in (None, windows.STANDARD)]
 
 
-def expect_confirmations(system: System, python: PythonEnv) -> None:
-    """Before its frameworks are imported, tell the System which names the loader check will likely ask of
-    `python`: the roots each framework's build would load by name as its files and the tables say (the live
-    report can still change them). A wrong guess costs a second child later, never a different answer."""
+def expected_confirmations(system: System, python: PythonEnv) -> dict[str, list[str]]:
+    """Before its frameworks are imported, the names the loader check will likely ask of `python`, per framework:
+    the roots each framework's build would load by name as its files and the tables say (the live report can still
+    change them). A wrong guess costs a second child later, never a different answer."""
     from cudnn_doctor.probes.builds import probe_builds
     from cudnn_doctor.probes.resolution import _roots
 
     rules = system.paths
+    expected = {}
     for build in probe_builds((python._replace(frameworks={}),), system.os, system):
         names = [root.name for root in _roots(system, build, python)[0] if not rules.is_abs(root.name) and root.mode in (None, windows.STANDARD)]
         if names:
-            system.expect_mapped_libraries(python.executable, build.name, names)
+            expected[build.name] = names
+    return expected
 
 
 def in_pool(ask: Callable[[Any], T], items: Sequence[Any], waiters: int = WAITERS) -> list[Optional[T]]:

@@ -58,15 +58,12 @@ def probe_frameworks(system: System, pythons: tuple[PythonEnv, ...], timeout: fl
     """
     if not pythons:
         return pythons
-    from cudnn_doctor.probes.confirm import expect_confirmations, in_pool
+    from cudnn_doctor.probes.confirm import expected_confirmations, in_pool
 
     def ask(python: PythonEnv) -> dict[str, dict[str, Any]]:
         wanted = [f.name for f in knowledge.frameworks() if set(python.packages) & {canonicalize_name(d) for d in f.distributions}]
         if confirm and wanted:
-            try:
-                expect_confirmations(system, python)
-            except Exception:  # a hint only: without it the loader check asks in a child of its own
-                pass
+            system.expect_mapped_libraries(python.executable, lambda machine: expected_confirmations(machine, python))
         return system.framework_reports(python.executable, wanted, timeout)
 
     reports = in_pool(ask, pythons)

@@ -17,7 +17,7 @@ import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, ContextManager, Iterator, Optional, Sequence
+from typing import Any, BinaryIO, Callable, ContextManager, Iterator, Mapping, Optional, Sequence
 
 from cudnn_doctor.binaries import BinaryInfo, read_binary
 from cudnn_doctor.system import lockfile, pyenv
@@ -244,9 +244,16 @@ class LiveSystem(System):
             return None
         return _last_line_json(done.stdout) if not done.timed_out else None
 
-    def expect_mapped_libraries(self, executable: str, framework: str, names: Sequence[str]) -> None:
-        if names and hasattr(os, "fork"):
-            self._confirm[(os.path.abspath(executable), framework)] = tuple(names)
+    def expect_mapped_libraries(self, executable: str, guess: Callable[[System], Mapping[str, Sequence[str]]]) -> None:
+        if not hasattr(os, "fork"):  # Windows: the loader check keeps its own child
+            return
+        try:
+            expected = guess(self)
+        except Exception:  # a guess only: without it the loader check asks in a child of its own
+            return
+        for framework, names in expected.items():
+            if names:
+                self._confirm[(os.path.abspath(executable), framework)] = tuple(names)
 
     def in_use(self, path: str) -> Optional[list[str]]:
         if self.os != "windows" or not os.path.isfile(path):

@@ -11,7 +11,9 @@ peak of the summed memory (RSS, from /proc or psutil) of the doctor's children a
 pool size × (one import's peak + a bare interpreter, the fork a framework child may take for the
 loader check).
 
-usage: python benchmarks/envs_scale.py [--sizes 1,10,50] [--src DIR] [--quick]
+usage: python benchmarks/envs_scale.py [--sizes 1,10,50] [--src DIR] [--busy] [--quick]
+`--busy`: the fake import spins the CPU for its 0.2 s instead of sleeping, as a real import does
+(a sleeping import lets unbounded children overlap for free; a working one does not).
 `--quick`: sizes 1 and 10; exit 1 only when the largest size takes more than 2× its target (a guard
 against a regression such as serial children or all-pairs work, not a timing test; the smaller
 size is mostly the cost of a check with no environment, benchmarks/check_speed.py's figure).
@@ -38,12 +40,18 @@ from typing import Optional
 ROOT = Path(__file__).resolve().parents[1]
 IMPORT_SECONDS = 0.2
 FAKE_INIT = f'''"""A stand-in for a GPU framework: slow to import, some memory, a build report."""
+import os as _os
 import time as _time
 
 _ballast = bytearray(20 << 20)  # touched below, so it counts in the child's memory
 for _i in range(0, len(_ballast), 4096):
     _ballast[_i] = 1
-_time.sleep({IMPORT_SECONDS})
+if _os.environ.get("ENVS_SCALE_BUSY"):  # a real import works the CPU: spin instead of sleeping
+    _end = _time.process_time() + {IMPORT_SECONDS}
+    while _time.process_time() < _end:
+        pass
+else:
+    _time.sleep({IMPORT_SECONDS})
 __version__ = "2.15.0"
 
 
@@ -199,12 +207,16 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1,10,50")
     parser.add_argument("--src", default=str(ROOT / "src"))
+    parser.add_argument("--busy", action="store_true", help="the fake import spins the CPU for its 0.2 s instead of sleeping, as a real import does")
     parser.add_argument("--quick", action="store_true", help="1 and 10 environments; exit 1 only on a >2x regression against the target")
     args = parser.parse_args(argv)
     sizes = [1, 10] if args.quick else [int(s) for s in args.sizes.split(",")]
     cores = os.cpu_count() or 1
+    if args.busy:
+        os.environ["ENVS_SCALE_BUSY"] = "1"  # inherited by the doctor, and by its children through it
     out = sys.stdout
-    out.write(f"machine: {platform.platform()}, {cores} cores, Python {platform.python_version()}; doctor from {args.src}\n")
+    mode = "spins the CPU" if args.busy else "sleeps"
+    out.write(f"machine: {platform.platform()}, {cores} cores, Python {platform.python_version()}; doctor from {args.src}; the fake import {mode}\n")
     scratch = Path(tempfile.mkdtemp(prefix="envs-scale-"))
     worst = 0.0
     try:

@@ -10,7 +10,7 @@ from cudnn_doctor import knowledge
 from cudnn_doctor.checks._libraries import build_key, cuda_key, lookup, system_builds
 from cudnn_doctor.checks._plan import Option, describe, driver_os, first_option, installed_toolkit, newest_update, option_text, pins, pip_install, plan_options
 from cudnn_doctor.checks.registry import finding, rule
-from cudnn_doctor.facts import Facts, FrameworkBuild, PythonEnv
+from cudnn_doctor.facts import Facts, FrameworkBuild
 from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.knowledge.records import VersionRange
 from cudnn_doctor.versions import major_minor, parse_version
@@ -334,8 +334,13 @@ def _python_line(facts: Facts, build: FrameworkBuild) -> Optional[str]:
     )
 
 
-def _gpu_frameworks(python: PythonEnv, facts: Facts) -> dict[str, FrameworkBuild]:
-    return {b.name: b for b in facts.builds if b.executable == python.executable and b.imported and b.uses_gpu}
+def _gpu_frameworks_by_executable(facts: Facts) -> dict[str, dict[str, FrameworkBuild]]:
+    """Per interpreter, its imported GPU builds by framework name: one pass over the builds."""
+    grouped: dict[str, dict[str, FrameworkBuild]] = {}
+    for build in facts.builds:
+        if build.imported and build.uses_gpu:
+            grouped.setdefault(build.executable, {})[build.name] = build
+    return grouped
 
 
 @rule("interpreter-mismatch", Severity.WARNING, "The GPU framework is installed in another interpreter than the one in use", Area.FRAMEWORKS)
@@ -344,12 +349,13 @@ def interpreter_mismatch(facts: Facts) -> Iterator[Finding]:
     current = facts.current_python
     if current is None:
         return
-    here = _gpu_frameworks(current, facts)
+    gpu_builds = _gpu_frameworks_by_executable(facts)  # grouped once: each interpreter is compared with the current one only
+    here = gpu_builds.get(current.executable, {})
     installed_here = {b.name for b in facts.builds if b.executable == current.executable}
     for python in facts.pythons:
         if python is current:
             continue
-        for name, build in _gpu_frameworks(python, facts).items():
+        for name, build in gpu_builds.get(python.executable, {}).items():
             if name in here:
                 continue
             exe = python.executable

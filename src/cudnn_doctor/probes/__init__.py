@@ -49,7 +49,7 @@ def run_probes(system: System, with_frameworks: bool = True, framework_timeout: 
         from concurrent.futures import ThreadPoolExecutor
 
         pool = ThreadPoolExecutor(max_workers=1)
-    reports = pool.submit(probe_frameworks, system, pythons, framework_timeout) if pool else None
+    reports = pool.submit(probe_frameworks, system, pythons, framework_timeout, True) if pool else None
     driver = guarded("driver", lambda: probe_driver(system), DriverFacts(None))
     toolkits = guarded("toolkits", lambda: probe_toolkits(system), ToolkitFacts())
     environment = guarded("environment", lambda: probe_environment(system), EnvironmentFacts())

@@ -48,22 +48,26 @@ def _in_parallel(ask: Callable[[str], T], executables: list[str]) -> list[T]:
         return list(pool.map(ask, executables))
 
 
-def probe_frameworks(system: System, pythons: tuple[PythonEnv, ...], timeout: float = 60.0) -> tuple[PythonEnv, ...]:
+def probe_frameworks(system: System, pythons: tuple[PythonEnv, ...], timeout: float = 60.0, confirm: bool = False) -> tuple[PythonEnv, ...]:
     """The same interpreters with what each installed GPU framework reports when imported.
 
-    Every interpreter at once, and the System imports the frameworks of one interpreter in
-    parallel too, so the whole probe takes about as long as the slowest single import.
+    Every interpreter is asked at once; the System runs their children in one pool bounded by the
+    CPU count (live), so N environments cost about N / cores imports, and their memory adds up
+    for at most that many at a time. With `confirm`, the System is first told which libraries the
+    loader check will ask each interpreter to load, so the framework child can answer that too.
     """
     if not pythons:
         return pythons
-    from concurrent.futures import ThreadPoolExecutor
+    from cudnn_doctor.probes.confirm import expected_confirmations, in_pool
 
-    def wanted(python: PythonEnv) -> list[str]:
-        return [f.name for f in knowledge.frameworks() if set(python.packages) & {canonicalize_name(d) for d in f.distributions}]
+    def ask(python: PythonEnv) -> dict[str, dict[str, Any]]:
+        wanted = [f.name for f in knowledge.frameworks() if set(python.packages) & {canonicalize_name(d) for d in f.distributions}]
+        if confirm and wanted:
+            system.expect_mapped_libraries(python.executable, lambda machine: expected_confirmations(machine, python))
+        return system.framework_reports(python.executable, wanted, timeout)
 
-    with ThreadPoolExecutor(max_workers=len(pythons)) as pool:
-        reports: list[dict[str, dict[str, Any]]] = list(pool.map(lambda p: system.framework_reports(p.executable, wanted(p), timeout), pythons))
-    return tuple(python._replace(frameworks=report) for python, report in zip(pythons, reports))
+    reports = in_pool(ask, pythons)
+    return tuple(python._replace(frameworks=report or {}) for python, report in zip(pythons, reports))
 
 
 def _environment_key(system: System, executable: str) -> str:

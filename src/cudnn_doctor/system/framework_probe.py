@@ -4,13 +4,22 @@ This file is executed as source text (`python -c`), never imported by the doctor
 must stand alone and work on every Python the frameworks ever supported. It prints one
 JSON object after a marker line; anything the framework prints to stdout stays above it,
 and its stderr (TensorFlow's dso_loader lines, cuDNN errors) is read by the caller as `log`.
+
+Where the OS can fork, it also answers the loader check (map_probe.py, whose source comes as the
+second argument, with the library names after it) in one process instead of two: a copy forked
+before the framework is imported is still a fresh interpreter, so what it maps for those names is
+what a separate child would map, and the import does not see those loads. The answer travels in
+the report under `MAPPED`.
 """
 
 import json
+import os
 import sys
 import warnings
 
 MARKER = "@@cudnn-doctor-report@@"
+MAPPED = "_mapped"
+MAP_WAIT = 30.0  # seconds the fork may take after the import ended; a hung load must not hold the report
 
 
 def _torch(report):
@@ -86,7 +95,67 @@ def _cupy(report):
 PROBES = {"torch": _torch, "tensorflow": _tensorflow, "paddle": _paddle, "jax": _jax, "onnxruntime": _onnxruntime, "cupy": _cupy}
 
 
-def main(name):
+def _fork_map(map_source, names):
+    """Start the loader check in a forked copy of this interpreter; (pid, pipe) or None where there is no fork."""
+    if not names or not hasattr(os, "fork"):
+        return None
+    read, write = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read)
+        os.close(write)
+        return None
+    if pid == 0:  # the copy: load, write the answer, and leave without running anything of the parent's
+        code = 1
+        try:
+            os.close(read)
+            quiet = os.open(os.devnull, os.O_WRONLY)  # what a loaded library prints must not reach the report or its log
+            os.dup2(quiet, 1)
+            os.dup2(quiet, 2)
+            scope = {"__name__": "cudnn_doctor_map_probe"}
+            exec(map_source, scope)
+            data = json.dumps(scope["report"](list(names))).encode("utf-8")
+            while data:
+                data = data[os.write(write, data) :]
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    return pid, read
+
+
+def _map_answer(pending):
+    """What the fork wrote; None when it failed or took more than MAP_WAIT (then it is killed)."""
+    import select
+    import signal
+    import time
+
+    pid, read = pending
+    chunks, deadline = [], time.time() + MAP_WAIT
+    try:
+        while True:
+            ready = select.select([read], [], [], max(deadline - time.time(), 0))[0]
+            if not ready:
+                os.kill(pid, signal.SIGKILL)
+                chunks = None
+                break
+            chunk = os.read(read, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(read)
+        os.waitpid(pid, 0)
+    try:
+        answer = json.loads(b"".join(chunks).decode("utf-8")) if chunks else None
+    except ValueError:
+        return None
+    return answer if isinstance(answer, dict) else None
+
+
+def main(name, map_source=None, names=()):
+    pending = _fork_map(map_source, names) if map_source else None
     report = {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -103,9 +172,13 @@ def main(name):
     messages = ["%s: %s" % (w.category.__name__, w.message) for w in caught]
     if messages:
         report["warning"] = "\n".join(messages)
+    if pending is not None:
+        mapped = _map_answer(pending)
+        if mapped is not None:
+            report[MAPPED] = mapped
     sys.stdout.write("\n" + MARKER + json.dumps(report) + "\n")
     sys.stdout.flush()
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None, sys.argv[3:])

@@ -224,6 +224,13 @@ class System(ABC):
         """Live: load `names` in a child of `executable` and report the files really mapped; None when unknown (fixtures)."""
         return None
 
+    def expect_mapped_libraries(self, executable: str, guess: Callable[[System], Mapping[str, Sequence[str]]]) -> None:
+        """Say, before `framework_reports`, which names `mapped_libraries` will likely be asked for `executable`:
+        `guess(system)` gives them per framework, read from that system's files. Live, where processes fork, the
+        framework child answers them too (one child per interpreter and framework, not two), with the same answer.
+        Only a system that uses the guess calls it: a described machine, which runs nothing, does not."""
+        return None
+
     def run_script(self, executable: str, source: str, args: Sequence[str], timeout: float, progress: Optional[Callable[[str], None]] = None) -> Any:
         """Live: run Python `source` in a child of `executable` (a fresh sandbox folder as its working folder),
         calling `progress` with each line the child appends to the file named by $CUDNN_DOCTOR_PROGRESS;

@@ -15,7 +15,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, ContextManager, Iterator, Optional, Sequence
+from typing import Any, BinaryIO, Callable, ContextManager, Iterator, Mapping, Optional, Sequence
 
 from cudnn_doctor.binaries import BinaryInfo, read_binary
 from cudnn_doctor.system import lockfile, pyenv
@@ -46,6 +46,7 @@ _REGISTRY_KEYS = {
     "system": ("HKEY_LOCAL_MACHINE", r"SYSTEM\CurrentControlSet\Control\Session Manager\Environment"),
 }
 _MARKER = "@@cudnn-doctor-report@@"
+_MAPPED = "_mapped"  # framework_probe.MAPPED: the loader check its fork answered
 
 
 class LiveSystem(System):
@@ -64,6 +65,10 @@ class LiveSystem(System):
         self._binaries: dict[str, BinaryInfo] = {}
         self.limit = limit
         self._hung: dict[str, float] = {}  # program or interpreter → the deadline it missed: never asked again this run
+        # one bounded pool for the framework and loader-check children of every interpreter: imports at once sum their memory
+        self._slots = threading.BoundedSemaphore(max(1, os.cpu_count() or 1))
+        self._confirm: dict[tuple[str, str], tuple[str, ...]] = {}  # (interpreter, framework) → names its framework child also loads
+        self._mapped: dict[tuple[str, tuple[str, ...]], dict[str, Any]] = {}  # (interpreter, names) → what its framework child mapped
 
     def _deadline(self, own: float) -> float:
         return min(own, self.limit) if self.limit is not None else own
@@ -246,12 +251,27 @@ class LiveSystem(System):
         """Ask the real loader: dlopen/LoadLibrary each name in a child of `executable`, then read
         /proc/self/maps (Linux) or the module list (Windows) for the file each name came from."""
 
-        source = (Path(__file__).with_name("map_probe.py")).read_text(encoding="utf-8")
+        known = self._mapped.get((os.path.abspath(executable), tuple(names)))
+        if known is not None:  # the framework child of this interpreter already loaded exactly these names
+            return {"loaded": dict(known.get("loaded") or {}), "errors": dict(known.get("errors") or {})}
+        source = _script("map_probe.py")
         try:
-            done = self._child([executable, "-c", source, *names], 60, encoding="utf-8")
+            with self._slots:
+                done = self._child([executable, "-c", source, *names], 60, encoding="utf-8")
         except OSError:
             return None
         return _last_line_json(done.stdout) if not done.timed_out else None
+
+    def expect_mapped_libraries(self, executable: str, guess: Callable[[System], Mapping[str, Sequence[str]]]) -> None:
+        if not hasattr(os, "fork"):  # Windows: the loader check keeps its own child
+            return
+        try:
+            expected = guess(self)
+        except Exception:  # a guess only: without it the loader check asks in a child of its own
+            return
+        for framework, names in expected.items():
+            if names:
+                self._confirm[(os.path.abspath(executable), framework)] = tuple(names)
 
     def in_use(self, path: str) -> Optional[list[str]]:
         if self.os != "windows" or not os.path.isfile(path):
@@ -355,17 +375,26 @@ class LiveSystem(System):
     def _probe_framework(self, executable: str, name: str, timeout: float) -> dict[str, Any]:
         """Import one framework in a child of `executable` and parse its report."""
 
-        source = (Path(__file__).with_name("framework_probe.py")).read_text(encoding="utf-8")
+        source = _script("framework_probe.py")
+        key = os.path.abspath(executable)
+        names = self._confirm.get((key, name), ())
+        confirm = [_script("map_probe.py"), *names] if names else []
         sandbox = tempfile.mkdtemp(prefix="cudnn-doctor-probe-")
         try:
-            done = self._child([executable, "-c", source, name], timeout, cwd=sandbox, env=no_trace_environment(sandbox), encoding="utf-8")
+            with self._slots:
+                if key in self._hung:  # it missed a deadline while this import waited for a place in the pool
+                    return {"error": f"TimeoutError: {executable} did not answer within {self._hung[key]:g} s"}
+                done = self._child([executable, "-c", source, name, *confirm], timeout, cwd=sandbox, env=no_trace_environment(sandbox), encoding="utf-8")
         except OSError as error:
             return {"import_error": f"{type(error).__name__}: {error}"}
-        finally:
+        finally:  # outside the pool: removing the sandbox delays no other import
             shutil.rmtree(sandbox, ignore_errors=True)
         if done.timed_out:
             return {"error": f"TimeoutError: importing {name} took longer than {timeout:g} s"}
         report = done.report_after(_MARKER)
+        mapped = report.pop(_MAPPED, None) if report is not None else None
+        if names and isinstance(mapped, dict):
+            self._mapped[(key, names)] = mapped
         if report is None:
             message = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
             return {"import_error": f"probe failed: {message}", "log": done.stderr[-4000:]}
@@ -399,6 +428,16 @@ class LiveSystem(System):
         from cudnn_doctor.system.passthrough import run_passthrough
 
         return run_passthrough(argv, trace_loader and self.os == "linux", keep)
+
+
+_SCRIPTS: dict[str, str] = {}
+
+
+def _script(name: str) -> str:
+    """The source of a stand-alone script beside this module, read once per run (one per environment otherwise)."""
+    if name not in _SCRIPTS:
+        _SCRIPTS[name] = Path(__file__).with_name(name).read_text(encoding="utf-8")
+    return _SCRIPTS[name]
 
 
 def _follow(path: str, callback: Optional[Callable[[str], None]], stop: threading.Event) -> None:

@@ -39,7 +39,9 @@ def _load(name):
     return ctypes.CDLL(name)
 
 
-def main(names):
+def report(names):
+    """What loading `names` in order maps, as {"loaded": {name: path}, "errors": {name: message}};
+    the framework probe runs this too, in a fork taken before its import (framework_probe.py)."""
     loaded, errors = {}, {}
     for name in names:
         try:
@@ -58,7 +60,11 @@ def main(names):
             base = os.path.basename(name)
             match = mapped.get(base) or next((p for b, p in mapped.items() if b.startswith(base + ".")), None)
             loaded[name] = os.path.realpath(match) if match else None
-    print(json.dumps({"loaded": loaded, "errors": errors}))
+    return {"loaded": loaded, "errors": errors}
+
+
+def main(names):
+    print(json.dumps(report(names)))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ gives the probes the same answers, hence the same findings.
 
 from __future__ import annotations
 
-from typing import Any, BinaryIO, ContextManager, Optional, Sequence
+from typing import Any, BinaryIO, Callable, ContextManager, Mapping, Optional, Sequence
 
 from cudnn_doctor.binaries import BinaryInfo
 from cudnn_doctor.privacy import kept_environment, kept_persistent
@@ -213,6 +213,9 @@ class RecordingSystem(System):
         if report is not None and resolved is not None:
             self._files.setdefault(self.paths.norm(resolved), {})["load"] = report
         return report
+
+    def expect_mapped_libraries(self, executable: str, guess: Callable[[System], Mapping[str, Sequence[str]]]) -> None:
+        self.inner.expect_mapped_libraries(executable, guess)  # the guess reads the inner machine: nothing is recorded for it
 
     def mapped_libraries(self, executable: str, names: Sequence[str]) -> Optional[dict[str, Any]]:
         real = self.inner.mapped_libraries(executable, names)

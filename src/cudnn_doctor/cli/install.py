@@ -41,22 +41,44 @@ def run_install(args: argparse.Namespace) -> int:
 
     system = open_system()
     store = transaction.Store(system)
-    archive = Archive(args.archive)  # every member is judged here, before the lock or any write
-    try:
-        if args.dry_run:
+    if args.dry_run:
+        archive = Archive(args.archive)  # every member is judged here, in the one pass that reads it
+        try:
             journal = store.journal()
             if journal is not None and journal.get("state") == "in-progress":
                 _say(f"cudnn-doctor: an install into {journal['target']} is running or was interrupted; the next install or rollback finishes or undoes it")
             _plan_and_print(system, archive, args)
-            return 0
-        with store.locked():
-            recovered = transaction.recover(store)
-            if recovered:
-                _say(f"cudnn-doctor: {recovered}")
-            target = _install(system, store, archive, args)
-    finally:
-        archive.close()
+        finally:
+            archive.close()
+        return 0
+    with store.locked():
+        recovered = transaction.recover(store)
+        if recovered:
+            _say(f"cudnn-doctor: {recovered}")
+        with store.spooling(_spool_root(system, args)) as spool:
+            archive = Archive(args.archive, spool=spool)  # judged in the one pass that reads it; the bytes land in the spool
+            try:
+                target = _install(system, store, archive, args)
+            finally:
+                archive.close()
     return _verify(target) if target is not None else 0
+
+
+def _spool_root(system: System, args: argparse.Namespace) -> Optional[str]:
+    """Where the archive's bytes are spooled while it is read: on the target's file system (the folder given
+    with --into, else the toolkit on PATH or the first one found), so the install renames them into place.
+    None on a machine that is not this one (a fixture): the bytes are then copied from the archive."""
+    from cudnn_doctor.system.live import LiveSystem
+
+    if not isinstance(system, LiveSystem):
+        return None
+    if args.into is not None:
+        return str(args.into.resolve())
+    from cudnn_doctor.probes.toolkit import probe_toolkits
+
+    toolkits = probe_toolkits(system)
+    roots = [t.root for t in toolkits.toolkits]
+    return toolkits.path_toolkit if toolkits.path_toolkit in roots else (roots[0] if roots else None)
 
 
 def _plan_and_print(system: System, archive: Archive, args: argparse.Namespace) -> tuple[Plan, list[EnvChange]]:

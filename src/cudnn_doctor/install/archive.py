@@ -10,15 +10,19 @@ truncated or hold no cuDNN file at all. Where a link lands once installed is jud
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import io
+import lzma
 import os
 import posixpath
 import re
 import tarfile
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Optional
+from typing import IO, NamedTuple, Optional
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.binaries import ELF_MACHINES, PE_MACHINES, arch_of_machine
@@ -35,6 +39,10 @@ _CUDNN_FILE = re.compile(r"(?i)(^|/)(lib)?cudnn[^/]*\.(h|dll|lib|a|so(\.\d+)*)$"
 _LIBRARY = re.compile(r"(?i)\.(dll|so(\.\d+)*)$")
 _INSTALLER_CUDA = re.compile(r"^bin/(\d+)\.x/")  # the cuDNN 9 installer's per-CUDA folders: bin/12.x/
 _CUBLAS_NAME = re.compile(rb"cublas(?:Lt)?64_(\d+)\.dll|libcublas(?:Lt)?\.so\.(\d+)")
+_OPS = re.compile(r"(?i)cudnn_ops(_infer)?(64_\d+\.dll|\.so\.\d+[.\d]*)$")
+_HEAD = 1 << 16  # a library's first bytes: its headers (ELF, PE)
+_HEADER_HEAD = 256 * 1024  # a C header: where its version is
+_BLOCK = 4 << 20
 
 
 @dataclass(frozen=True)
@@ -68,13 +76,27 @@ class ArchiveInfo:
 
 
 class Archive:
-    """A uniform, validated view of a zip, a tar or a folder."""
+    """A uniform, validated view of a zip, a tar or a folder, read in one pass.
 
-    def __init__(self, path: Path) -> None:
+    A tar is read as a stream (`r|*`, one decompression) and a zip member by member, each
+    member once: its SHA-256, its first bytes (what the plan reads: a header's version, a
+    library's machine) and, where the archive's name does not say the CUDA major, the cuBLAS
+    name the ops library asks for are taken on the way. With `spool` (a folder, best on the
+    target's file system), each file's bytes are also written there under a numbered name, so
+    the install renames them into place instead of decompressing the archive again; names
+    from the archive never become paths before they are judged. The byte and count limits
+    are checked as each member's header is read, so a bomb stops before it fills the disk.
+    """
+
+    def __init__(self, path: Path, spool: Optional[str] = None) -> None:
         if not path.exists():
             raise InputError(f"no such archive: {path}")
         self.path = path
         self.kind = "folder"
+        self._spool = spool
+        self._facts: dict[str, _Facts] = {}  # regular files by name: digest, head, spooled copy
+        self._cublas: Optional[bytes] = None
+        self._total = 0
         try:
             if path.is_dir():
                 self._members = self._folder_members()
@@ -89,22 +111,25 @@ class Archive:
                 self._zip_names = {_clean(i.filename): i for i in infos}
                 self._members = self._zip_members(infos)
                 self._packed = sum(i.compress_size for i in infos)
+                self._validate()  # a zip says everything before its data: judged before a byte is read
+                self._read_zip_data()
             elif tarfile.is_tarfile(path):
                 self.kind = "tar"
-                self._tar = tarfile.open(path)  # noqa: SIM115 - closed by Archive.close()
-                infos = []
-                for info in self._tar:  # counted while reading, so a million members stop early
-                    infos.append(info)
-                    self._check_count(len(infos))
-                self._tar_infos = {_clean(m.name): m for m in infos}
-                self._members = self._tar_members(infos)
                 self._packed = path.stat().st_size
+                self._members = self._read_tar()
             else:
                 raise InputError(f"{path.name} is not a .zip, .tar.xz or .tar.gz archive (or it is truncated)")
-        except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError, UnicodeDecodeError) as error:
+        except (zipfile.BadZipFile, tarfile.TarError, EOFError, lzma.LZMAError, zlib.error, UnicodeDecodeError) as error:
+            raise InputError(f"{path.name} is corrupt or truncated: {error}") from None
+        except OSError as error:
+            if spool is not None and error.filename is not None and str(error.filename).startswith(spool):
+                raise InputError(
+                    f"cannot write {error.filename} ({error.strerror or error}): free some space or make it writable; nothing was installed"
+                ) from None
             raise InputError(f"{path.name} is corrupt or truncated: {error}") from None
         self._by_name = {m.name: m for m in self._members}
-        self._validate()
+        if self.kind != "zip":
+            self._validate()
 
     @property
     def members(self) -> tuple[Member, ...]:
@@ -113,6 +138,79 @@ class Archive:
     def _check_count(self, count: int) -> None:
         if count > MAX_MEMBERS:
             raise InputError(f"{self.path.name}: refusing an archive of more than {MAX_MEMBERS:,} members (a cuDNN release has about 100)")
+
+    def _check_growth(self, name: str, size: int) -> None:
+        """The running total of a tar's sizes, judged before the member's bytes are read."""
+        self._total += size
+        if self._total > MAX_TOTAL_BYTES:
+            raise self._refuse(f"an archive that expands to more than {MAX_TOTAL_BYTES / 1024**3:.0f} GB")
+        packed = max(self._packed or 0, 1)
+        if self._total > 64 * RATIO_FLOOR and self._total > MAX_RATIO * packed:
+            raise self._refuse(f"an archive that expands more than {MAX_RATIO}x, to {self._total / 1024**2:,.0f} MB at {name!r} (an archive bomb?)")
+
+    def _read_tar(self) -> tuple[Member, ...]:
+        """Every member in one streaming pass: headers judged for count and size, files read once."""
+        members: list[Member] = []
+        regular: dict[str, int] = {}
+        with tarfile.open(self.path, "r|*") as tar:
+            for info in tar:  # counted while reading, so a million members stop early
+                self._check_count(len(members) + 1)
+                name = _clean(info.name)
+                if info.issym():
+                    members.append(Member(name, 0, 0, link=info.linkname))
+                elif info.islnk():  # a hard link names another member (an earlier one, in a tar) by its path
+                    source = _clean(info.linkname)
+                    if source not in regular or source == name:
+                        raise InputError(f"{self.path.name}: refusing hard link {name!r} → {info.linkname!r} (it names no file of the archive)")
+                    members.append(Member(name, regular[source], 0, hardlink=source))
+                elif info.isdir():
+                    members.append(Member(name, 0, 0, is_dir=True))
+                elif info.isfile():
+                    self._check_growth(name, info.size)
+                    members.append(Member(name, info.size, info.size))
+                    regular[name] = info.size
+                    stream = tar.extractfile(info)
+                    if stream is None:
+                        raise InputError(f"{self.path.name}: cannot read {name}")
+                    self._take(name, info.size, stream, len(members))
+                else:
+                    raise InputError(f"{self.path.name}: {info.name!r} is a device or FIFO, not a file")
+        return tuple(members)
+
+    def _read_zip_data(self) -> None:
+        for index, member in enumerate(self._members):
+            if member.is_file:
+                with self._zip.open(self._zip_names[member.name]) as stream:
+                    self._take(member.name, member.size, stream, index + 1)
+
+    def _take(self, name: str, size: int, stream: IO[bytes], number: int) -> None:
+        """Read one member's bytes once: hash them, keep the first bytes, look for the cuBLAS name, spool them."""
+        digest = hashlib.sha256()
+        keep = _HEADER_HEAD if name.endswith(".h") else _HEAD
+        head = b""
+        spooled = os.path.join(self._spool, f"{number:05d}") if self._spool is not None else None
+        look = self._cublas is None and _OPS.search(name) is not None and _cuda_from_names(self.path.name, name.split("/")[0], []) is None
+        tail = b""
+        written = 0
+        with open(spooled, "wb") if spooled else contextlib.nullcontext() as out:
+            for block in iter(lambda: stream.read(_BLOCK), b""):
+                digest.update(block)
+                if len(head) < keep:
+                    head += block[: keep - len(head)]
+                if look:
+                    found = _CUBLAS_NAME.search(tail + block)
+                    if found:
+                        self._cublas, look = found.group(0), False
+                    tail = block[-64:]
+                if out is not None:
+                    out.write(block)
+                written += len(block)
+            if out is not None:
+                out.flush()
+                os.fsync(out.fileno())  # durable before the journal says the file is staged
+        if written != size:
+            raise InputError(f"{self.path.name} is corrupt or truncated at {name}: {written} of {size} bytes")
+        self._facts[name] = _Facts(digest.hexdigest(), head, spooled)
 
     def _zip_members(self, infos: list[zipfile.ZipInfo]) -> tuple[Member, ...]:
         members = []
@@ -125,26 +223,6 @@ class Archive:
                 raise InputError(f"{self.path.name}: {info.filename!r} is a device, FIFO or socket, not a file")
             else:
                 members.append(Member(_clean(info.filename), info.file_size, info.compress_size, is_dir=info.is_dir()))
-        return tuple(members)
-
-    def _tar_members(self, infos: list[tarfile.TarInfo]) -> tuple[Member, ...]:
-        members = []
-        regular = {_clean(i.name): i.size for i in infos if i.isfile()}
-        for info in infos:
-            name = _clean(info.name)
-            if info.issym():
-                members.append(Member(name, 0, 0, link=info.linkname))
-            elif info.islnk():  # a hard link names another member by its path in the archive
-                source = _clean(info.linkname)
-                if source not in regular or source == name:
-                    raise InputError(f"{self.path.name}: refusing hard link {name!r} → {info.linkname!r} (it names no file of the archive)")
-                members.append(Member(name, regular[source], 0, hardlink=source))
-            elif info.isdir():
-                members.append(Member(name, 0, 0, is_dir=True))
-            elif info.isfile():
-                members.append(Member(name, info.size, info.size))
-            else:
-                raise InputError(f"{self.path.name}: {info.name!r} is a device or FIFO, not a file")
         return tuple(members)
 
     def _folder_members(self) -> tuple[Member, ...]:
@@ -201,35 +279,80 @@ class Archive:
         if not any(_CUDNN_FILE.search(m.name) for m in self._members if m.is_file):
             raise InputError(f"{self.path.name} holds no cuDNN library or header: it is not a cuDNN archive")
 
+    def _source(self, member: Member) -> Member:
+        return self._by_name[member.hardlink] if member.hardlink is not None else member
+
+    def digest(self, member: Member) -> str:
+        """The member's SHA-256 (hex), from the pass that read it; a folder's file is hashed when asked."""
+        facts = self._facts.get(self._source(member).name)
+        if facts is not None:
+            return facts.digest
+        digest = hashlib.sha256()
+        with self.open(member) as stream:
+            for block in iter(lambda: stream.read(_BLOCK), b""):
+                digest.update(block)
+        return digest.hexdigest()
+
+    def spooled(self, member: Member) -> Optional[str]:
+        """The spool file holding the member's bytes, or None when the archive was not spooled."""
+        facts = self._facts.get(self._source(member).name)
+        return facts.spooled if facts is not None else None
+
+    def sharers(self, member: Member) -> int:
+        """How many file members (the file and its hard links) take their bytes from the same spool file."""
+        source = self._source(member).name
+        return sum(1 for m in self._members if m.is_file and self._source(m).name == source)
+
     def open(self, member: Member) -> IO[bytes]:
         """A stream of the member's bytes (a hard link's are those of the file it names)."""
-        if member.hardlink is not None:
-            member = self._by_name[member.hardlink]
+        member = self._source(member)
+        spooled = self.spooled(member)
         try:
+            if spooled is not None and os.path.exists(spooled):
+                return open(spooled, "rb")
             if self.kind == "zip":
                 return self._zip.open(self._zip_names[member.name])
             if self.kind == "tar":
-                stream = self._tar.extractfile(self._tar_infos[member.name])
-                if stream is None:
-                    raise InputError(f"{self.path.name}: cannot read {member.name}")
-                return stream
+                return self._random_access(member)
             return open(self.path / member.name, "rb")
-        except (zipfile.BadZipFile, tarfile.TarError, EOFError) as error:
+        except (zipfile.BadZipFile, tarfile.TarError, EOFError, lzma.LZMAError, zlib.error) as error:
             raise InputError(f"{self.path.name} is corrupt or truncated at {member.name}: {error}") from None
 
+    def _random_access(self, member: Member) -> IO[bytes]:
+        """A tar member's bytes again, when they were not spooled: the archive is decompressed up to it once more."""
+        if getattr(self, "_tar", None) is None:
+            self._tar = tarfile.open(self.path)  # noqa: SIM115 - closed by Archive.close()
+            self._tar_infos = {_clean(m.name): m for m in self._tar.getmembers()}
+        stream = self._tar.extractfile(self._tar_infos[member.name])
+        if stream is None:
+            raise InputError(f"{self.path.name}: cannot read {member.name}")
+        return stream
+
     def read_text(self, member: Member, limit: int = 1 << 20) -> str:
-        with self.open(member) as stream:
-            return stream.read(limit).decode("utf-8", "replace")
+        return self.read_head(member, limit).decode("utf-8", "replace")
 
     def read_head(self, member: Member, limit: int = 1 << 16) -> bytes:
+        facts = self._facts.get(self._source(member).name)
+        if facts is not None and (len(facts.head) >= limit or len(facts.head) == self._source(member).size):
+            return facts.head[:limit]
         with self.open(member) as stream:
             return stream.read(limit)
+
+    def cublas_name(self) -> Optional[bytes]:
+        """The cuBLAS library name the ops library asks for, when the pass looked for it."""
+        return self._cublas
 
     def close(self) -> None:
         for attribute in ("_zip", "_tar"):
             handle = getattr(self, attribute, None)
             if handle is not None:
                 handle.close()
+
+
+class _Facts(NamedTuple):
+    digest: str
+    head: bytes
+    spooled: Optional[str]
 
 
 def link_problem(target: str) -> Optional[str]:
@@ -351,15 +474,24 @@ def _cuda_from_names(file_name: str, top: str, rel: list[str]) -> Optional[int]:
 
 
 def _cuda_from_libraries(archive: Archive, files: list[Member]) -> Optional[int]:
-    """The cuBLAS major the cuDNN ops library names (cublas64_11.dll / libcublas.so.12), read as a stream."""
-    ops = next((m for m in files if re.search(r"(?i)cudnn_ops(_infer)?(64_\d+\.dll|\.so\.\d+[.\d]*)$", m.name)), None)
+    """The cuBLAS major the cuDNN ops library names (cublas64_11.dll / libcublas.so.12): found by the pass that
+    read the archive, or for a folder read here as a stream."""
+    ops = next((m for m in files if _OPS.search(m.name)), None)
     if ops is None:
         return None
+    found = archive.cublas_name() if archive.kind != "folder" else _search_cublas(archive, ops)
+    match = _CUBLAS_NAME.fullmatch(found) if found else None
+    if match is None:
+        return None
+    return cuda_major_of_dll_number(match.group(1).decode()) if match.group(1) else int(match.group(2))
+
+
+def _search_cublas(archive: Archive, ops: Member) -> Optional[bytes]:
     tail = b""
     with archive.open(ops) as stream:
-        for block in iter(lambda: stream.read(8 << 20), b""):
+        for block in iter(lambda: stream.read(_BLOCK), b""):
             match = _CUBLAS_NAME.search(tail + block)
             if match:
-                return cuda_major_of_dll_number(match.group(1).decode()) if match.group(1) else int(match.group(2))
+                return match.group(0)
             tail = block[-64:]
     return None

@@ -12,22 +12,30 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import lzma
 import os
 import posixpath
+import queue
 import re
+import shutil
+import subprocess
 import tarfile
+import threading
 import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, NamedTuple, Optional
+from typing import IO, Iterator, NamedTuple, Optional
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.binaries import ELF_MACHINES, PE_MACHINES, arch_of_machine
 from cudnn_doctor.errors import InputError
 from cudnn_doctor.versions import cuda_major_of_dll_number, cudnn_header_version
+
+try:
+    import fcntl
+except ImportError:  # Windows: no pipe sizes to set
+    fcntl = None  # type: ignore[assignment]
 
 MAX_TOTAL_BYTES = 64 * 1024**3  # the largest cuDNN release is a few GB uncompressed
 MAX_RATIO = 200  # NVIDIA's libraries compress 2-10x; a bomb compresses hundreds to millions of times
@@ -43,6 +51,19 @@ _OPS = re.compile(r"(?i)cudnn_ops(_infer)?(64_\d+\.dll|\.so\.\d+[.\d]*)$")
 _HEAD = 1 << 16  # a library's first bytes: its headers (ELF, PE)
 _HEADER_HEAD = 256 * 1024  # a C header: where its version is
 _BLOCK = 4 << 20
+_BUFFER = 1 << 20
+_EM_NAMES = {
+    2: "EM_SPARC",
+    3: "EM_386",
+    8: "EM_MIPS",
+    20: "EM_PPC",
+    21: "EM_PPC64",
+    22: "EM_S390",
+    40: "EM_ARM",
+    62: "EM_X86_64",
+    183: "EM_AARCH64",
+    243: "EM_RISCV",
+}  # read from the compressed stream at a time
 
 
 @dataclass(frozen=True)
@@ -152,7 +173,7 @@ class Archive:
         """Every member in one streaming pass: headers judged for count and size, files read once."""
         members: list[Member] = []
         regular: dict[str, int] = {}
-        with tarfile.open(self.path, "r|*") as tar:
+        with _tar_stream(self.path) as tar:
             for info in tar:  # counted while reading, so a million members stop early
                 self._check_count(len(members) + 1)
                 name = _clean(info.name)
@@ -184,17 +205,18 @@ class Archive:
                     self._take(member.name, member.size, stream, index + 1)
 
     def _take(self, name: str, size: int, stream: IO[bytes], number: int) -> None:
-        """Read one member's bytes once: hash them, keep the first bytes, look for the cuBLAS name, spool them."""
-        digest = hashlib.sha256()
+        """Read one member's bytes once: hash them, keep the first bytes, look for the cuBLAS name, spool them.
+
+        A big member is hashed and written by a second thread while this one waits for the next bytes
+        from the decompressor (each of the three lets go of the GIL), as `tar -xf` and `xz -d` run side by side."""
         keep = _HEADER_HEAD if name.endswith(".h") else _HEAD
         head = b""
         spooled = os.path.join(self._spool, f"{number:05d}") if self._spool is not None else None
         look = self._cublas is None and _OPS.search(name) is not None and _cuda_from_names(self.path.name, name.split("/")[0], []) is None
         tail = b""
         written = 0
-        with open(spooled, "wb") if spooled else contextlib.nullcontext() as out:
+        with open(spooled, "wb") if spooled else contextlib.nullcontext() as out, _Sink(out, threaded=size > 2 * _BLOCK) as sink:
             for block in iter(lambda: stream.read(_BLOCK), b""):
-                digest.update(block)
                 if len(head) < keep:
                     head += block[: keep - len(head)]
                 if look:
@@ -202,15 +224,11 @@ class Archive:
                     if found:
                         self._cublas, look = found.group(0), False
                     tail = block[-64:]
-                if out is not None:
-                    out.write(block)
+                sink.put(block)
                 written += len(block)
-            if out is not None:
-                out.flush()
-                os.fsync(out.fileno())  # durable before the journal says the file is staged
         if written != size:
             raise InputError(f"{self.path.name} is corrupt or truncated at {name}: {written} of {size} bytes")
-        self._facts[name] = _Facts(digest.hexdigest(), head, spooled)
+        self._facts[name] = _Facts(sink.digest.hexdigest(), head, spooled)
 
     def _zip_members(self, infos: list[zipfile.ZipInfo]) -> tuple[Member, ...]:
         members = []
@@ -349,10 +367,93 @@ class Archive:
                 handle.close()
 
 
+class _Sink:
+    """Hashes blocks and writes them to `out` (when there is one), in a thread of its own when `threaded`;
+    an error there is raised here, at the next block or at the end."""
+
+    def __init__(self, out: Optional[IO[bytes]], threaded: bool) -> None:
+        self.digest = hashlib.sha256()
+        self._out = out
+        self._queue: Optional[queue.Queue[Optional[bytes]]] = queue.Queue(maxsize=4) if threaded else None
+        self._error: Optional[BaseException] = None
+        self._thread = threading.Thread(target=self._drain, daemon=True) if threaded else None
+
+    def __enter__(self) -> _Sink:
+        if self._thread is not None:
+            self._thread.start()
+        return self
+
+    def _consume(self, block: bytes) -> None:
+        self.digest.update(block)
+        if self._out is not None:
+            self._out.write(block)
+
+    def _drain(self) -> None:
+        assert self._queue is not None
+        while (block := self._queue.get()) is not None:
+            if self._error is None:
+                try:
+                    self._consume(block)
+                except BaseException as error:  # kept to be raised in the reading thread; the queue is still emptied
+                    self._error = error
+
+    def put(self, block: bytes) -> None:
+        if self._error is not None:
+            raise self._error
+        if self._queue is None:
+            self._consume(block)
+        else:
+            self._queue.put(block)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._queue is not None and self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+        if self._error is not None and exc[0] is None:
+            raise self._error
+
+
 class _Facts(NamedTuple):
     digest: str
     head: bytes
     spooled: Optional[str]
+
+
+@contextlib.contextmanager
+def _tar_stream(path: Path) -> Iterator[tarfile.TarFile]:
+    """The tar read as a stream. An .xz one is decompressed by `xz -dc` where there is one, as `tar -xf` does:
+    in another process, beside the hashing and writing done here (Python's lzma would do both in one)."""
+    xz = shutil.which("xz") if _is_xz(path) else None
+    if xz is None:
+        with tarfile.open(path, "r|*", bufsize=_BUFFER) as tar:
+            yield tar
+        return
+    process = subprocess.Popen([xz, "-dc", "--", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    assert process.stdout is not None and process.stderr is not None
+    if hasattr(fcntl, "F_SETPIPE_SZ"):
+        try:  # a 1 MB pipe instead of 64 KB: xz keeps decompressing while a block is hashed and written
+            fcntl.fcntl(process.stdout.fileno(), fcntl.F_SETPIPE_SZ, _BUFFER)
+        except OSError:
+            pass
+    try:
+        with tarfile.open(fileobj=process.stdout, mode="r|", bufsize=_BUFFER) as tar:
+            yield tar
+        while process.stdout.read(_BUFFER):  # the zero blocks after the end-of-archive marker
+            pass
+        if process.wait() != 0:
+            why = process.stderr.read(4096).decode("utf-8", "replace").strip().splitlines()
+            raise tarfile.ReadError(f"xz: {why[-1] if why else 'failed'}")
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stdout.close()
+        process.stderr.close()
+
+
+def _is_xz(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        return handle.read(6) == b"\xfd7zXZ\x00"
 
 
 def link_problem(target: str) -> Optional[str]:
@@ -387,7 +488,7 @@ def library_problem(name: str, head: bytes, os_name: str, arch: Optional[str]) -
 
 
 def binary_machine(head: bytes) -> Optional[tuple[str, Optional[str]]]:
-    """(pe | elf, machine as the header names it) from a library's first bytes (pefile / pyelftools), None when neither."""
+    """(pe | elf, machine as the header names it) from a library's first bytes (pefile / the ELF header), None when neither."""
     try:
         if head[:2] == b"MZ":
             offset = int.from_bytes(head[0x3C:0x40], "little") if len(head) >= 0x40 else -1
@@ -400,15 +501,12 @@ def binary_machine(head: bytes) -> Optional[tuple[str, Optional[str]]]:
             except pefile.PEFormatError:
                 return ("pe", None)
             return ("pe", PE_MACHINES.get(machine, hex(machine)))
-        if head[:4] == b"\x7fELF":
-            from elftools.common.exceptions import ELFError
-            from elftools.elf.elffile import ELFFile
-
-            try:
-                machine = ELFFile(io.BytesIO(head))["e_machine"]
-            except (ELFError, ValueError, KeyError):
+        if head[:4] == b"\x7fELF":  # e_machine, read as pyelftools does (without importing it: 0.1 s of a dry run)
+            if len(head) < 20 or head[4] not in (1, 2) or head[5] not in (1, 2):
                 return ("elf", None)
-            return ("elf", ELF_MACHINES.get(machine, str(machine)))
+            number = int.from_bytes(head[18:20], "little" if head[5] == 1 else "big")
+            machine = _EM_NAMES.get(number, str(number))
+            return ("elf", ELF_MACHINES.get(machine, machine))
     except Exception:  # a header too odd for the parsers: the format is known, the machine is not
         return ("pe" if head[:2] == b"MZ" else "elf", None)
     return None

@@ -448,11 +448,16 @@ def _stage(system: System, archive: Archive, plan: Plan, action: Action, temp: s
         expected, written = archive.digest(action.member), action.member.size
         if progress:
             progress(written)
+        if system.os != "windows":  # hashed as it was written and fsynced by this process: its size is checked, not its bytes again
+            info = system.stat(temp)
+            if info is None or info.size != written:
+                raise InstallFailed(f"{system.paths.basename(action.dest)} did not verify after writing ({info.size if info else 0} of {written} bytes)")
+            return f"sha256:{expected}"
     else:
         expected, written = _copy_member(system, archive, action, temp, progress)
-    on_disk = identity(system, temp)
-    info = system.stat(temp)
-    if written != action.member.size or on_disk != f"sha256:{expected}":  # what is on disk, not what we meant (antivirus, full disks)
+    on_disk = identity(system, temp)  # read back: what is on disk, not what we meant (antivirus, full disks)
+    if written != action.member.size or on_disk != f"sha256:{expected}":
+        info = system.stat(temp)
         raise InstallFailed(f"{system.paths.basename(action.dest)} did not verify after writing ({info.size if info else 0} of {action.member.size} bytes)")
     return on_disk
 
@@ -463,6 +468,7 @@ def _rename_spooled(system: System, archive: Archive, action: Action, temp: str)
     if spooled is None or archive.sharers(action.member) != 1:
         return False
     try:
+        _fsync(spooled)  # durable before the journal says it is staged (written back meanwhile, while the archive was read)
         system.replace(spooled, temp)
     except OSError as error:
         if error.errno != errno.EXDEV:
@@ -799,6 +805,14 @@ def _copy(system: System, source: str, target: str) -> Optional[str]:
             digest.update(block)
             writer.write(block)
     return f"sha256:{digest.hexdigest()}"
+
+
+def _fsync(path: str) -> None:
+    descriptor = os.open(path, os.O_RDWR | getattr(os, "O_BINARY", 0))
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 def _remove_spool(folder: str) -> None:

@@ -210,3 +210,18 @@ def test_the_hashing_thread_hashes_what_one_thread_would():
         digests.append(sink.digest.hexdigest())
     assert digests[0] == digests[1] == hashlib.sha256(b"".join(blocks)).hexdigest()
     assert outs[0].getvalue() == outs[1].getvalue() == b"".join(blocks)
+
+
+@pytest.mark.skipif(WINDOWS, reason="a Linux archive")
+@live_install
+def test_a_spool_that_would_not_fit_is_refused_before_it_fills_the_disk(tmp_path, monkeypatch, capsys):
+    from cudnn_doctor.install import archive as archive_module
+
+    target = archives.toolkit(tmp_path / "cuda-12.6")
+    before = archives.tree(target)
+    path = archives.linux_tar(tmp_path / "cudnn-linux-x86_64-8.9.7.29_cuda12-archive.tar.xz")
+    monkeypatch.setattr(archive_module, "_free_bytes", lambda folder: archive_module.SPOOL_MARGIN + 10_000)
+    assert main(["install", str(path), "--into", str(target), "--yes"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "free some space" in err, err
+    assert archives.tree(target) == before and not [p for p in target.iterdir() if p.name.startswith(transaction.SPOOL_PREFIX)]

@@ -11,6 +11,7 @@ truncated or hold no cuDNN file at all. Where a link lands once installed is jud
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import lzma
 import os
@@ -41,6 +42,8 @@ MAX_TOTAL_BYTES = 64 * 1024**3  # the largest cuDNN release is a few GB uncompre
 MAX_RATIO = 200  # NVIDIA's libraries compress 2-10x; a bomb compresses hundreds to millions of times
 RATIO_FLOOR = 1 << 20  # below this a member (or 64x this, an archive) is too small to be judged by its ratio
 MAX_MEMBERS = 20_000  # a cuDNN release has about 100 files
+SPOOL_MARGIN = 16 << 20  # what the journal and the file system's rounding need beside the spooled files
+_DISK_FULL = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _UNUSABLE = re.compile(r'[\x00-\x1f<>:"|?*]')  # control characters and what Windows refuses in a name
 _CUDNN_FILE = re.compile(r"(?i)(^|/)(lib)?cudnn[^/]*\.(h|dll|lib|a|so(\.\d+)*)$")
@@ -118,6 +121,7 @@ class Archive:
         self._facts: dict[str, _Facts] = {}  # regular files by name: digest, head, spooled copy
         self._cublas: Optional[bytes] = None
         self._total = 0
+        self._spool_free = _free_bytes(spool) if spool is not None else None
         try:
             if path.is_dir():
                 self._members = self._folder_members()
@@ -143,9 +147,9 @@ class Archive:
         except (zipfile.BadZipFile, tarfile.TarError, EOFError, lzma.LZMAError, zlib.error, UnicodeDecodeError) as error:
             raise InputError(f"{path.name} is corrupt or truncated: {error}") from None
         except OSError as error:
-            if spool is not None and error.filename is not None and str(error.filename).startswith(spool):
+            if spool is not None and (error.errno in _DISK_FULL or str(error.filename or "").startswith(spool)):
                 raise InputError(
-                    f"cannot write {error.filename} ({error.strerror or error}): free some space or make it writable; nothing was installed"
+                    f"cannot write the archive's files in {spool} ({error.strerror or error}): free some space there; nothing was changed"
                 ) from None
             raise InputError(f"{path.name} is corrupt or truncated: {error}") from None
         self._by_name = {m.name: m for m in self._members}
@@ -165,6 +169,11 @@ class Archive:
         self._total += size
         if self._total > MAX_TOTAL_BYTES:
             raise self._refuse(f"an archive that expands to more than {MAX_TOTAL_BYTES / 1024**3:.0f} GB")
+        if self._spool_free is not None and self._total + SPOOL_MARGIN > self._spool_free:
+            raise InputError(
+                f"the new files need more than {self._total / 1024**2:,.0f} MB in {self._spool}, which has {self._spool_free / 1024**2:,.0f} MB free: "
+                "free some space; nothing was changed"
+            )
         packed = max(self._packed or 0, 1)
         if self._total > 64 * RATIO_FLOOR and self._total > MAX_RATIO * packed:
             raise self._refuse(f"an archive that expands more than {MAX_RATIO}x, to {self._total / 1024**2:,.0f} MB at {name!r} (an archive bomb?)")
@@ -449,6 +458,13 @@ def _tar_stream(path: Path) -> Iterator[tarfile.TarFile]:
             process.wait()
         process.stdout.close()
         process.stderr.close()
+
+
+def _free_bytes(folder: str) -> Optional[int]:
+    try:
+        return shutil.disk_usage(folder).free
+    except OSError:
+        return None
 
 
 def _is_xz(path: Path) -> bool:

@@ -433,9 +433,10 @@ def _apply_one(
 def _stage(system: System, archive: Archive, plan: Plan, action: Action, temp: str, progress: Optional[Callable[[int], None]]) -> str:
     """Put the member beside its destination, check what is on disk, and return its identity.
 
-    A spooled member (read once, hashed and written while the archive was read) is renamed here;
-    otherwise its bytes are copied from the archive. Either way the staged file is read back and
-    must hash as the member did."""
+    A spooled member (read once, hashed and written while the archive was read) is renamed here and
+    its size checked (on Windows, where antivirus software rewrites files, it is read back and hashed);
+    otherwise its bytes are copied from the archive, and the staged file is read back and must hash
+    as the member did."""
     _discard(system, temp)
     if action.kind == "link":
         system.symlink(action.member.link or "", temp)

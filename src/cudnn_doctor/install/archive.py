@@ -19,24 +19,18 @@ import posixpath
 import queue
 import re
 import shutil
-import subprocess
 import tarfile
 import threading
 import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Iterator, NamedTuple, Optional
+from typing import IO, Callable, ContextManager, Iterator, NamedTuple, Optional
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.binaries import ELF_MACHINES, PE_MACHINES, arch_of_machine
 from cudnn_doctor.errors import InputError
 from cudnn_doctor.versions import cuda_major_of_dll_number, cudnn_header_version
-
-try:
-    import fcntl
-except ImportError:  # Windows: no pipe sizes to set
-    fcntl = None  # type: ignore[assignment]
 
 MAX_TOTAL_BYTES = 64 * 1024**3  # the largest cuDNN release is a few GB uncompressed
 MAX_RATIO = 200  # NVIDIA's libraries compress 2-10x; a bomb compresses hundreds to millions of times
@@ -112,12 +106,13 @@ class Archive:
     are checked as each member's header is read, so a bomb stops before it fills the disk.
     """
 
-    def __init__(self, path: Path, spool: Optional[str] = None) -> None:
+    def __init__(self, path: Path, spool: Optional[str] = None, opener: Optional[Opener] = None) -> None:
         if not path.exists():
             raise InputError(f"no such archive: {path}")
         self.path = path
         self.kind = "folder"
         self._spool = spool
+        self._opener = opener
         self._facts: dict[str, _Facts] = {}  # regular files by name: digest, head, spooled copy
         self._cublas: Optional[bytes] = None
         self._total = 0
@@ -182,7 +177,7 @@ class Archive:
         """Every member in one streaming pass: headers judged for count and size, files read once."""
         members: list[Member] = []
         regular: dict[str, int] = {}
-        with _tar_stream(self.path) as tar:
+        with _tar_stream(self.path, self._opener) as tar:
             for info in tar:  # counted while reading, so a million members stop early
                 self._check_count(len(members) + 1)
                 name = _clean(info.name)
@@ -428,36 +423,21 @@ class _Facts(NamedTuple):
     spooled: Optional[str]
 
 
+Opener = Callable[[Path], ContextManager[Optional[IO[bytes]]]]  # the decompressed bytes of an .xz file, or None
+
+
 @contextlib.contextmanager
-def _tar_stream(path: Path) -> Iterator[tarfile.TarFile]:
-    """The tar read as a stream. An .xz one is decompressed by `xz -dc` where there is one, as `tar -xf` does:
-    in another process, beside the hashing and writing done here (Python's lzma would do both in one)."""
-    xz = shutil.which("xz") if _is_xz(path) else None
-    if xz is None:
+def _tar_stream(path: Path, opener: Optional[Opener]) -> Iterator[tarfile.TarFile]:
+    """The tar read as a stream. An .xz one is decompressed by `opener` where it gives a stream (the CLI's runs
+    `xz -d` in another process, as `tar -xf` does, beside the hashing and writing done here), else by Python."""
+    with contextlib.ExitStack() as stack:
+        raw = stack.enter_context(opener(path)) if opener is not None and _is_xz(path) else None
+        if raw is not None:
+            with tarfile.open(fileobj=raw, mode="r|", bufsize=_BUFFER) as tar:
+                yield tar
+            return
         with tarfile.open(path, "r|*", bufsize=_BUFFER) as tar:
             yield tar
-        return
-    process = subprocess.Popen([xz, "-dc", "--", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-    assert process.stdout is not None and process.stderr is not None
-    if hasattr(fcntl, "F_SETPIPE_SZ"):
-        try:  # a 1 MB pipe instead of 64 KB: xz keeps decompressing while a block is hashed and written
-            fcntl.fcntl(process.stdout.fileno(), fcntl.F_SETPIPE_SZ, _BUFFER)
-        except OSError:
-            pass
-    try:
-        with tarfile.open(fileobj=process.stdout, mode="r|", bufsize=_BUFFER) as tar:
-            yield tar
-        while process.stdout.read(_BUFFER):  # the zero blocks after the end-of-archive marker
-            pass
-        if process.wait() != 0:
-            why = process.stderr.read(4096).decode("utf-8", "replace").strip().splitlines()
-            raise tarfile.ReadError(f"xz: {why[-1] if why else 'failed'}")
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        process.stdout.close()
-        process.stderr.close()
 
 
 def _free_bytes(folder: str) -> Optional[int]:

@@ -96,8 +96,8 @@ class ArchiveInfo:
 class Archive:
     """A uniform, validated view of a zip, a tar or a folder, read in one pass.
 
-    A tar is read as a stream (`r|*`, one decompression) and a zip member by member, each
-    member once: its SHA-256, its first bytes (what the plan reads: a header's version, a
+    A tar is read as a stream (one decompression: by `opener`, the CLI's `xz -d`, or by Python)
+    and a zip member by member, each member once: its SHA-256, its first bytes (what the plan reads: a header's version, a
     library's machine) and, where the archive's name does not say the CUDA major, the cuBLAS
     name the ops library asks for are taken on the way. With `spool` (a folder, best on the
     target's file system), each file's bytes are also written there under a numbered name, so

@@ -18,16 +18,21 @@ says what they stand for.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import mmap
+import os
 import re
 from typing import Optional
 
 _FAMILIES = ("cudnn", "cublas", "cudart", "nvrtc", "zlibwapi", "nvcuda", "cufft", "curand", "cusolver", "cusparse", "nvjitlink")
 _STARTS = {"pe": _FAMILIES, "elf": (*(f"lib{family}" for family in _FAMILIES), "libcuda.so", "libz.so")}
 _NAME_CHARS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+%")
-_SUFFIXES = {"pe": (rb"\.dll", rb"\.DLL"), "elf": (rb"\.so",)}
+_SUFFIX = {"pe": re.compile(rb"\.(?:dll|DLL)"), "elf": re.compile(rb"\.so")}  # one compiled alternation per format
 _VERSION_PART = rb"(?:[0-9]+|%[0-9]*[dui])+"
 _TAIL = {"pe": re.compile(rb"^\.(?:dll|DLL)"), "elf": re.compile(rb"^\.so(?:\." + _VERSION_PART + rb")*\.?")}
+CACHE_FROM = 4 << 20  # bytes scanned from which a result is cached: below it the scan costs less than the cache
+CACHE_ENTRIES = 1024  # the newest kept; a library is about 150 bytes of cache
 
 
 def _printable(byte: int) -> bool:
@@ -39,21 +44,123 @@ def library_names(path: str, binary_format: str, ranges: Optional[list[tuple[int
 
     `ranges` (offset, size) limits the scan to the read-only data sections where string
     constants live; NVIDIA's largest libraries are mostly GPU code (.nv_fatbin), which then
-    is never touched.
+    is never touched. A scan of many megabytes is cached in the state folder by the hash of the
+    bytes it read, found again by the file's identity (device, inode, size, times) without
+    reading it; a second copy of the same library (another environment's) is hashed, not scanned.
     """
-    found: set[str] = set()
     try:
-        with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            for start, size in ranges or [(0, len(data))]:
-                end = min(len(data), start + size)
-                for suffix in _SUFFIXES[binary_format]:
-                    for match in re.compile(suffix).finditer(data, start, end):
-                        name = _widen(data, match.start(), binary_format)
-                        if name:
-                            found.add(name)
+        with open(path, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            spans = [(start, min(info.st_size, start + size)) for start, size in ranges or [(0, info.st_size)] if start < info.st_size]
+            if not spans:
+                return []
+            file_key = None
+            if sum(end - start for start, end in spans) >= CACHE_FROM:
+                file_key = f"{binary_format}:{info.st_dev}:{info.st_ino}:{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}:{spans}"
+                cached = _CACHE.by_file(file_key)
+                if cached is not None:
+                    return cached
+            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                content = _content_key(data, spans, binary_format) if file_key else None
+                cached = _CACHE.by_content(content) if content else None
+                found = cached if cached is not None else _scan(data, spans, binary_format)
+                if file_key and content:
+                    _CACHE.store(file_key, content, found)
+                return found
     except (OSError, ValueError):  # empty or unreadable: nothing to report
         return []
+
+
+def _scan(data: mmap.mmap, spans: list[tuple[int, int]], binary_format: str) -> list[str]:
+    found: set[str] = set()
+    suffix = _SUFFIX[binary_format]
+    for start, end in spans:
+        for match in suffix.finditer(data, start, end):
+            name = _widen(data, match.start(), binary_format)
+            if name:
+                found.add(name)
     return sorted(found)
+
+
+def _content_key(data: mmap.mmap, spans: list[tuple[int, int]], binary_format: str) -> str:
+    """The hash of exactly the bytes a scan reads (and the spans and format): the result depends on nothing else."""
+    digest = hashlib.blake2b(f"{binary_format}:{[(s - spans[0][0], e - spans[0][0]) for s, e in spans]}".encode(), digest_size=20)
+    with memoryview(data) as view:
+        for start, end in spans:
+            digest.update(view[start:end])
+    return digest.hexdigest()
+
+
+class _ScanCache:
+    """The state folder's scan-cache.json: {"files": {identity: content}, "names": {content: [names]}}, read once
+    per process and written back once at exit when it grew. A damaged or unreadable cache is ignored."""
+
+    def __init__(self) -> None:
+        self._files: Optional[dict[str, str]] = None
+        self._names: dict[str, list[str]] = {}
+        self._dirty = False
+
+    def _path(self) -> str:
+        from cudnn_doctor.paths import state_dir
+
+        return os.path.join(state_dir(), "scan-cache.json")
+
+    def _load(self) -> dict[str, str]:
+        if self._files is None:
+            self._files = {}
+            try:
+                with open(self._path(), "rb") as handle:
+                    document = json.loads(handle.read(16 << 20))
+                files, names = document["files"], document["names"]
+                if isinstance(files, dict) and isinstance(names, dict):
+                    self._names = {k: v for k, v in names.items() if isinstance(v, list) and all(isinstance(n, str) for n in v)}
+                    self._files = {k: v for k, v in files.items() if isinstance(v, str) and v in self._names}
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                self._files, self._names = {}, {}
+        return self._files
+
+    def by_file(self, key: str) -> Optional[list[str]]:
+        content = self._load().get(key)
+        return list(self._names[content]) if content is not None else None
+
+    def by_content(self, content: str) -> Optional[list[str]]:
+        self._load()
+        found = self._names.get(content)
+        return list(found) if found is not None else None
+
+    def store(self, file_key: str, content: str, names: list[str]) -> None:
+        files = self._load()
+        files.pop(file_key, None)
+        files[file_key] = content  # the newest last: the oldest are dropped first
+        self._names[content] = list(names)
+        if not self._dirty:
+            import atexit
+
+            atexit.register(self.save)
+        self._dirty = True
+
+    def save(self) -> None:
+        """Write the cache (the newest CACHE_ENTRIES files) atomically; a state folder that cannot be written is no error."""
+        if not self._dirty or self._files is None:
+            return
+        files = dict(list(self._files.items())[-CACHE_ENTRIES:])
+        document = {"files": files, "names": {c: self._names[c] for c in set(files.values())}}
+        path = self._path()
+        temp = f"{path}.{os.getpid()}.tmp"
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(temp, "w", encoding="utf-8") as handle:
+                json.dump(document, handle)
+            os.replace(temp, path)
+            self._dirty = False
+        except OSError:
+            try:
+                os.unlink(temp)
+            except OSError:
+                pass
+
+
+_CACHE = _ScanCache()
 
 
 def _widen(data: mmap.mmap, dot: int, binary_format: str) -> str:

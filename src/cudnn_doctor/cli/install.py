@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import IO, TYPE_CHECKING, Iterator, Optional
 
 if TYPE_CHECKING:
     from cudnn_doctor.install.archive import Archive
@@ -41,22 +42,85 @@ def run_install(args: argparse.Namespace) -> int:
 
     system = open_system()
     store = transaction.Store(system)
-    archive = Archive(args.archive)  # every member is judged here, before the lock or any write
-    try:
-        if args.dry_run:
+    if args.dry_run:
+        archive = Archive(args.archive, opener=xz_stream)  # every member is judged here, in the one pass that reads it
+        try:
             journal = store.journal()
             if journal is not None and journal.get("state") == "in-progress":
                 _say(f"cudnn-doctor: an install into {journal['target']} is running or was interrupted; the next install or rollback finishes or undoes it")
             _plan_and_print(system, archive, args)
-            return 0
-        with store.locked():
-            recovered = transaction.recover(store)
-            if recovered:
-                _say(f"cudnn-doctor: {recovered}")
-            target = _install(system, store, archive, args)
-    finally:
-        archive.close()
+        finally:
+            archive.close()
+        return 0
+    with store.locked():
+        recovered = transaction.recover(store)
+        if recovered:
+            _say(f"cudnn-doctor: {recovered}")
+        with store.spooling(_spool_root(system, args)) as spool:
+            archive = Archive(args.archive, spool=spool, opener=xz_stream)  # judged in the one pass that reads it; the bytes land in the spool
+            try:
+                target = _install(system, store, archive, args)
+            finally:
+                archive.close()
     return _verify(target) if target is not None else 0
+
+
+@contextlib.contextmanager
+def xz_stream(path: Path) -> Iterator[Optional[IO[bytes]]]:
+    """The decompressed bytes of an .xz file from `xz -dc` in another process, as `tar -xf` reads them, so that
+    decompressing runs beside the hashing and writing; None where there is no xz (Python's lzma then does it).
+    A failure of xz (a truncated or corrupt file) is a tarfile.ReadError once the stream is read."""
+    import shutil
+    import subprocess
+    import tarfile
+
+    xz = shutil.which("xz")
+    if xz is None:
+        yield None
+        return
+    process = subprocess.Popen([xz, "-dc", "--", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    assert process.stdout is not None and process.stderr is not None
+    _widen_pipe(process.stdout.fileno())
+    try:
+        yield process.stdout
+        while process.stdout.read(1 << 20):  # the zero blocks after the end-of-archive marker
+            pass
+        if process.wait() != 0:
+            why = process.stderr.read(4096).decode("utf-8", "replace").strip().splitlines()
+            raise tarfile.ReadError(f"xz: {why[-1] if why else 'failed'}")
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stdout.close()
+        process.stderr.close()
+
+
+def _widen_pipe(descriptor: int) -> None:
+    """A 1 MB pipe instead of 64 KB (Linux): xz keeps decompressing while a block is hashed and written."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(descriptor, fcntl.F_SETPIPE_SZ, 1 << 20)  # type: ignore[attr-defined]
+    except (ImportError, AttributeError, OSError):
+        pass
+
+
+def _spool_root(system: System, args: argparse.Namespace) -> Optional[str]:
+    """Where the archive's bytes are spooled while it is read: on the target's file system (the folder given
+    with --into, else the toolkit on PATH or the first one found), so the install renames them into place.
+    None on a machine that is not this one (a fixture): the bytes are then copied from the archive."""
+    from cudnn_doctor.system.live import LiveSystem
+
+    if not isinstance(system, LiveSystem):
+        return None
+    if args.into is not None:
+        return str(args.into.resolve())
+    from cudnn_doctor.probes.toolkit import probe_toolkits
+
+    toolkits = probe_toolkits(system)
+    roots = [t.root for t in toolkits.toolkits]
+    return toolkits.path_toolkit if toolkits.path_toolkit in roots else (roots[0] if roots else None)
 
 
 def _plan_and_print(system: System, archive: Archive, args: argparse.Namespace) -> tuple[Plan, list[EnvChange]]:

@@ -10,15 +10,22 @@ truncated or hold no cuDNN file at all. Where a link lands once installed is jud
 
 from __future__ import annotations
 
-import io
+import contextlib
+import errno
+import hashlib
+import lzma
 import os
 import posixpath
+import queue
 import re
+import shutil
 import tarfile
+import threading
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Optional
+from typing import IO, Callable, ContextManager, Iterator, NamedTuple, Optional
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.binaries import ELF_MACHINES, PE_MACHINES, arch_of_machine
@@ -29,12 +36,31 @@ MAX_TOTAL_BYTES = 64 * 1024**3  # the largest cuDNN release is a few GB uncompre
 MAX_RATIO = 200  # NVIDIA's libraries compress 2-10x; a bomb compresses hundreds to millions of times
 RATIO_FLOOR = 1 << 20  # below this a member (or 64x this, an archive) is too small to be judged by its ratio
 MAX_MEMBERS = 20_000  # a cuDNN release has about 100 files
+SPOOL_MARGIN = 16 << 20  # what the journal and the file system's rounding need beside the spooled files
+_DISK_FULL = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _UNUSABLE = re.compile(r'[\x00-\x1f<>:"|?*]')  # control characters and what Windows refuses in a name
 _CUDNN_FILE = re.compile(r"(?i)(^|/)(lib)?cudnn[^/]*\.(h|dll|lib|a|so(\.\d+)*)$")
 _LIBRARY = re.compile(r"(?i)\.(dll|so(\.\d+)*)$")
 _INSTALLER_CUDA = re.compile(r"^bin/(\d+)\.x/")  # the cuDNN 9 installer's per-CUDA folders: bin/12.x/
 _CUBLAS_NAME = re.compile(rb"cublas(?:Lt)?64_(\d+)\.dll|libcublas(?:Lt)?\.so\.(\d+)")
+_OPS = re.compile(r"(?i)cudnn_ops(_infer)?(64_\d+\.dll|\.so\.\d+[.\d]*)$")
+_HEAD = 1 << 16  # a library's first bytes: its headers (ELF, PE)
+_HEADER_HEAD = 256 * 1024  # a C header: where its version is
+_BLOCK = 4 << 20
+_BUFFER = 1 << 20
+_EM_NAMES = {
+    2: "EM_SPARC",
+    3: "EM_386",
+    8: "EM_MIPS",
+    20: "EM_PPC",
+    21: "EM_PPC64",
+    22: "EM_S390",
+    40: "EM_ARM",
+    62: "EM_X86_64",
+    183: "EM_AARCH64",
+    243: "EM_RISCV",
+}  # read from the compressed stream at a time
 
 
 @dataclass(frozen=True)
@@ -68,13 +94,29 @@ class ArchiveInfo:
 
 
 class Archive:
-    """A uniform, validated view of a zip, a tar or a folder."""
+    """A uniform, validated view of a zip, a tar or a folder, read in one pass.
 
-    def __init__(self, path: Path) -> None:
+    A tar is read as a stream (one decompression: by `opener`, the CLI's `xz -d`, or by Python)
+    and a zip member by member, each member once: its SHA-256, its first bytes (what the plan reads: a header's version, a
+    library's machine) and, where the archive's name does not say the CUDA major, the cuBLAS
+    name the ops library asks for are taken on the way. With `spool` (a folder, best on the
+    target's file system), each file's bytes are also written there under a numbered name, so
+    the install renames them into place instead of decompressing the archive again; names
+    from the archive never become paths before they are judged. The byte and count limits
+    are checked as each member's header is read, so a bomb stops before it fills the disk.
+    """
+
+    def __init__(self, path: Path, spool: Optional[str] = None, opener: Optional[Opener] = None) -> None:
         if not path.exists():
             raise InputError(f"no such archive: {path}")
         self.path = path
         self.kind = "folder"
+        self._spool = spool
+        self._opener = opener
+        self._facts: dict[str, _Facts] = {}  # regular files by name: digest, head, spooled copy
+        self._cublas: Optional[bytes] = None
+        self._total = 0
+        self._spool_free = _free_bytes(spool) if spool is not None else None
         try:
             if path.is_dir():
                 self._members = self._folder_members()
@@ -89,22 +131,25 @@ class Archive:
                 self._zip_names = {_clean(i.filename): i for i in infos}
                 self._members = self._zip_members(infos)
                 self._packed = sum(i.compress_size for i in infos)
+                self._validate()  # a zip says everything before its data: judged before a byte is read
+                self._read_zip_data()
             elif tarfile.is_tarfile(path):
                 self.kind = "tar"
-                self._tar = tarfile.open(path)  # noqa: SIM115 - closed by Archive.close()
-                infos = []
-                for info in self._tar:  # counted while reading, so a million members stop early
-                    infos.append(info)
-                    self._check_count(len(infos))
-                self._tar_infos = {_clean(m.name): m for m in infos}
-                self._members = self._tar_members(infos)
                 self._packed = path.stat().st_size
+                self._members = self._read_tar()
             else:
                 raise InputError(f"{path.name} is not a .zip, .tar.xz or .tar.gz archive (or it is truncated)")
-        except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError, UnicodeDecodeError) as error:
+        except (zipfile.BadZipFile, tarfile.TarError, EOFError, lzma.LZMAError, zlib.error, UnicodeDecodeError) as error:
+            raise InputError(f"{path.name} is corrupt or truncated: {error}") from None
+        except OSError as error:
+            if spool is not None and (error.errno in _DISK_FULL or str(error.filename or "").startswith(spool)):
+                raise InputError(
+                    f"cannot write the archive's files in {spool} ({error.strerror or error}): free some space there; nothing was changed"
+                ) from None
             raise InputError(f"{path.name} is corrupt or truncated: {error}") from None
         self._by_name = {m.name: m for m in self._members}
-        self._validate()
+        if self.kind != "zip":
+            self._validate()
 
     @property
     def members(self) -> tuple[Member, ...]:
@@ -113,6 +158,81 @@ class Archive:
     def _check_count(self, count: int) -> None:
         if count > MAX_MEMBERS:
             raise InputError(f"{self.path.name}: refusing an archive of more than {MAX_MEMBERS:,} members (a cuDNN release has about 100)")
+
+    def _check_growth(self, name: str, size: int) -> None:
+        """The running total of a tar's sizes, judged before the member's bytes are read."""
+        self._total += size
+        if self._total > MAX_TOTAL_BYTES:
+            raise self._refuse(f"an archive that expands to more than {MAX_TOTAL_BYTES / 1024**3:.0f} GB")
+        if self._spool_free is not None and self._total + SPOOL_MARGIN > self._spool_free:
+            raise InputError(
+                f"the new files need more than {self._total / 1024**2:,.0f} MB in {self._spool}, which has {self._spool_free / 1024**2:,.0f} MB free: "
+                "free some space; nothing was changed"
+            )
+        packed = max(self._packed or 0, 1)
+        if self._total > 64 * RATIO_FLOOR and self._total > MAX_RATIO * packed:
+            raise self._refuse(f"an archive that expands more than {MAX_RATIO}x, to {self._total / 1024**2:,.0f} MB at {name!r} (an archive bomb?)")
+
+    def _read_tar(self) -> tuple[Member, ...]:
+        """Every member in one streaming pass: headers judged for count and size, files read once."""
+        members: list[Member] = []
+        regular: dict[str, int] = {}
+        with _tar_stream(self.path, self._opener) as tar:
+            for info in tar:  # counted while reading, so a million members stop early
+                self._check_count(len(members) + 1)
+                name = _clean(info.name)
+                if info.issym():
+                    members.append(Member(name, 0, 0, link=info.linkname))
+                elif info.islnk():  # a hard link names another member (an earlier one, in a tar) by its path
+                    source = _clean(info.linkname)
+                    if source not in regular or source == name:
+                        raise InputError(f"{self.path.name}: refusing hard link {name!r} → {info.linkname!r} (it names no file of the archive)")
+                    members.append(Member(name, regular[source], 0, hardlink=source))
+                elif info.isdir():
+                    members.append(Member(name, 0, 0, is_dir=True))
+                elif info.isfile():
+                    self._check_growth(name, info.size)
+                    members.append(Member(name, info.size, info.size))
+                    regular[name] = info.size
+                    stream = tar.extractfile(info)
+                    if stream is None:
+                        raise InputError(f"{self.path.name}: cannot read {name}")
+                    self._take(name, info.size, stream, len(members))
+                else:
+                    raise InputError(f"{self.path.name}: {info.name!r} is a device or FIFO, not a file")
+        return tuple(members)
+
+    def _read_zip_data(self) -> None:
+        for index, member in enumerate(self._members):
+            if member.is_file:
+                with self._zip.open(self._zip_names[member.name]) as stream:
+                    self._take(member.name, member.size, stream, index + 1)
+
+    def _take(self, name: str, size: int, stream: IO[bytes], number: int) -> None:
+        """Read one member's bytes once: hash them, keep the first bytes, look for the cuBLAS name, spool them.
+
+        A big member is hashed and written by a second thread while this one waits for the next bytes
+        from the decompressor (each of the three lets go of the GIL), as `tar -xf` and `xz -d` run side by side."""
+        keep = _HEADER_HEAD if name.endswith(".h") else _HEAD
+        head = b""
+        spooled = os.path.join(self._spool, f"{number:05d}") if self._spool is not None else None
+        look = self._cublas is None and _OPS.search(name) is not None and _cuda_from_names(self.path.name, name.split("/")[0], []) is None
+        tail = b""
+        written = 0
+        with open(spooled, "wb") if spooled else contextlib.nullcontext() as out, _Sink(out, threaded=size > 2 * _BLOCK) as sink:
+            for block in iter(lambda: stream.read(_BLOCK), b""):
+                if len(head) < keep:
+                    head += block[: keep - len(head)]
+                if look:
+                    found = _CUBLAS_NAME.search(tail + block)
+                    if found:
+                        self._cublas, look = found.group(0), False
+                    tail = block[-64:]
+                sink.put(block)
+                written += len(block)
+        if written != size:
+            raise InputError(f"{self.path.name} is corrupt or truncated at {name}: {written} of {size} bytes")
+        self._facts[name] = _Facts(sink.digest.hexdigest(), head, spooled)
 
     def _zip_members(self, infos: list[zipfile.ZipInfo]) -> tuple[Member, ...]:
         members = []
@@ -125,26 +245,6 @@ class Archive:
                 raise InputError(f"{self.path.name}: {info.filename!r} is a device, FIFO or socket, not a file")
             else:
                 members.append(Member(_clean(info.filename), info.file_size, info.compress_size, is_dir=info.is_dir()))
-        return tuple(members)
-
-    def _tar_members(self, infos: list[tarfile.TarInfo]) -> tuple[Member, ...]:
-        members = []
-        regular = {_clean(i.name): i.size for i in infos if i.isfile()}
-        for info in infos:
-            name = _clean(info.name)
-            if info.issym():
-                members.append(Member(name, 0, 0, link=info.linkname))
-            elif info.islnk():  # a hard link names another member by its path in the archive
-                source = _clean(info.linkname)
-                if source not in regular or source == name:
-                    raise InputError(f"{self.path.name}: refusing hard link {name!r} → {info.linkname!r} (it names no file of the archive)")
-                members.append(Member(name, regular[source], 0, hardlink=source))
-            elif info.isdir():
-                members.append(Member(name, 0, 0, is_dir=True))
-            elif info.isfile():
-                members.append(Member(name, info.size, info.size))
-            else:
-                raise InputError(f"{self.path.name}: {info.name!r} is a device or FIFO, not a file")
         return tuple(members)
 
     def _folder_members(self) -> tuple[Member, ...]:
@@ -201,35 +301,155 @@ class Archive:
         if not any(_CUDNN_FILE.search(m.name) for m in self._members if m.is_file):
             raise InputError(f"{self.path.name} holds no cuDNN library or header: it is not a cuDNN archive")
 
+    def _source(self, member: Member) -> Member:
+        return self._by_name[member.hardlink] if member.hardlink is not None else member
+
+    def digest(self, member: Member) -> str:
+        """The member's SHA-256 (hex), from the pass that read it; a folder's file is hashed when asked."""
+        facts = self._facts.get(self._source(member).name)
+        if facts is not None:
+            return facts.digest
+        digest = hashlib.sha256()
+        with self.open(member) as stream:
+            for block in iter(lambda: stream.read(_BLOCK), b""):
+                digest.update(block)
+        return digest.hexdigest()
+
+    def spooled(self, member: Member) -> Optional[str]:
+        """The spool file holding the member's bytes, or None when the archive was not spooled."""
+        facts = self._facts.get(self._source(member).name)
+        return facts.spooled if facts is not None else None
+
+    def sharers(self, member: Member) -> int:
+        """How many file members (the file and its hard links) take their bytes from the same spool file."""
+        source = self._source(member).name
+        return sum(1 for m in self._members if m.is_file and self._source(m).name == source)
+
     def open(self, member: Member) -> IO[bytes]:
         """A stream of the member's bytes (a hard link's are those of the file it names)."""
-        if member.hardlink is not None:
-            member = self._by_name[member.hardlink]
+        member = self._source(member)
+        spooled = self.spooled(member)
         try:
+            if spooled is not None and os.path.exists(spooled):
+                return open(spooled, "rb")
             if self.kind == "zip":
                 return self._zip.open(self._zip_names[member.name])
             if self.kind == "tar":
-                stream = self._tar.extractfile(self._tar_infos[member.name])
-                if stream is None:
-                    raise InputError(f"{self.path.name}: cannot read {member.name}")
-                return stream
+                return self._random_access(member)
             return open(self.path / member.name, "rb")
-        except (zipfile.BadZipFile, tarfile.TarError, EOFError) as error:
+        except (zipfile.BadZipFile, tarfile.TarError, EOFError, lzma.LZMAError, zlib.error) as error:
             raise InputError(f"{self.path.name} is corrupt or truncated at {member.name}: {error}") from None
 
+    def _random_access(self, member: Member) -> IO[bytes]:
+        """A tar member's bytes again, when they were not spooled: the archive is decompressed up to it once more."""
+        if getattr(self, "_tar", None) is None:
+            self._tar = tarfile.open(self.path)  # noqa: SIM115 - closed by Archive.close()
+            self._tar_infos = {_clean(m.name): m for m in self._tar.getmembers()}
+        stream = self._tar.extractfile(self._tar_infos[member.name])
+        if stream is None:
+            raise InputError(f"{self.path.name}: cannot read {member.name}")
+        return stream
+
     def read_text(self, member: Member, limit: int = 1 << 20) -> str:
-        with self.open(member) as stream:
-            return stream.read(limit).decode("utf-8", "replace")
+        return self.read_head(member, limit).decode("utf-8", "replace")
 
     def read_head(self, member: Member, limit: int = 1 << 16) -> bytes:
+        facts = self._facts.get(self._source(member).name)
+        if facts is not None and (len(facts.head) >= limit or len(facts.head) == self._source(member).size):
+            return facts.head[:limit]
         with self.open(member) as stream:
             return stream.read(limit)
+
+    def cublas_name(self) -> Optional[bytes]:
+        """The cuBLAS library name the ops library asks for, when the pass looked for it."""
+        return self._cublas
 
     def close(self) -> None:
         for attribute in ("_zip", "_tar"):
             handle = getattr(self, attribute, None)
             if handle is not None:
                 handle.close()
+
+
+class _Sink:
+    """Hashes blocks and writes them to `out` (when there is one), in a thread of its own when `threaded`;
+    an error there is raised here, at the next block or at the end."""
+
+    def __init__(self, out: Optional[IO[bytes]], threaded: bool) -> None:
+        self.digest = hashlib.sha256()
+        self._out = out
+        self._queue: Optional[queue.Queue[Optional[bytes]]] = queue.Queue(maxsize=4) if threaded else None
+        self._error: Optional[BaseException] = None
+        self._thread = threading.Thread(target=self._drain, daemon=True) if threaded else None
+
+    def __enter__(self) -> _Sink:
+        if self._thread is not None:
+            self._thread.start()
+        return self
+
+    def _consume(self, block: bytes) -> None:
+        self.digest.update(block)
+        if self._out is not None:
+            self._out.write(block)
+
+    def _drain(self) -> None:
+        assert self._queue is not None
+        while (block := self._queue.get()) is not None:
+            if self._error is None:
+                try:
+                    self._consume(block)
+                except BaseException as error:  # kept to be raised in the reading thread; the queue is still emptied
+                    self._error = error
+
+    def put(self, block: bytes) -> None:
+        if self._error is not None:
+            raise self._error
+        if self._queue is None:
+            self._consume(block)
+        else:
+            self._queue.put(block)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._queue is not None and self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+        if self._error is not None and exc[0] is None:
+            raise self._error
+
+
+class _Facts(NamedTuple):
+    digest: str
+    head: bytes
+    spooled: Optional[str]
+
+
+Opener = Callable[[Path], ContextManager[Optional[IO[bytes]]]]  # the decompressed bytes of an .xz file, or None
+
+
+@contextlib.contextmanager
+def _tar_stream(path: Path, opener: Optional[Opener]) -> Iterator[tarfile.TarFile]:
+    """The tar read as a stream. An .xz one is decompressed by `opener` where it gives a stream (the CLI's runs
+    `xz -d` in another process, as `tar -xf` does, beside the hashing and writing done here), else by Python."""
+    with contextlib.ExitStack() as stack:
+        raw = stack.enter_context(opener(path)) if opener is not None and _is_xz(path) else None
+        if raw is not None:
+            with tarfile.open(fileobj=raw, mode="r|", bufsize=_BUFFER) as tar:
+                yield tar
+            return
+        with tarfile.open(path, "r|*", bufsize=_BUFFER) as tar:
+            yield tar
+
+
+def _free_bytes(folder: str) -> Optional[int]:
+    try:
+        return shutil.disk_usage(folder).free
+    except OSError:
+        return None
+
+
+def _is_xz(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        return handle.read(6) == b"\xfd7zXZ\x00"
 
 
 def link_problem(target: str) -> Optional[str]:
@@ -264,7 +484,7 @@ def library_problem(name: str, head: bytes, os_name: str, arch: Optional[str]) -
 
 
 def binary_machine(head: bytes) -> Optional[tuple[str, Optional[str]]]:
-    """(pe | elf, machine as the header names it) from a library's first bytes (pefile / pyelftools), None when neither."""
+    """(pe | elf, machine as the header names it) from a library's first bytes (pefile / the ELF header), None when neither."""
     try:
         if head[:2] == b"MZ":
             offset = int.from_bytes(head[0x3C:0x40], "little") if len(head) >= 0x40 else -1
@@ -277,15 +497,12 @@ def binary_machine(head: bytes) -> Optional[tuple[str, Optional[str]]]:
             except pefile.PEFormatError:
                 return ("pe", None)
             return ("pe", PE_MACHINES.get(machine, hex(machine)))
-        if head[:4] == b"\x7fELF":
-            from elftools.common.exceptions import ELFError
-            from elftools.elf.elffile import ELFFile
-
-            try:
-                machine = ELFFile(io.BytesIO(head))["e_machine"]
-            except (ELFError, ValueError, KeyError):
+        if head[:4] == b"\x7fELF":  # e_machine, read as pyelftools does (without importing it: 0.1 s of a dry run)
+            if len(head) < 20 or head[4] not in (1, 2) or head[5] not in (1, 2):
                 return ("elf", None)
-            return ("elf", ELF_MACHINES.get(machine, str(machine)))
+            number = int.from_bytes(head[18:20], "little" if head[5] == 1 else "big")
+            machine = _EM_NAMES.get(number, str(number))
+            return ("elf", ELF_MACHINES.get(machine, machine))
     except Exception:  # a header too odd for the parsers: the format is known, the machine is not
         return ("pe" if head[:2] == b"MZ" else "elf", None)
     return None
@@ -351,15 +568,24 @@ def _cuda_from_names(file_name: str, top: str, rel: list[str]) -> Optional[int]:
 
 
 def _cuda_from_libraries(archive: Archive, files: list[Member]) -> Optional[int]:
-    """The cuBLAS major the cuDNN ops library names (cublas64_11.dll / libcublas.so.12), read as a stream."""
-    ops = next((m for m in files if re.search(r"(?i)cudnn_ops(_infer)?(64_\d+\.dll|\.so\.\d+[.\d]*)$", m.name)), None)
+    """The cuBLAS major the cuDNN ops library names (cublas64_11.dll / libcublas.so.12): found by the pass that
+    read the archive, or for a folder read here as a stream."""
+    ops = next((m for m in files if _OPS.search(m.name)), None)
     if ops is None:
         return None
+    found = archive.cublas_name() if archive.kind != "folder" else _search_cublas(archive, ops)
+    match = _CUBLAS_NAME.fullmatch(found) if found else None
+    if match is None:
+        return None
+    return cuda_major_of_dll_number(match.group(1).decode()) if match.group(1) else int(match.group(2))
+
+
+def _search_cublas(archive: Archive, ops: Member) -> Optional[bytes]:
     tail = b""
     with archive.open(ops) as stream:
-        for block in iter(lambda: stream.read(8 << 20), b""):
+        for block in iter(lambda: stream.read(_BLOCK), b""):
             match = _CUBLAS_NAME.search(tail + block)
             if match:
-                return cuda_major_of_dll_number(match.group(1).decode()) if match.group(1) else int(match.group(2))
+                return match.group(0)
             tail = block[-64:]
     return None

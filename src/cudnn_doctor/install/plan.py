@@ -194,9 +194,10 @@ def _check_destination(system: System, info: ArchiveInfo, member: Member, dest: 
 
 
 def _same_bytes(system: System, archive: Archive, member: Member, dest: str) -> bool:
-    """The installed file already holds the member's bytes; a file that cannot be read is a one-line refusal."""
+    """The installed file already holds the member's bytes (its hash from the one pass over the archive);
+    a file that cannot be read is a one-line refusal."""
     try:
-        return sha256_of(system.open_read(dest)) == sha256_of(archive.open(member))
+        return sha256_of(system.open_read(dest)) == archive.digest(member)
     except PermissionError:
         raise UsageError(
             f"cannot read {dest} to back it up (permission denied): run the install again with sudo / as administrator; nothing was changed"

@@ -22,6 +22,8 @@ import dataclasses
 import errno
 import hashlib
 import json
+import os
+import shutil
 import time
 import uuid
 from contextlib import contextmanager
@@ -35,6 +37,7 @@ from cudnn_doctor.paths import state_dir
 from cudnn_doctor.system.interface import System, registry_kind
 
 TEMP_SUFFIX = ".cudnn-doctor-tmp"
+SPOOL_PREFIX = ".cudnn-doctor-spool-"  # the folder an install reads the archive into, on the target's file system
 UNFINISHED = "rollback-unfinished"  # a history entry whose rollback started and has not finished: `rollback` finishes it
 BLOCK = 4 << 20
 SPACE_MARGIN = 16 << 20  # the journal, the history and the file system's own rounding
@@ -165,10 +168,46 @@ class Store:
                 raise
 
     def remove_leftovers(self) -> None:
-        """Temporary files of the journal and the history that a killed run left."""
+        """Temporary files of the journal and the history, and the spool folder, that a killed run left."""
         for path in (self.journal_path, self.history_path):
             with self._writing(path):
                 _discard(self.system, path + TEMP_SUFFIX)
+        data = self._read(self.spool_note)
+        for folder in data.decode("utf-8", "replace").splitlines() if data else []:
+            _remove_spool(folder)
+        if data is not None:
+            with self._writing(self.spool_note):
+                self.system.remove(self.spool_note)
+
+    @property
+    def spool_note(self) -> str:
+        return self.system.paths.join(self.root, "spool.txt")
+
+    @contextmanager
+    def spooling(self, root: Optional[str]) -> Iterator[Optional[str]]:
+        """A fresh folder in `root` for the archive's bytes (the caller holds the lock), noted in the state
+        folder first so that a killed run's is removed by the next install or rollback; removed after.
+        None when `root` is None or cannot be written (not yours without sudo): the bytes then come from
+        the archive itself."""
+        if root is None:
+            yield None
+            return
+        folder = os.path.join(root, f"{SPOOL_PREFIX}{uuid.uuid4().hex[:12]}")
+        self._replace_file(self.spool_note, (folder + "\n").encode("utf-8"))
+        try:
+            os.mkdir(folder, 0o700)
+        except OSError:
+            self.system.remove(self.spool_note)
+            yield None
+            return
+        try:
+            yield folder
+        finally:
+            _remove_spool(folder)
+            try:
+                self.system.remove(self.spool_note)
+            except OSError:
+                pass  # the next install or rollback finds the folder gone
 
     def _read(self, path: str) -> Optional[bytes]:
         try:
@@ -393,31 +432,65 @@ def _apply_one(
 
 
 def _stage(system: System, archive: Archive, plan: Plan, action: Action, temp: str, progress: Optional[Callable[[int], None]]) -> str:
-    """Write the member beside its destination, check what is on disk, and return its identity."""
+    """Put the member beside its destination, check what is on disk, and return its identity.
+
+    A spooled member (read once, hashed and written while the archive was read) is renamed here and
+    its size checked (on Windows, where antivirus software rewrites files, it is read back and hashed);
+    otherwise its bytes are copied from the archive, and the staged file is read back and must hash
+    as the member did."""
     _discard(system, temp)
     if action.kind == "link":
         system.symlink(action.member.link or "", temp)
         return f"link:{action.member.link}"
+    if action.member.size:  # the bytes must be the library its name says, for this OS and machine
+        problem = library_problem(action.member.name, archive.read_head(action.member), system.os, plan.archive.arch or system.arch)
+        if problem is not None:
+            raise InputError(f"{archive.path.name}: refusing {action.member.name!r}: {problem}")
+    if _rename_spooled(system, archive, action, temp):
+        expected, written = archive.digest(action.member), action.member.size
+        if progress:
+            progress(written)
+        if system.os != "windows":  # hashed as it was written and fsynced by this process: its size is checked, not its bytes again
+            info = system.stat(temp)
+            if info is None or info.size != written:
+                raise InstallFailed(f"{system.paths.basename(action.dest)} did not verify after writing ({info.size if info else 0} of {written} bytes)")
+            return f"sha256:{expected}"
+    else:
+        expected, written = _copy_member(system, archive, action, temp, progress)
+    on_disk = identity(system, temp)  # read back: what is on disk, not what we meant (antivirus, full disks)
+    if written != action.member.size or on_disk != f"sha256:{expected}":
+        info = system.stat(temp)
+        raise InstallFailed(f"{system.paths.basename(action.dest)} did not verify after writing ({info.size if info else 0} of {action.member.size} bytes)")
+    return on_disk
+
+
+def _rename_spooled(system: System, archive: Archive, action: Action, temp: str) -> bool:
+    """Move the member's spool file to `temp` when it is its only user and on the same file system."""
+    spooled = archive.spooled(action.member)
+    if spooled is None or archive.sharers(action.member) != 1:
+        return False
+    try:
+        _fsync(spooled)  # durable before the journal says it is staged (written back meanwhile, while the archive was read)
+        system.replace(spooled, temp)
+    except OSError as error:
+        if error.errno != errno.EXDEV:
+            raise
+        return False
+    return True
+
+
+def _copy_member(system: System, archive: Archive, action: Action, temp: str, progress: Optional[Callable[[int], None]]) -> tuple[str, int]:
+    """Copy the member's bytes (from its spool file, or the archive) to `temp`: their SHA-256 and length."""
     digest = hashlib.sha256()
     written = 0
-    first = True
     with archive.open(action.member) as source, system.open_write(temp) as target:
         for block in iter(lambda: source.read(BLOCK), b""):
-            if first:  # the bytes must be the library its name says, for this OS and machine
-                problem = library_problem(action.member.name, block, system.os, plan.archive.arch or system.arch)
-                if problem is not None:
-                    raise InputError(f"{archive.path.name}: refusing {action.member.name!r}: {problem}")
-                first = False
             digest.update(block)
             target.write(block)
             written += len(block)
             if progress:
                 progress(len(block))
-    on_disk = identity(system, temp)
-    if written != action.member.size or on_disk != f"sha256:{digest.hexdigest()}":  # what is on disk, not what we meant (antivirus, full disks)
-        info = system.stat(temp)
-        raise InstallFailed(f"{system.paths.basename(action.dest)} did not verify after writing ({info.size if info else 0} of {action.member.size} bytes)")
-    return on_disk
+    return digest.hexdigest(), written
 
 
 def _check_space(system: System, plan: Plan, state_root: str) -> None:
@@ -742,6 +815,20 @@ def _size_of(path: Any) -> Optional[int]:
         return int(path.stat().st_size) if path.is_file() else None
     except OSError:
         return None
+
+
+def _fsync(path: str) -> None:
+    descriptor = os.open(path, os.O_RDWR | getattr(os, "O_BINARY", 0))
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _remove_spool(folder: str) -> None:
+    """Remove a spool folder and the numbered files in it; only a folder of that name, never anything else."""
+    if os.path.basename(folder.rstrip("/\\")).startswith(SPOOL_PREFIX) and os.path.isdir(folder) and not os.path.islink(folder):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _present(system: System, path: str) -> bool:

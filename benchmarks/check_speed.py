@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -35,41 +34,23 @@ import time
 from pathlib import Path
 from typing import Optional
 
+from machine import children_cpu  # benchmarks/machine.py (this folder is sys.path[0])
+from machine import describe as machine
+
 TARGET = 5.0  # check --no-frameworks / python -c pass (issue 15)
 RECORDED = 12.0  # measured when this line last changed: 11.7x CPU, 11-15x wall (AMD EPYC, 2 busy cores, Python 3.11)
 GUARD_FACTOR = 2.0  # --quick fails beyond GUARD_FACTOR x RECORDED
-
-
-def machine() -> str:
-    """CPU model, cores, Python and OS, for the line a ratio is read with."""
-    model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            model = next((line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")), model)
-    except OSError:
-        pass
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"{model}; {usable} cores; {platform.python_implementation()} {platform.python_version()}; {platform.system()} {platform.release()}"
 
 
 def _environment() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
 
 
-def _children_cpu() -> float:
-    try:
-        import resource
-    except ImportError:  # Windows: wall time only
-        return 0.0
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def once(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
     """(wall, CPU) seconds of one run of `command`."""
-    cpu, start = _children_cpu(), time.perf_counter()
+    cpu, start = children_cpu(), time.perf_counter()
     subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env=env or _environment())
-    return time.perf_counter() - start, _children_cpu() - cpu
+    return time.perf_counter() - start, children_cpu() - cpu
 
 
 def paired(commands: dict[str, list[str]], runs: int) -> dict[str, tuple[float, float]]:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -37,23 +36,14 @@ from typing import Optional
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
+from machine import describe as machine  # noqa: E402  (benchmarks/machine.py: this folder is sys.path[0])
+
 import archives  # noqa: E402
 
 CACHE = Path(os.environ.get("CUDNN_DOCTOR_TEST_CACHE") or Path.home() / ".cache" / "cudnn-doctor-tests")
 WHEELS = CACHE / "wheels" / "manylinux_2_28_x86_64" / "nvidia-cudnn-cu12"
 DRY_RUN_TARGET, INSTALL_TARGET = 1.5, 1.2
 QUICK_REFERENCE = (0.6, 1.4)  # --quick's (dry run, install) ratios, best of 2, after the one-pass install (a loaded 2-core EPYC)
-
-
-def machine() -> str:
-    """The machine the figures come from: CPU, cores, memory, Python."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1024**3 if hasattr(os, "sysconf") else 0
-    return f"{cpu}, {os.cpu_count()} cores, {memory:.0f} GiB, {platform.system()} {platform.release()}, Python {platform.python_version()}"
 
 
 def wheel() -> Path:

@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from machine import children_cpu  # benchmarks/machine.py (this folder is sys.path[0])
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_FIXTURE = REPO.parent / "shared" / "fixtures" / "real" / "45-linux-ort116-cuda11-build-on-cuda121.yaml"
 ALL_TABLES = ("cuda_driver", "cuda_libraries", "cudnn", "cuda_wheels", "environment", "frameworks", "gpus", "libraries", "tensorflow", "torch")
@@ -73,18 +75,9 @@ def load_ms(read: str) -> list[float]:
     return [float(value) for value in done.stdout.split()]
 
 
-def _children_cpu() -> float:
-    try:
-        import resource
-    except ImportError:  # Windows: wall time only
-        return 0.0
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def check_seconds(src: Path, options: list[str]) -> list[float]:
     """(wall, CPU) seconds of one `check --no-frameworks OPTIONS`."""
-    start, cpu = time.perf_counter(), _children_cpu()
+    start, cpu = time.perf_counter(), children_cpu()
     subprocess.run(
         [sys.executable, "-m", "cudnn_doctor", "check", "--no-frameworks", *options],
         env=_env(src),
@@ -92,7 +85,7 @@ def check_seconds(src: Path, options: list[str]) -> list[float]:
         stderr=subprocess.DEVNULL,
         check=False,
     )
-    return [time.perf_counter() - start, _children_cpu() - cpu]
+    return [time.perf_counter() - start, children_cpu() - cpu]
 
 
 def _median(samples: list[list[float]]) -> list[float]:

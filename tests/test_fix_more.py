@@ -33,7 +33,7 @@ from cudnn_doctor.system.fixture import FixtureSystem
 
 from . import archives
 from .conftest import LINUX_BASE, WINDOWS_BASE, machine
-from .test_fix import LINUX_STATE, WIN_STATE, snapshot
+from .test_fix import LINUX_STATE, WIN_STATE, rollback, snapshot
 from .test_install_faults import Faulty
 
 CUDA = "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA"
@@ -118,14 +118,6 @@ def fix(system: Any, state: str, only: Optional[set[str]] = None) -> None:
         expanded = expand(system, plan.changes, store.quarantine_path(TXID))
         assert expanded.steps, "the fix plans nothing"
         transaction.apply_fix(expanded.steps, store, TXID, "fix: test", "folder")
-
-
-def rollback(system: Any, state: str) -> transaction.UndoReport:
-    store = transaction.Store(system, state)
-    with store.locked():
-        if transaction.recover(store):
-            return transaction.UndoReport([], [], [])
-        return transaction.rollback_last(store)[1]
 
 
 @pytest.mark.parametrize("name", list(CASES))

@@ -167,8 +167,8 @@ def synthetic(doctor: list[str], runs: int) -> None:
             seconds = timed_env([*doctor, "--no-frameworks"], runs, env)
             floor = seconds if floor is None else floor
             growth = ""
-            if previous and previous[0] and seconds > floor:
-                extra, before = seconds - floor, max(previous[1] - floor, 1e-9)
+            if previous and previous[0] and previous[1] - floor > 0.01:  # below 10 ms the extra time is noise
+                extra, before = seconds - floor, previous[1] - floor
                 growth = f"  extra time x{extra / before:5.2f} for x{count / previous[0]:.0f} folders"
             print(f"  {count:4d} folders on PATH and LD_LIBRARY_PATH  {seconds:6.3f} s  x{seconds / floor:5.2f} the 0-folder run{growth}")
             previous = (count, seconds)

@@ -78,6 +78,29 @@ def test_check_on_a_fixture_imports_none_of_the_slow_modules(fixture):
     assert sorted((set(NEVER_ON_A_FIXTURE) - _loaded_by_packaging()) & loaded) == []
 
 
+def _fix_kinds_found(*argv: str) -> list:
+    """The fix_kind of each finding's rule on a run of `check --format json`."""
+    import cudnn_doctor.checks  # noqa: F401  (registers the rules)
+    from cudnn_doctor.checks.registry import RULES
+
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    done = subprocess.run([sys.executable, "-m", "cudnn_doctor", *argv, "--format", "json"], capture_output=True, text=True, env=env, timeout=120)
+    return [RULES[f["id"]].fix_kind if f["id"] in RULES else None for f in json.loads(done.stdout)["findings"]]
+
+
+@pytest.mark.parametrize("fmt", ["terminal", "json"])
+@pytest.mark.parametrize("fixture", shared_fixture_paths()[:8], ids=lambda p: p.name)
+def test_fixes_load_only_for_a_finding_whose_rule_has_a_fix(fixture, fmt):
+    """`cudnn_doctor.fixes` (dataclasses, planners: ~15 ms) is imported by a report only when some finding may be fixed."""
+    argv = ("check", "--no-frameworks", "--fixture", str(fixture))
+    fixable = any(kind is not None for kind in _fix_kinds_found(*argv))
+    loaded = "cudnn_doctor.fixes" in _modules_after(*argv, "--format", fmt)
+    if fmt == "json":  # every finding carries `autofix`: asked of the planners exactly when its rule has a fix
+        assert loaded == fixable
+    else:  # the terminal asks only for the causes it shows, never for a finding no rule fixes
+        assert fixable or not loaded
+
+
 def test_check_on_this_machine_builds_no_table_and_imports_none_of_the_slow_modules():
     loaded = _modules_after("check", "--no-frameworks")
     assert "cudnn_doctor.diagnose" in loaded

@@ -46,6 +46,13 @@ def explanations(rules: dict[str, Rule]) -> dict[str, set[str]]:
     return explained
 
 
+def has_fix_kind(found: Finding) -> bool:
+    """Whether `fix` may have changes for this finding at all: only then do reports import `cudnn_doctor.fixes`
+    (its dataclasses and planners cost ~15 ms of import on `check`)."""
+    rule = RULES.get(found.id)
+    return rule is not None and rule.fix_kind is not None
+
+
 def register(rule: Rule) -> Rule:
     if rule.id in RULES:
         raise ValueError(f"finding id {rule.id!r} registered twice")

@@ -33,6 +33,10 @@ def _private_parts_removed(facts: Facts) -> Facts:
 
 def _with_autofix(found: Finding, facts: Facts) -> dict[str, Any]:
     """`autofix`: "safe" / "unsafe" when `cudnn-doctor fix` has changes for this finding, null when its steps stay manual."""
+    from cudnn_doctor.checks.registry import has_fix_kind
+
+    if not has_fix_kind(found):
+        return {**found.to_json(), "autofix": None}  # no rule fix: `fixes` stays unloaded
     from cudnn_doctor.fixes import automatic_fix
 
     return {**found.to_json(), "autofix": automatic_fix(found, facts)}

@@ -151,7 +151,11 @@ def _one_line(text: str, width: int = 160) -> str:
 
 
 def _fix_line(found: Finding, facts: Facts) -> Optional[str]:
-    from cudnn_doctor.fixes import fix_line  # the planners, only for a report that has findings
+    from cudnn_doctor.checks.registry import has_fix_kind
+
+    if not has_fix_kind(found):
+        return None  # no rule fix: the planners (dataclasses, ~15 ms of import) stay unloaded
+    from cudnn_doctor.fixes import fix_line
 
     return fix_line(found, facts)
 

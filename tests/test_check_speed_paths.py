@@ -38,8 +38,10 @@ NEVER_ON_A_FIXTURE = (
     "pynvml",
     "email",
     "zipfile",
+    "dataclasses",
+    "inspect",
 )
-NEVER_LIVE = ("pickle", "uuid", "cudnn_doctor.knowledge.schema", "yaml", "rich")  # whatever the machine has
+NEVER_LIVE = ("pickle", "uuid", "cudnn_doctor.knowledge.schema", "yaml", "rich", "dataclasses")  # whatever the machine has
 
 _MODULES_AFTER = """
 import io, contextlib, json, sys

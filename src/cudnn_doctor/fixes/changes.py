@@ -7,12 +7,10 @@ finds it; `MoveTree` moves every file below a folder (and removes the folders it
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Any, NamedTuple, Optional, Union
 
 
-@dataclass(frozen=True)
-class MoveFile:
+class MoveFile(NamedTuple):
     src: str
     dest: Optional[str] = None  # None: the transaction's quarantine folder
 
@@ -20,8 +18,7 @@ class MoveFile:
         return f"move     {self.src} → {self.dest or 'quarantine'}"
 
 
-@dataclass(frozen=True)
-class MoveTree:
+class MoveTree(NamedTuple):
     src: str
     dest: Optional[str] = None  # None: the transaction's quarantine folder
 
@@ -29,8 +26,7 @@ class MoveTree:
         return f"move     {self.src}{'/' if '/' in self.src else chr(92)}* → {self.dest or 'quarantine'}"
 
 
-@dataclass(frozen=True)
-class CopyFile:
+class CopyFile(NamedTuple):
     src: str
     dest: str
 
@@ -38,8 +34,7 @@ class CopyFile:
         return f"copy     {self.src} → {self.dest}"
 
 
-@dataclass(frozen=True)
-class SetPersistentEnv:
+class SetPersistentEnv(NamedTuple):
     scope: str  # user | system (the Windows registry)
     name: str
     value: Optional[str]  # None removes the variable
@@ -49,8 +44,7 @@ class SetPersistentEnv:
         return f"env      {self.scope} {self.name}: {self.old if self.old is not None else '(unset)'} → {self.value if self.value is not None else '(unset)'}"
 
 
-@dataclass(frozen=True)
-class WriteFile:
+class WriteFile(NamedTuple):
     dest: str  # a file the doctor manages (~/.config/cudnn-doctor/env.sh), never a user's rc file
     text: str
 
@@ -58,8 +52,7 @@ class WriteFile:
         return f"write    {self.dest} ({len(self.text.encode('utf-8'))} bytes)"
 
 
-@dataclass(frozen=True)
-class RunCommand:
+class RunCommand(NamedTuple):
     argv: tuple[str, ...]
     undo: str = ""  # how it is undone (pip: reinstall the recorded versions), said in the plan
     network: bool = True
@@ -70,8 +63,7 @@ class RunCommand:
         return f"run      {shown}{extra}" + (f"; undo: {self.undo}" if self.undo else "")
 
 
-@dataclass(frozen=True)
-class ExtractFile:
+class ExtractFile(NamedTuple):
     """A file an install wrote, taken again from the archive it came from (which the install history names)."""
 
     archive: str  # the archive on this host, as the history records it
@@ -82,8 +74,7 @@ class ExtractFile:
         return f"extract  {self.dest} from {self.archive}"
 
 
-@dataclass(frozen=True)
-class InstalledRelease:
+class InstalledRelease(NamedTuple):
     """One `cudnn-doctor install` the history records, still in place: what the planners know of the history
     (the install layer reads it; planners never read the machine)."""
 
@@ -95,8 +86,7 @@ class InstalledRelease:
     unusable: Optional[str] = None  # why its archive cannot give those files back: "is not on disk any more"
 
 
-@dataclass(frozen=True)
-class ManagedExport:
+class ManagedExport(NamedTuple):
     """Linux: a line of the doctor's own shell file (~/.config/cudnn-doctor/env.sh) that drops folders from PATH or
     LD_LIBRARY_PATH as each new shell has it (never a frozen copy of this shell's value: later changes to the user's
     PATH survive); the user sources the file from ~/.bashrc: no rc file is ever edited."""
@@ -113,5 +103,24 @@ class ManagedExport:
         what += ["drop later copies of a folder"] if self.repeats else []
         return f"{self.name} in {self.file}: {'; '.join(what)} (here: {self.old} → {self.value})"
 
+
+def _distinct(*kinds: Any) -> None:
+    """Two kinds of change with equal fields are still two changes: `MoveFile(p) != MoveTree(p)`, as with the frozen
+    dataclasses these were (NamedTuples load without dataclasses' ~3 ms of import and exec on `check`'s path)."""
+
+    def equal(self: tuple, other: object) -> bool:
+        return type(self) is type(other) and tuple.__eq__(self, other)  # type: ignore[arg-type]
+
+    def unequal(self: tuple, other: object) -> bool:
+        return not equal(self, other)
+
+    def hashed(self: tuple) -> int:
+        return hash((type(self).__name__, tuple(self)))
+
+    for kind in kinds:
+        kind.__eq__, kind.__ne__, kind.__hash__ = equal, unequal, hashed
+
+
+_distinct(MoveFile, MoveTree, CopyFile, SetPersistentEnv, WriteFile, RunCommand, ExtractFile, InstalledRelease, ManagedExport)
 
 Change = Union[MoveFile, MoveTree, CopyFile, SetPersistentEnv, WriteFile, RunCommand, ExtractFile, ManagedExport]

@@ -586,7 +586,7 @@ def test_a_fix_on_the_live_file_system_moves_links_as_links_and_rolls_back(tmp_p
 def test_changes_of_two_kinds_with_equal_fields_are_two_changes():
     """The changes are NamedTuples (quick to import on `check`'s path) yet compare like the dataclasses they were:
     a plan that moves a file and one that moves a folder of the same name are different plans."""
-    assert MoveFile("/a") != MoveTree("/a") and not (MoveFile("/a") == MoveTree("/a"))
+    assert MoveFile("/a") != MoveTree("/a") and (MoveFile("/a") == MoveTree("/a")) is False
     assert MoveFile("/a") == MoveFile("/a", None) and MoveFile("/a") != MoveFile("/a", "/b")
     assert len({MoveFile("/a"), MoveTree("/a"), MoveFile("/a")}) == 2
     assert MoveFile("/a") != ("/a", None) and WriteFile("/f", "x")._replace(text="y") == WriteFile("/f", "y")

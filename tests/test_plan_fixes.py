@@ -240,3 +240,26 @@ def test_a_framework_the_planner_does_not_know_gets_no_plan():
     document = machine(LINUX_BASE, pythons=[python(LINUX_EXE, "3.11.7", {"cupy-cuda12x": "13.0.0"}, {})])
     facts = run(document).facts
     assert first_option(facts, LINUX_EXE, ["cupy==13.0.0"], "13.0.0") is None
+
+
+def test_the_planner_solves_each_question_once_per_run_until_the_tables_change(monkeypatch, tmp_path):
+    """Ten environments with the same CPU build of torch ask the planner one question, not ten; a `--kb` file that
+    changes the tables asks it again (answers from the old tables would be wrong)."""
+    from cudnn_doctor.planner import solver
+
+    calls = []
+    solve = solver.solve
+    monkeypatch.setattr(solver, "solve", lambda request: calls.append(request) or solve(request))
+    knowledge._tables_changed()
+    pythons = [python(f"/home/dev/env{i}/bin/python", "3.10.12", {"torch": "2.13.0+cpu"}, torch_report("2.13.0")) for i in range(10)]
+    for other in pythons[1:]:
+        other.update(current=False, kind="conda")
+    document = machine(LINUX_BASE, nvml=nvml("535.104.05", 12020), pythons=pythons)
+    assert len(findings_of(document, "torch-cpu-build")) == 10
+    asked = len(calls)
+    assert 0 < asked <= 3, asked  # one question per kind of plan, whatever the number of environments
+    findings_of(document, "torch-cpu-build")
+    assert len(calls) == asked  # a second check asks nothing new
+    knowledge._tables_changed()
+    findings_of(document, "torch-cpu-build")
+    assert len(calls) == 2 * asked

@@ -281,7 +281,10 @@ def installed_toolkit(facts: Facts, major: Optional[int]) -> Optional[str]:
 # the planner, imported on first use ----------------------------------------------------------------
 
 
+@knowledge.lookup
 def _solve(request: Request) -> Plan:
+    """Cached with the knowledge lookups (and cleared with them when a `--kb` file changes the tables): a check asks
+    the same question for every environment that holds the same build."""
     from cudnn_doctor.planner.solver import solve
 
     return solve(request)

@@ -31,8 +31,7 @@ def run(args: argparse.Namespace) -> int:
         ids = sorted(finding_ids([args.id]))  # raises the one-line error, with a suggestion when one is close
     entries = [_entry(i, known[i]) for i in ids]
     if args.format == "json":
-        json.dump(entries if args.all else entries[0], sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        sys.stdout.write(json.dumps(entries if args.all else entries[0], indent=2) + "\n")  # one write: json.dump writes each token on its own
     elif args.all:
         sys.stdout.writelines(_header(e) + "\n" for e in entries)
     else:

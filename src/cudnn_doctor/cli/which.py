@@ -53,8 +53,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.format == "json":
         from cudnn_doctor.reports.json_report import _plain
 
-        json.dump({"resolution": _plain(resolution), "confirmations": _plain(confirmations)}, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        sys.stdout.write(
+            json.dumps({"resolution": _plain(resolution), "confirmations": _plain(confirmations)}, indent=2) + "\n"
+        )  # one write: json.dump writes each token on its own
     else:
         report.render(resolution, confirmations, sys.stdout)
     root = resolution.steps[0] if resolution.steps else None

@@ -149,5 +149,4 @@ def _finding(found: Finding) -> dict[str, Any]:
 
 
 def render_json(report: FleetReport, out: TextIO) -> None:
-    json.dump(document(report), out, indent=1, default=str)
-    out.write("\n")
+    out.write(json.dumps(document(report), indent=1, default=str) + "\n")  # one write: json.dump writes each token on its own

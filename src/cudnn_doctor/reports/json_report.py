@@ -52,5 +52,4 @@ def render(diagnosis: Diagnosis, out: TextIO) -> None:
         "findings": [_with_autofix(f, diagnosis.facts) for f in diagnosis.findings],
         "facts": _plain(_private_parts_removed(diagnosis.facts)),
     }
-    json.dump(document, out, indent=2, default=str)
-    out.write("\n")
+    out.write(json.dumps(document, indent=2, default=str) + "\n")  # one write: json.dump writes each token on its own

@@ -75,8 +75,7 @@ def plan_json(plan: Plan) -> dict[str, Any]:
 
 
 def render_json(plan: Plan, out: TextIO) -> None:
-    json.dump(plan_json(plan), out, indent=2, ensure_ascii=False)
-    out.write("\n")
+    out.write(json.dumps(plan_json(plan), indent=2, ensure_ascii=False) + "\n")  # one write: json.dump writes each token on its own
 
 
 def render_text(plan: Plan, out: TextIO) -> None:

@@ -13,8 +13,7 @@ MARKS = {"pass": "✓", "warn": "!", "fail": "✗", "info": "•"}
 
 
 def render_json(result: dict[str, Any], out: TextIO) -> None:
-    json.dump(result, out, indent=2, ensure_ascii=False)
-    out.write("\n")
+    out.write(json.dumps(result, indent=2, ensure_ascii=False) + "\n")  # one write: json.dump writes each token on its own
 
 
 def render_text(result: dict[str, Any], out: TextIO) -> None:

@@ -1,7 +1,7 @@
 """LiveSystem: this computer, behind the System interface.
 
 The only module that calls the OS: files, environment, the Windows registry, external
-commands, NVML and child interpreters. Windows-only imports are guarded so the module loads
+commands, NVML (its ctypes binding in nvml.py) and child interpreters. Windows-only imports are guarded so the module loads
 everywhere; every command runs with a timeout; nothing here raises for a missing tool.
 """
 

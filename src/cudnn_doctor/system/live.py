@@ -1,7 +1,7 @@
 """LiveSystem: this computer, behind the System interface.
 
 The only module that calls the OS: files, environment, the Windows registry, external
-commands, NVML and child interpreters. Windows-only imports are guarded so the module loads
+commands, NVML (its ctypes binding in nvml.py) and child interpreters. Windows-only imports are guarded so the module loads
 everywhere; every command runs with a timeout; nothing here raises for a missing tool.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, ContextManager, Iterator, Mapping, Optional, Sequence
 
 from cudnn_doctor.binaries import BinaryInfo, read_binary
-from cudnn_doctor.system import lockfile, pyenv
+from cudnn_doctor.system import lockfile, nvml, pyenv
 from cudnn_doctor.system.child import ChildResult, run_child
 from cudnn_doctor.system.interface import REG_EXPAND_SZ, CommandResult, Env, FileInfo, PassThrough, PythonInfo, System, registry_kind
 from cudnn_doctor.system.regular import open_regular, read_regular
@@ -169,7 +169,7 @@ class LiveSystem(System):
 
     def nvml(self) -> Optional[dict[str, Any]]:
         if self._nvml_cache is None:
-            self._nvml_cache = (_query_nvml(),)
+            self._nvml_cache = (nvml.query(),)  # ctypes: pynvml's import alone costs ~45 ms
         return self._nvml_cache[0]
 
     def binary(self, path: str) -> Optional[BinaryInfo]:
@@ -557,39 +557,6 @@ def _same_file(a: str, b: str) -> bool:
         return False
 
 
-def _query_nvml() -> Optional[dict[str, Any]]:
-    """Driver and GPU facts from NVML (nvidia-ml-py); None whenever the library is unusable."""
-    if not _nvml_library_loads():
-        return None
-    with _nvml_session() as pynvml:
-        if pynvml is None:
-            return None
-        try:
-            driver = pynvml.nvmlSystemGetDriverVersion()
-            report: dict[str, Any] = {"driver_version": driver.decode() if isinstance(driver, bytes) else driver, "gpus": []}
-            try:
-                report["cuda_driver_version"] = int(pynvml.nvmlSystemGetCudaDriverVersion_v2())
-            except Exception:
-                pass
-            for index in range(pynvml.nvmlDeviceGetCount()):
-                handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-                name = pynvml.nvmlDeviceGetName(handle)
-                major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
-                memory = pynvml.nvmlDeviceGetMemoryInfo(handle)
-                uuid = pynvml.nvmlDeviceGetUUID(handle)
-                report["gpus"].append(
-                    {
-                        "name": name.decode() if isinstance(name, bytes) else name,
-                        "compute_capability": f"{major}.{minor}",
-                        "memory_total_mib": int(memory.total // (1024 * 1024)),
-                        "uuid": uuid.decode() if isinstance(uuid, bytes) else uuid,
-                    }
-                )
-            return report
-        except Exception:
-            return None
-
-
 @contextlib.contextmanager
 def _nvml_session() -> Iterator[Any]:
     """pynvml, initialised for the block and shut down after it; None when NVML cannot start (no driver, no GPU)."""
@@ -610,20 +577,8 @@ def _nvml_session() -> Iterator[Any]:
 
 
 def _nvml_library_loads() -> bool:
-    """A cheap look before importing pynvml: can the NVML library itself be opened?"""
-    import ctypes
-
-    names = ("nvml.dll",) if sys.platform == "win32" else ("libnvidia-ml.so.1",)
-    for name in names:
-        try:
-            ctypes.CDLL(name)
-            return True
-        except OSError:
-            continue
-    if sys.platform == "win32":  # older drivers keep nvml.dll beside nvidia-smi only
-        folder = os.path.join(os.environ.get("ProgramFiles", "C:\\Program Files"), "NVIDIA Corporation", "NVSMI", "nvml.dll")
-        return os.path.exists(folder)
-    return False
+    """A cheap look before importing pynvml: can the NVML library itself be opened (where pynvml looks)?"""
+    return nvml.load() is not None
 
 
 def no_trace_environment(sandbox: str) -> dict[str, str]:

@@ -325,3 +325,79 @@ def test_the_json_report_is_one_write():
     out = Counted()
     json_report.render(diagnose(FixtureSystem(load_fixture(_fixture_samples()[0])), with_frameworks=False), out)
     assert Counted.writes == 1 and json.loads(out.getvalue())["findings"] is not None
+
+
+# --- regexes compiled on first use, framework messages not searched when there are none ------------
+
+_COMPILED_AT_IMPORT = """
+import io, contextlib, re, sys
+at_import = []
+compile = re.compile
+def counting(pattern, flags=0):
+    caller = sys._getframe(1)
+    if caller.f_code.co_name == "<module>" and str(caller.f_globals.get("__name__")).startswith("cudnn_doctor"):
+        at_import.append(caller.f_globals["__name__"])
+    return compile(pattern, flags)
+re.compile = counting
+from cudnn_doctor.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    main(sys.argv[1:])
+print("modules", len([m for m in sys.modules if m.startswith("cudnn_doctor")]), "compiled", at_import)
+"""
+
+
+def test_check_compiles_no_pattern_while_importing_its_modules():
+    """Every module `check` imports (~100) used to compile its patterns at import, ~70 of them, most unused."""
+    argv = ["check", "--no-frameworks"] + [str(p) for p in _fixture_samples()[:1] for p in ("--fixture", p)]
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    done = subprocess.run([sys.executable, "-c", _COMPILED_AT_IMPORT, *argv], capture_output=True, text=True, env=env, timeout=120)
+    last = done.stdout.strip().splitlines()[-1].split(" ", 3)
+    assert int(last[1]) > 30  # it ran, importing the doctor's modules
+    assert last[3] == "[]"
+
+
+def _compiled_at_module_level(path) -> list[int]:
+    """Lines of `re.compile(...)` calls run when the module (or a class body in it) is imported."""
+    import ast
+
+    found: list[int] = []
+
+    def visit(node):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue
+            func = getattr(child, "func", None)
+            if isinstance(child, ast.Call) and isinstance(func, ast.Attribute) and func.attr == "compile" and getattr(func.value, "id", "") == "re":
+                found.append(child.lineno)
+            visit(child)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")))
+    return found
+
+
+def test_no_module_compiles_a_pattern_at_import():
+    """`regex(...)` (cudnn_doctor.lazyre) compiles on first use; a module-level `re.compile` costs every run."""
+    sources = sorted((REPO / "src" / "cudnn_doctor").rglob("*.py"))
+    assert len(sources) > 50
+    assert _compiled_at_module_level(REPO / "src" / "cudnn_doctor" / "lazyre.py") == []
+    found = {str(p.relative_to(REPO)): lines for p in sources for lines in [_compiled_at_module_level(p)] if lines}
+    assert found == {}
+
+
+def test_the_ast_check_sees_a_module_level_compile(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("import re\nA = re.compile('a')\nB = {'b': re.compile('b')}\nclass C:\n    D = re.compile('d')\ndef f():\n    return re.compile('e')\n")
+    assert _compiled_at_module_level(module) == [2, 3, 5]
+
+
+@pytest.mark.parametrize("blank", ["", "\n\n\n", " \t\n"])
+def test_a_framework_that_said_nothing_is_read_as_the_long_way_reads_it(blank):
+    """`_build` skips the message patterns when a framework said nothing (its text is blank under --no-frameworks):
+    each of them finds nothing in blank text, so the fields are those the long way gives."""
+    from cudnn_doctor.probes import builds
+
+    assert builds.load_failures(blank) == ()
+    assert builds.cudnn_mismatch(blank) is None
+    assert builds._line_matching(blank, builds._DRIVER_TOO_OLD) is None
+    assert builds._line_matching(blank, builds._NO_KERNEL) is None
+    assert builds._CUDNN_LOADED.search(blank) is None

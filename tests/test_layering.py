@@ -32,6 +32,7 @@ LAYER_OF = {
     "cudnn_doctor.errors": "errors",
     "cudnn_doctor.paths": "paths",
     "cudnn_doctor.versions": "versions",
+    "cudnn_doctor.lazyre": "lazyre",  # regexes compiled on first use (issue 15)
     "cudnn_doctor.privacy": "privacy",
     "cudnn_doctor.binaries": "binaries",
     "cudnn_doctor.system": "system",
@@ -58,7 +59,7 @@ LAYER_OF = {
 }
 
 # Pure helpers that import nothing from the package: every layer may use them.
-LEAVES = {"errors", "paths", "versions"}
+LEAVES = {"errors", "paths", "versions", "lazyre"}
 
 # Layer → the other layers it may import (besides itself, the root package and LEAVES).
 ALLOWED: dict[str, set[str]] = {
@@ -66,6 +67,7 @@ ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "paths": set(),
     "versions": set(),
+    "lazyre": set(),
     "privacy": set(),
     "binaries": set(),  # bytes in, header facts out
     "facts": set(),  # plain values; only `versions` (a leaf) to parse them

@@ -84,12 +84,12 @@ class PathRules(NamedTuple):
         return name.casefold() if self.windows else name
 
 
-_PERCENT_VAR = re.compile(r"%([^%]+)%")
+_PERCENT_VAR = r"%([^%]+)%"
 
 
 def expand_percent(value: str, scope: dict[str, str]) -> str:
     """Expand Windows `%NAME%` references the way a REG_EXPAND_SZ value is expanded."""
-    return _PERCENT_VAR.sub(lambda m: scope.get(m.group(1).upper(), m.group(0)), value)
+    return re.sub(_PERCENT_VAR, lambda m: scope.get(m.group(1).upper(), m.group(0)), value)
 
 
 def site_packages_of(rules: PathRules, executable: str, version: str) -> list[str]:

@@ -8,8 +8,9 @@ expand), and a kept variable whose name looks like a secret has its value replac
 
 from __future__ import annotations
 
-import re
 from typing import Mapping, Optional
+
+from cudnn_doctor.lazyre import regex
 
 REDACTED = "<redacted>"
 # Prefixes of the variables that CUDA, cuDNN, the frameworks, the loader and Python environments read.
@@ -58,7 +59,7 @@ DIAGNOSED_NAMES = frozenset(
         "PROCESSOR_ARCHITECTURE",
     }
 )
-_SECRET = re.compile(r"(?i)token|secret|passw|passphrase|credential|api_?key|access_?key|private_?key|auth|session|cookie|(^|_)(key|pat)$")
+_SECRET = regex(r"(?i)token|secret|passw|passphrase|credential|api_?key|access_?key|private_?key|auth|session|cookie|(^|_)(key|pat)$")
 
 
 def diagnosed(name: str) -> bool:

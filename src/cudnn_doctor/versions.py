@@ -12,14 +12,14 @@ from typing import Optional, Union
 
 from packaging.version import InvalidVersion, Version
 
-_TF_WINDOWS_TAG = re.compile(r"^64_(\d+)$")
-_LEADING_VERSION = re.compile(r"(\d+(?:\.\d+)*)")
-_HEADER_DEFINE = re.compile(r"#define\s+CUDNN_(MAJOR|MINOR|PATCHLEVEL)\s+(\d+)")
+_TF_WINDOWS_TAG = r"^64_(\d+)$"
+_LEADING_VERSION = r"(\d+(?:\.\d+)*)"
+_HEADER_DEFINE = r"#define\s+CUDNN_(MAJOR|MINOR|PATCHLEVEL)\s+(\d+)"
 
 
 def cudnn_header_version(text: str) -> Optional[str]:
     """ "MAJOR.MINOR.PATCHLEVEL" from the #defines of cudnn_version.h (or cudnn.h before 8), None without CUDNN_MAJOR."""
-    values = dict(_HEADER_DEFINE.findall(text))
+    values = dict(re.findall(_HEADER_DEFINE, text))
     if "MAJOR" not in values:
         return None
     return f"{values['MAJOR']}.{values.get('MINOR', '0')}.{values.get('PATCHLEVEL', '0')}"
@@ -29,7 +29,7 @@ def parse_version(value: object) -> Optional[Version]:
     """The leading dotted number of `value` ("2.0.0+cpu" → 2.0.0, "552.44" → 552.44)."""
     if value is None:
         return None
-    match = _LEADING_VERSION.search(str(value))
+    match = re.search(_LEADING_VERSION, str(value))
     if not match:
         return None
     try:
@@ -45,7 +45,7 @@ def parse_cuda_version(value: Union[str, int, None]) -> Optional[Version]:
     if isinstance(value, int):
         return Version(f"{value // 1000}.{(value % 1000) // 10}") if value >= 0 else None
     text = str(value).strip()
-    tag = _TF_WINDOWS_TAG.match(text)
+    tag = re.match(_TF_WINDOWS_TAG, text)
     if tag:
         digits = tag.group(1)
         if len(digits) == 1:
@@ -71,7 +71,7 @@ def parse_cudnn_version(value: Union[str, int, None]) -> Optional[Version]:
         major, rest = (number // 10000, number % 10000) if number >= 10000 else (number // 1000, number % 1000)
         return Version(f"{major}.{rest // 100}.{rest % 100}")
     text = str(value).strip()
-    tag = _TF_WINDOWS_TAG.match(text)
+    tag = re.match(_TF_WINDOWS_TAG, text)
     if tag:
         return Version(tag.group(1))
     return parse_version(text)
@@ -93,7 +93,7 @@ def major_minor(version: Version) -> str:
     return f"{release[0]}.{release[1]}"
 
 
-_SEPARATORS = re.compile(r"[-_.]+")
+_SEPARATORS = r"[-_.]+"
 
 
 def canonical_name(name: str) -> str:
@@ -103,4 +103,4 @@ def canonical_name(name: str) -> str:
     packaging.utils pulls in packaging.tags (logging, sysconfig, platform): a third of the
     time budget of `check --no-frameworks`.
     """
-    return _SEPARATORS.sub("-", name).lower()
+    return re.sub(_SEPARATORS, "-", name).lower()

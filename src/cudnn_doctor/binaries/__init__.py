@@ -11,6 +11,8 @@ import os
 import re
 from typing import NamedTuple, Optional
 
+from cudnn_doctor.lazyre import regex
+
 
 class BinaryInfo(NamedTuple):
     """What a library's headers say about it."""
@@ -97,7 +99,7 @@ def _has_versioned_twin(name: str, names: list[str]) -> bool:
     return name.endswith(".so") and any(other.startswith(name + ".") for other in names)
 
 
-_CUDNN_SONAME = re.compile(r"^libcudnn[a-z_]*\.so\.(\d+)$")
+_CUDNN_SONAME = regex(r"^libcudnn[a-z_]*\.so\.(\d+)$")
 
 
 def _version_like_requester(names: list[str], soname: Optional[str]) -> list[str]:

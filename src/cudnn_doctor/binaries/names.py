@@ -12,10 +12,12 @@ from __future__ import annotations
 import re
 from typing import NamedTuple, Optional, Sequence
 
+from cudnn_doctor.lazyre import regex
+
 _PLACEHOLDER = r"%[0-9]*[dui]"
 _PART = rf"(?:[0-9]+|{_PLACEHOLDER})+"  # "12", "%d", "%d%d"
-_ELF = re.compile(rf"^(?P<stem>.+?\.so)(?:\.(?P<version>{_PART}(?:\.{_PART})*\.?|))?$")
-_PE = re.compile(rf"^(?P<stem>.+?)(?P<version>(?:64)?_{_PART}(?:_{_PART})*)?\.dll$", re.IGNORECASE)
+_ELF = regex(rf"^(?P<stem>.+?\.so)(?:\.(?P<version>{_PART}(?:\.{_PART})*\.?|))?$")
+_PE = regex(rf"^(?P<stem>.+?)(?P<version>(?:64)?_{_PART}(?:_{_PART})*)?\.dll$", re.IGNORECASE)
 
 
 class Spelling(NamedTuple):

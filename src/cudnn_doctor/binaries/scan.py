@@ -22,15 +22,16 @@ import hashlib
 import json
 import mmap
 import os
-import re
 from typing import Optional
+
+from cudnn_doctor.lazyre import regex
 
 _FAMILIES = ("cudnn", "cublas", "cudart", "nvrtc", "zlibwapi", "nvcuda", "cufft", "curand", "cusolver", "cusparse", "nvjitlink")
 _STARTS = {"pe": _FAMILIES, "elf": (*(f"lib{family}" for family in _FAMILIES), "libcuda.so", "libz.so")}
 _NAME_CHARS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+%")
-_SUFFIX = {"pe": re.compile(rb"\.(?:dll|DLL)"), "elf": re.compile(rb"\.so")}  # one compiled alternation per format
+_SUFFIX = {"pe": regex(rb"\.(?:dll|DLL)"), "elf": regex(rb"\.so")}  # one compiled alternation per format
 _VERSION_PART = rb"(?:[0-9]+|%[0-9]*[dui])+"
-_TAIL = {"pe": re.compile(rb"^\.(?:dll|DLL)"), "elf": re.compile(rb"^\.so(?:\." + _VERSION_PART + rb")*\.?")}
+_TAIL = {"pe": regex(rb"^\.(?:dll|DLL)"), "elf": regex(rb"^\.so(?:\." + _VERSION_PART + rb")*\.?")}
 CACHE_FROM = 4 << 20  # bytes scanned from which a result is cached: below it the scan costs less than the cache
 CACHE_ENTRIES = 1024  # the newest kept; a library is about 150 bytes of cache
 

@@ -14,10 +14,12 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-_LEA_RIP = re.compile(rb"[\x48\x4c]\x8d[\x05\x0d\x15\x1d\x25\x2d\x35\x3d](....)", re.DOTALL)  # lea reg, [rip + disp32]
-_MOV_R8D = re.compile(rb"\x41\xb8(....)", re.DOTALL)  # mov r8d, imm32: the 5th argument
-_MOV_R9D = re.compile(rb"\x41\xb9(....)", re.DOTALL)  # mov r9d, imm32: the 6th argument
-_PUSH = re.compile(rb"\x6a(.)|\x68(....)", re.DOTALL)  # push imm8 / imm32: the 7th argument, on the stack
+from cudnn_doctor.lazyre import LazyPattern, regex
+
+_LEA_RIP = regex(rb"[\x48\x4c]\x8d[\x05\x0d\x15\x1d\x25\x2d\x35\x3d](....)", re.DOTALL)  # lea reg, [rip + disp32]
+_MOV_R8D = regex(rb"\x41\xb8(....)", re.DOTALL)  # mov r8d, imm32: the 5th argument
+_MOV_R9D = regex(rb"\x41\xb9(....)", re.DOTALL)  # mov r9d, imm32: the 6th argument
+_PUSH = regex(rb"\x6a(.)|\x68(....)", re.DOTALL)  # push imm8 / imm32: the 7th argument, on the stack
 _WINDOW = 48  # bytes either side of the lea: the compiler schedules the argument set-up around it
 
 
@@ -110,7 +112,7 @@ def _arguments(code: bytes, base: int, target: Optional[int], with_patch: bool) 
     return None
 
 
-def _nearest(pattern: re.Pattern, window: bytes, at: int) -> Optional[int]:
+def _nearest(pattern: LazyPattern[bytes], window: bytes, at: int) -> Optional[int]:
     """The immediate of the matching instruction closest to offset `at`."""
     found = sorted(pattern.finditer(window), key=lambda m: abs(m.start() - at))
     return int.from_bytes(next(g for g in found[0].groups() if g is not None), "little") if found else None

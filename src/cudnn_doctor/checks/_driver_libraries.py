@@ -14,11 +14,12 @@ from typing import Optional, Sequence
 from cudnn_doctor import knowledge
 from cudnn_doctor.checks._libraries import basename
 from cudnn_doctor.facts import Facts, FrameworkBuild, LoadStep, Resolution
+from cudnn_doctor.lazyre import regex
 from cudnn_doctor.paths import PathRules
 
 WSL_DRIVER_DIR = "/usr/lib/wsl/lib"
 KERNEL_MODULE = "/proc/driver/nvidia/version"
-_DRIVER_API = re.compile(r"(?i)^(libcuda\.so(\.\d+)*|nvcuda\.dll)$")
+_DRIVER_API = regex(r"(?i)^(libcuda\.so(\.\d+)*|nvcuda\.dll)$")
 
 
 def is_driver_library(name: str) -> bool:

@@ -9,13 +9,14 @@ from typing import Iterator, Optional
 from cudnn_doctor import knowledge
 from cudnn_doctor.facts import Facts, FrameworkBuild, LoadStep
 from cudnn_doctor.findings import Area
+from cudnn_doctor.lazyre import regex
 from cudnn_doctor.paths import PathRules
 from cudnn_doctor.versions import cuda_major_of_dll_number
 
-_CUDA_LIBRARY = re.compile(r"^(lib)?(cudart|cublas|cublasLt|cufft|curand|cusolver|cusparse|nvrtc|cupti|nvJitLink|nppc)", re.IGNORECASE)
-_CUDA_RUNTIME_MAJOR = re.compile(r"(?i)^(?:lib)?(?:cudart|cublas|cublasLt|nvrtc)(?:64_(\d+)(?:_\d+)?\.dll|\.so\.(\d+))")
-_CUDNN = re.compile(r"(?i)^(lib)?cudnn")
-_CUDNN_FRONT = re.compile(r"^(libcudnn\.so(\.\d+)*|cudnn64_\d+\.dll)$", re.IGNORECASE)
+_CUDA_LIBRARY = regex(r"^(lib)?(cudart|cublas|cublasLt|cufft|curand|cusolver|cusparse|nvrtc|cupti|nvJitLink|nppc)", re.IGNORECASE)
+_CUDA_RUNTIME_MAJOR = regex(r"(?i)^(?:lib)?(?:cudart|cublas|cublasLt|nvrtc)(?:64_(\d+)(?:_\d+)?\.dll|\.so\.(\d+))")
+_CUDNN = regex(r"(?i)^(lib)?cudnn")
+_CUDNN_FRONT = regex(r"^(libcudnn\.so(\.\d+)*|cudnn64_\d+\.dll)$", re.IGNORECASE)
 STALE_SESSION = "env:stale-session"  # the cause key of everything a restarted terminal would fix
 
 

@@ -7,15 +7,15 @@ folder that does not exist, while the nvcc on PATH keeps working, so the mix onl
 
 from __future__ import annotations
 
-import re
 import shlex
 from typing import Optional
 
 from cudnn_doctor.facts import Facts
+from cudnn_doctor.lazyre import regex
 from cudnn_doctor.paths import PathRules
 
-_WINDOWS_REFERENCE = re.compile(r"%[A-Za-z_][A-Za-z0-9_()]*%")
-_POSIX_REFERENCE = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
+_WINDOWS_REFERENCE = regex(r"%[A-Za-z_][A-Za-z0-9_()]*%")
+_POSIX_REFERENCE = regex(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
 _NVCC = ("nvcc", "nvcc.exe")
 
 

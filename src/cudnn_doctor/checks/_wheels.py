@@ -15,10 +15,11 @@ from typing import Iterable, Optional
 from cudnn_doctor import knowledge
 from cudnn_doctor.checks._libraries import basename, build_key
 from cudnn_doctor.facts import Facts, FrameworkBuild, InstalledWheel
+from cudnn_doctor.lazyre import regex
 from cudnn_doctor.paths import PathRules, site_packages_of
 from cudnn_doctor.versions import canonical_name
 
-_MAJOR = re.compile(r"(?i)(?:\.so\.|64_)(\d+)(?:\.dll)?$")
+_MAJOR = regex(r"(?i)(?:\.so\.|64_)(\d+)(?:\.dll)?$")
 
 
 def wheels_key(build: FrameworkBuild) -> str:

@@ -10,9 +10,10 @@ from cudnn_doctor.checks._libraries import STALE_SESSION
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import Facts
 from cudnn_doctor.findings import Area, Finding, Severity
+from cudnn_doctor.lazyre import regex
 from cudnn_doctor.paths import PathRules
 
-GPU_RELATED = re.compile(r"cuda|cudnn|nvidia|tensorrt|nvvm|cupti", re.IGNORECASE)
+GPU_RELATED = regex(r"cuda|cudnn|nvidia|tensorrt|nvvm|cupti", re.IGNORECASE)
 VARIABLE_PREFIXES = ("CUDA_", "CUDNN_", "NVIDIA_", "TF_CUDNN")
 LOADABLE_FOLDERS = {"bin", "lib", "lib64", "x64", "stubs"}
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Iterator, Optional, Sequence
 
 from cudnn_doctor import knowledge
@@ -13,9 +12,10 @@ from cudnn_doctor.checks._wheels import extras_missing, held_by, install_fixes, 
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import EMPTY, PROCESS, UNREADABLE, WRONG_ARCHITECTURE, Candidate, Facts, FrameworkBuild, LoadStep, Resolution
 from cudnn_doctor.findings import Area, Finding, Severity
+from cudnn_doctor.lazyre import regex
 from cudnn_doctor.paths import PathRules
 
-GPU_LIBRARY = re.compile(r"(?i)(cudnn|cublas|cudart|cufft|curand|cusolver|cusparse|nvrtc|nvjitlink|zlibwapi|nvcuda|libcuda)")
+GPU_LIBRARY = regex(r"(?i)(cudnn|cublas|cudart|cufft|curand|cusolver|cusparse|nvrtc|nvjitlink|zlibwapi|nvcuda|libcuda)")
 
 
 def _bad_files(facts: Facts, problem: str) -> dict[str, str]:

@@ -11,13 +11,15 @@ import re
 from importlib import resources
 from typing import TYPE_CHECKING
 
+from cudnn_doctor.lazyre import regex
+
 if TYPE_CHECKING:
     from importlib.abc import Traversable
 
 SECTIONS = ("What it means", "Why it happens", "Example", "How to fix", "Related")
 _SUFFIX = ".md"
-_HEADING = re.compile(r"^## (.+?)\s*$", re.MULTILINE)
-_RELATED_ITEM = re.compile(r"^- `([a-z0-9-]+)`", re.MULTILINE)
+_HEADING = regex(r"^## (.+?)\s*$", re.MULTILINE)
+_RELATED_ITEM = regex(r"^- `([a-z0-9-]+)`", re.MULTILINE)
 
 
 def _folder() -> Traversable:

@@ -12,6 +12,7 @@ from typing import Any, Iterable, Mapping, Optional, Union
 
 from cudnn_doctor.cli.options import add_timeout_option
 from cudnn_doctor.errors import InputError, UsageError
+from cudnn_doctor.lazyre import regex
 
 
 def configure_parser(commands: argparse._SubParsersAction) -> None:
@@ -57,7 +58,7 @@ def user_names(env: Mapping[str, str], home: str) -> list[str]:
     return [n for n in dict.fromkeys(names) if n]
 
 
-_GPU_UUID = re.compile(r"(?i)\b(GPU|MIG)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+_GPU_UUID = regex(r"(?i)\b(GPU|MIG)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
 # What may stand either side of a user name that is a whole path component or a whole value: a path
 # separator, a PATH list separator, a quote, `=`, white space (a command's output has many lines).
 _EDGE = "\\\\/;:=\"',\\s"

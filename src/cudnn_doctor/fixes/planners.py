@@ -7,13 +7,13 @@ an empty list means this finding's case is not one the fix handles safely (its m
 
 from __future__ import annotations
 
-import re
 import shlex
 from typing import Callable, Collection, Iterable, Optional, Sequence
 
 from cudnn_doctor.facts import CONDA_META, DIST_INFO, CudnnInstall, Facts, PathEntry
 from cudnn_doctor.findings import Finding, Severity
 from cudnn_doctor.fixes.changes import Change, ExtractFile, InstalledRelease, ManagedExport, MoveFile, MoveTree, RunCommand, SetPersistentEnv
+from cudnn_doctor.lazyre import regex
 from cudnn_doctor.paths import PathRules, expand_percent, managed_env_file
 from cudnn_doctor.versions import parse_version
 
@@ -263,7 +263,7 @@ def plan_torch_cpu_build(finding: Finding, facts: Facts) -> list[Change]:
     return [RunCommand(argv, undo=undo) for argv in commands]
 
 
-_ORT_EXTRAS = re.compile(r"^onnxruntime(?:-gpu)?\[cuda,cudnn\]==[0-9][0-9A-Za-z.+!-]*$")
+_ORT_EXTRAS = regex(r"^onnxruntime(?:-gpu)?\[cuda,cudnn\]==[0-9][0-9A-Za-z.+!-]*$")
 
 
 def plan_ort_extras(finding: Finding, facts: Facts) -> list[Change]:

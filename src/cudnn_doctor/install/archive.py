@@ -30,6 +30,7 @@ from typing import IO, Callable, ContextManager, Iterator, NamedTuple, Optional
 from cudnn_doctor import knowledge
 from cudnn_doctor.binaries import ELF_MACHINES, PE_MACHINES, arch_of_machine
 from cudnn_doctor.errors import InputError
+from cudnn_doctor.lazyre import regex
 from cudnn_doctor.versions import cuda_major_of_dll_number, cudnn_header_version
 
 MAX_TOTAL_BYTES = 64 * 1024**3  # the largest cuDNN release is a few GB uncompressed
@@ -38,13 +39,13 @@ RATIO_FLOOR = 1 << 20  # below this a member (or 64x this, an archive) is too sm
 MAX_MEMBERS = 20_000  # a cuDNN release has about 100 files
 SPOOL_MARGIN = 16 << 20  # what the journal and the file system's rounding need beside the spooled files
 _DISK_FULL = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
-_DRIVE = re.compile(r"^[A-Za-z]:")
-_UNUSABLE = re.compile(r'[\x00-\x1f<>:"|?*]')  # control characters and what Windows refuses in a name
-_CUDNN_FILE = re.compile(r"(?i)(^|/)(lib)?cudnn[^/]*\.(h|dll|lib|a|so(\.\d+)*)$")
-_LIBRARY = re.compile(r"(?i)\.(dll|so(\.\d+)*)$")
-_INSTALLER_CUDA = re.compile(r"^bin/(\d+)\.x/")  # the cuDNN 9 installer's per-CUDA folders: bin/12.x/
-_CUBLAS_NAME = re.compile(rb"cublas(?:Lt)?64_(\d+)\.dll|libcublas(?:Lt)?\.so\.(\d+)")
-_OPS = re.compile(r"(?i)cudnn_ops(_infer)?(64_\d+\.dll|\.so\.\d+[.\d]*)$")
+_DRIVE = regex(r"^[A-Za-z]:")
+_UNUSABLE = regex(r'[\x00-\x1f<>:"|?*]')  # control characters and what Windows refuses in a name
+_CUDNN_FILE = regex(r"(?i)(^|/)(lib)?cudnn[^/]*\.(h|dll|lib|a|so(\.\d+)*)$")
+_LIBRARY = regex(r"(?i)\.(dll|so(\.\d+)*)$")
+_INSTALLER_CUDA = regex(r"^bin/(\d+)\.x/")  # the cuDNN 9 installer's per-CUDA folders: bin/12.x/
+_CUBLAS_NAME = regex(rb"cublas(?:Lt)?64_(\d+)\.dll|libcublas(?:Lt)?\.so\.(\d+)")
+_OPS = regex(r"(?i)cudnn_ops(_infer)?(64_\d+\.dll|\.so\.\d+[.\d]*)$")
 _HEAD = 1 << 16  # a library's first bytes: its headers (ELF, PE)
 _HEADER_HEAD = 256 * 1024  # a C header: where its version is
 _BLOCK = 4 << 20

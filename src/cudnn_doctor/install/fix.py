@@ -8,7 +8,6 @@ every file before anything is changed. Refusals are one-line errors raised here,
 from __future__ import annotations
 
 import hashlib
-import re
 import shlex
 from pathlib import Path
 from typing import Any, NamedTuple, Optional, Sequence
@@ -29,6 +28,7 @@ from cudnn_doctor.fixes.changes import (
 from cudnn_doctor.install.archive import Archive
 from cudnn_doctor.install.plan import EnvChange
 from cudnn_doctor.install.transaction import FixStep, Store
+from cudnn_doctor.lazyre import regex
 from cudnn_doctor.paths import MANAGED_ENV_MARKER, tilde
 from cudnn_doctor.system.interface import System
 
@@ -105,7 +105,7 @@ def expand(system: System, changes: Sequence[Change], quarantine: str) -> Expand
 
 
 _CLEAN = "_cudnn_doctor_clean"
-_CLEAN_LINE = re.compile(rf"^{_CLEAN}\s+(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?P<args>.*)$")
+_CLEAN_LINE = regex(rf"^{_CLEAN}\s+(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?P<args>.*)$")
 # POSIX sh (bash, dash, zsh alike): split on ':' by parameter expansion (no IFS, no globbing), compare folders without
 # their trailing '/', and export the result (or unset the variable when nothing is left). A variable that is not set
 # stays unset.

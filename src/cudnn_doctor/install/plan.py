@@ -15,10 +15,11 @@ from typing import IO, Optional
 from cudnn_doctor.errors import UsageError
 from cudnn_doctor.facts import ToolkitFacts
 from cudnn_doctor.install.archive import Archive, ArchiveInfo, Member, link_problem
+from cudnn_doctor.lazyre import regex
 from cudnn_doctor.system.interface import System
 from cudnn_doctor.versions import cudnn_header_version
 
-_INSTALLER_SUB = re.compile(r"^(?P<kind>bin|include|lib)/(?P<cuda>\d+)\.x/(?P<rest>.+)$")
+_INSTALLER_SUB = regex(r"^(?P<kind>bin|include|lib)/(?P<cuda>\d+)\.x/(?P<rest>.+)$")
 SYSTEM_FOLDERS = ("windows/system32", "windows/syswow64")
 
 

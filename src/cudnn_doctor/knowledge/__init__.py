@@ -22,6 +22,7 @@ from packaging.version import Version
 
 from cudnn_doctor.errors import InputError, KnowledgeError
 from cudnn_doctor.knowledge import records
+from cudnn_doctor.lazyre import regex
 from cudnn_doctor.versions import canonical_name as canonicalize_name
 from cudnn_doctor.versions import cuda_major_of_dll_number
 
@@ -559,7 +560,7 @@ _PLACEHOLDERS = {
     "cuda_major": r"(?P<cuda_major>\d+)",
     "arch": r"(?P<arch>[a-z0-9_]+)",
 }
-_EXTENSION = re.compile(r"\.(?:tar\.xz|tar\.gz|tgz|zip)$")
+_EXTENSION = regex(r"\.(?:tar\.xz|tar\.gz|tgz|zip)$")
 
 
 @_lookup
@@ -571,16 +572,16 @@ def _archive_patterns() -> tuple[tuple[re.Pattern[str], records.CudnnArchive], .
         extension = _EXTENSION.search(row.pattern)
         body = row.pattern[: extension.start()] if extension else row.pattern
         parts = re.split(r"{(\w+)}", body)
-        regex = "".join(_PLACEHOLDERS[part] if i % 2 else re.escape(part) for i, part in enumerate(parts))
+        name_regex = "".join(_PLACEHOLDERS[part] if i % 2 else re.escape(part) for i, part in enumerate(parts))
         tail = rf"(?: ?\(\d+\))?(?:{re.escape(extension.group())})?$" if extension else "$"
-        compiled.append((re.compile(rf"(?:^|[\\/]){regex}{tail}", re.IGNORECASE), row))
+        compiled.append((re.compile(rf"(?:^|[\\/]){name_regex}{tail}", re.IGNORECASE), row))
     return tuple(compiled)
 
 
 def parse_cudnn_archive_name(name: str) -> Optional[ArchiveName]:
     """The cuDNN version, CUDA and platform NVIDIA's archive name (or its top folder's name) says, None for another name."""
-    for regex, row in _archive_patterns():
-        found = regex.search(name)
+    for pattern, row in _archive_patterns():
+        found = pattern.search(name)
         if found is None:
             continue
         fields = found.groupdict()

@@ -15,6 +15,7 @@ import re
 from typing import Callable, Iterator
 
 from cudnn_doctor import knowledge
+from cudnn_doctor.lazyre import regex
 from cudnn_doctor.loader import linux
 from cudnn_doctor.loader.index import FolderIndex
 from cudnn_doctor.system.interface import System
@@ -37,7 +38,7 @@ DRIVER_FOLDERS = (
 )
 # The CUDA forward-compatibility package (cuda-compat: /usr/local/cuda-X.Y/compat) ships a newer
 # libcuda that works only on top of an installed driver: it is no evidence of one.
-_NOT_THE_DRIVER = re.compile(r"[\\/]compat[\\/][^\\/]+$")
+_NOT_THE_DRIVER = regex(r"[\\/]compat[\\/][^\\/]+$")
 
 
 def driver_folders(system: System) -> list[str]:

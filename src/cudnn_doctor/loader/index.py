@@ -6,14 +6,14 @@ name and folder: the time grows linearly with the number of folders.
 
 from __future__ import annotations
 
-import re
 import threading
 from typing import Optional
 
+from cudnn_doctor.lazyre import regex
 from cudnn_doctor.system.interface import System
 
 _LDCONFIG = ("ldconfig", "/sbin/ldconfig", "/usr/sbin/ldconfig")
-_CACHE_LINE = re.compile(r"^\s*(\S+)\s+\(([^)]*)\)\s+=>\s+(\S+)\s*$")
+_CACHE_LINE = regex(r"^\s*(\S+)\s+\(([^)]*)\)\s+=>\s+(\S+)\s*$")
 
 
 class FolderIndex:

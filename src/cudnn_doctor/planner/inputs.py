@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Sequence
 
@@ -10,12 +9,13 @@ from packaging.version import Version
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.errors import UsageError
+from cudnn_doctor.lazyre import regex
 from cudnn_doctor.planner.request import Given, Request, Wanted, parse_framework, parse_version_option
 
 if TYPE_CHECKING:
     from cudnn_doctor.planner.machine import MachineDefaults
 
-_CAPABILITY = re.compile(r"^\d{1,2}\.\d$")
+_CAPABILITY = regex(r"^\d{1,2}\.\d$")
 
 
 def build_request(

@@ -3,13 +3,13 @@ with where it came from (an option, or the machine the plan is for)."""
 
 from __future__ import annotations
 
-import re
 from typing import NamedTuple, Optional
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from cudnn_doctor.errors import UsageError
+from cudnn_doctor.lazyre import regex
 from cudnn_doctor.versions import canonical_name as canonicalize_name
 
 OSES = ("windows", "linux", "wsl")
@@ -78,7 +78,7 @@ class Request(NamedTuple):
 # PEP 508's name, optional [extras], then version specifiers: all a --framework may hold. Parsed here, not by
 # packaging.requirements, whose import (markers, tokenizer, tags) is a third of plan's 50 ms budget;
 # tests/test_plan_request.py pins this to packaging.requirements on every shape.
-_REQUIREMENT = re.compile(
+_REQUIREMENT = regex(
     r"^\s*(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*"
     r"(?:\[(?P<extras>\s*(?:[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?\s*(?:,\s*[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?\s*)*)?)\])?"
     r"\s*(?P<specifier>(?:\(\s*)?[<>=!~][^;@()]*?(?:\s*\))?)?\s*$"

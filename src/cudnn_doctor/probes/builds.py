@@ -33,42 +33,43 @@ from cudnn_doctor.facts import (
     PythonEnv,
     SystemLibraries,
 )
+from cudnn_doctor.lazyre import LazyPattern, regex
 from cudnn_doctor.probes.wheel_files import Evidence, WheelFiles, library_majors, requirement_majors
 from cudnn_doctor.system.interface import System
 from cudnn_doctor.versions import canonical_name, parse_cuda_version, parse_cudnn_version, parse_version
 
-_LOCAL_CUDA = re.compile(r"\+cu(\d+)(\d)$")  # torch 2.1.0+cu121
-_PADDLE_POST = re.compile(r"\.(post(\d+)(\d))$")  # paddlepaddle-gpu 2.2.0.post112
+_LOCAL_CUDA = regex(r"\+cu(\d+)(\d)$")  # torch 2.1.0+cu121
+_PADDLE_POST = regex(r"\.(post(\d+)(\d))$")  # paddlepaddle-gpu 2.2.0.post112
 
 # Messages that name a library the framework could not load, across frameworks and eras.
 # A framework's own request, by name: TensorFlow 2's dso_loader ("Could not load dynamic library"), TensorFlow 1's
 # ("Could not dlopen library"), TensorFlow 1's Windows self-check ("Could not find 'cudnn64_7.dll'. TensorFlow
 # requires"), PaddlePaddle's dynamic loader (its try-list, ';'-separated: "cufft64_120.dll;cufft64_12.dll").
 _DIRECT_LOADS = (
-    re.compile(r"Could not (?:load dynamic|dlopen) library '([^']+)'"),
-    re.compile(r"Could not find '([^']+\.dll)'\. TensorFlow requires"),
-    re.compile(r"The third-party dynamic library \(([^)]+)\) that Paddle depends on"),
+    regex(r"Could not (?:load dynamic|dlopen) library '([^']+)'"),
+    regex(r"Could not find '([^']+\.dll)'\. TensorFlow requires"),
+    regex(r"The third-party dynamic library \(([^)]+)\) that Paddle depends on"),
 )
 _DEPENDENCIES = (  # ONNX Runtime's CUDA provider and what it could not find (Linux, then Windows since 1.19)
-    re.compile(r"Failed to load library (\S+) with error: ([\w.+-]+): cannot open shared object file"),
-    re.compile(r'Error loading "([^"]+)" which depends on "([^"]+)" which is missing'),
+    regex(r"Failed to load library (\S+) with error: ([\w.+-]+): cannot open shared object file"),
+    regex(r'Error loading "([^"]+)" which depends on "([^"]+)" which is missing'),
 )
 _OTHER_LOADS = (
-    re.compile(r"([\w.+-]+\.so[.\d]*): cannot open shared object file"),  # dlopen / ImportError on Linux
-    re.compile(r"Could not find the DLL\(s\) '([^']+)'"),  # Python's ctypes / TensorFlow's self-check on Windows
-    re.compile(r"Could not locate ([\w.]+\.dll)"),  # cuDNN 8's own loader on Windows
+    regex(r"([\w.+-]+\.so[.\d]*): cannot open shared object file"),  # dlopen / ImportError on Linux
+    regex(r"Could not find the DLL\(s\) '([^']+)'"),  # Python's ctypes / TensorFlow's self-check on Windows
+    regex(r"Could not locate ([\w.]+\.dll)"),  # cuDNN 8's own loader on Windows
 )
-_DRIVER_TOO_OLD = re.compile(r"driver on your system is too old|CUDA driver version is insufficient", re.IGNORECASE)
-_NO_KERNEL = re.compile(r"no kernel image is available|is not compatible with the current PyTorch installation|CUDA_ERROR_NO_BINARY_FOR_GPU", re.IGNORECASE)
-_TF_CUDNN = re.compile(r"Loaded runtime CuDNN library:\s*(\d+(?:\.\d+)*).*?source was compiled with:?\s*(\d+(?:\.\d+)*)", re.DOTALL)
-_PADDLE_CUDNN = re.compile(r"compiled with CUDNN (\d+(?:\.\d+)*), but CUDNN version in your machine is (\d+(?:\.\d+)*)")
-_JAX_CUDNN = re.compile(r"Found cuDNN version (\d+), but JAX was built against version (\d+)")
-_TORCH_CUDNN = re.compile(r"PyTorch was compiled\s+against \((\d+), (\d+), (\d+)\) but found runtime version \((\d+), (\d+), (\d+)\)")
-_JAX_PLUGIN = re.compile(r"^jax-cuda(\d+)-(?:plugin|pjrt)$")  # jax-cuda12-plugin, jax-cuda13-pjrt
-_JAXLIB_TAG = re.compile(r"\+cuda(\d+)(?:\.cudnn(\d+))?")  # jaxlib 0.4.23+cuda12.cudnn89
-_NVIDIA_WHEEL = re.compile(r"^nvidia-(cu|cuda|cudnn|nccl|nvjitlink|nvtx|cufft|curand|cusolver|cusparse|npp|nvrtc)")  # canonical names
-_CUPY_WHEEL = re.compile(r"^cupy-cuda(\d+?)(x|\d)$")  # cupy-cuda12x (a CUDA major), cupy-cuda113, cupy-cuda80
-_CUDNN_LOADED = re.compile(r"Loaded cuDNN version|cuDNN Version: \d|works well on \d+ GPU")
+_DRIVER_TOO_OLD = regex(r"driver on your system is too old|CUDA driver version is insufficient", re.IGNORECASE)
+_NO_KERNEL = regex(r"no kernel image is available|is not compatible with the current PyTorch installation|CUDA_ERROR_NO_BINARY_FOR_GPU", re.IGNORECASE)
+_TF_CUDNN = regex(r"Loaded runtime CuDNN library:\s*(\d+(?:\.\d+)*).*?source was compiled with:?\s*(\d+(?:\.\d+)*)", re.DOTALL)
+_PADDLE_CUDNN = regex(r"compiled with CUDNN (\d+(?:\.\d+)*), but CUDNN version in your machine is (\d+(?:\.\d+)*)")
+_JAX_CUDNN = regex(r"Found cuDNN version (\d+), but JAX was built against version (\d+)")
+_TORCH_CUDNN = regex(r"PyTorch was compiled\s+against \((\d+), (\d+), (\d+)\) but found runtime version \((\d+), (\d+), (\d+)\)")
+_JAX_PLUGIN = regex(r"^jax-cuda(\d+)-(?:plugin|pjrt)$")  # jax-cuda12-plugin, jax-cuda13-pjrt
+_JAXLIB_TAG = regex(r"\+cuda(\d+)(?:\.cudnn(\d+))?")  # jaxlib 0.4.23+cuda12.cudnn89
+_NVIDIA_WHEEL = regex(r"^nvidia-(cu|cuda|cudnn|nccl|nvjitlink|nvtx|cufft|curand|cusolver|cusparse|npp|nvrtc)")  # canonical names
+_CUPY_WHEEL = regex(r"^cupy-cuda(\d+?)(x|\d)$")  # cupy-cuda12x (a CUDA major), cupy-cuda113, cupy-cuda80
+_CUDNN_LOADED = regex(r"Loaded cuDNN version|cuDNN Version: \d|works well on \d+ GPU")
 
 
 class _Source(NamedTuple):
@@ -132,6 +133,8 @@ def _sources(python: PythonEnv, os_name: str, system: Optional[System]) -> Itera
 
 def _build(source: _Source) -> FrameworkBuild:
     report, text = source.report, source.text
+    said = bool(text) and not text.isspace()  # a framework not asked (--no-frameworks) said nothing: no pattern to run
+    mismatch = cudnn_mismatch(text) if said else None
     fields = _READERS.get(source.name, _nothing)(source)
     gpu_build = fields.get("gpu_build")
     cuda, cudnn = fields.get("cuda"), fields.get("cudnn")
@@ -159,11 +162,11 @@ def _build(source: _Source) -> FrameworkBuild:
         sees_gpu=_sees_gpu(report),
         arch_list=tuple(str(a) for a in report.get("arch_list") or ()),
         supported_python=fields.get("supported_python"),
-        load_failures=load_failures(text),
-        driver_complaint=_line_matching(text, _DRIVER_TOO_OLD),
-        no_kernel_complaint=_line_matching(text, _NO_KERNEL),
-        cudnn_mismatch=cudnn_mismatch(text),
-        cudnn_works=fields.get("cudnn_works", bool(_CUDNN_LOADED.search(text)) and cudnn_mismatch(text) is None),
+        load_failures=load_failures(text) if said else (),
+        driver_complaint=_line_matching(text, _DRIVER_TOO_OLD) if said else None,
+        no_kernel_complaint=_line_matching(text, _NO_KERNEL) if said else None,
+        cudnn_mismatch=mismatch,
+        cudnn_works=fields.get("cudnn_works", said and bool(_CUDNN_LOADED.search(text)) and mismatch is None),
         warning=warning.splitlines()[0][:300] if warning else None,
     )
 
@@ -478,7 +481,7 @@ def cudnn_mismatch(text: str) -> Optional[CudnnMismatch]:
     return None
 
 
-def _line_matching(text: str, pattern: re.Pattern) -> Optional[str]:
+def _line_matching(text: str, pattern: LazyPattern[str]) -> Optional[str]:
     match = pattern.search(text)
     return _line_at(text, match.start()) if match else None
 

@@ -20,6 +20,7 @@ from cudnn_doctor.facts import (
     PythonEnv,
     ToolkitFacts,
 )
+from cudnn_doctor.lazyre import regex
 from cudnn_doctor.loader.index import FolderIndex
 from cudnn_doctor.paths import site_packages_of
 from cudnn_doctor.probes.cudnn_versions import LINUX_NAME, Distribution, distribution, install_version, library_version, own_header
@@ -27,9 +28,9 @@ from cudnn_doctor.probes.ownership import PackageOwnership
 from cudnn_doctor.system.interface import FileInfo, System
 from cudnn_doctor.versions import cuda_major_of_dll_number, parse_cudnn_version
 
-_WINDOWS_NAME = re.compile(r"^cudnn(?:_([a-z_]+?))?64_(\d+)\.dll$", re.IGNORECASE)
-_CUBLAS = re.compile(r"(?i)^(?:lib)?cublas(?:Lt)?(?:64_(\d+)\.dll|\.so\.(\d+))")
-_CUDA_IN_PATH = re.compile(r"(?i)(?:[\\/](\d+)\.x(?:[\\/]|$)|_cuda(\d+)[-_]|cudnn-cu(\d+)|[\\/]cu(\d+)[\\/])")
+_WINDOWS_NAME = regex(r"^cudnn(?:_([a-z_]+?))?64_(\d+)\.dll$", re.IGNORECASE)
+_CUBLAS = regex(r"(?i)^(?:lib)?cublas(?:Lt)?(?:64_(\d+)\.dll|\.so\.(\d+))")
+_CUDA_IN_PATH = regex(r"(?i)(?:[\\/](\d+)\.x(?:[\\/]|$)|_cuda(\d+)[-_]|cudnn-cu(\d+)|[\\/]cu(\d+)[\\/])")
 STANDARD_TOOLKIT_FOLDERS = {
     "bin",
     "include",

@@ -15,14 +15,15 @@ import re
 from typing import NamedTuple, Optional
 
 from cudnn_doctor.facts import ASKED_NAMES, CONDA_META, DIST_INFO, FILE_NAME, FILE_VERSION, HEADER, CudnnLibrary
+from cudnn_doctor.lazyre import regex
 from cudnn_doctor.system.interface import System
 from cudnn_doctor.versions import cudnn_header_version, parse_cudnn_version
 
-LINUX_NAME = re.compile(r"^libcudnn(?:_([a-z_]+))?\.so\.(\d+)((?:\.\d+)*)$")  # libcudnn_ops.so.9.1.0: part, major, rest
-_ASKED = re.compile(r"^libcudnn_[a-z_]+\.so\.(\d+)\.(\d+)\.(\d+)$")  # libcudnn_graph.so.9.28.1
-_DIST_INFO = re.compile(r"(?i)^nvidia_cudnn_cu(\d+)-([^-]+)\.dist-info$")
-_CONDA_RECORD = re.compile(r"(?i)^cudnn-(\d[^-]*)-([^-]+)\.json$")  # conda-meta/cudnn-9.3.0.75-h93bb076_0.json
-_CUDA_IN_BUILD = re.compile(r"(?i)cuda(\d+)")
+LINUX_NAME = regex(r"^libcudnn(?:_([a-z_]+))?\.so\.(\d+)((?:\.\d+)*)$")  # libcudnn_ops.so.9.1.0: part, major, rest
+_ASKED = regex(r"^libcudnn_[a-z_]+\.so\.(\d+)\.(\d+)\.(\d+)$")  # libcudnn_graph.so.9.28.1
+_DIST_INFO = regex(r"(?i)^nvidia_cudnn_cu(\d+)-([^-]+)\.dist-info$")
+_CONDA_RECORD = regex(r"(?i)^cudnn-(\d[^-]*)-([^-]+)\.json$")  # conda-meta/cudnn-9.3.0.75-h93bb076_0.json
+_CUDA_IN_BUILD = regex(r"(?i)cuda(\d+)")
 
 
 class Distribution(NamedTuple):

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from typing import Optional
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.facts import SMI_NOT_UNDERSTOOD, DriverFacts, Gpu
+from cudnn_doctor.lazyre import regex
 from cudnn_doctor.system.interface import System
 from cudnn_doctor.versions import major_minor, parse_cuda_version, parse_version
 
-_CAPABILITY = re.compile(r"^[0-9]{1,3}\.[0-9]{1,3}$")
+_CAPABILITY = regex(r"^[0-9]{1,3}\.[0-9]{1,3}$")
 
 
 def probe_driver(system: System) -> DriverFacts:

@@ -10,11 +10,13 @@ from __future__ import annotations
 import re
 from typing import NamedTuple, Optional
 
-_DRIVER = re.compile(r"Driver Version:\s*([0-9][0-9.]*)")
-_CUDA = re.compile(r"CUDA Version:\s*([0-9][0-9.]*)")
+from cudnn_doctor.lazyre import regex
+
+_DRIVER = regex(r"Driver Version:\s*([0-9][0-9.]*)")
+_CUDA = regex(r"CUDA Version:\s*([0-9][0-9.]*)")
 # "|   0  NVIDIA GeForce RTX 3060      WDDM  |" / "|   0  GeForce GTX 1080 Ti  Off  |"
-_GPU_ROW = re.compile(r"^\|\s+(\d+)\s+(.+?)\s+(WDDM|TCC|MCDM|On|Off|N/A)\s*\|")
-_MEMORY = re.compile(r"(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
+_GPU_ROW = regex(r"^\|\s+(\d+)\s+(.+?)\s+(WDDM|TCC|MCDM|On|Off|N/A)\s*\|")
+_MEMORY = regex(r"(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
 
 
 class SmiGpu(NamedTuple):

@@ -12,14 +12,15 @@ import re
 from typing import Optional
 
 from cudnn_doctor.facts import Toolkit, ToolkitFacts, VariableTarget
+from cudnn_doctor.lazyre import regex
 from cudnn_doctor.probes.ownership import PackageOwnership
 from cudnn_doctor.system.interface import System
 
-_RELEASE = re.compile(r"release (\d+\.\d+)(?:, V(\d+\.\d+\.\d+))?")
-_VERSION_TXT = re.compile(r"CUDA Version\s+(\d+\.\d+(?:\.\d+)?)")
-_CUDA_H = re.compile(r"#define\s+CUDA_VERSION\s+(\d+)")
-_FOLDER = re.compile(r"(?:^v|^cuda-?)(\d+\.\d+)$", re.IGNORECASE)
-_EXEC = re.compile(r"""^\s*exec\s+["']?([^\s"']+nvcc(?:\.exe)?)["']?""", re.MULTILINE)
+_RELEASE = regex(r"release (\d+\.\d+)(?:, V(\d+\.\d+\.\d+))?")
+_VERSION_TXT = regex(r"CUDA Version\s+(\d+\.\d+(?:\.\d+)?)")
+_CUDA_H = regex(r"#define\s+CUDA_VERSION\s+(\d+)")
+_FOLDER = regex(r"(?:^v|^cuda-?)(\d+\.\d+)$", re.IGNORECASE)
+_EXEC = regex(r"""^\s*exec\s+["']?([^\s"']+nvcc(?:\.exe)?)["']?""", re.MULTILINE)
 TOOLKIT_VARIABLES = ("CUDA_PATH", "CUDA_HOME", "CUDA_ROOT", "CUDA_TOOLKIT_ROOT_DIR")
 
 

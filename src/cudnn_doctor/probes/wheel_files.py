@@ -18,6 +18,7 @@ from packaging.version import InvalidVersion, Version
 
 from cudnn_doctor.binaries import BinaryInfo
 from cudnn_doctor.facts import PythonEnv, WheelRequirement
+from cudnn_doctor.lazyre import regex
 from cudnn_doctor.probes.cudnn import site_packages
 from cudnn_doctor.system.interface import System
 from cudnn_doctor.versions import canonical_name, cuda_major_of_dll_number
@@ -26,15 +27,15 @@ if TYPE_CHECKING:
     import ast
 
 # CUDA libraries whose file-name major is the CUDA major (cuFFT, cuRAND, cuSPARSE number their own releases).
-_CUDA_LINUX = re.compile(r"^lib(?:cudart|cublas|cublasLt|nvrtc)\.so\.(\d+)")
-_CUDA_WINDOWS = re.compile(r"^(?:cudart|cublas|cublasLt)64_(\d+)\.dll$|^nvrtc64_(\d+)_0\.dll$", re.IGNORECASE)
-_CUDNN_LINUX = re.compile(r"^libcudnn\.so\.(\d+)")
-_CUDNN_WINDOWS = re.compile(r"^cudnn64_(\d+)\.dll$", re.IGNORECASE)
+_CUDA_LINUX = regex(r"^lib(?:cudart|cublas|cublasLt|nvrtc)\.so\.(\d+)")
+_CUDA_WINDOWS = regex(r"^(?:cudart|cublas|cublasLt)64_(\d+)\.dll$|^nvrtc64_(\d+)_0\.dll$", re.IGNORECASE)
+_CUDNN_LINUX = regex(r"^libcudnn\.so\.(\d+)")
+_CUDNN_WINDOWS = regex(r"^cudnn64_(\d+)\.dll$", re.IGNORECASE)
 # pip distributions whose name or version carries the CUDA major: nvidia-cudnn-cu13, nvidia-cuda-runtime~=13.0, cuda-toolkit==13.0.3
-_CU_SUFFIX = re.compile(r"-cu(\d+)$")
+_CU_SUFFIX = regex(r"-cu(\d+)$")
 _CUDA_VERSIONED = frozenset({"nvidia-cuda-runtime", "nvidia-cuda-nvrtc", "nvidia-cublas", "cuda-toolkit"})
-_LEADING_NAME = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")  # PEP 508's name, for skipping unwanted lines unparsed
-_EXTRA = re.compile(r"""extra\s*==\s*['"]([^'"]+)['"]""")
+_LEADING_NAME = regex(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")  # PEP 508's name, for skipping unwanted lines unparsed
+_EXTRA = regex(r"""extra\s*==\s*['"]([^'"]+)['"]""")
 _LOWER_BOUNDS = ("~=", "==", "===", ">=")
 
 

@@ -19,6 +19,7 @@ from cudnn_doctor.diagnosis import Diagnosis
 from cudnn_doctor.errors import UsageError
 from cudnn_doctor.facts import PROCESS, Candidate, Facts, LoadStep, Resolution
 from cudnn_doctor.findings import Area, Finding, Severity
+from cudnn_doctor.lazyre import regex
 from cudnn_doctor.reports.terminal import _facts_lines, _is_cudnn_front, _summaries, _worst
 
 
@@ -376,8 +377,8 @@ def _pages_section(findings: list[Finding]) -> str:
     )
 
 
-_URL = re.compile(r"https?://[^\s<>()\"']+[^\s<>()\"'.,;:]")
-_LIST_ITEM = re.compile(r"^(\d+\.|-)\s+(.*)$")
+_URL = regex(r"https?://[^\s<>()\"']+[^\s<>()\"'.,;:]")
+_LIST_ITEM = regex(r"^(\d+\.|-)\s+(.*)$")
 
 
 def _inline(text: str) -> str:

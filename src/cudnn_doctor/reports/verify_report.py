@@ -4,9 +4,9 @@ Also the progress display the run feeds while the worker runs (stderr only, and 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Callable, Optional, TextIO
 
+from cudnn_doctor.lazyre import regex
 from cudnn_doctor.reports.encoding import Fitter
 
 MARKS = {"pass": "✓", "warn": "!", "fail": "✗", "info": "•"}
@@ -98,7 +98,7 @@ def text_lines(result: dict[str, Any]) -> list[str]:
 class Progress:
     """A bar on stderr fed with the worker's "N/TOTAL what" lines; silent when stderr is not a terminal."""
 
-    _LINE = re.compile(r"^(\d+)/(\d+) (.*)$")
+    _LINE = regex(r"^(\d+)/(\d+) (.*)$")
 
     def __init__(self, stream: Optional[TextIO]) -> None:
         self._bar: Any = None

@@ -16,15 +16,16 @@ import re
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
+from cudnn_doctor.lazyre import regex
 from cudnn_doctor.system.regular import read_regular
 from cudnn_doctor.versions import canonical_name as canonicalize_name
 
-_PYVENV_VERSION = re.compile(r"^\s*version(?:_info)?\s*=\s*(\d+\.\d+(?:\.\d+)?)", re.MULTILINE)
-_CONDA_PYTHON = re.compile(r"^python-(\d+\.\d+\.\d+)-")
-_LIB_PYTHON = re.compile(r"^python(\d+\.\d+)t?$")
-_ANSWER = re.compile(r"^\d+\.\d+(?:\.\d+)?[a-z0-9+]*$")
+_PYVENV_VERSION = regex(r"^\s*version(?:_info)?\s*=\s*(\d+\.\d+(?:\.\d+)?)", re.MULTILINE)
+_CONDA_PYTHON = regex(r"^python-(\d+\.\d+\.\d+)-")
+_LIB_PYTHON = regex(r"^python(\d+\.\d+)t?$")
+_ANSWER = regex(r"^\d+\.\d+(?:\.\d+)?[a-z0-9+]*$")
 # The interpreter's own DLL (python311.dll, python313t.dll), not python3.dll (the stable-ABI forwarder).
-_PYTHON_DLL = re.compile(r"^(python(\d)(\d+)t?(?:_d)?)\.dll$", re.IGNORECASE)
+_PYTHON_DLL = regex(r"^(python(\d)(\d+)t?(?:_d)?)\.dll$", re.IGNORECASE)
 
 
 def prefix_of(executable: Path) -> Path:

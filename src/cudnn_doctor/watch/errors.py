@@ -6,8 +6,9 @@ Each pattern is an error text the frameworks and NVIDIA's libraries really print
 
 from __future__ import annotations
 
-import re
 from typing import NamedTuple, Optional
+
+from cudnn_doctor.lazyre import LazyPattern, regex
 
 _LIBRARY = r"(?P<library>[\w.+-]*(?:\.so(?:\.\d+)*|\.dll))"
 
@@ -15,38 +16,38 @@ _LIBRARY = r"(?P<library>[\w.+-]*(?:\.so(?:\.\d+)*|\.dll))"
 class Known(NamedTuple):
     kind: str
     area: str  # the `check` area it points at: driver, toolkit, cudnn, frameworks
-    pattern: re.Pattern[str]
+    pattern: LazyPattern[str]
     says: str  # one line for the user
 
 
 PATTERNS = (
-    Known("library-not-found", "cudnn", re.compile(rf"{_LIBRARY}: cannot open shared object file"), "a library could not be found"),
-    Known("library-not-found", "cudnn", re.compile(rf"Could not load (?:library|dynamic library) '?{_LIBRARY}'?"), "a library could not be loaded"),
-    Known("library-not-found", "cudnn", re.compile(rf"Could not locate {_LIBRARY}"), "a library could not be found"),
-    Known("library-not-found", "cudnn", re.compile(rf"Unable to load any of \{{?{_LIBRARY}"), "a library could not be loaded"),
+    Known("library-not-found", "cudnn", regex(rf"{_LIBRARY}: cannot open shared object file"), "a library could not be found"),
+    Known("library-not-found", "cudnn", regex(rf"Could not load (?:library|dynamic library) '?{_LIBRARY}'?"), "a library could not be loaded"),
+    Known("library-not-found", "cudnn", regex(rf"Could not locate {_LIBRARY}"), "a library could not be found"),
+    Known("library-not-found", "cudnn", regex(rf"Unable to load any of \{{?{_LIBRARY}"), "a library could not be loaded"),
     Known(
         "dll-load-failed",
         "cudnn",
-        re.compile(r"(?:DLL load failed while importing \w+|\[WinError 126\][^\n]*?)(?:: )?(?P<library>[^\n'\"]*\.dll)?"),
+        regex(r"(?:DLL load failed while importing \w+|\[WinError 126\][^\n]*?)(?:: )?(?P<library>[^\n'\"]*\.dll)?"),
         "a DLL (or one it needs) could not be loaded",
     ),
-    Known("cudnn-status", "cudnn", re.compile(r"CUDNN_STATUS_(?P<status>[A-Z_]+)"), "cuDNN returned an error status"),
+    Known("cudnn-status", "cudnn", regex(r"CUDNN_STATUS_(?P<status>[A-Z_]+)"), "cuDNN returned an error status"),
     Known(
         "no-kernel-image",
         "frameworks",
-        re.compile(r"no kernel image is available for execution on the device|cudaErrorNoKernelImageForDevice"),
+        regex(r"no kernel image is available for execution on the device|cudaErrorNoKernelImageForDevice"),
         "the build has no code for this GPU",
     ),
     Known(
         "driver-too-old",
         "driver",
-        re.compile(r"CUDA driver version is insufficient for CUDA runtime version|cudaErrorInsufficientDriver|The NVIDIA driver on your system is too old"),
+        regex(r"CUDA driver version is insufficient for CUDA runtime version|cudaErrorInsufficientDriver|The NVIDIA driver on your system is too old"),
         "the driver is older than the CUDA runtime needs",
     ),
     Known(
         "no-driver",
         "driver",
-        re.compile(r"Found no NVIDIA driver on your system|cudaErrorNoDevice|no CUDA-capable device is detected"),
+        regex(r"Found no NVIDIA driver on your system|cudaErrorNoDevice|no CUDA-capable device is detected"),
         "no usable NVIDIA driver or GPU",
     ),
 )

@@ -6,14 +6,14 @@ Pure: the program's exit code and stderr, the loader's traces and the findings i
 from __future__ import annotations
 
 import json
-import re
 from typing import Iterable, NamedTuple, Optional, Sequence
 
 from cudnn_doctor.findings import Finding, Severity
+from cudnn_doctor.lazyre import regex
 from cudnn_doctor.watch import errors, trace
 
 # The libraries of the GPU stack, by file name (Linux and Windows spellings).
-GPU_LIBRARY = re.compile(r"(?i)(cudnn|cublas|cudart|cufft|curand|cusolver|cusparse|nvrtc|nvjitlink|nccl|zlibwapi|nvcuda|libcuda\.so|nvidia-ml|libnvml)")
+GPU_LIBRARY = regex(r"(?i)(cudnn|cublas|cudart|cufft|curand|cusolver|cusparse|nvrtc|nvjitlink|nccl|zlibwapi|nvcuda|libcuda\.so|nvidia-ml|libnvml)")
 _AREA_OF = (("cudnn", "cudnn"), ("zlibwapi", "cudnn"), ("libcuda.so", "driver"), ("nvcuda", "driver"), ("nvidia-ml", "driver"))
 
 

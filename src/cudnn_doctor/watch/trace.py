@@ -8,16 +8,17 @@ file that was loaded, or none: the failure the program then reports. Pure text i
 
 from __future__ import annotations
 
-import re
 from typing import Iterable, NamedTuple, Optional
 
-_LINE = re.compile(r"^\s*(\d+):\s?(.*)$")
-_FILE = re.compile(r"^file=(\S+) \[\d+\];\s+(needed by|dynamically loaded by) (\S+)")
-_FIND = re.compile(r"^find library=(\S+) \[\d+\]; searching")
-_SEARCH_PATH = re.compile(r"^\s*search path=(.*?)\s+\((.+)\)\s*$")
-_SEARCH_CACHE = re.compile(r"^\s*search cache=(\S+)")
-_TRYING = re.compile(r"^\s*trying file=(.+)$")
-_LINKED = re.compile(r"^file=(\S+) \[\d+\];\s+generating link map")
+from cudnn_doctor.lazyre import regex
+
+_LINE = regex(r"^\s*(\d+):\s?(.*)$")
+_FILE = regex(r"^file=(\S+) \[\d+\];\s+(needed by|dynamically loaded by) (\S+)")
+_FIND = regex(r"^find library=(\S+) \[\d+\]; searching")
+_SEARCH_PATH = regex(r"^\s*search path=(.*?)\s+\((.+)\)\s*$")
+_SEARCH_CACHE = regex(r"^\s*search cache=(\S+)")
+_TRYING = regex(r"^\s*trying file=(.+)$")
+_LINKED = regex(r"^file=(\S+) \[\d+\];\s+generating link map")
 
 
 class Place(NamedTuple):

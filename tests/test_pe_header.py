@@ -46,7 +46,7 @@ def _extracted_wheels() -> list[Path]:
     """The PE members of the win_amd64 wheels in the test cache, extracted once beside each wheel (`extracted/`, where
     the other tests look for them), skipping the largest."""
     found = []
-    for wheel in sorted((TEST_CACHE / "wheels" / "win_amd64").glob("**/*.whl")):
+    for wheel in WHEELS:
         target = wheel.parent / "extracted"
         try:
             with zipfile.ZipFile(wheel) as archive:
@@ -63,11 +63,12 @@ def _extracted_wheels() -> list[Path]:
 
 
 def _downloaded() -> list[Path]:
+    """The loose PE files in the test cache (extracted wheels and archives, the test venvs' nvidia/ packages)."""
     if not TEST_CACHE.is_dir():
         return []
     places = [TEST_CACHE / "wheels", TEST_CACHE / "archives", *TEST_CACHE.glob("venvs/*/lib/python*/site-packages/nvidia")]
     found = {p for place in places if place.is_dir() for p in _pe_files(place)} | set(_pe_files(TEST_CACHE, top=True))
-    return sorted(found | set(_extracted_wheels()))
+    return sorted(found)
 
 
 def _wine() -> list[Path]:
@@ -106,15 +107,16 @@ def _same(path: Path) -> bool:
 
 
 DOWNLOADED = _downloaded()
+WHEELS = sorted((TEST_CACHE / "wheels" / "win_amd64").glob("**/*.whl"))
 WINE = _wine()
 WINDOWS = _windows()
 LAUNCHERS = _launchers()
 
 
-@pytest.mark.skipif(not DOWNLOADED, reason="no win_amd64 wheels in the test cache yet (the wheel tests fill it)")
+@pytest.mark.skipif(not DOWNLOADED and not WHEELS, reason="no win_amd64 wheels in the test cache yet (the wheel tests fill it)")
 def test_the_struct_reader_says_what_pefile_says_on_every_downloaded_pe_file():
     nvidia = 0
-    for path in DOWNLOADED:
+    for path in sorted(set(DOWNLOADED) | set(_extracted_wheels())):
         assert _same(path), path  # NVIDIA's and ONNX Runtime's libraries are plain: no fallback
         nvidia += "nvidia" in str(path) or "cudart" in path.name or "onnxruntime" in str(path)
     assert nvidia > 0
@@ -210,6 +212,31 @@ def test_damaged_copies_are_read_as_pefile_reads_them(tmp_path):
                 peheader.read_pe_quickly(str(path))
         else:
             assert peheader.read_pe_quickly(str(path)) == reference and reference.error, label
+
+
+def test_randomly_damaged_headers_and_tables_are_read_as_pefile_reads_them(tmp_path):
+    """Bytes changed at random (seeded) in the headers and the import and resource directories: whichever reader
+    answers, the answer is pefile's."""
+    import random
+
+    import pefile
+
+    data = _sample().read_bytes()
+    image = pefile.PE(data=data, fast_load=True)
+    regions = [(0, 0x400)]
+    for index in (1, 2, 13):
+        entry = image.OPTIONAL_HEADER.DATA_DIRECTORY[index]
+        if entry.VirtualAddress:
+            regions.append((image.get_offset_from_rva(entry.VirtualAddress), max(entry.Size, 1024)))
+    chance, path, quick = random.Random(15), tmp_path / "damaged.dll", 0
+    for _ in range(80):
+        damaged = bytearray(data)
+        for _ in range(chance.randint(1, 3)):
+            start, size = chance.choice(regions)
+            damaged[chance.randrange(start, min(start + size, len(data)))] = chance.randrange(256)
+        path.write_bytes(bytes(damaged))
+        quick += _same(path)
+    assert 0 < quick < 80
 
 
 def test_an_old_address_based_delay_table_is_left_to_pefile(tmp_path):

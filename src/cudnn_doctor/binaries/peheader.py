@@ -62,6 +62,7 @@ class _Image:
 
     def read(self, offset: int, size: int) -> bytes:
         """Up to `size` bytes at `offset` (fewer at the end of the file)."""
+        size = min(size, self.size - offset)  # a resource's Size may say 4 GB
         parts = []
         first, last = offset // _BLOCK, (offset + size - 1) // _BLOCK
         for index in range(first, last + 1):

@@ -1,4 +1,5 @@
-"""PE files with `pefile`: import table (and delay imports), machine type, FileVersion resource."""
+"""PE files: import table (and delay imports), machine type, FileVersion resource, read with `struct`
+(peheader.py), or with `pefile` (an 11 ms import, ~5 ms a file) for any file that reader leaves to it."""
 
 from __future__ import annotations
 
@@ -6,6 +7,15 @@ from cudnn_doctor.binaries import PE_MACHINES, BinaryInfo
 
 
 def read_pe(path: str) -> BinaryInfo:
+    from cudnn_doctor.binaries import peheader
+
+    try:
+        return peheader.read_pe_quickly(path)
+    except (peheader.Irregular, OSError):
+        return read_pe_with_pefile(path)
+
+
+def read_pe_with_pefile(path: str) -> BinaryInfo:
     import pefile
 
     try:

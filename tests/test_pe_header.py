@@ -280,3 +280,18 @@ def test_pefile_is_imported_only_for_an_irregular_file(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True, env=env)
     assert done.stdout.split() == ["True"]
+
+
+def test_a_file_pefile_fails_on_is_reported_not_raised(tmp_path, monkeypatch):
+    """pefile raises struct.error or IndexError on some damaged files; one bad DLL on PATH must not end `check`."""
+    import pefile
+
+    path = tmp_path / "bad.dll"
+    path.write_bytes(b"MZ" + b"\0" * 200)
+
+    def broken(*args, **kwargs):
+        raise struct.error("unpack requires a buffer of 4 bytes")
+
+    monkeypatch.setattr(pefile, "PE", broken)
+    info = pe.read_pe_with_pefile(str(path))
+    assert info.format is None and "pefile failed (error)" in (info.error or "")

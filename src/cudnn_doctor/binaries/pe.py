@@ -22,22 +22,33 @@ def read_pe_with_pefile(path: str) -> BinaryInfo:
         pe = pefile.PE(path, fast_load=True)
     except pefile.PEFormatError as error:
         return BinaryInfo(None, error=f"not a valid PE file: {error.value}")
+    except Exception as error:  # pefile's own struct.error, IndexError... on some damaged files: a finding, not a crash
+        return BinaryInfo(None, error=f"not a valid PE file: pefile failed ({type(error).__name__})")
     try:
-        pe.parse_data_directories(
-            directories=[
-                pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_IMPORT"],
-                pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_DELAY_IMPORT"],
-                pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_RESOURCE"],
-            ]
-        )
-        imports = [entry.dll.decode("ascii", "replace") for entry in getattr(pe, "DIRECTORY_ENTRY_IMPORT", [])]
-        imports += [entry.dll.decode("ascii", "replace") for entry in getattr(pe, "DIRECTORY_ENTRY_DELAY_IMPORT", [])]
-        strings = tuple((s.PointerToRawData, s.SizeOfRawData) for s in pe.sections if s.Name.rstrip(b"\x00") in (b".rdata", b".data"))
-        return BinaryInfo(
-            "pe", PE_MACHINES.get(pe.FILE_HEADER.Machine, hex(pe.FILE_HEADER.Machine)), tuple(imports), version=_file_version(pe), string_ranges=strings
-        )
+        return _info(pe)
+    except Exception as error:
+        return BinaryInfo(None, error=f"not a valid PE file: pefile failed ({type(error).__name__})")
     finally:
         pe.close()
+
+
+def _info(pe) -> BinaryInfo:
+    """Imports, delay imports, machine, version and string sections of a file pefile has opened."""
+    import pefile
+
+    pe.parse_data_directories(
+        directories=[
+            pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_IMPORT"],
+            pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_DELAY_IMPORT"],
+            pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_RESOURCE"],
+        ]
+    )
+    imports = [entry.dll.decode("ascii", "replace") for entry in getattr(pe, "DIRECTORY_ENTRY_IMPORT", [])]
+    imports += [entry.dll.decode("ascii", "replace") for entry in getattr(pe, "DIRECTORY_ENTRY_DELAY_IMPORT", [])]
+    strings = tuple((s.PointerToRawData, s.SizeOfRawData) for s in pe.sections if s.Name.rstrip(b"\x00") in (b".rdata", b".data"))
+    return BinaryInfo(
+        "pe", PE_MACHINES.get(pe.FILE_HEADER.Machine, hex(pe.FILE_HEADER.Machine)), tuple(imports), version=_file_version(pe), string_ranges=strings
+    )
 
 
 def _file_version(pe) -> str | None:

@@ -29,6 +29,7 @@ REQUIREMENTS = [
     "platformdirs>=3",
     "filelock>=3.12",
     "pytest>=7",
+    "pytest-rerunfailures>=12",
     "hypothesis>=6",
     "jsonschema>=4,<4.18",
 ]

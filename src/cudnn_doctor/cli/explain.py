@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any, Optional
+
+from cudnn_doctor.reports import write_json
 
 
 def configure_parser(commands: argparse._SubParsersAction) -> None:
@@ -31,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
         ids = sorted(finding_ids([args.id]))  # raises the one-line error, with a suggestion when one is close
     entries = [_entry(i, known[i]) for i in ids]
     if args.format == "json":
-        sys.stdout.write(json.dumps(entries if args.all else entries[0], indent=2) + "\n")  # one write: json.dump writes each token on its own
+        write_json(sys.stdout, entries if args.all else entries[0], indent=2)
     elif args.all:
         sys.stdout.writelines(_header(e) + "\n" for e in entries)
     else:

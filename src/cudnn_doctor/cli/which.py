@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Union
@@ -14,6 +13,7 @@ if TYPE_CHECKING:
     from cudnn_doctor.system.interface import System
 
 from cudnn_doctor.cli.options import add_knowledge_option
+from cudnn_doctor.reports import write_json
 
 
 def configure_parser(commands: argparse._SubParsersAction) -> None:
@@ -53,9 +53,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.format == "json":
         from cudnn_doctor.reports.json_report import _plain
 
-        sys.stdout.write(
-            json.dumps({"resolution": _plain(resolution), "confirmations": _plain(confirmations)}, indent=2) + "\n"
-        )  # one write: json.dump writes each token on its own
+        write_json(sys.stdout, {"resolution": _plain(resolution), "confirmations": _plain(confirmations)}, indent=2)
     else:
         report.render(resolution, confirmations, sys.stdout)
     root = resolution.steps[0] if resolution.steps else None

@@ -8,11 +8,11 @@ has no need to spread.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Iterable, TextIO
 
 from cudnn_doctor.findings import Finding, Severity
 from cudnn_doctor.fleet.model import FIELD_TITLES, OK, STACK_FIELDS, FleetReport, Group, NodeResult
+from cudnn_doctor.reports import write_json
 
 FLEET_SCHEMA = "cudnn-doctor-fleet/1"
 _MARK = {None: "✓", Severity.INFO: "•", Severity.WARNING: "!", Severity.ERROR: "✗"}
@@ -149,4 +149,4 @@ def _finding(found: Finding) -> dict[str, Any]:
 
 
 def render_json(report: FleetReport, out: TextIO) -> None:
-    out.write(json.dumps(document(report), indent=1, default=str) + "\n")  # one write: json.dump writes each token on its own
+    write_json(out, document(report), indent=1, default=str)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, TextIO
 
 from cudnn_doctor.diagnosis import Diagnosis
 from cudnn_doctor.facts import Facts
 from cudnn_doctor.findings import Finding
 from cudnn_doctor.privacy import kept_environment, kept_persistent
+from cudnn_doctor.reports import write_json
 
 REPORT_SCHEMA = "cudnn-doctor-report/1"
 
@@ -52,4 +52,4 @@ def render(diagnosis: Diagnosis, out: TextIO) -> None:
         "findings": [_with_autofix(f, diagnosis.facts) for f in diagnosis.findings],
         "facts": _plain(_private_parts_removed(diagnosis.facts)),
     }
-    out.write(json.dumps(document, indent=2, default=str) + "\n")  # one write: json.dump writes each token on its own
+    write_json(out, document, indent=2, default=str)

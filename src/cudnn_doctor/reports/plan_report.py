@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, Optional, TextIO
 
 from cudnn_doctor.planner.commands import Steps, steps
 from cudnn_doctor.planner.constraints import driver_runs
 from cudnn_doctor.planner.request import Given, Request
 from cudnn_doctor.planner.solver import Plan, Rejection, Stack
+from cudnn_doctor.reports import write_json
 from cudnn_doctor.reports.encoding import Fitter
 
 PLAN_SCHEMA = "cudnn-doctor-plan/1"
@@ -75,7 +75,7 @@ def plan_json(plan: Plan) -> dict[str, Any]:
 
 
 def render_json(plan: Plan, out: TextIO) -> None:
-    out.write(json.dumps(plan_json(plan), indent=2, ensure_ascii=False) + "\n")  # one write: json.dump writes each token on its own
+    write_json(out, plan_json(plan), indent=2, ensure_ascii=False)
 
 
 def render_text(plan: Plan, out: TextIO) -> None:

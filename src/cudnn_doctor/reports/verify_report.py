@@ -3,17 +3,17 @@ Also the progress display the run feeds while the worker runs (stderr only, and 
 
 from __future__ import annotations
 
-import json
 from typing import Any, Callable, Optional, TextIO
 
 from cudnn_doctor.lazyre import regex
+from cudnn_doctor.reports import write_json
 from cudnn_doctor.reports.encoding import Fitter
 
 MARKS = {"pass": "✓", "warn": "!", "fail": "✗", "info": "•"}
 
 
 def render_json(result: dict[str, Any], out: TextIO) -> None:
-    out.write(json.dumps(result, indent=2, ensure_ascii=False) + "\n")  # one write: json.dump writes each token on its own
+    write_json(out, result, indent=2, ensure_ascii=False)
 
 
 def render_text(result: dict[str, Any], out: TextIO) -> None:

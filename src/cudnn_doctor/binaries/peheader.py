@@ -16,7 +16,7 @@ tests download.
 from __future__ import annotations
 
 import struct
-from typing import BinaryIO, NamedTuple, Optional
+from typing import BinaryIO, Iterator, NamedTuple, Optional
 
 from cudnn_doctor.binaries import PE_MACHINES, BinaryInfo
 
@@ -86,22 +86,27 @@ class _Image:
                 return section
         raise Irregular(f"address 0x{rva:x} outside the sections")
 
-    def data(self, rva: int, length: int) -> bytes:
-        """`length` bytes at `rva`, cut at the end of its section's data as pefile cuts them: a short read is irregular."""
+    def offset(self, rva: int) -> tuple[Section, int]:
+        """The section holding `rva` and the file offset of `rva` in it."""
         section = self.section(rva)
-        offset = rva - section.address + section.offset
+        return section, rva - section.address + section.offset
+
+    def _in_section(self, rva: int, length: int) -> bytes:
+        """Up to `length` bytes at `rva`, cut at the end of its section's data as pefile's get_data cuts them."""
+        section, offset = self.offset(rva)
         end = min(offset + length, section.offset + section.size)
-        data = self.read(offset, end - offset) if end > offset else b""
+        return self.read(offset, end - offset) if end > offset else b""
+
+    def data(self, rva: int, length: int) -> bytes:
+        """`length` bytes at `rva`; a read the section's data cuts short is irregular."""
+        data = self._in_section(rva, length)
         if len(data) != length:
             raise Irregular(f"{length} bytes at 0x{rva:x} run off the section's data")
         return data
 
     def string(self, rva: int) -> bytes:
         """The NUL-terminated ASCII string at `rva`, as pefile's get_string_at_rva with a 0x200 limit finds it."""
-        section = self.section(rva)
-        offset = rva - section.address + section.offset
-        end = min(offset + MAX_NAME_LENGTH, section.offset + section.size)
-        data = self.read(offset, end - offset) if end > offset else b""
+        data = self._in_section(rva, MAX_NAME_LENGTH)
         stop = data.find(b"\0")
         if stop < 0:
             raise Irregular(f"no end to the string at 0x{rva:x}")
@@ -220,46 +225,46 @@ def _sections(image: _Image, offset: int, count: int, section_alignment: int, fi
 
 def _imports(image: _Image, headers: _Headers, counter: list[int]) -> list[bytes]:
     """The import directory's DLL names, in order: pefile's parse_import_directory when no entry is dropped."""
-    rva = headers.directories[IMPORT][0]
-    names: list[bytes] = []
-    if not rva:
-        return names
-    while True:
-        raw = image.data(rva, 20)
-        if not raw.strip(b"\0"):
-            return names
+    names = []
+    for at, raw in _descriptors(image, headers.directories[IMPORT][0], 20):
         first_lookup, _time, _forwarder, name, first_thunk = struct.unpack("<IIIII", raw)
-        rva += 20
-        _symbols(image, headers, counter, first_lookup, first_thunk, _max_length(image, rva - 20, rva, first_lookup, first_thunk))
+        _symbols(image, headers, counter, first_lookup, first_thunk, _max_length(image, at, at + 20, first_lookup, first_thunk))
         names.append(_dll_name(image, name))
+    return names
 
 
 def _delay_imports(image: _Image, headers: _Headers, counter: list[int]) -> list[bytes]:
     """The delay-import directory's DLL names, in order: pefile's parse_delay_import_directory when nothing is dropped."""
-    rva = headers.directories[DELAY_IMPORT][0]
-    names: list[bytes] = []
-    if not rva:
-        return names
-    while True:
-        raw = image.data(rva, 32)
-        if not raw.strip(b"\0"):
-            return names
+    names = []
+    for at, raw in _descriptors(image, headers.directories[DELAY_IMPORT][0], 32):
         attributes, name, _module, address_table, name_table, _bound, _unload, _time = struct.unpack("<8I", raw)
         if attributes == 0 and headers.machine == I386:
             raise Irregular("an address-based delay-import table")  # pefile turns its addresses into RVAs
-        rva += 32
-        _symbols(image, headers, counter, name_table, address_table, _max_length(image, rva - 32, rva, name_table, address_table))
+        _symbols(image, headers, counter, name_table, address_table, _max_length(image, at, at + 32, name_table, address_table))
         if counter[0] > MAX_IMPORT_SYMBOLS:
             raise Irregular("too many imported symbols")
         names.append(_dll_name(image, name))
+    return names
+
+
+def _descriptors(image: _Image, rva: int, size: int) -> Iterator[tuple[int, bytes]]:
+    """Each `size`-byte descriptor of the table at `rva` (none where `rva` is 0), with its address, up to the
+    all-zero one that ends the table."""
+    if not rva:
+        return
+    while True:
+        raw = image.data(rva, size)
+        if not raw.strip(b"\0"):
+            return
+        yield rva, raw
+        rva += size
 
 
 def _max_length(image: _Image, descriptor: int, after: int, lookup: int, address: int) -> int:
     """How far pefile lets a thunk table run: to the end of the file, or up to the descriptor when a table lies before it."""
-    section = image.section(descriptor)
     if after > lookup or after > address:
         return max(after - lookup, after - address)
-    return image.size - (descriptor - section.address + section.offset)
+    return image.size - image.offset(descriptor)[1]
 
 
 def _dll_name(image: _Image, rva: int) -> bytes:
@@ -343,7 +348,6 @@ def _version(image: _Image, headers: _Headers) -> Optional[str]:
 
 class _Entry(NamedTuple):
     name: int
-    target: int  # OffsetToData with the directory bit
     entries: Optional[list[_Entry]]  # a subdirectory's entries
     data: Optional[tuple[int, int]]  # a leaf's (OffsetToData, Size)
 
@@ -355,7 +359,6 @@ class _Resources:
         self.image, self.base = image, base
         self.total = 0
         self.version: Optional[tuple[int, int]] = None
-        self.tried = False
 
     def directory(self, rva: int, level: int, path: tuple[int, ...]) -> list[_Entry]:
         if level > MAX_RESOURCE_DEPTH:
@@ -380,10 +383,10 @@ class _Resources:
                 child = self.base + (target & 0x7FFFFFFF)
                 if child in path:
                     raise Irregular("a loop in the resource tree")
-                entry = _Entry(name, target, self.directory(child, level + 1, (*path, child)), None)
+                entry = _Entry(name, self.directory(child, level + 1, (*path, child)), None)
             else:
                 offset, size = struct.unpack_from("<II", self.image.data(self.base + target, 16))
-                entry = _Entry(name, target, None, (offset, size))
+                entry = _Entry(name, None, (offset, size))
             entries.append(entry)
             if level == 0 and name & 0xFFFF == RT_VERSION and entry.entries:
                 self._versions(entry.entries)
@@ -399,9 +402,7 @@ class _Resources:
                 self.version = self._fixed(*language.data)
 
     def _fixed(self, rva: int, size: int) -> Optional[tuple[int, int]]:
-        section = self.image.section(rva)
-        start = rva - section.address + section.offset
-        raw = self.image.read(start, size)
+        raw = self.image.read(self.image.offset(rva)[1], size)
         if len(raw) < 6:
             return None
         key = rva + 6

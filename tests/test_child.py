@@ -120,6 +120,25 @@ def test_framework_probe_that_hangs_in_a_grandchild(tmp_path, monkeypatch):
 
 
 @LINUX
+@pytest.mark.parametrize("ending", ["exit", "hang"])
+def test_the_pool_place_is_given_back_when_the_child_has_ended_not_after_its_leftovers_are_looked_for(monkeypatch, ending):
+    """`ended` runs after a normal exit, before /proc is scanned for what the child left (the next framework child
+    need not wait for that scan); never at a deadline, where the caller must note the hang before giving back."""
+    order: list[str] = []
+    scan = child._tree
+
+    def scanning(root, tag):
+        order.append("scan")
+        return scan(root, tag)
+
+    monkeypatch.setattr(child, "_tree", scanning)
+    script = "import time; time.sleep(100)" if ending == "hang" else "pass"
+    done = run_child([sys.executable, "-c", script], 1.5, ended=lambda: order.append("ended"))
+    assert done.timed_out is (ending == "hang")
+    assert order == (["ended", "scan"] if ending == "exit" else ["scan"])
+
+
+@LINUX
 def test_descendants_follow_parent_ids_across_sessions():
     """`_tree` finds a grandchild that left its parent's session, and nothing under a pid without children."""
     script = "import subprocess, sys, time; subprocess.Popen(['sleep', '100'], start_new_session=True); print(flush=True); time.sleep(100)"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes.util
 import os
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -131,6 +132,24 @@ def test_the_forked_loads_are_not_seen_by_the_import(site, tmp_path):
     system.framework_reports(sys.executable, ["onnxruntime"], timeout=60)
     assert system._mapped  # the fork answered
     assert libz not in maps.read_text()
+
+
+def test_the_framework_child_imports_nothing_a_light_framework_does_not(site):
+    """Every environment pays what the probe script imports on top of the framework: `import json` (re, enum,
+    functools) and `import signal` (enum) were 10-15 ms of a 0.23 s child. Only these few may come on top."""
+    from cudnn_doctor.system.live import _script
+
+    _onnxruntime(site, "")
+    libz = Path(ctypes.util.find_library("z") or "libz.so.1").name
+
+    def imported(argv: list[str]) -> set[str]:
+        done = subprocess.run([sys.executable, "-X", "importtime", *argv], capture_output=True, text=True, check=True)
+        return {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:") and "|" in line}
+
+    bare = imported(["-c", "import onnxruntime"])
+    probe = imported(["-c", _script("framework_probe.py"), "onnxruntime", _script("map_probe.py"), libz])
+    assert "onnxruntime" in probe
+    assert probe - bare <= {"warnings", "select", "time", "_warnings"}, sorted(probe - bare)
 
 
 class _Hinted(FixtureSystem):

@@ -50,6 +50,14 @@ def test_a_framework_that_raises_on_import_is_recorded_not_raised(target):
     assert report["import_error"] == "RuntimeError: libcudnn.so.8: cannot open shared object file"
 
 
+def test_a_message_with_quotes_newlines_and_any_character_comes_back_whole(target):
+    """The child writes its report as a Python literal (no json import there): every string survives the trip."""
+    message = "can't load \"cudnn64_8.dll\"\\n\tline two \u00e9\u2192\U0001f600 \x00 {'a': [1]}"
+    _module(target.site, "paddle", f"raise OSError({message!r})\n")
+    report = LiveSystem().framework_reports(target.python, ["paddle"], timeout=60)["paddle"]
+    assert report["import_error"] == f"OSError: {message}"
+
+
 def test_an_error_while_probing_keeps_the_version(target):
     _module(
         target.site,

@@ -104,11 +104,17 @@ def install_fixes(facts: Facts, build: FrameworkBuild, names: list[str]) -> list
 
 def _pinned_major(facts: Facts, names: list[str]) -> Optional[int]:
     """The one CUDA major whose wheels ship every name (libcublasLt.so.13 says 13); None when the names fit several (libcurand.so.10)."""
-    common: Optional[set[int]] = None
+    common: Optional[frozenset[int]] = None
     for name in names:
-        majors = {row.cuda for row in knowledge.cuda_wheels() if _matches(row, basename(name), facts.os)}
+        majors = _majors_shipping(basename(name), facts.os)
         common = majors if common is None else common & majors
     return next(iter(common)) if common and len(common) == 1 else None
+
+
+@knowledge.lookup
+def _majors_shipping(name: str, os_name: str) -> frozenset[int]:
+    """The CUDA majors whose wheels ship the library `name`: asked for the same few names by every environment."""
+    return frozenset(row.cuda for row in knowledge.cuda_wheels() if _matches(row, name, os_name))
 
 
 def _matches(row: knowledge.records.CudaWheel, name: str, os_name: str) -> bool:
@@ -127,8 +133,9 @@ def _future_folders(facts: Facts, build: FrameworkBuild, names: list[str]) -> li
     python = facts.python(build.executable)
     sites = site_packages_of(rules, build.executable, python.version if python else "")
     folders = []
+    major = _pinned_major(facts, names) or build.cuda_major
     for name in names:
-        row = knowledge.wheel_providing(basename(name), facts.os, _pinned_major(facts, names) or build.cuda_major)
+        row = knowledge.wheel_providing(basename(name), facts.os, major)
         if row is not None and sites:
             folder = rules.join(sites[0], *knowledge.wheel_folder(row, facts.os))
             if folder not in folders:

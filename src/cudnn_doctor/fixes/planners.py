@@ -272,6 +272,8 @@ def plan_ort_extras(finding: Finding, facts: Facts) -> list[Change]:
     finding's other lines (preload_dlls(), a search path) stay manual; undone by uninstalling the nvidia-* wheels it added."""
     pythons = {b.executable for b in facts.builds if b.name == "onnxruntime"}
     for line in finding.fix:
+        if "[cuda,cudnn]" not in line:  # not the extras line: no need to split it like a shell
+            continue
         try:
             python = shlex.split(line, posix=True)[0]
         except (ValueError, IndexError):

@@ -625,6 +625,7 @@ def cuda_wheels() -> tuple[records.CudaWheel, ...]:
     return table("cuda_wheels").wheels
 
 
+@_lookup
 def wheel_providing(name: str, os_name: str, cuda_major: Optional[int] = None) -> Optional[records.CudaWheel]:
     """The nvidia-* wheel that ships a library file name (`libcublasLt.so.13`, `nvrtc64_120_0.dll`);
     for names every CUDA major shares (`libcudnn.so.9`, `curand64_10.dll`) the row of `cuda_major`

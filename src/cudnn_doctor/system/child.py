@@ -21,7 +21,7 @@ import signal
 import subprocess
 import tempfile
 import threading
-from typing import Mapping, NamedTuple, Optional, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence
 
 from cudnn_doctor.system.winjob import Job
 
@@ -49,21 +49,30 @@ class ChildResult(NamedTuple):
     stderr: str = ""
     timed_out: bool = False
 
-    def report_after(self, marker: str) -> Optional[dict]:
-        """The JSON object a stand-alone script printed on the line after `marker` (whatever a framework printed
-        above it), None when there is none."""
+    def report_after(self, marker: str, parse: Callable[[str], Any] = json.loads) -> Optional[dict]:
+        """The object a stand-alone script printed on the line after `marker` (whatever a framework printed
+        above it), read by `parse` (JSON unless told; it raises ValueError on bad text), None when there is none."""
         _, found, tail = self.stdout.rpartition(marker)
         try:
-            report = json.loads(tail.strip().splitlines()[0]) if found else None
+            report = parse(tail.strip().splitlines()[0]) if found else None
         except (ValueError, IndexError):
             return None
         return report if isinstance(report, dict) else None
 
 
 def run_child(
-    argv: Sequence[str], timeout: float, cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None, encoding: Optional[str] = None
+    argv: Sequence[str],
+    timeout: float,
+    cwd: Optional[str] = None,
+    env: Optional[Mapping[str, str]] = None,
+    encoding: Optional[str] = None,
+    ended: Optional[Callable[[], None]] = None,
 ) -> ChildResult:
-    """Run `argv` for at most `timeout` seconds; raises OSError only when it cannot be started at all."""
+    """Run `argv` for at most `timeout` seconds; raises OSError only when it cannot be started at all.
+
+    `ended` is called when the child has exited on its own, before what it left running is looked for and its
+    output read: a pool gives its place to the next child there. Not at a deadline: the caller first notes that
+    the program hung (so that no import waiting for the place starts it again), then gives the place back."""
     options: dict = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP | subprocess.CREATE_NO_WINDOW} if _WINDOWS else {"start_new_session": True}
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         tagged = {**(os.environ if env is None else env), TAG: os.urandom(16).hex()}  # inherited by what the child starts
@@ -77,7 +86,10 @@ def run_child(
         except subprocess.TimeoutExpired:
             timed_out = True
         finally:  # also on KeyboardInterrupt: children in their own group do not get the terminal's Ctrl-C
-            _kill_tree(process, running, alive=timed_out or process.returncode is None)
+            alive = timed_out or process.returncode is None
+            if ended is not None and not alive:
+                ended()
+            _kill_tree(process, running, alive=alive)
             with _live_lock:
                 _live.pop(process, None)
             if running.job is not None:

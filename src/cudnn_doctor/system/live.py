@@ -256,8 +256,8 @@ class LiveSystem(System):
             return {"loaded": dict(known.get("loaded") or {}), "errors": dict(known.get("errors") or {})}
         source = _script("map_probe.py")
         try:
-            with self._slots:
-                done = self._child([executable, "-c", source, *names], 60, encoding="utf-8")
+            with _Place(self._slots) as place:
+                done = self._child([executable, "-c", source, *names], 60, encoding="utf-8", ended=place.give_back)
         except OSError:
             return None
         return _last_line_json(done.stdout) if not done.timed_out else None
@@ -381,19 +381,20 @@ class LiveSystem(System):
         confirm = [_script("map_probe.py"), *names] if names else []
         sandbox = tempfile.mkdtemp(prefix="cudnn-doctor-probe-")
         try:
-            with self._slots:
+            environment = no_trace_environment(sandbox)
+            with _Place(self._slots) as place:
                 if key in self._hung:  # it missed a deadline while this import waited for a place in the pool
                     return {"error": f"TimeoutError: {executable} did not answer within {self._hung[key]:g} s"}
-                done = self._child([executable, "-c", source, name, *confirm], timeout, cwd=sandbox, env=no_trace_environment(sandbox), encoding="utf-8")
+                done = self._child([executable, "-c", source, name, *confirm], timeout, cwd=sandbox, env=environment, encoding="utf-8", ended=place.give_back)
         except OSError as error:
             return {"import_error": f"{type(error).__name__}: {error}"}
         finally:  # outside the pool: removing the sandbox delays no other import
             shutil.rmtree(sandbox, ignore_errors=True)
         if done.timed_out:
             return {"error": f"TimeoutError: importing {name} took longer than {timeout:g} s"}
-        report = done.report_after(_MARKER)
-        mapped = report.pop(_MAPPED, None) if report is not None else None
-        if names and isinstance(mapped, dict):
+        report = done.report_after(_MARKER, parse=_python_literal)
+        mapped = _dict_or_none(report.pop(_MAPPED, None)) if report is not None else None
+        if names and mapped is not None:
             self._mapped[(key, names)] = mapped
         if report is None:
             message = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
@@ -529,6 +530,47 @@ class _DurableFile:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _Place:
+    """A place in the pool of framework and loader-check children, given back as soon as the child has exited
+    (`give_back`, once), not after its leftovers are looked for in /proc and its output is read; after a
+    deadline, on leaving the block, once `_child` has noted the hang."""
+
+    def __init__(self, pool: threading.BoundedSemaphore) -> None:
+        self._pool, self._held = pool, False
+
+    def __enter__(self) -> _Place:
+        self._pool.acquire()
+        self._held = True
+        return self
+
+    def give_back(self) -> None:
+        if self._held:
+            self._held = False
+            self._pool.release()
+
+    def __exit__(self, *_: object) -> None:
+        self.give_back()
+
+
+def _python_literal(text: str) -> Any:
+    """What a framework child printed with repr(): read with ast.literal_eval (never eval); ValueError when it is not one."""
+    import ast
+
+    try:
+        return ast.literal_eval(text)
+    except (SyntaxError, TypeError, MemoryError, RecursionError) as error:
+        raise ValueError(f"not a Python literal: {error}") from None
+
+
+def _dict_or_none(text: Any) -> Optional[dict[str, Any]]:
+    """The fork's loader-check answer, which the framework child passes on as text; None when it is not a dict."""
+    try:
+        answer = _python_literal(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+    return answer if isinstance(answer, dict) else None
 
 
 def _last_line_json(stdout: str) -> Optional[dict[str, Any]]:

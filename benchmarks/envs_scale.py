@@ -9,7 +9,8 @@ prints: wall time, the ratio to the previous size, the target (N / cores) × slo
 and the ratio to it, how much faster than the target the time grew from the previous size, and the
 peak of the summed memory (RSS, from /proc or psutil) of the doctor's children against the bound:
 pool size × (one import's peak + a bare interpreter, the fork a framework child may take for the
-loader check).
+loader check). Memory and time come from two runs of each size: watching the memory reads /proc every
+20 ms, which on a 2-core machine takes CPU from the children being timed (~0.2 s of 6.5 s at 50).
 
 usage: python benchmarks/envs_scale.py [--sizes 1,10,50] [--src DIR] [--busy] [--quick]
 `--busy`: the fake import spins the CPU for its 0.2 s instead of sleeping, as a real import does
@@ -166,8 +167,9 @@ def _descendant_rss(pid: int) -> list[int]:
     return [rss[p] for p in below if rss.get(p, 0) > 0]
 
 
-def run_check(python: Path, src: Path, workdir: Path) -> tuple[float, int, int, int]:
-    """Wall seconds, exit code, peak summed child RSS, most children at once of one `check` run by the base's `python`."""
+def run_check(python: Path, src: Path, workdir: Path, sample: bool = True) -> tuple[float, int, int, int]:
+    """Wall seconds, exit code, peak summed child RSS, most children at once of one `check` run by the base's `python`.
+    Without `sample` the memory is not watched (0, 0): its /proc scan every 20 ms takes CPU from the children."""
     base = python.parent.parent
     environment = {**os.environ, "CONDA_PREFIX": str(base), "PYTHONPATH": str(src), "PWD": str(workdir)}
     for name in ("CONDA_EXE", "VIRTUAL_ENV"):
@@ -175,9 +177,11 @@ def run_check(python: Path, src: Path, workdir: Path) -> tuple[float, int, int, 
     argv = [str(python), "-m", "cudnn_doctor", "check", "--format", "json", "--no-color"]
     start = time.perf_counter()
     process = subprocess.Popen(argv, env=environment, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    memory = ChildMemory(process.pid)
+    memory = ChildMemory(process.pid) if sample else None
     code = process.wait()
     wall = time.perf_counter() - start
+    if memory is None:
+        return wall, code, 0, 0
     memory.stop()
     return wall, code, memory.peak, memory.most
 
@@ -236,7 +240,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         previous: Optional[tuple[float, float]] = None
         for size in sizes:
             base = scratch / f"conda{size}"
-            wall, code, peak, most = run_check(make_conda(base, size), Path(args.src).resolve(), scratch)
+            python = make_conda(base, size)
+            _, _, peak, most = run_check(python, Path(args.src).resolve(), scratch)  # memory, watched from /proc
+            wall, code, _, _ = run_check(python, Path(args.src).resolve(), scratch, sample=False)  # time, unwatched
             target = size / cores * seconds + 0.5
             step = drift = "-"
             if previous is not None:  # how much faster than the target the cost grew from the previous size

@@ -189,6 +189,29 @@ def test_loader_checks_are_answered_in_order(monkeypatch):
     assert all(c.real == f"{c.executable}:{c.name}" for c in confirmations)
 
 
+def test_slow_imports_start_first_and_each_report_goes_with_its_environment(monkeypatch):
+    """Longest job first: an environment with torch found last must not start its import after all the light
+    ones (on 2 cores it would end the run alone, 1.5 s after them); answers still go with their environment."""
+    from cudnn_doctor.probes import confirm
+    from cudnn_doctor.probes import pythons as module
+
+    packages = [{"onnxruntime-gpu": "1.20.1"}, {"cupy-cuda12x": "13.3.0"}, {"torch": "2.5.1"}, {"numpy": "2.1"}, {"tensorflow": "2.17.0", "jax": "0.4.35"}]
+    environments = tuple(PythonEnv(f"/env{index}/bin/python", "3.11", "venv", False, p) for index, p in enumerate(packages))
+    started: list[str] = []
+
+    class Recording(FixtureSystem):
+        def framework_reports(self, executable, frameworks, timeout):
+            started.append(executable)
+            return {name: {"version": executable} for name in frameworks}
+
+    monkeypatch.setattr(confirm, "in_pool", lambda ask, items: [ask(item) for item in items])  # one at a time, in its order
+    system = Recording.from_file(GALLERY / "linux-tf213-old-cudnn81-first-on-ld-library-path.yaml")
+    probed = module.probe_frameworks(system, environments)
+    assert started == ["/env4/bin/python", "/env2/bin/python", "/env0/bin/python", "/env1/bin/python", "/env3/bin/python"]
+    assert [sorted(p.frameworks) for p in probed] == [["onnxruntime"], ["cupy"], ["torch"], [], ["jax", "tensorflow"]]
+    assert all(report["version"] == p.executable for p in probed for report in p.frameworks.values())
+
+
 class _CountedTuple(tuple):
     """A tuple that counts how often it is walked."""
 

@@ -64,10 +64,6 @@ def paired(commands: dict[str, list[str]], runs: int) -> dict[str, tuple[float, 
     return {name: (statistics.median(s[0] for s in values), statistics.median(s[1] for s in values)) for name, values in samples.items()}
 
 
-def timed(command: list[str], runs: int) -> float:
-    return paired({"it": command}, runs)["it"][0]
-
-
 def doctor_command() -> list[str]:
     script = Path(sys.executable).with_name("cudnn-doctor.exe" if sys.platform == "win32" else "cudnn-doctor")
     return [str(script) if script.exists() else sys.executable, *([] if script.exists() else ["-m", "cudnn_doctor"]), "check"]
@@ -114,15 +110,22 @@ def main() -> None:
     if not installed:
         print("no GPU framework installed: the full check equals --no-frameworks here")
         return
-    imports = {m: timed([sys.executable, "-c", f"import {m}"], runs) for m in installed}
-    slowest = max(imports.values())
-    full = timed(doctor, runs)
-    for module, seconds in imports.items():
-        print(f"python -c 'import {module}'{' ' * (14 - len(module))}{seconds:6.3f} s")
-    print(f"check (with framework probes)      {full:6.3f} s   target {slowest + 0.3:5.3f} s  ratio {full / (slowest + 0.3):4.2f}")
+    # interleaved, like the headline: the machine's speed drifts over a run (a torch import went from 1.4 s to
+    # 2.1 s within minutes on the development machine), and timing the imports first and the check after
+    # would compare two different machines
+    commands = {f"import {m}": [sys.executable, "-c", f"import {m}"] for m in installed}
+    commands["check"] = doctor
     if "torch" in installed:
-        collect = timed([sys.executable, "-m", "torch.utils.collect_env"], runs)
-        print(f"python -m torch.utils.collect_env  {collect:6.3f} s   check is {collect / full:4.2f}x faster")
+        commands["collect_env"] = [sys.executable, "-m", "torch.utils.collect_env"]
+    walls = {name: wall for name, (wall, _) in paired(commands, runs).items()}
+    slowest = max(walls[f"import {m}"] for m in installed)
+    full = walls["check"]
+    for module in installed:
+        print(f"python -c 'import {module}'{' ' * (14 - len(module))}{walls[f'import {module}']:6.3f} s")
+    print(f"check (with framework probes)      {full:6.3f} s   target {slowest + 0.3:5.3f} s  ratio {full / (slowest + 0.3):4.2f}")
+    if "collect_env" in walls:
+        print(f"python -m torch.utils.collect_env  {walls['collect_env']:6.3f} s   check is {walls['collect_env'] / full:4.2f}x faster")
+    print(f"(medians of {runs} interleaved rounds)")
 
 
 def synthetic(doctor: list[str], runs: int) -> None:

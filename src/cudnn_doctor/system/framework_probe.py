@@ -4,9 +4,10 @@ This file is executed as source text (`python -c`), never imported by the doctor
 must stand alone and work on every Python the frameworks ever supported. It prints one
 dict as a Python literal (`repr`, read back with `ast.literal_eval`) after a marker line;
 anything the framework prints to stdout stays above it, and its stderr (TensorFlow's
-dso_loader lines, cuDNN errors) is read by the caller as `log`. It imports nothing the
-interpreter has not loaded at start: `import json` (re, enum, functools) took 9-12 ms of a
-0.23 s child, paid once per environment, where a light framework never loads it.
+dso_loader lines, cuDNN errors) is read by the caller as `log`. Beyond the framework it imports
+only os, sys and warnings (and select and time to wait for the fork below): `import json` (re,
+enum, functools) took 9-12 ms of a 0.23 s child, paid once per environment, where a light
+framework never loads it.
 
 Where the OS can fork, it also answers the loader check (map_probe.py, whose source comes as the
 second argument, with the library names after it) in one process instead of two: a copy forked

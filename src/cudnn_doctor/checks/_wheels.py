@@ -9,7 +9,6 @@ and what makes the process find it.
 
 from __future__ import annotations
 
-import re
 from typing import Iterable, Optional
 
 from cudnn_doctor import knowledge
@@ -106,19 +105,9 @@ def _pinned_major(facts: Facts, names: list[str]) -> Optional[int]:
     """The one CUDA major whose wheels ship every name (libcublasLt.so.13 says 13); None when the names fit several (libcurand.so.10)."""
     common: Optional[frozenset[int]] = None
     for name in names:
-        majors = _majors_shipping(basename(name), facts.os)
+        majors = frozenset(row.cuda for row in knowledge.wheels_shipping(basename(name), facts.os))
         common = majors if common is None else common & majors
     return next(iter(common)) if common and len(common) == 1 else None
-
-
-@knowledge.lookup
-def _majors_shipping(name: str, os_name: str) -> frozenset[int]:
-    """The CUDA majors whose wheels ship the library `name`: asked for the same few names by every environment."""
-    return frozenset(row.cuda for row in knowledge.cuda_wheels() if _matches(row, name, os_name))
-
-
-def _matches(row: knowledge.records.CudaWheel, name: str, os_name: str) -> bool:
-    return re.match(row.windows if os_name == "windows" else row.linux, name, re.IGNORECASE if os_name == "windows" else 0) is not None
 
 
 def _requirement(name: str, distribution: str, library: str) -> str:

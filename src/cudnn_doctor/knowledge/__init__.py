@@ -626,16 +626,22 @@ def cuda_wheels() -> tuple[records.CudaWheel, ...]:
 
 
 @_lookup
+def wheels_shipping(name: str, os_name: str) -> tuple[records.CudaWheel, ...]:
+    """The nvidia-* wheel rows whose files include the library `name`, one per CUDA major that ships it: every
+    environment asks this of the same few names."""
+    import re
+
+    flags = re.IGNORECASE if os_name == "windows" else 0
+    return tuple(row for row in cuda_wheels() if re.match(row.windows if os_name == "windows" else row.linux, name, flags))
+
+
 def wheel_providing(name: str, os_name: str, cuda_major: Optional[int] = None) -> Optional[records.CudaWheel]:
     """The nvidia-* wheel that ships a library file name (`libcublasLt.so.13`, `nvrtc64_120_0.dll`);
     for names every CUDA major shares (`libcudnn.so.9`, `curand64_10.dll`) the row of `cuda_major`
     when given (None when no wheel exists for that CUDA: CUDA 10 had none), else the newest."""
-    import re
-
-    flags = re.IGNORECASE if os_name == "windows" else 0
-    rows = [row for row in cuda_wheels() if re.match(row.windows if os_name == "windows" else row.linux, name, flags)]
+    rows = wheels_shipping(name, os_name)
     if cuda_major is not None:
-        rows = [row for row in rows if row.cuda == cuda_major]
+        rows = tuple(row for row in rows if row.cuda == cuda_major)
     return max(rows, key=lambda row: row.cuda) if rows else None
 
 

@@ -393,7 +393,7 @@ class LiveSystem(System):
         if done.timed_out:
             return {"error": f"TimeoutError: importing {name} took longer than {timeout:g} s"}
         report = done.report_after(_MARKER, parse=_python_literal)
-        mapped = _dict_or_none(report.pop(_MAPPED, None)) if report is not None else None
+        mapped = _literal_dict(report.pop(_MAPPED, None)) if report is not None else None
         if names and mapped is not None:
             self._mapped[(key, names)] = mapped
         if report is None:
@@ -564,7 +564,7 @@ def _python_literal(text: str) -> Any:
         raise ValueError(f"not a Python literal: {error}") from None
 
 
-def _dict_or_none(text: Any) -> Optional[dict[str, Any]]:
+def _literal_dict(text: Any) -> Optional[dict[str, Any]]:
     """The fork's loader-check answer, which the framework child passes on as text; None when it is not a dict."""
     try:
         answer = _python_literal(text) if isinstance(text, str) else None

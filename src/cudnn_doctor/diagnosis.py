@@ -6,13 +6,12 @@ A value type of its own so that the reports can read a diagnosis without importi
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from cudnn_doctor.facts import Facts
 from cudnn_doctor.findings import Finding, exit_code
+from cudnn_doctor.record import Record
 
 
-class Diagnosis(NamedTuple):
+class Diagnosis(Record):
     facts: Facts
     findings: list[Finding]
 

@@ -1,25 +1,25 @@
 """What the probes found, as frozen values; checks read these and nothing else.
 
-They are NamedTuples rather than dataclasses: a diagnosis creates these classes on every run,
-and a NamedTuple class costs a seventh of a frozen dataclass to create.
+They are `Record`s (tuples with named fields, as `typing.NamedTuple` makes) rather than
+dataclasses: a diagnosis creates these classes on every run, and a Record class costs a
+twentieth of a NamedTuple class, and far less than a frozen dataclass, to create.
 
 A probe that could not find something says so with a field that is None plus, where it
 helps the reader, the reason (`source`, `error`), never by raising.
 
-No `from __future__ import annotations` here: a NamedTuple turns each string annotation into a
-ForwardRef, compiling it, which made creating these classes cost half as much again (issue 15);
-the three fields that name a class defined further down are quoted.
+The three fields that name a class defined further down are quoted.
 """
 
 import re
-from typing import Any, Mapping, NamedTuple, Optional
+from typing import Any, Mapping, Optional
 
 from packaging.version import Version
 
+from cudnn_doctor.record import Record
 from cudnn_doctor.versions import parse_cuda_version, parse_cudnn_version, parse_version
 
 
-class Gpu(NamedTuple):
+class Gpu(Record):
     name: str
     compute_capability: Optional[str]
     memory_mib: Optional[int] = None
@@ -29,7 +29,7 @@ class Gpu(NamedTuple):
 SMI_NOT_UNDERSTOOD = "nvidia-smi: output not understood"  # smi_error when nvidia-smi exits 0 but names no driver version
 
 
-class DriverFacts(NamedTuple):
+class DriverFacts(Record):
     """The NVIDIA driver and GPUs, from NVML when it loads, else from nvidia-smi."""
 
     source: Optional[str]  # nvml | nvidia-smi | None (no driver found)
@@ -48,7 +48,7 @@ class DriverFacts(NamedTuple):
         return parse_cuda_version(self.cuda)
 
 
-class Toolkit(NamedTuple):
+class Toolkit(Record):
     """One CUDA toolkit installation (symbolic-link aliases folded into one)."""
 
     root: str
@@ -64,7 +64,7 @@ class Toolkit(NamedTuple):
         return parse_version(self.version)
 
 
-class VariableTarget(NamedTuple):
+class VariableTarget(Record):
     """What a toolkit variable's literal value names, read as one path (never split into pieces)."""
 
     name: str
@@ -72,7 +72,7 @@ class VariableTarget(NamedTuple):
     kind: str  # toolkit | folder | file | missing: a folder that is no toolkit is what an uninstall leaves
 
 
-class ToolkitFacts(NamedTuple):
+class ToolkitFacts(Record):
     toolkits: tuple[Toolkit, ...] = ()
     nvcc_on_path: Optional[str] = None  # the first nvcc on PATH, as found there
     nvcc_real: Optional[str] = None  # the real binary behind it (links and wrapper scripts followed)
@@ -86,7 +86,7 @@ class ToolkitFacts(NamedTuple):
         return next((t for t in self.toolkits if t.root == root), None)
 
 
-class PythonEnv(NamedTuple):
+class PythonEnv(Record):
     """One interpreter, its distributions, and what each GPU framework reported in it."""
 
     executable: str
@@ -101,14 +101,14 @@ class PythonEnv(NamedTuple):
         return parse_version(self.version)
 
 
-class PathEntry(NamedTuple):
+class PathEntry(Record):
     variable: str
     index: int
     value: str
     exists: bool
 
 
-class EnvironmentFacts(NamedTuple):
+class EnvironmentFacts(Record):
     variables: Mapping[str, str] = {}
     path: tuple[PathEntry, ...] = ()
     ld_library_path: tuple[PathEntry, ...] = ()
@@ -116,7 +116,7 @@ class EnvironmentFacts(NamedTuple):
     persistent_path: tuple[str, ...] = ()  # what a new terminal gets: system PATH then user PATH, expanded
 
 
-class Known(NamedTuple):
+class Known(Record):
     """A value and how it is known, so a report can say whether the machine or a table said it."""
 
     value: str
@@ -142,7 +142,7 @@ DIST_VERSION = "distribution version"  # the local version tag of the installed 
 KNOWLEDGE = "knowledge table"  # a row of the shipped version tables
 
 
-class WheelRequirement(NamedTuple):
+class WheelRequirement(Record):
     """One `Requires-Dist` of a framework's distribution that holds on this machine, and the extra that asks for it."""
 
     name: str  # canonical distribution name: nvidia-cudnn-cu13
@@ -154,7 +154,7 @@ class WheelRequirement(NamedTuple):
         return f"{self.name}{self.specifier}" + (f" [{self.extra}]" if self.extra else "")
 
 
-class LoadFailure(NamedTuple):
+class LoadFailure(Record):
     """A library the framework's own output says it could not load, whatever the framework's log format."""
 
     library: str  # the file name, as the message names it
@@ -163,7 +163,7 @@ class LoadFailure(NamedTuple):
     direct: bool = False  # the framework asked for it itself (TensorFlow's "Could not load dynamic library")
 
 
-class CudnnMismatch(NamedTuple):
+class CudnnMismatch(Record):
     """The framework says the cuDNN it loaded is not the one it was compiled with."""
 
     loaded: str
@@ -171,7 +171,7 @@ class CudnnMismatch(NamedTuple):
     message: str
 
 
-class SystemLibraries(NamedTuple):
+class SystemLibraries(Record):
     """The file names a build that takes CUDA from the system asks the loader for."""
 
     cudart: Optional[str]
@@ -179,7 +179,7 @@ class SystemLibraries(NamedTuple):
     cudnn: Optional[str]
 
 
-class FrameworkBuild(NamedTuple):
+class FrameworkBuild(Record):
     """One GPU framework installed in one interpreter: what it was built with and what it said, typed once.
 
     The probes read the framework's live report, its distribution version and the knowledge
@@ -247,14 +247,14 @@ BUNDLED = "bundled"  # shipped inside the framework's own wheel
 NVIDIA_WHEELS = "nvidia-wheels"  # pip nvidia-* wheels, reached through the framework's RUNPATH or its own preloading
 
 
-class PackageOwner(NamedTuple):
+class PackageOwner(Record):
     """The package manager's package that installed a file."""
 
     package: str  # as the manager names it: libnvidia-compute-565:amd64 (dpkg), libcudnn8-8.9.7.29-1.cuda12.2.x86_64 (rpm)
     manager: str  # dpkg | rpm
 
 
-class InstalledWheel(NamedTuple):
+class InstalledWheel(Record):
     """One pip nvidia-* wheel in one interpreter's environment and the folder its libraries lie in."""
 
     executable: str
@@ -264,12 +264,12 @@ class InstalledWheel(NamedTuple):
     libraries: tuple[str, ...] = ()  # the library file names of its kind in that folder
 
 
-class ProbeFailure(NamedTuple):
+class ProbeFailure(Record):
     probe: str
     error: str
 
 
-class Facts(NamedTuple):
+class Facts(Record):
     os: str
     arch: str
     wsl: bool
@@ -309,7 +309,7 @@ NOT_A_BINARY = "not a loadable binary"
 WRONG_ARCHITECTURE = "wrong architecture"
 
 
-class Unusable(NamedTuple):
+class Unusable(Record):
     """Why a file of the wanted name cannot be loaded: a kind checks compare, and the particulars."""
 
     kind: str  # EMPTY | UNREADABLE | NOT_A_BINARY | WRONG_ARCHITECTURE
@@ -319,7 +319,7 @@ class Unusable(NamedTuple):
         return f"{self.kind} ({self.detail})" if self.detail else self.kind
 
 
-class Candidate(NamedTuple):
+class Candidate(Record):
     """One file of the wanted name found along the search, and why it cannot be used (if so)."""
 
     path: str
@@ -327,7 +327,7 @@ class Candidate(NamedTuple):
     problem: Optional[Unusable] = None
 
 
-class LoadStep(NamedTuple):
+class LoadStep(Record):
     """One name the loader had to find: who asked, how, where it looked, what it took."""
 
     requester: str
@@ -365,7 +365,7 @@ def spoken_name(name: str) -> str:
 PROCESS = "process"  # the framework name of a load no known framework makes: any program loading a cuDNN installation
 
 
-class Resolution(NamedTuple):
+class Resolution(Record):
     """The whole tree one framework's process would load, as the OS loader would resolve it."""
 
     framework: str
@@ -390,7 +390,7 @@ FILE_NAME = "file name"
 LOAD = "cudnnGetVersion()"
 
 
-class CudnnLibrary(NamedTuple):
+class CudnnLibrary(Record):
     path: str
     part: str  # "" for the front library (cudnn64_8.dll / libcudnn.so.8), else "ops_infer", "graph", ...
     size: int
@@ -401,7 +401,7 @@ class CudnnLibrary(NamedTuple):
     real_path: Optional[str] = None  # the file behind the soname link (libcudnn_graph.so.9.1.0), when it differs
 
 
-class CudnnInstall(NamedTuple):
+class CudnnInstall(Record):
     """The cuDNN libraries of one major release in one folder."""
 
     folder: str
@@ -421,7 +421,7 @@ class CudnnInstall(NamedTuple):
     headers_in_toolkit: tuple[str, ...] = ()
 
 
-class Confirmation(NamedTuple):
+class Confirmation(Record):
     """The real loader's answer for one name, next to the emulation's (live machines only)."""
 
     executable: str

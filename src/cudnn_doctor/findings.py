@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import enum
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping, NamedTuple, Optional
+from typing import Any, Iterable, Mapping, Optional
+
+from cudnn_doctor.record import Record
 
 
 class Severity(str, enum.Enum):
@@ -42,7 +44,7 @@ AREA_TITLES = {
 }
 
 
-class Finding(NamedTuple):
+class Finding(Record):
     """One problem, with the facts that prove it and the steps that fix it.
 
     `causes` are keys naming the root cause ("cuda:11", "cudnn:<folder>"); findings that share

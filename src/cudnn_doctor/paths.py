@@ -11,10 +11,12 @@ import ntpath
 import posixpath
 import re
 from types import ModuleType
-from typing import Mapping, NamedTuple, Optional
+from typing import Mapping, Optional
+
+from cudnn_doctor.record import Record
 
 
-class PathRules(NamedTuple):
+class PathRules(Record):
     """How paths behave on one OS: separators, case, the PATH list separator."""
 
     os: str

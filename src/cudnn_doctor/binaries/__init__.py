@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import os
 import re
-from typing import NamedTuple, Optional
+from typing import Optional
 
 from cudnn_doctor.lazyre import regex
+from cudnn_doctor.record import Record
 
 
-class BinaryInfo(NamedTuple):
+class BinaryInfo(Record):
     """What a library's headers say about it."""
 
     format: Optional[str]  # "pe" | "elf" | None when unreadable or not a binary

@@ -12,7 +12,9 @@ reference; tests/test_elf_header.py pins the two together on every ELF file the 
 from __future__ import annotations
 
 import struct
-from typing import BinaryIO, NamedTuple, Optional
+from typing import BinaryIO, Optional
+
+from cudnn_doctor.record import Record
 
 # e_machine values whose pyelftools names binaries.ELF_MACHINES maps (ELF gABI, "Machine Information")
 MACHINE_NAMES = {3: "EM_386", 40: "EM_ARM", 62: "EM_X86_64", 183: "EM_AARCH64", 21: "EM_PPC64"}
@@ -22,7 +24,7 @@ DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH = 1, 14, 15, 29
 _SHN_LORESERVE = 0xFF00
 
 
-class Section(NamedTuple):
+class Section(Record):
     name: str
     type: int
     addr: int
@@ -31,14 +33,14 @@ class Section(NamedTuple):
     link: int
 
 
-class Header(NamedTuple):
+class Header(Record):
     machine: str  # pyelftools' name: "EM_X86_64"
     sections: tuple[Section, ...]
     endian: str  # "<" or ">"
     bits: int  # 32 or 64
 
 
-class Dynamic(NamedTuple):
+class Dynamic(Record):
     needed: tuple[str, ...]
     soname: Optional[str]
     runpath: tuple[str, ...]

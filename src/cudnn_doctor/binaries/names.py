@@ -10,9 +10,10 @@ pattern, satisfied by any file of that shape. Pure functions of the names; no fi
 from __future__ import annotations
 
 import re
-from typing import NamedTuple, Optional, Sequence
+from typing import Optional, Sequence
 
 from cudnn_doctor.lazyre import regex
+from cudnn_doctor.record import Record
 
 _PLACEHOLDER = r"%[0-9]*[dui]"
 _PART = rf"(?:[0-9]+|{_PLACEHOLDER})+"  # "12", "%d", "%d%d"
@@ -20,7 +21,7 @@ _ELF = regex(rf"^(?P<stem>.+?\.so)(?:\.(?P<version>{_PART}(?:\.{_PART})*\.?|))?$
 _PE = regex(rf"^(?P<stem>.+?)(?P<version>(?:64)?_{_PART}(?:_{_PART})*)?\.dll$", re.IGNORECASE)
 
 
-class Spelling(NamedTuple):
+class Spelling(Record):
     """A library name split into its family (`libnvrtc.so`, `nvrtc`) and its version part."""
 
     stem: str  # case-folded on Windows

@@ -16,9 +16,10 @@ tests download.
 from __future__ import annotations
 
 import struct
-from typing import BinaryIO, Iterator, NamedTuple, Optional
+from typing import BinaryIO, Iterator, Optional
 
 from cudnn_doctor.binaries import PE_MACHINES, BinaryInfo
+from cudnn_doctor.record import Record
 
 # pefile's limits and constants (pefile 2024.8.26, module level and PE.get_import_table)
 MAX_SECTIONS = 0x800
@@ -42,7 +43,7 @@ class Irregular(Exception):
     """The file is not one this reader answers for: pefile reads it instead."""
 
 
-class Section(NamedTuple):
+class Section(Record):
     name: bytes
     address: int  # VirtualAddress
     virtual_size: int
@@ -113,7 +114,7 @@ class _Image:
         return data[:stop]
 
 
-class _Headers(NamedTuple):
+class _Headers(Record):
     machine: int
     plus: bool  # PE32+
     directories: tuple[tuple[int, int], ...]  # (VirtualAddress, Size) of the 16 data directories
@@ -346,7 +347,7 @@ def _version(image: _Image, headers: _Headers) -> Optional[str]:
     return f"{ms >> 16}.{ms & 0xFFFF}.{ls >> 16}.{ls & 0xFFFF}"
 
 
-class _Entry(NamedTuple):
+class _Entry(Record):
     name: int
     entries: Optional[list[_Entry]]  # a subdirectory's entries
     data: Optional[tuple[int, int]]  # a leaf's (OffsetToData, Size)

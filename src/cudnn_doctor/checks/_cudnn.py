@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Iterator, NamedTuple, Optional
+from typing import Iterator, Optional
 
 from packaging.version import Version
 
 from cudnn_doctor.checks._libraries import is_cudnn, is_cudnn_front
 from cudnn_doctor.facts import DISTRIBUTION_METADATA, CudnnInstall, CudnnLibrary, Facts, FrameworkBuild, LoadStep, Resolution
 from cudnn_doctor.paths import PathRules
+from cudnn_doctor.record import Record
 from cudnn_doctor.versions import parse_cudnn_version, parse_version
 
 
@@ -53,7 +54,7 @@ def own_version(install: CudnnInstall, library: CudnnLibrary) -> Optional[str]:
     return library.version or (install.version if install.version_source in DISTRIBUTION_METADATA else None)
 
 
-class Wanted(NamedTuple):
+class Wanted(Record):
     """What cuDNN a build needs: the same major, and at least this version (when known)."""
 
     major: int

@@ -7,13 +7,14 @@ GPU) and that interpreter's Python, a hard constraint since the fix is for that 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple, Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from packaging.version import InvalidVersion, Version
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.errors import UsageError
 from cudnn_doctor.facts import Facts
+from cudnn_doctor.record import Record
 
 if TYPE_CHECKING:  # the planner is imported when a fix asks it, not by every `check`
     from cudnn_doctor.planner.commands import Steps
@@ -24,7 +25,7 @@ if TYPE_CHECKING:  # the planner is imported when a fix asks it, not by every `c
 FRAMEWORKS = ("torch", "tensorflow", "onnxruntime", "paddle", "jax")  # planner.request.FRAMEWORKS, kept in step by a test
 
 
-class Option(NamedTuple):
+class Option(Record):
     """One planned build of the framework and how to get it."""
 
     verdict: Verdict  # the build chosen for the framework
@@ -46,7 +47,7 @@ class Option(NamedTuple):
         return self.requirement.split("==", 1)[1].split("+")[0] if "==" in self.requirement else self.verdict.candidate.version
 
 
-class Options(NamedTuple):
+class Options(Record):
     keep: Optional[Option]  # the user's release (its minor), on this driver or after a driver update
     now: Optional[Option]  # the newest build the current driver runs, when `keep` is missing or needs a new driver
 

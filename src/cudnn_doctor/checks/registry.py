@@ -8,15 +8,16 @@ from the other side, so a new rule can name what it causes without editing those
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, NamedTuple, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 from cudnn_doctor.facts import Facts
 from cudnn_doctor.findings import Area, Finding, Severity
+from cudnn_doctor.record import Record
 
 Check = Callable[[Facts], Iterable[Finding]]
 
 
-class Rule(NamedTuple):
+class Rule(Record):
     id: str
     severity: Severity
     title: str

@@ -6,7 +6,7 @@ changes as one transaction (journal, backups, lock, recovery), so `rollback` und
 
 from __future__ import annotations
 
-from typing import Collection, NamedTuple, Optional, Sequence
+from typing import Collection, Optional, Sequence
 
 from cudnn_doctor.checks.registry import RULES
 from cudnn_doctor.facts import Facts
@@ -24,20 +24,21 @@ from cudnn_doctor.fixes.changes import (
     WriteFile,
 )
 from cudnn_doctor.fixes.planners import PLANNERS, WITH_HISTORY, why_no_fix
+from cudnn_doctor.record import Record
 
 
-class PlannedFix(NamedTuple):
+class PlannedFix(Record):
     finding: Finding
     kind: str  # safe | unsafe
     changes: tuple[Change, ...]
 
 
-class Skipped(NamedTuple):
+class Skipped(Record):
     finding: Finding
     why: str
 
 
-class FixPlan(NamedTuple):
+class FixPlan(Record):
     fixes: tuple[PlannedFix, ...]
     skipped: tuple[Skipped, ...]
 

@@ -7,10 +7,12 @@ finds it; `MoveTree` moves every file below a folder (and removes the folders it
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Optional, Union
+from typing import Any, Optional, Union
+
+from cudnn_doctor.record import Record
 
 
-class MoveFile(NamedTuple):
+class MoveFile(Record):
     src: str
     dest: Optional[str] = None  # None: the transaction's quarantine folder
 
@@ -18,7 +20,7 @@ class MoveFile(NamedTuple):
         return f"move     {self.src} → {self.dest or 'quarantine'}"
 
 
-class MoveTree(NamedTuple):
+class MoveTree(Record):
     src: str
     dest: Optional[str] = None  # None: the transaction's quarantine folder
 
@@ -26,7 +28,7 @@ class MoveTree(NamedTuple):
         return f"move     {self.src}{'/' if '/' in self.src else chr(92)}* → {self.dest or 'quarantine'}"
 
 
-class CopyFile(NamedTuple):
+class CopyFile(Record):
     src: str
     dest: str
 
@@ -34,7 +36,7 @@ class CopyFile(NamedTuple):
         return f"copy     {self.src} → {self.dest}"
 
 
-class SetPersistentEnv(NamedTuple):
+class SetPersistentEnv(Record):
     scope: str  # user | system (the Windows registry)
     name: str
     value: Optional[str]  # None removes the variable
@@ -44,7 +46,7 @@ class SetPersistentEnv(NamedTuple):
         return f"env      {self.scope} {self.name}: {self.old if self.old is not None else '(unset)'} → {self.value if self.value is not None else '(unset)'}"
 
 
-class WriteFile(NamedTuple):
+class WriteFile(Record):
     dest: str  # a file the doctor manages (~/.config/cudnn-doctor/env.sh), never a user's rc file
     text: str
 
@@ -52,7 +54,7 @@ class WriteFile(NamedTuple):
         return f"write    {self.dest} ({len(self.text.encode('utf-8'))} bytes)"
 
 
-class RunCommand(NamedTuple):
+class RunCommand(Record):
     argv: tuple[str, ...]
     undo: str = ""  # how it is undone (pip: reinstall the recorded versions), said in the plan
     network: bool = True
@@ -63,7 +65,7 @@ class RunCommand(NamedTuple):
         return f"run      {shown}{extra}" + (f"; undo: {self.undo}" if self.undo else "")
 
 
-class ExtractFile(NamedTuple):
+class ExtractFile(Record):
     """A file an install wrote, taken again from the archive it came from (which the install history names)."""
 
     archive: str  # the archive on this host, as the history records it
@@ -74,7 +76,7 @@ class ExtractFile(NamedTuple):
         return f"extract  {self.dest} from {self.archive}"
 
 
-class InstalledRelease(NamedTuple):
+class InstalledRelease(Record):
     """One `cudnn-doctor install` the history records, still in place: what the planners know of the history
     (the install layer reads it; planners never read the machine)."""
 
@@ -86,7 +88,7 @@ class InstalledRelease(NamedTuple):
     unusable: Optional[str] = None  # why its archive cannot give those files back: "is not on disk any more"
 
 
-class ManagedExport(NamedTuple):
+class ManagedExport(Record):
     """Linux: a line of the doctor's own shell file (~/.config/cudnn-doctor/env.sh) that drops folders from PATH or
     LD_LIBRARY_PATH as each new shell has it (never a frozen copy of this shell's value: later changes to the user's
     PATH survive); the user sources the file from ~/.bashrc: no rc file is ever edited."""
@@ -106,7 +108,7 @@ class ManagedExport(NamedTuple):
 
 def _distinct(*kinds: Any) -> None:
     """Two kinds of change with equal fields are still two changes: `MoveFile(p) != MoveTree(p)`, as with the frozen
-    dataclasses these were (NamedTuples load without dataclasses' ~3 ms of import and exec on `check`'s path)."""
+    dataclasses these were (Records load without dataclasses' ~3 ms of import and exec on `check`'s path)."""
 
     def equal(self: tuple, other: object) -> bool:
         return type(self) is type(other) and tuple.__eq__(self, other)  # type: ignore[arg-type]

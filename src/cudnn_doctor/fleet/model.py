@@ -8,10 +8,11 @@ only each minority group once with the reference.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterable, NamedTuple, Optional
+from typing import Any, Iterable, Optional
 
 from cudnn_doctor.facts import Facts, FrameworkBuild
 from cudnn_doctor.findings import Finding, Severity
+from cudnn_doctor.record import Record
 
 OK = "ok"
 UNREACHABLE = "unreachable"  # alive when asked, but its task could not be placed there
@@ -36,7 +37,7 @@ FIELD_TITLES = {
 NONE = "none"
 
 
-class NodeResult(NamedTuple):
+class NodeResult(Record):
     """One node: how its collection went, its snapshot (a machine-fixture/1 document) and what the checks found."""
 
     node: str
@@ -56,13 +57,13 @@ class NodeResult(NamedTuple):
         return min((f.severity for f in self.findings), key=lambda s: s.rank, default=None)
 
 
-class Drift(NamedTuple):
+class Drift(Record):
     field: str
     reference: str
     value: str
 
 
-class Group(NamedTuple):
+class Group(Record):
     """Nodes with one identical stack; the reference is the largest group, every other group drifts from it."""
 
     number: int  # 1 = the reference, then by size
@@ -72,14 +73,14 @@ class Group(NamedTuple):
     drift: tuple[Drift, ...] = ()
 
 
-class FindingCount(NamedTuple):
+class FindingCount(Record):
     id: str
     severity: str  # the worst severity it was reported at
     title: str
     nodes: int
 
 
-class FleetReport(NamedTuple):
+class FleetReport(Record):
     nodes: tuple[NodeResult, ...]
     groups: tuple[Group, ...]
     counts: tuple[FindingCount, ...]  # most nodes first

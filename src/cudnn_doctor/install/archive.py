@@ -25,12 +25,13 @@ import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Callable, ContextManager, Iterator, NamedTuple, Optional
+from typing import IO, Callable, ContextManager, Iterator, Optional
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.binaries import ELF_MACHINES, PE_MACHINES, arch_of_machine
 from cudnn_doctor.errors import InputError
 from cudnn_doctor.lazyre import regex
+from cudnn_doctor.record import Record
 from cudnn_doctor.versions import cuda_major_of_dll_number, cudnn_header_version
 
 MAX_TOTAL_BYTES = 64 * 1024**3  # the largest cuDNN release is a few GB uncompressed
@@ -418,7 +419,7 @@ class _Sink:
             raise self._error
 
 
-class _Facts(NamedTuple):
+class _Facts(Record):
     digest: str
     head: bytes
     spooled: Optional[str]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import shlex
 from pathlib import Path
-from typing import Any, NamedTuple, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from cudnn_doctor.errors import UsageError
 from cudnn_doctor.fixes.changes import (
@@ -30,10 +30,11 @@ from cudnn_doctor.install.plan import EnvChange
 from cudnn_doctor.install.transaction import FixStep, Store
 from cudnn_doctor.lazyre import regex
 from cudnn_doctor.paths import MANAGED_ENV_MARKER, tilde
+from cudnn_doctor.record import Record
 from cudnn_doctor.system.interface import System
 
 
-class Expanded(NamedTuple):
+class Expanded(Record):
     steps: list[FixStep]
     env: list[EnvChange]
     commands: list[RunCommand]

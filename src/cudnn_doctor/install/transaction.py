@@ -27,13 +27,14 @@ import shutil
 import time
 import uuid
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, NamedTuple, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 from cudnn_doctor.errors import CudnnDoctorError, InputError
 from cudnn_doctor.install.archive import Archive, library_problem
 from cudnn_doctor.install.environment import undo_environment
 from cudnn_doctor.install.plan import Action, EnvChange, Plan, sha256_of
 from cudnn_doctor.paths import state_dir
+from cudnn_doctor.record import Record
 from cudnn_doctor.system.interface import System, registry_kind
 
 TEMP_SUFFIX = ".cudnn-doctor-tmp"
@@ -557,7 +558,7 @@ def _failure(error: BaseException, report: UndoReport, os_name: str) -> CudnnDoc
 IN_USE = "in use by"
 
 
-class UndoReport(NamedTuple):
+class UndoReport(Record):
     """What an undo did: files put back, files changed since (left alone), files it could not restore."""
 
     restored: list[str]
@@ -863,7 +864,7 @@ def _permission_message(error: OSError, os_name: str) -> str:
 # it again). Its history entry says `"kind": "fix"`, `archive` = "fix: <ids>", `target` = the folder touched.
 
 
-class FixStep(NamedTuple):
+class FixStep(Record):
     kind: str  # move | write | rmdir
     dest: str
     source: Optional[str] = None  # move: the file moved; write: the file whose bytes are written

@@ -16,13 +16,14 @@ import contextlib
 import functools
 import re
 from pathlib import Path
-from typing import Any, Iterator, NamedTuple, Optional
+from typing import Any, Iterator, Optional
 
 from packaging.version import Version
 
 from cudnn_doctor.errors import InputError, KnowledgeError
 from cudnn_doctor.knowledge import records
 from cudnn_doctor.lazyre import regex
+from cudnn_doctor.record import Record
 from cudnn_doctor.versions import canonical_name as canonicalize_name
 from cudnn_doctor.versions import cuda_major_of_dll_number
 
@@ -33,7 +34,7 @@ PREBUILT = DATA / "knowledge.pickle"  # the tables built from SHIPPED by the gen
 __all__ = ["KnowledgeError", "overlay", "records", "table"]
 
 
-class _Overlay(NamedTuple):
+class _Overlay(Record):
     where: str  # the user's file name, for messages
     tables: dict[str, dict[str, Any]]  # table -> section -> record or tuple of records
 
@@ -154,7 +155,7 @@ def overlay(path: Optional[Path]) -> Iterator[None]:
         _tables_changed()
 
 
-class DriverRequirement(NamedTuple):
+class DriverRequirement(Record):
     """The oldest driver that runs code built with one CUDA version, and why."""
 
     cuda: Version
@@ -544,7 +545,7 @@ def cudnn_series_known(wanted: str) -> bool:
     return any(Version(full).release[: len(prefix)] == prefix for row in table("cudnn").support for full in row.full_versions)
 
 
-class ArchiveName(NamedTuple):
+class ArchiveName(Record):
     """What NVIDIA's file name of a cuDNN archive says."""
 
     version: str  # the full cuDNN version

@@ -1,4 +1,4 @@
-"""The typed rows of the knowledge tables: one NamedTuple per kind of row, one per table.
+"""The typed rows of the knowledge tables: one `Record` per kind of row, one per table.
 
 Field names are the data files' keys, so `row["cuda"]` in the YAML reads `row.cuda` in code.
 Version numbers stay the strings the vendor wrote ("450.80.02", not `Version`'s "450.80.2");
@@ -15,10 +15,12 @@ Every row carries its provenance in the same three fields:
   fixture); free text, because it is not a web page.
 """
 
-from typing import NamedTuple, Optional
+from typing import Optional
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
+
+from cudnn_doctor.record import Record
 
 
 class VersionRange(SpecifierSet):
@@ -57,7 +59,7 @@ class VersionRange(SpecifierSet):
 # cuda_driver.yaml
 
 
-class ToolkitDriver(NamedTuple):
+class ToolkitDriver(Record):
     """The oldest driver one CUDA toolkit release (a GA or an update, by its full version) runs on, without compatibility help."""
 
     cuda: str  # the full version: "12.4.1"
@@ -69,7 +71,7 @@ class ToolkitDriver(NamedTuple):
     observed: Optional[str] = None
 
 
-class MinorVersionCompatibility(NamedTuple):
+class MinorVersionCompatibility(Record):
     """From CUDA 11 on: the driver that runs anything built with CUDA `major`.x (limited features)."""
 
     major: int
@@ -81,7 +83,7 @@ class MinorVersionCompatibility(NamedTuple):
     observed: Optional[str] = None
 
 
-class CudaDriverTable(NamedTuple):
+class CudaDriverTable(Record):
     reviewed: str
     toolkits: tuple[ToolkitDriver, ...]
     minor_version_compatibility: tuple[MinorVersionCompatibility, ...]
@@ -90,7 +92,7 @@ class CudaDriverTable(NamedTuple):
 # cuda_libraries.yaml
 
 
-class LibraryName(NamedTuple):
+class LibraryName(Record):
     """The file a build against CUDA `cuda` (a major, or major.minor before CUDA 11) loads a library by."""
 
     cuda: str
@@ -101,7 +103,7 @@ class LibraryName(NamedTuple):
     observed: Optional[str] = None
 
 
-class CudaLibrariesTable(NamedTuple):
+class CudaLibrariesTable(Record):
     reviewed: str
     cudart: tuple[LibraryName, ...]
     cublas: tuple[LibraryName, ...]
@@ -110,7 +112,7 @@ class CudaLibrariesTable(NamedTuple):
 # cudnn.yaml
 
 
-class CudnnRelease(NamedTuple):
+class CudnnRelease(Record):
     """The libraries one cuDNN major release ships (`parts`), and those only later releases of it ship (`optional`)."""
 
     major: int
@@ -121,7 +123,7 @@ class CudnnRelease(NamedTuple):
     observed: Optional[str] = None
 
 
-class RuntimeLoads(NamedTuple):
+class RuntimeLoads(Record):
     """Libraries one NVIDIA library loads by name at run time (not in its import table)."""
 
     library: str
@@ -131,7 +133,7 @@ class RuntimeLoads(NamedTuple):
     observed: Optional[str] = None
 
 
-class OptionalLoad(NamedTuple):
+class OptionalLoad(Record):
     """A run-time load a library survives without (the algorithms or operators that need it fail instead); `name` may be a pattern (`cufft64_%d.dll`)."""
 
     name: str
@@ -140,7 +142,7 @@ class OptionalLoad(NamedTuple):
     observed: Optional[str] = None
 
 
-class Zlibwapi(NamedTuple):
+class Zlibwapi(Record):
     """The cuDNN releases that need zlibwapi.dll on Windows; `end_indirect`: the range's end rests on indirect evidence."""
 
     versions: VersionRange
@@ -150,7 +152,7 @@ class Zlibwapi(NamedTuple):
     observed: Optional[str] = None
 
 
-class LegacyCudnnName(NamedTuple):
+class LegacyCudnnName(Record):
     """A library name of cuDNN 1-3, named after the CUDA release it was built for."""
 
     name: str
@@ -162,7 +164,7 @@ class LegacyCudnnName(NamedTuple):
     observed: Optional[str] = None
 
 
-class CudnnSupport(NamedTuple):
+class CudnnSupport(Record):
     """One build of a cuDNN release range in NVIDIA's support matrix ("cuDNN 8.9 for CUDA 12.x")."""
 
     versions: VersionRange  # the cuDNN releases the row covers
@@ -180,7 +182,7 @@ class CudnnSupport(NamedTuple):
     observed: Optional[str] = None
 
 
-class CudnnArchive(NamedTuple):
+class CudnnArchive(Record):
     """NVIDIA's file name for a cuDNN archive of one era and OS: `pattern` with {version}, {cuda}, {cuda_major}, {arch}."""
 
     versions: VersionRange
@@ -191,7 +193,7 @@ class CudnnArchive(NamedTuple):
     observed: Optional[str] = None
 
 
-class CudnnTable(NamedTuple):
+class CudnnTable(Record):
     reviewed: str
     releases: tuple[CudnnRelease, ...]
     legacy_names: tuple[LegacyCudnnName, ...]
@@ -205,7 +207,7 @@ class CudnnTable(NamedTuple):
 # environment.yaml
 
 
-class IneffectiveVariable(NamedTuple):
+class IneffectiveVariable(Record):
     """A variable people set that nothing reads, and the knob that does what they wanted."""
 
     name: str
@@ -215,7 +217,7 @@ class IneffectiveVariable(NamedTuple):
     observed: Optional[str] = None
 
 
-class KnownVariables(NamedTuple):
+class KnownVariables(Record):
     """The variables NVIDIA components and the frameworks do read (to spot near-miss typos)."""
 
     names: tuple[str, ...]
@@ -224,7 +226,7 @@ class KnownVariables(NamedTuple):
     observed: Optional[str] = None
 
 
-class EnvironmentTable(NamedTuple):
+class EnvironmentTable(Record):
     reviewed: str
     ineffective: tuple[IneffectiveVariable, ...]
     known: KnownVariables
@@ -233,7 +235,7 @@ class EnvironmentTable(NamedTuple):
 # frameworks.yaml
 
 
-class Framework(NamedTuple):
+class Framework(Record):
     """A GPU framework: its distributions, its module, and where it takes CUDA from."""
 
     name: str
@@ -246,7 +248,7 @@ class Framework(NamedTuple):
     observed: Optional[str] = None
 
 
-class OnnxruntimeBuild(NamedTuple):
+class OnnxruntimeBuild(Record):
     """The CUDA and cuDNN major the onnxruntime-gpu releases in `versions` were built for, on one feed."""
 
     versions: VersionRange
@@ -259,7 +261,7 @@ class OnnxruntimeBuild(NamedTuple):
     index_url: Optional[str] = None  # a side feed's pip index (`--extra-index-url`), where the vendor publishes it
 
 
-class PaddleBuild(NamedTuple):
+class PaddleBuild(Record):
     """The CUDA and cuDNN a paddlepaddle-gpu build was made for: a `.postXYZ` wheel, the plain
     (PyPI) wheel (`tag` "pypi"), or a 3.x wheel from a per-CUDA index (`tag` "cu126")."""
 
@@ -274,7 +276,7 @@ class PaddleBuild(NamedTuple):
     index_url: Optional[str] = None  # where pip finds the build (-f / -i)
 
 
-class PipCuda(NamedTuple):
+class PipCuda(Record):
     """Releases of a framework whose wheels on one OS bring CUDA and cuDNN as pip nvidia-* wheels
     (whatever `loads_cuda` says for the framework in general)."""
 
@@ -286,7 +288,7 @@ class PipCuda(NamedTuple):
     observed: Optional[str] = None
 
 
-class JaxBuild(NamedTuple):
+class JaxBuild(Record):
     """What one JAX pip extra installs for the releases in `versions`: its CUDA major, where CUDA
     and cuDNN come from, the oldest cuDNN and Linux driver it needs."""
 
@@ -302,7 +304,7 @@ class JaxBuild(NamedTuple):
     observed: Optional[str] = None
 
 
-class FrameworkReleases(NamedTuple):
+class FrameworkReleases(Record):
     """The final releases of one distribution on PyPI, so a plan can pin an exact version that exists."""
 
     distribution: str
@@ -312,7 +314,7 @@ class FrameworkReleases(NamedTuple):
     observed: Optional[str] = None
 
 
-class FrameworksTable(NamedTuple):
+class FrameworksTable(Record):
     reviewed: str
     frameworks: tuple[Framework, ...]
     onnxruntime_builds: tuple[OnnxruntimeBuild, ...]
@@ -325,7 +327,7 @@ class FrameworksTable(NamedTuple):
 # gpus.yaml
 
 
-class GpuCapability(NamedTuple):
+class GpuCapability(Record):
     """A GPU name and its compute capability."""
 
     name: str
@@ -335,7 +337,7 @@ class GpuCapability(NamedTuple):
     observed: Optional[str] = None
 
 
-class CudaArchitectures(NamedTuple):
+class CudaArchitectures(Record):
     """The compute capabilities one CUDA toolkit minor release can compile native code (SASS, `sm_XY`) for.
 
     `complete`: the list is everything the release's compiler accepts (read from its ptxas); False: a
@@ -350,7 +352,7 @@ class CudaArchitectures(NamedTuple):
     observed: Optional[str] = None
 
 
-class GpuPeak(NamedTuple):
+class GpuPeak(Record):
     """A GPU model's datasheet peak rates, the denominators `verify` divides its measured rates by.
 
     Tensor rates are DENSE (NVIDIA often prints the 2:4-sparsity figure, twice as high); fp16/bf16 are
@@ -374,7 +376,7 @@ class GpuPeak(NamedTuple):
     observed: Optional[str] = None
 
 
-class VerifyThreshold(NamedTuple):
+class VerifyThreshold(Record):
     """When a `verify` check warns or fails: a measured figure below `warn_below` warns, below `fail_below`
     fails. `unit` "percent": percent of the GPU's datasheet peak; "ratio": a speedup (1.0 = not faster)."""
 
@@ -388,7 +390,7 @@ class VerifyThreshold(NamedTuple):
     observed: Optional[str] = None
 
 
-class GpusTable(NamedTuple):
+class GpusTable(Record):
     reviewed: str
     gpus: tuple[GpuCapability, ...]
     cuda_architectures: tuple[CudaArchitectures, ...]
@@ -399,7 +401,7 @@ class GpusTable(NamedTuple):
 # cuda_wheels.yaml
 
 
-class CudaWheel(NamedTuple):
+class CudaWheel(Record):
     """Which pip wheel ships a CUDA library family for one CUDA major, and where in site-packages its files lie."""
 
     cuda: int
@@ -414,7 +416,7 @@ class CudaWheel(NamedTuple):
     observed: Optional[str] = None
 
 
-class WheelPlaceholder(NamedTuple):
+class WheelPlaceholder(Record):
     """A PyPI name that only holds a deprecation notice: installing it fails."""
 
     name: str
@@ -424,7 +426,7 @@ class WheelPlaceholder(NamedTuple):
     observed: Optional[str] = None
 
 
-class WheelReach(NamedTuple):
+class WheelReach(Record):
     """How a framework makes installed nvidia-* wheels visible to its process on one OS."""
 
     framework: str
@@ -437,7 +439,7 @@ class WheelReach(NamedTuple):
     observed: Optional[str] = None
 
 
-class CudaWheelsTable(NamedTuple):
+class CudaWheelsTable(Record):
     reviewed: str
     wheels: tuple[CudaWheel, ...]
     placeholders: tuple[WheelPlaceholder, ...]
@@ -447,7 +449,7 @@ class CudaWheelsTable(NamedTuple):
 # libraries.yaml
 
 
-class LibraryProvider(NamedTuple):
+class LibraryProvider(Record):
     """What provides a library name (a regular expression), and the fix; `{major}` is filled from the match."""
 
     pattern: str
@@ -458,7 +460,7 @@ class LibraryProvider(NamedTuple):
     observed: Optional[str] = None
 
 
-class OsProvided(NamedTuple):
+class OsProvided(Record):
     """Library names every Windows installation or glibc provides (regular expressions)."""
 
     windows: str
@@ -468,7 +470,7 @@ class OsProvided(NamedTuple):
     observed: Optional[str] = None
 
 
-class DriverProvided(NamedTuple):
+class DriverProvided(Record):
     """Library names the NVIDIA driver provides, and the files whose presence shows a driver is installed (regular expressions)."""
 
     pattern: str
@@ -478,7 +480,7 @@ class DriverProvided(NamedTuple):
     observed: Optional[str] = None
 
 
-class LibrariesTable(NamedTuple):
+class LibrariesTable(Record):
     reviewed: str
     providers: tuple[LibraryProvider, ...]
     os_provided: OsProvided
@@ -488,7 +490,7 @@ class LibrariesTable(NamedTuple):
 # tensorflow.yaml
 
 
-class WindowsGpuLast(NamedTuple):
+class WindowsGpuLast(Record):
     """The last TensorFlow release with GPU support on native Windows."""
 
     version: str
@@ -497,7 +499,7 @@ class WindowsGpuLast(NamedTuple):
     observed: Optional[str] = None
 
 
-class TensorflowBuild(NamedTuple):
+class TensorflowBuild(Record):
     """A TensorFlow release's tested build configuration on one OS."""
 
     version: str
@@ -511,7 +513,7 @@ class TensorflowBuild(NamedTuple):
     patch: Optional[str] = None  # the newest patch release of the minor on PyPI for this OS (e.g. "2.10.1")
 
 
-class TensorflowAndCuda(NamedTuple):
+class TensorflowAndCuda(Record):
     """The nvidia-* wheels `pip install tensorflow[and-cuda]` installs for the releases in `versions` (Linux)."""
 
     versions: VersionRange
@@ -521,7 +523,7 @@ class TensorflowAndCuda(NamedTuple):
     observed: Optional[str] = None
 
 
-class TensorflowPackage(NamedTuple):
+class TensorflowPackage(Record):
     """The pip package that holds TensorFlow's GPU build for the releases in `versions`
     (`tensorflow-gpu` up to 2.0, `tensorflow` from 2.1)."""
 
@@ -532,7 +534,7 @@ class TensorflowPackage(NamedTuple):
     observed: Optional[str] = None
 
 
-class TensorflowConda(NamedTuple):
+class TensorflowConda(Record):
     """The conda line TensorFlow's native-Windows install guide gives for CUDA and cuDNN (releases in `versions`)."""
 
     command: str
@@ -542,7 +544,7 @@ class TensorflowConda(NamedTuple):
     observed: Optional[str] = None
 
 
-class TensorflowTable(NamedTuple):
+class TensorflowTable(Record):
     reviewed: str
     windows_native_gpu_last: WindowsGpuLast
     tested_builds: tuple[TensorflowBuild, ...]
@@ -554,7 +556,7 @@ class TensorflowTable(NamedTuple):
 # torch.yaml
 
 
-class IndexUrl(NamedTuple):
+class IndexUrl(Record):
     """The wheel index of one CUDA variant; `{tag}` is "118" for CUDA 11.8."""
 
     template: str
@@ -563,7 +565,7 @@ class IndexUrl(NamedTuple):
     observed: Optional[str] = None
 
 
-class TorchRelease(NamedTuple):
+class TorchRelease(Record):
     """A PyTorch minor release: the Python versions it has wheels for and its CUDA variants
     (on Linux; the `windows_*` fields say where Windows differs), the CUDA of the plain PyPI
     Linux wheel and the cuDNN that wheel pins."""
@@ -600,7 +602,7 @@ class TorchRelease(NamedTuple):
         return line + " -c conda-forge" if cuda in self.conda_forge_cuda else line
 
 
-class TorchTable(NamedTuple):
+class TorchTable(Record):
     reviewed: str
     index_url: IndexUrl
     releases: tuple[TorchRelease, ...]

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Callable, Hashable, NamedTuple, Optional
+from typing import Any, Callable, Hashable, Optional
 
 from packaging.specifiers import InvalidSpecifier
 from packaging.version import VERSION_PATTERN, Version
 
 from cudnn_doctor.errors import KnowledgeError
 from cudnn_doctor.knowledge import records as r
+from cudnn_doctor.record import Record
 
 
 class _Bad(ValueError):
@@ -184,7 +185,7 @@ def _release(text: str) -> tuple[int, ...]:
     return Version(text).release[:2]
 
 
-class Section(NamedTuple):
+class Section(Record):
     """One section of a table: its row record, how each field is checked, and (for lists) the row key."""
 
     record: type
@@ -229,7 +230,7 @@ def _single(record: type, fields: dict[str, Convert]) -> Section:
     return Section(record, {**fields, **_PROVENANCE}, None)
 
 
-class Table(NamedTuple):
+class Table(Record):
     """A data file: its record and its sections in file order."""
 
     record: type

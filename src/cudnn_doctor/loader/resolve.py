@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from typing import NamedTuple, Optional, Sequence, Union
+from typing import Optional, Sequence, Union
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.binaries import BinaryInfo, machine_of_arch
@@ -24,13 +24,14 @@ from cudnn_doctor.binaries.names import family, group_loads, is_pattern, pattern
 from cudnn_doctor.facts import EMPTY, NOT_A_BINARY, UNREADABLE, WRONG_ARCHITECTURE, Candidate, LoadStep, Resolution, Unusable
 from cudnn_doctor.loader import driver, linux, windows
 from cudnn_doctor.loader.index import FolderIndex
+from cudnn_doctor.record import Record
 from cudnn_doctor.system.interface import System
 
 # ld.so passes over these and keeps searching ("skipping incompatible", EACCES); anything else it takes and fails on.
 SKIPPED_BY_LD_SO = (WRONG_ARCHITECTURE, UNREADABLE)
 
 
-class Root(NamedTuple):
+class Root(Record):
     """A library a framework asks for, and how (Windows): `mode` is one of windows.MODES;
     `load_dir` the folder of the DLL whose load it is part of (by default its own, for a path)."""
 
@@ -39,7 +40,7 @@ class Root(NamedTuple):
     load_dir: Optional[str] = None
 
 
-class _Request(NamedTuple):
+class _Request(Record):
     name: str
     requester: str
     how: str

@@ -9,16 +9,17 @@ per toolkit minor of that major, so that choosing the toolkit is part of the sea
 from __future__ import annotations
 
 from functools import cache, lru_cache
-from typing import Iterator, NamedTuple, Optional
+from typing import Iterator, Optional
 
 from packaging.version import InvalidVersion, Version
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.knowledge.records import VersionRange
 from cudnn_doctor.planner.request import Wanted
+from cudnn_doctor.record import Record
 
 
-class Candidate(NamedTuple):
+class Candidate(Record):
     framework: str  # torch | tensorflow | onnxruntime | paddle | jax | cuda (a toolkit and cuDNN alone)
     version: str  # the release planned, as pip pins it
     build: str  # cu121 | and-cuda | system | post117 | cu126 | pypi | cuda12 | cuda12-local | <feed>

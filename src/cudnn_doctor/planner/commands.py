@@ -3,24 +3,25 @@ with their index options, the conda line where the vendor gives one, and the che
 
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import Optional
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.planner.candidates import V
 from cudnn_doctor.planner.solver import Stack
+from cudnn_doctor.record import Record
 
 TOOLKIT_ARCHIVE = "https://developer.nvidia.com/cuda-toolkit-archive"
 CUDNN_ARCHIVE = "https://developer.nvidia.com/rdp/cudnn-archive"
 DRIVERS = "https://www.nvidia.com/Download/index.aspx"
 
 
-class Download(NamedTuple):
+class Download(Record):
     what: str
     file: Optional[str]  # the exact file name, where NVIDIA's is known
     page: str
 
 
-class Steps(NamedTuple):
+class Steps(Record):
     downloads: tuple[Download, ...]
     commands: tuple[str, ...]  # shell lines, in order
     conda: tuple[str, ...]  # the vendor's conda lines, an alternative to the pip lines

@@ -4,16 +4,17 @@ release and archive, minimum drivers)."""
 
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import Optional
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.planner.candidates import Candidate, V, newest_update
 from cudnn_doctor.planner.request import Request
+from cudnn_doctor.record import Record
 
 OS_NAMES = ("linux", "windows")
 
 
-class Reason(NamedTuple):
+class Reason(Record):
     """Why a candidate cannot be used: `kind` names the constraint (driver, gpu, cuda, python, cudnn, os, combination)."""
 
     kind: str
@@ -21,7 +22,7 @@ class Reason(NamedTuple):
     source: Optional[str] = None
 
 
-class Needs(NamedTuple):
+class Needs(Record):
     """What a candidate takes on this machine: the drivers by OS, and for a system-CUDA build the toolkit and cuDNN to install."""
 
     min_driver: dict[str, Optional[str]]  # the driver NVIDIA lists for that toolkit release, per OS
@@ -33,7 +34,7 @@ class Needs(NamedTuple):
     cudnn_source: Optional[str] = None
 
 
-class Verdict(NamedTuple):
+class Verdict(Record):
     candidate: Candidate
     reasons: tuple[Reason, ...]
     needs: Needs

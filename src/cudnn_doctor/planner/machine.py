@@ -3,15 +3,16 @@ its OS, driver, first GPU and current Python, and the frameworks installed in th
 
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import Optional
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.planner.request import FRAMEWORKS
+from cudnn_doctor.record import Record
 from cudnn_doctor.system.interface import System
 from cudnn_doctor.versions import canonical_name as canonicalize_name
 
 
-class MachineDefaults(NamedTuple):
+class MachineDefaults(Record):
     os: str  # windows | linux | wsl
     driver: Optional[str]
     gpu: Optional[str]

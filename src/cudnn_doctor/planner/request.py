@@ -3,13 +3,14 @@ with where it came from (an option, or the machine the plan is for)."""
 
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import Optional
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from cudnn_doctor.errors import UsageError
 from cudnn_doctor.lazyre import regex
+from cudnn_doctor.record import Record
 from cudnn_doctor.versions import canonical_name as canonicalize_name
 
 OSES = ("windows", "linux", "wsl")
@@ -33,7 +34,7 @@ _ALIASES = {
 FRAMEWORKS = ("torch", "tensorflow", "onnxruntime", "paddle", "jax")
 
 
-class Wanted(NamedTuple):
+class Wanted(Record):
     """One framework the environment must have, and the releases the user accepts."""
 
     name: str  # the knowledge's name: torch | tensorflow | onnxruntime | paddle | jax
@@ -45,14 +46,14 @@ class Wanted(NamedTuple):
         return self.specifier.contains(version, prereleases=True)
 
 
-class Given(NamedTuple):
+class Given(Record):
     """An input value and its origin: "option" (the command line) or "machine" (read from the machine planned for)."""
 
     text: str
     origin: str
 
 
-class Request(NamedTuple):
+class Request(Record):
     frameworks: tuple[Wanted, ...]
     os: str  # windows | linux | wsl
     python: Optional[Given] = None

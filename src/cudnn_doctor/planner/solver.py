@@ -9,7 +9,7 @@ time, which turns "no stack" into "use WSL2", "update the driver to ≥ X" or "T
 
 from __future__ import annotations
 
-from typing import NamedTuple, Optional, Sequence
+from typing import Optional, Sequence
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -18,11 +18,12 @@ from cudnn_doctor import knowledge
 from cudnn_doctor.planner.candidates import Candidate, V, all_candidates, candidates, toolkit_candidates
 from cudnn_doctor.planner.constraints import OS_NAMES, Reason, Verdict, judge
 from cudnn_doctor.planner.request import Request, Wanted
+from cudnn_doctor.record import Record
 
 PYTHONS = tuple(f"3.{minor}" for minor in range(5, 16))  # what "a common Python" is tested on
 
 
-class Stack(NamedTuple):
+class Stack(Record):
     chosen: tuple[Verdict, ...]  # one per wanted framework, in the order asked
     python: Optional[str]  # the Pythons every chosen build has wheels for (PEP 440); None: not published
     python_outside: Optional[str] = None  # the machine's Python, when no stack admits it and this one is planned anyway
@@ -51,20 +52,20 @@ class Stack(NamedTuple):
         return out
 
 
-class Rejection(NamedTuple):
+class Rejection(Record):
     framework: str
     version: str
     build: str
     reasons: tuple[Reason, ...]
 
 
-class Alternative(NamedTuple):
+class Alternative(Record):
     change: str  # what the user would change: "os=wsl", "driver", "python", "cuda", "framework versions"
     text: str
     stack: Stack
 
 
-class Plan(NamedTuple):
+class Plan(Record):
     request: Request
     stack: Optional[Stack]
     rejected: tuple[Rejection, ...]
@@ -76,7 +77,7 @@ class Plan(NamedTuple):
         return 0 if self.stack is not None else 1
 
 
-class _Search(NamedTuple):
+class _Search(Record):
     stack: Optional[Stack]
     verdicts: tuple[tuple[Verdict, ...], ...]
     structural: tuple[Rejection, ...]  # a wanted framework with no build at all here

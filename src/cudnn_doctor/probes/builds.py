@@ -11,7 +11,7 @@ first; a table only fills what they do not say (`wheel_files` reads them, withou
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Iterator, Mapping, NamedTuple, Optional
+from typing import Any, Callable, Iterator, Mapping, Optional
 
 from packaging.version import Version
 
@@ -35,6 +35,7 @@ from cudnn_doctor.facts import (
 )
 from cudnn_doctor.lazyre import LazyPattern, regex
 from cudnn_doctor.probes.wheel_files import Evidence, WheelFiles, library_majors, requirement_majors
+from cudnn_doctor.record import Record
 from cudnn_doctor.system.interface import System
 from cudnn_doctor.versions import canonical_name, parse_cuda_version, parse_cudnn_version, parse_version
 
@@ -72,7 +73,7 @@ _CUPY_WHEEL = regex(r"^cupy-cuda(\d+?)(x|\d)$")  # cupy-cuda12x (a CUDA major), 
 _CUDNN_LOADED = regex(r"Loaded cuDNN version|cuDNN Version: \d|works well on \d+ GPU")
 
 
-class _Source(NamedTuple):
+class _Source(Record):
     """One framework in one interpreter, before interpretation."""
 
     name: str

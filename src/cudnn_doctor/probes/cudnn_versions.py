@@ -12,10 +12,11 @@ Another installation's header is never borrowed: a wheel without one does not ta
 from __future__ import annotations
 
 import re
-from typing import NamedTuple, Optional
+from typing import Optional
 
 from cudnn_doctor.facts import ASKED_NAMES, CONDA_META, DIST_INFO, FILE_NAME, FILE_VERSION, HEADER, CudnnLibrary
 from cudnn_doctor.lazyre import regex
+from cudnn_doctor.record import Record
 from cudnn_doctor.system.interface import System
 from cudnn_doctor.versions import cudnn_header_version, parse_cudnn_version
 
@@ -26,7 +27,7 @@ _CONDA_RECORD = regex(r"(?i)^cudnn-(\d[^-]*)-([^-]+)\.json$")  # conda-meta/cudn
 _CUDA_IN_BUILD = regex(r"(?i)cuda(\d+)")
 
 
-class Distribution(NamedTuple):
+class Distribution(Record):
     """The package whose files an installation folder holds, as its own metadata says."""
 
     name: str  # nvidia-cudnn-cu12 | conda cudnn

@@ -8,9 +8,10 @@ names are cut to fit the cell ("NVIDIA GeForce ..."). These parsers accept every
 from __future__ import annotations
 
 import re
-from typing import NamedTuple, Optional
+from typing import Optional
 
 from cudnn_doctor.lazyre import regex
+from cudnn_doctor.record import Record
 
 _DRIVER = regex(r"Driver Version:\s*([0-9][0-9.]*)")
 _CUDA = regex(r"CUDA Version:\s*([0-9][0-9.]*)")
@@ -19,7 +20,7 @@ _GPU_ROW = regex(r"^\|\s+(\d+)\s+(.+?)\s+(WDDM|TCC|MCDM|On|Off|N/A)\s*\|")
 _MEMORY = regex(r"(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
 
 
-class SmiGpu(NamedTuple):
+class SmiGpu(Record):
     index: int
     name: str
     memory_mib: Optional[int] = None
@@ -30,7 +31,7 @@ class SmiGpu(NamedTuple):
         return self.name.endswith("...")
 
 
-class SmiReport(NamedTuple):
+class SmiReport(Record):
     driver_version: Optional[str]
     cuda_version: Optional[str]
     gpus: tuple[SmiGpu, ...]

@@ -12,7 +12,7 @@ The Python modules are parsed with `ast`, never executed.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
 from packaging.version import InvalidVersion, Version
 
@@ -20,6 +20,7 @@ from cudnn_doctor.binaries import BinaryInfo
 from cudnn_doctor.facts import PythonEnv, WheelRequirement
 from cudnn_doctor.lazyre import regex
 from cudnn_doctor.probes.cudnn import site_packages
+from cudnn_doctor.record import Record
 from cudnn_doctor.system.interface import System
 from cudnn_doctor.versions import canonical_name, cuda_major_of_dll_number
 
@@ -39,7 +40,7 @@ _EXTRA = regex(r"""extra\s*==\s*['"]([^'"]+)['"]""")
 _LOWER_BOUNDS = ("~=", "==", "===", ">=")
 
 
-class Evidence(NamedTuple):
+class Evidence(Record):
     """One value a file states, where it is, and the words a report quotes."""
 
     value: str

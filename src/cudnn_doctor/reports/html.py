@@ -13,13 +13,14 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, NamedTuple, Optional, TextIO
+from typing import Any, Callable, Iterable, Iterator, Optional, TextIO
 
 from cudnn_doctor.diagnosis import Diagnosis
 from cudnn_doctor.errors import UsageError
 from cudnn_doctor.facts import PROCESS, Candidate, Facts, LoadStep, Resolution
 from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.lazyre import regex
+from cudnn_doctor.record import Record
 from cudnn_doctor.reports.terminal import _facts_lines, _is_cudnn_front, _summaries, _worst
 
 
@@ -616,14 +617,14 @@ def _compare_section(rows: list[dict[str, Any]]) -> str:
 # ------------------------------------------- charts: horizontal bars in inline SVG
 
 
-class Bar(NamedTuple):
+class Bar(Record):
     label: str  # the row's name: "GPU", "cuDNN off", "bf16"
     value: float  # what the bar's length follows
     text: str  # printed after the bar
     css: str  # its colour: gpu, cpu, on, off, autotune, peak, bandwidth
 
 
-class Group(NamedTuple):
+class Group(Record):
     title: str
     bars: list[Bar]
     scale: float  # the value a full-length bar stands for

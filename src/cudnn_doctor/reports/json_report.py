@@ -14,7 +14,7 @@ REPORT_SCHEMA = "cudnn-doctor-report/1"
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, tuple) and hasattr(value, "_asdict"):  # a facts NamedTuple
+    if isinstance(value, tuple) and hasattr(value, "_asdict"):  # a facts Record
         return {k: _plain(v) for k, v in value._asdict().items()}
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}

@@ -21,8 +21,9 @@ import signal
 import subprocess
 import tempfile
 import threading
-from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
+from cudnn_doctor.record import Record
 from cudnn_doctor.system.winjob import Job
 
 MAX_OUTPUT = 16 << 20  # bytes kept of each stream; a child that prints more is cut, not read into memory
@@ -30,7 +31,7 @@ _WINDOWS = os.name == "nt"
 TAG = "CUDNN_DOCTOR_CHILD"  # environment variable marking a child's tree with the child's own id (Linux)
 
 
-class _Running(NamedTuple):
+class _Running(Record):
     """What it takes to kill one running child's tree."""
 
     job: Optional[Job]  # its Job object (Windows)
@@ -41,7 +42,7 @@ _live: dict[subprocess.Popen, _Running] = {}
 _live_lock = threading.Lock()
 
 
-class ChildResult(NamedTuple):
+class ChildResult(Record):
     """What a child said and how it ended; `returncode` is None when it was killed at its deadline."""
 
     returncode: Optional[int]

@@ -8,13 +8,14 @@ diagnosis replayed from a fixture takes exactly the code path it takes live.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, BinaryIO, Callable, ContextManager, Iterator, Mapping, NamedTuple, Optional, Sequence
+from typing import Any, BinaryIO, Callable, ContextManager, Iterator, Mapping, Optional, Sequence
 
 from cudnn_doctor.binaries import BinaryInfo
 from cudnn_doctor.paths import PathRules
+from cudnn_doctor.record import Record
 
 
-class FileInfo(NamedTuple):
+class FileInfo(Record):
     """What `stat` says about one path (after following links)."""
 
     path: str
@@ -24,7 +25,7 @@ class FileInfo(NamedTuple):
     readable: bool = True
 
 
-class CommandResult(NamedTuple):
+class CommandResult(Record):
     """The outcome of running one external command."""
 
     returncode: Optional[int]
@@ -38,7 +39,7 @@ class CommandResult(NamedTuple):
         return self.returncode == 0 and not self.not_found and not self.timed_out
 
 
-class PythonInfo(NamedTuple):
+class PythonInfo(Record):
     """An interpreter and the distributions installed in it (read from metadata, never imported)."""
 
     executable: str
@@ -47,7 +48,7 @@ class PythonInfo(NamedTuple):
     packages: Mapping[str, str] = {}
 
 
-class PassThrough(NamedTuple):
+class PassThrough(Record):
     """How a user's program ended under `run`: its exit code, the end of its stderr, and the loader's trace per process."""
 
     returncode: int

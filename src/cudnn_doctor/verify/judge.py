@@ -6,12 +6,13 @@ knowledge): no machine is read here, so every verdict is tested on recorded figu
 
 from __future__ import annotations
 
-from typing import Any, Mapping, NamedTuple, Optional
+from typing import Any, Mapping, Optional
 
 from cudnn_doctor import knowledge
+from cudnn_doctor.record import Record
 
 
-class Peak(NamedTuple):
+class Peak(Record):
     """A GPU's datasheet rates: TFLOP/s dense per precision, GB/s for memory and the host link."""
 
     model: str
@@ -27,7 +28,7 @@ class Peak(NamedTuple):
         return self.memory_gbs if benchmark["kind"] == "memory" else self.host_link_gbs
 
 
-class Threshold(NamedTuple):
+class Threshold(Record):
     """Below `fail_below` a check fails, below `warn_below` it warns (percent of peak, or a speed-up ratio)."""
 
     warn_below: float

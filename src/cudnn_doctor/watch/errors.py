@@ -6,14 +6,15 @@ Each pattern is an error text the frameworks and NVIDIA's libraries really print
 
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import Optional
 
 from cudnn_doctor.lazyre import LazyPattern, regex
+from cudnn_doctor.record import Record
 
 _LIBRARY = r"(?P<library>[\w.+-]*(?:\.so(?:\.\d+)*|\.dll))"
 
 
-class Known(NamedTuple):
+class Known(Record):
     kind: str
     area: str  # the `check` area it points at: driver, toolkit, cudnn, frameworks
     pattern: LazyPattern[str]
@@ -53,7 +54,7 @@ PATTERNS = (
 )
 
 
-class Match(NamedTuple):
+class Match(Record):
     kind: str
     area: str
     says: str

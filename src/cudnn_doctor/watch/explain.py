@@ -6,10 +6,11 @@ Pure: the program's exit code and stderr, the loader's traces and the findings i
 from __future__ import annotations
 
 import json
-from typing import Iterable, NamedTuple, Optional, Sequence
+from typing import Iterable, Optional, Sequence
 
 from cudnn_doctor.findings import Finding, Severity
 from cudnn_doctor.lazyre import regex
+from cudnn_doctor.record import Record
 from cudnn_doctor.watch import errors, trace
 
 # The libraries of the GPU stack, by file name (Linux and Windows spellings).
@@ -17,7 +18,7 @@ GPU_LIBRARY = regex(r"(?i)(cudnn|cublas|cudart|cufft|curand|cusolver|cusparse|nv
 _AREA_OF = (("cudnn", "cudnn"), ("zlibwapi", "cudnn"), ("libcuda.so", "driver"), ("nvcuda", "driver"), ("nvidia-ml", "driver"))
 
 
-class Explanation(NamedTuple):
+class Explanation(Record):
     returncode: int
     errors: tuple[errors.Match, ...]  # known GPU-stack errors in the program's output
     failed: tuple[trace.Search, ...]  # the loader's searches that found nothing (GPU libraries, or named by an error)

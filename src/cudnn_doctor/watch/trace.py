@@ -8,9 +8,10 @@ file that was loaded, or none: the failure the program then reports. Pure text i
 
 from __future__ import annotations
 
-from typing import Iterable, NamedTuple, Optional
+from typing import Iterable, Optional
 
 from cudnn_doctor.lazyre import regex
+from cudnn_doctor.record import Record
 
 _LINE = regex(r"^\s*(\d+):\s?(.*)$")
 _FILE = regex(r"^file=(\S+) \[\d+\];\s+(needed by|dynamically loaded by) (\S+)")
@@ -21,14 +22,14 @@ _TRYING = regex(r"^\s*trying file=(.+)$")
 _LINKED = regex(r"^file=(\S+) \[\d+\];\s+generating link map")
 
 
-class Place(NamedTuple):
+class Place(Record):
     """One list the loader searched: its folders (or the cache file) and what put it there."""
 
     source: str  # "LD_LIBRARY_PATH", "RUNPATH from file /x/python3", "system search path", "ld.so cache"
     folders: tuple[str, ...]
 
 
-class Search(NamedTuple):
+class Search(Record):
     pid: int
     name: str  # as asked: "libcudnn_graph.so.9" or an absolute path
     requester: Optional[str]  # the file whose DT_NEEDED or dlopen asked for it

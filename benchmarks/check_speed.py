@@ -2,7 +2,10 @@
 
 The headline: `check --no-frameworks` / `python -c pass`, from interleaved pairs (one of each, N times;
 medians), so that a busy machine slows both alike. Target: 5x (issue 15). Beside it the CPU-time ratio
-(the children's CPU, steadier on a shared machine) and the machine: CPU model, cores, Python, OS.
+(the children's CPU, steadier on a shared machine) and the machine: CPU model, cores, Python, OS. Unless
+--quick, a third command runs in the same rounds: a `python -c` that imports exactly the modules that are not
+the doctor's own (standard library, packaging) which `check --no-frameworks` loads beyond `python -c pass`,
+read from `-X importtime` of the command itself: what check costs before a line of its own code runs.
 
 Then, unless --quick: `check` with frameworks (imported in child interpreters, concurrently) against the
 slowest single framework import + 0.3 s, PyTorch's `python -m torch.utils.collect_env` against the full
@@ -69,9 +72,25 @@ def doctor_command() -> list[str]:
     return [str(script) if script.exists() else sys.executable, *([] if script.exists() else ["-m", "cudnn_doctor"]), "check"]
 
 
-def headline(doctor: list[str], runs: int) -> tuple[float, Optional[float]]:
+def imported(command: list[str]) -> list[str]:
+    """The modules `command` imports, in order, as `-X importtime` names them."""
+    stderr = subprocess.run(command, capture_output=True, text=True, check=False, env={**_environment(), "PYTHONPROFILEIMPORTTIME": "1"}).stderr
+    return [line.rsplit("|", 1)[1].strip() for line in stderr.splitlines() if line.startswith("import time:") and not line.endswith("imported package")]
+
+
+def dependency_imports(doctor: list[str]) -> list[str]:
+    """What `check --no-frameworks` imports that is neither the doctor's own nor what `python -c pass` imports."""
+    already = set(imported([sys.executable, "-c", "pass"]))
+    return [name for name in imported([*doctor, "--no-frameworks"]) if name not in already and name.split(".")[0] != "cudnn_doctor"]
+
+
+def headline(doctor: list[str], runs: int, with_floor: bool = True) -> tuple[float, Optional[float]]:
     """Print and return check --no-frameworks / python -c pass: wall and CPU (None without CPU times), medians of interleaved pairs."""
-    medians = paired({"pass": [sys.executable, "-c", "pass"], "check": [*doctor, "--no-frameworks"]}, runs)
+    commands = {"pass": [sys.executable, "-c", "pass"], "check": [*doctor, "--no-frameworks"]}
+    theirs = dependency_imports(doctor) if with_floor else []
+    if theirs:
+        commands["imports"] = [sys.executable, "-c", f"for name in {theirs!r}:\n    try:\n        __import__(name)\n    except Exception:\n        pass"]
+    medians = paired(commands, runs)
     (floor, floor_cpu), (check, check_cpu) = medians["pass"], medians["check"]
     ratio = check / floor
     print(f"machine: {machine()}")
@@ -80,6 +99,12 @@ def headline(doctor: list[str], runs: int) -> tuple[float, Optional[float]]:
     cpu_ratio = check_cpu / floor_cpu if floor_cpu > 0 else None
     shown = f"{cpu_ratio:5.2f}x" if cpu_ratio is not None else "n/a"
     print(f"check --no-frameworks / python -c pass: {ratio:5.2f}x wall (target {TARGET:.0f}x), {shown} CPU; median of {runs} interleaved pairs")
+    if theirs:
+        wall = medians["imports"][0]
+        print(
+            f"its imports that are not the doctor's ({len(theirs)} modules: standard library, packaging) alone: {wall:6.3f} s wall, "
+            f"{wall / floor:5.2f}x python -c pass; the doctor's own imports and work: {(check - wall) / floor:5.2f}x"
+        )
     return ratio, cpu_ratio
 
 
@@ -99,7 +124,7 @@ def main() -> None:
     args = parser.parse_args()
     runs = args.runs or (9 if args.quick else 15)
     doctor = doctor_command()
-    ratio, cpu_ratio = headline(doctor, runs)
+    ratio, cpu_ratio = headline(doctor, runs, with_floor=not args.quick)
     if args.quick:
         code, message = guard(cpu_ratio if cpu_ratio is not None else ratio)
         print(message)

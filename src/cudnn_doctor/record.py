@@ -51,7 +51,7 @@ class _RecordType(type):
             if before in defaults and after not in defaults:
                 raise TypeError(f"Non-default record field {after} cannot follow default field {before}")
         namespace.update({field: _tuplegetter(index, f"Alias for field number {index}") for index, field in enumerate(fields)})
-        namespace.update(__slots__=(), _fields=fields, _field_defaults=defaults, __match_args__=fields)
+        namespace.update(__slots__=(), _fields=fields, _field_defaults=defaults, _trailing_defaults=tuple(defaults.values()), __match_args__=fields)
         return super().__new__(mcls, name, bases, namespace, **kwargs)
 
 
@@ -61,10 +61,15 @@ class Record(tuple, metaclass=_RecordType):  # type: ignore[misc]
     __slots__ = ()
     _fields: ClassVar[tuple[str, ...]] = ()
     _field_defaults: ClassVar[dict[str, Any]] = {}
+    _trailing_defaults: ClassVar[tuple[Any, ...]] = ()  # the defaults in field order: they are the last fields
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-        if not kwargs and len(args) == len(cls._fields):
-            return tuple.__new__(cls, args)
+        if not kwargs:  # the common calls, without a loop: every field given, or the last ones left to their defaults
+            missing = len(cls._fields) - len(args)
+            if missing == 0:
+                return tuple.__new__(cls, args)
+            if 0 < missing <= len(cls._trailing_defaults):
+                return tuple.__new__(cls, args + cls._trailing_defaults[-missing:])
         return tuple.__new__(cls, _bound(cls, args, kwargs))
 
     @classmethod

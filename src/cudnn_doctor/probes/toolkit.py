@@ -7,7 +7,6 @@ toolkit root comes from the real binary, never from `dirname(dirname(which nvcc)
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Optional
 
@@ -127,6 +126,8 @@ def _version_from_files(system: System, root: str) -> tuple[Optional[str], Optio
     rules = system.paths
     text = system.read_text(rules.join(root, "version.json"))
     if text:
+        import json  # only for a toolkit that has a version.json
+
         try:
             return json.loads(text)["cuda"]["version"], "version.json"
         except (ValueError, KeyError, TypeError):

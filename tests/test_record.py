@@ -22,25 +22,20 @@ class Typed(NamedTuple):
     version: Optional[str] = None
     files: tuple[str, ...] = ()
 
-    def label(self) -> str:
-        return f"{self.name} {self.version or '?'}"
-
-    @property
-    def count(self) -> int:
-        return len(self.files)
-
 
 class Fast(Record):
     name: str
     version: Optional[str] = None
     files: tuple[str, ...] = ()
 
-    def label(self) -> str:
-        return f"{self.name} {self.version or '?'}"
 
-    @property
-    def count(self) -> int:
-        return len(self.files)
+def label(self) -> str:
+    return f"{self.name} {self.version or '?'}"
+
+
+for kind in (Typed, Fast):  # the same methods and properties on both, as a class body would define them
+    kind.label = label  # type: ignore[attr-defined]
+    kind.count = property(lambda self: len(self.files))  # type: ignore[attr-defined]
 
 
 def outcome(make):
@@ -138,3 +133,21 @@ def test_the_package_defines_its_values_as_records_not_named_tuples():
         if isinstance(node, ast.ClassDef) and any(isinstance(base, ast.Name) and base.id == "NamedTuple" for base in node.bases)
     ]
     assert named_tuples == []
+
+
+def test_methods_properties_and_the_docstring_of_the_body_stay_what_they_are():
+    class Release(Record):
+        """A release."""
+
+        number: str
+        notes: tuple[str, ...] = ()
+
+        def major(self) -> str:
+            return self.number.split(".")[0]
+
+        @property
+        def noted(self) -> bool:
+            return bool(self.notes)
+
+    assert Release._fields == ("number", "notes") and Release.__doc__ == "A release."
+    assert Release("9.5.1").major() == "9" and Release("9.5.1").noted is False and Release("9", ("x",)).noted is True

@@ -81,7 +81,8 @@ def imported(command: list[str]) -> list[str]:
 def dependency_imports(doctor: list[str]) -> list[str]:
     """What `check --no-frameworks` imports that is neither the doctor's own nor what `python -c pass` imports."""
     already = set(imported([sys.executable, "-c", "pass"]))
-    return [name for name in imported([*doctor, "--no-frameworks"]) if name not in already and name.split(".")[0] != "cudnn_doctor"]
+    tried = imported([*doctor, "--no-frameworks"])  # a failed import (`nt` on Linux) is listed at each attempt: once is enough
+    return [name for name in dict.fromkeys(tried) if name not in already and name.split(".")[0] != "cudnn_doctor"]
 
 
 def headline(doctor: list[str], runs: int, with_floor: bool = True) -> tuple[float, Optional[float]]:

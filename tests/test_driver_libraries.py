@@ -122,7 +122,7 @@ def test_a_framework_that_reached_the_gpu_proves_libcuda_loaded():
     driver = _real(soname_link=False)
     driver[f"{LIB}/libcuda.so.550.144.03"]["loads"] = ["libnvidia-ptxjitcompiler.so.1"]
     document = _linux(driver, part_loads=("libcuda.so", "libcuda.so.1", "libnvidia-ptxjitcompiler.so.1"))
-    document["pythons"][0]["frameworks"]["tensorflow"]["gpus"] = ["/physical_device:GPU:0"]
+    document["pythons"][0]["frameworks"] = {"tensorflow": {**TF["tensorflow"], "gpus": ["/physical_device:GPU:0"]}}
     assert set(_missing(document)) == {"libnvidia-ptxjitcompiler.so.1"}
     # near miss: no GPU in its report, and the missing link is the error it is
     document["pythons"][0]["frameworks"]["tensorflow"]["gpus"] = []
@@ -174,6 +174,22 @@ def test_wsl_driver_folder_not_in_the_loader_cache():
     unknown = _linux(driver, wsl=True)
     assert _missing(unknown) == {}
     assert next(s.elsewhere for r in run(unknown).facts.resolutions for s in r.steps if s.name == "libcuda.so.1") == (f"{WSL}/libcuda.so.1",)
+
+
+def test_a_bare_libcuda_so_load_is_not_proven_by_a_gpu_the_framework_reached():
+    """WSL's /usr/lib/wsl/lib holds libcuda.so as a plain file; ldconfig caches it under its soname libcuda.so.1
+    only. A cuDNN part that dlopens the bare name fails although the framework reached the GPU through libcuda.so.1."""
+    driver = {f"{WSL}/{name}": {"soname": "libcuda.so.1", "imports": ["libc.so.6"]} for name in ("libcuda.so", "libcuda.so.1", "libcuda.so.1.1")}
+    document = _linux(driver, commands=_cache(f"{WSL}/libcuda.so.1"), part_loads=("libcuda.so",), wsl=True)
+    document["pythons"][0]["frameworks"] = {"tensorflow": {**TF["tensorflow"], "gpus": ["/physical_device:GPU:0"]}}
+    finding = _missing(document)["libcuda.so"]
+    assert finding.severity is Severity.ERROR, finding
+    assert f"export LD_LIBRARY_PATH={WSL}" in finding.fix[0] and "ldconfig" not in finding.fix[0], finding.fix
+    # near misses: the binary also tries the soname (a fallback spelling), or the folder is on LD_LIBRARY_PATH
+    both = _linux(driver, commands=_cache(f"{WSL}/libcuda.so.1"), part_loads=("libcuda.so", "libcuda.so.1"), wsl=True)
+    assert "libcuda.so" not in _missing(both)
+    on_path = _linux(driver, commands=_cache(f"{WSL}/libcuda.so.1"), part_loads=("libcuda.so",), wsl=True, env={"LD_LIBRARY_PATH": WSL})
+    assert "libcuda.so" not in _missing(on_path)
 
 
 def test_wsl_without_the_windows_drivers_libcuda():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cudnn_doctor import knowledge
 from cudnn_doctor.findings import Severity
 
 from .conftest import LINUX_BASE, WINDOWS_BASE, machine, run
@@ -152,8 +153,9 @@ def test_cudnn_3_and_2_are_recognised_by_their_cuda_numbered_names():
         f"{linux_folder}/libcudnn.so": {"link": "libcudnn.so.6.5"},
     }
     install = _installs(machine(LINUX_BASE, files=files, env={"LD_LIBRARY_PATH": linux_folder}))[linux_folder]
-    # its file name says CUDA 6.5, not a cuDNN version: no version is claimed without a header
-    assert (install.major, install.version, install.cuda_major) == (2, None, 6), install
+    # its file name says CUDA 6.5, not a cuDNN version: no version is claimed without a header; nor a CUDA major it
+    # needs, since cuDNN v2 "for CUDA 6.5" ran with CUDA 7.x toolkits as well
+    assert (install.major, install.version, install.cuda_major) == (2, None, None), install
     # near miss: cuDNN 7.0.5's real file libcudnn.so.7.0.5 (soname libcudnn.so.7) is cuDNN 7
     modern = {
         f"{LIB}/libcudnn.so.7.0.5": {"soname": "libcudnn.so.7", "imports": ["libc.so.6"]},
@@ -173,3 +175,42 @@ def test_a_driver_style_file_version_is_not_a_cudnn_version():
     files[f"{cuda}\\include\\cudnn.h"] = {"text": "#define CUDNN_MAJOR 7\n#define CUDNN_MINOR 6\n#define CUDNN_PATCHLEVEL 5\n"}
     document = machine(WINDOWS_BASE, files=files, env={"PATH": f"{cuda}\\bin;C:\\Windows\\System32", "CUDA_PATH": cuda})
     assert _installs(document)[f"{cuda}\\bin"].version == "7.6.5"
+
+
+def test_cudnn_v2_named_for_cuda_6_5_in_a_cuda_7_toolkit_is_no_cuda_mismatch():
+    """TensorFlow 0.6-0.8 ran cuDNN v2 (libcudnn.so.6.5) in CUDA 7.0 toolkits: its name is no CUDA major it needs.
+    The v3 name (libcudnn.so.7.0) still says CUDA 7, the one major its builds served."""
+    rows = {row.name: row for row in knowledge.table("cudnn").legacy_names}
+    assert rows["libcudnn.so.6.5"].cuda_majors() == [6, 7] and rows["libcudnn.so.7.0"].cuda_majors() == [7]
+    root = "/usr/local/cuda-7.0"
+    files = {
+        f"{root}/bin/nvcc": {"size": 1000},
+        f"{root}/lib64/libcudart.so.7.0": {"soname": "libcudart.so.7.0", "imports": ["libc.so.6"]},
+        f"{root}/lib64/libcudnn.so.6.5.48": {"soname": "libcudnn.so.6.5", "imports": ["libc.so.6"]},
+        f"{root}/lib64/libcudnn.so.6.5": {"link": "libcudnn.so.6.5.48"},
+        f"{root}/include/cudnn.h": {"text": "#define CUDNN_MAJOR 2\n#define CUDNN_MINOR 0\n#define CUDNN_PATCHLEVEL 0\n"},
+    }
+    commands = {"nvcc --version": {"returncode": 0, "stdout": "Cuda compilation tools, release 7.0, V7.0.27\n"}}
+    env = {"PATH": f"{root}/bin:/usr/bin:/bin", "LD_LIBRARY_PATH": f"{root}/lib64"}
+    found = by_id(machine(LINUX_BASE, files=files, env=env, commands=commands))
+    assert "cudnn-cuda-mismatch" not in found, found["cudnn-cuda-mismatch"].detail
+    # the same library unreadable, as NVIDIA's tarball left it after `sudo cp`: that is the error, and only that
+    files[f"{root}/lib64/libcudnn.so.6.5.48"] = {**files[f"{root}/lib64/libcudnn.so.6.5.48"], "readable": False}
+    found = by_id(machine(LINUX_BASE, files=files, env=env, commands=commands))
+    assert "library-unreadable" in found and "cudnn-cuda-mismatch" not in found, sorted(found)
+
+
+def test_a_sub_library_copied_alone_onto_path_is_loaded_by_name_and_its_imports_judged():
+    """Users copy the one DLL an error names (cudnn_cnn_infer64_8.dll) into a toolkit's bin: a program that asks
+    for it loads it from PATH, and it needs cudnn_ops_infer64_8.dll and zlibwapi.dll, which are not there."""
+    cuda = "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v12.1"
+    part = f"{cuda}\\bin\\cudnn_cnn_infer64_8.dll"
+    files = {part: {"size": 600000000, "version": "8.9.7.29", "imports": ["cudnn_ops_infer64_8.dll", "KERNEL32.dll"], "loads": ["zlibwapi.dll"]}}
+    env = {"PATH": f"{cuda}\\bin;C:\\Windows\\System32", "CUDA_PATH": cuda}
+    missing = [f for f in run(machine(WINDOWS_BASE, files=files, env=env, pythons=[])).findings if f.id == "dependency-missing"]
+    names = {f.evidence["name"] for f in missing}
+    assert {"cudnn_ops_infer64_8.dll", "zlibwapi.dll"} <= names, [f.detail for f in missing]
+    # near miss: the same DLL in a folder off PATH is loaded by nothing, so nothing of it is judged as a load
+    off_path = {"PATH": "C:\\Windows\\System32", "CUDA_PATH": cuda}
+    found = run(machine(WINDOWS_BASE, files=files, env=off_path, pythons=[])).findings
+    assert not [f for f in found if f.id == "dependency-missing"], [f.detail for f in found]

@@ -19,7 +19,10 @@ from cudnn_doctor.paths import PathRules
 
 WSL_DRIVER_DIR = "/usr/lib/wsl/lib"
 KERNEL_MODULE = "/proc/driver/nvidia/version"
-_DRIVER_API = regex(r"(?i)^(libcuda\.so(\.\d+)*|nvcuda\.dll)$")
+# The names a process that reached a GPU has loaded: the driver's soname (libcuda.so.1) and its versioned files.
+# The bare development name `libcuda.so` is another file that a loader search must find on its own (WSL's
+# /usr/lib/wsl/lib has it, yet ldconfig caches only libcuda.so.1): a GPU reached proves nothing of it.
+_DRIVER_API = regex(r"(?i)^(libcuda\.so(\.\d+)+|nvcuda\.dll)$")
 
 
 def is_driver_library(name: str) -> bool:
@@ -32,7 +35,7 @@ def driver_visible(facts: Facts) -> bool:
 
 
 def proven_by_the_gpu(build: Optional[FrameworkBuild], name: str) -> bool:
-    """The driver's CUDA library itself (libcuda.so*, nvcuda.dll) when the framework's own report reached a GPU:
+    """The driver's CUDA library itself (libcuda.so.1, nvcuda.dll) when the framework's own report reached a GPU:
     nothing reaches one without it, so its process loaded it from somewhere the emulation does not see."""
     return build is not None and bool(_DRIVER_API.match(basename(name))) and (build.sees_gpu or build.cuda_available is True)
 
@@ -59,6 +62,14 @@ def driver_gap(facts: Facts, name: str, elsewhere: Sequence[str]) -> tuple[str, 
     if facts.os == "windows":
         return detail, [f"Reinstall the NVIDIA driver (a clean install from https://www.nvidia.com/Download/index.aspx): {name} comes with it into System32."]
     folders = list(dict.fromkeys(rules.dirname(c) for c in elsewhere))
+    if folders and not re.search(r"\.so\.\d+$", name):
+        # ldconfig caches a library under its soname (libcuda.so.1) only: a development name is found through a folder searched by name.
+        detail += f" A copy is in {', '.join(folders)}; the loader cache lists libraries by soname only, never the bare name {name}."
+        path = ":".join(folders)
+        return detail, [
+            f"Put {path} on LD_LIBRARY_PATH for the programs that need it: "
+            f"`echo 'export LD_LIBRARY_PATH={path}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}' >> ~/.bashrc`, then open a new terminal."
+        ]
     if folders:
         detail += f" A copy is in {', '.join(folders)}, which the loader cache does not list."
         fix = []

@@ -159,9 +159,15 @@ class LegacyCudnnName(Record):
     os: str
     major: int
     cuda: str
+    toolkits: VersionRange  # the CUDA toolkits it ran with: cuDNN v2 "for CUDA 6.5" served 7.0 and 7.5 as well
     source: str
     copy: Optional[str] = None
     observed: Optional[str] = None
+
+    def cuda_majors(self) -> list[int]:
+        """The CUDA majors of the toolkits it ran with ([6, 7] for cuDNN v2)."""
+        named = [Version(specifier.version).major for specifier in self.toolkits]
+        return [m for m in range(min(named), max(named) + 1) if any(Version(f"{m}.{n}") in self.toolkits for n in range(10))]
 
 
 class CudnnSupport(Record):

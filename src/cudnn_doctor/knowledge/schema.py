@@ -330,7 +330,9 @@ TABLES: dict[str, Table] = {
         r.CudnnTable,
         {
             "releases": _rows(r.CudnnRelease, {"major": _integer, "parts": _NAMES, "optional": _NAMES}, lambda row: row.major, "major"),
-            "legacy_names": _rows(r.LegacyCudnnName, {"name": _text, "os": _OS, "major": _integer, "cuda": _version}, lambda row: row.name.lower(), "name"),
+            "legacy_names": _rows(
+                r.LegacyCudnnName, {"name": _text, "os": _OS, "major": _integer, "cuda": _version, "toolkits": _range}, lambda row: row.name.lower(), "name"
+            ),
             "runtime_loads": _rows(r.RuntimeLoads, {"library": _text, "loads": _NAMES}, lambda row: row.library.lower(), "library"),
             "optional_loads": _rows(r.OptionalLoad, {"name": _text}, lambda row: row.name, "name"),
             "zlibwapi": _single(r.Zlibwapi, {"versions": _range, "end_indirect": _boolean}),

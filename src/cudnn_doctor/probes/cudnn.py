@@ -20,6 +20,7 @@ from cudnn_doctor.facts import (
     PythonEnv,
     ToolkitFacts,
 )
+from cudnn_doctor.knowledge.records import LegacyCudnnName
 from cudnn_doctor.lazyre import regex
 from cudnn_doctor.loader.index import FolderIndex
 from cudnn_doctor.paths import site_packages_of
@@ -125,7 +126,7 @@ def site_packages(system: System, python: PythonEnv) -> list[str]:
 def _installs_in(system: System, folder: str, toolkit: Optional[str], nested: Optional[str], owned: PackageOwnership, index: FolderIndex) -> list[CudnnInstall]:
     rules = system.paths
     by_major: dict[int, dict[str, CudnnLibrary]] = {}
-    named_for_cuda: dict[int, str] = {}  # cuDNN 1-3: the CUDA release their names carry
+    named_for_cuda: dict[int, LegacyCudnnName] = {}  # cuDNN 1-3: the CUDA release their names carry
     pattern = _WINDOWS_NAME if rules.windows else LINUX_NAME
     for name, path in sorted(index.files(folder).items()):
         if "cudnn" not in name.lower():
@@ -136,7 +137,7 @@ def _installs_in(system: System, folder: str, toolkit: Optional[str], nested: Op
             continue
         part, major = ("", legacy.major) if legacy else ((match.group(1) or "").lower(), int(match.group(2)))
         if legacy:
-            named_for_cuda[major] = legacy.cuda
+            named_for_cuda[major] = legacy
         info: Optional[FileInfo] = system.stat(path)
         if info is None:
             continue
@@ -163,11 +164,8 @@ def _installs_in(system: System, folder: str, toolkit: Optional[str], nested: Op
             if cuda_major is None and load and load.get("cudart_version"):
                 cuda_major, cuda_source = int(load["cudart_version"]) // 1000, "cudnnGetCudartVersion()"
         if cuda_major is None and major in named_for_cuda:
-            cuda_major, cuda_source = (
-                int(named_for_cuda[major].split(".")[0]),
-                f"its name (cuDNN {major} and older were named after CUDA {named_for_cuda[major]})",
-            )
-        if cuda_major is None:
+            cuda_major, cuda_source = _cuda_of_legacy_name(named_for_cuda[major], folder)
+        elif cuda_major is None:
             cuda_major, cuda_source = _cuda_in_path(folder)
         owner = next((o for o in (owned.owner(p.path) for p in libraries.values()) if o), None) if system_dir else None
         import_libs, headers = _toolkit_dev_files(system, toolkit) if toolkit else ((), ())
@@ -204,6 +202,16 @@ def _cuda_major(system: System, libraries: dict[str, CudnnLibrary], dist: Option
     if dist and dist.cuda_major:
         return dist.cuda_major, f"{dist.name} {dist.version}"
     return None, None
+
+
+def _cuda_of_legacy_name(legacy: LegacyCudnnName, folder: str) -> tuple[Optional[int], Optional[str]]:
+    """cuDNN 1-3 carry a CUDA release in their name, yet a build ran with every toolkit of its row's range (cuDNN v2
+    "for CUDA 6.5" with CUDA 7.x): the name gives a CUDA major only where that range holds one, else the folder may."""
+    majors = legacy.cuda_majors()
+    if len(majors) == 1:
+        return majors[0], f"its name (cuDNN {legacy.major} and older were named after CUDA {legacy.cuda})"
+    cuda_major, source = _cuda_in_path(folder)
+    return (cuda_major, source) if cuda_major in majors else (None, None)
 
 
 def _cuda_in_path(folder: str) -> tuple[Optional[int], Optional[str]]:

@@ -62,7 +62,8 @@ def _unused_installations(
     system: System, resolver: Resolver, pythons: tuple[PythonEnv, ...], cudnn: tuple[CudnnInstall, ...], resolutions: list[Resolution]
 ) -> tuple[Resolution, ...]:
     """Each cuDNN installation no framework loads but a program started here would: one whose front
-    library the loader's search finds by name (PATH, LD_LIBRARY_PATH, the loader cache), or one
+    library (or, where it lacks one, any of its libraries) the loader's search finds by name (PATH,
+    LD_LIBRARY_PATH, the loader cache), or one
     inside a Python package, which its package loads by path. An installation nothing reaches
     (a folder off every search path) is not loaded by anything and is not judged as a load."""
     rules = system.paths
@@ -78,7 +79,10 @@ def _unused_installations(
         if any(rules.inside(install.folder, site) for site in packages):
             found.append(resolver.resolve(PROCESS, executable, fronts or [library.path for library in install.libraries]))
             continue
-        for front in fronts:
+        # without its front library (a sub-library copied alone) a program that names one of the others loads that one
+        for front in fronts or [library.path for library in install.libraries]:
+            if rules.key(front) in used:
+                continue
             by_name = resolver.resolve(PROCESS, executable, [rules.basename(front)])
             winner = by_name.steps[0].winner if by_name.steps else None
             if winner and rules.same(system.realpath(rules.dirname(winner)), system.realpath(install.folder)):

@@ -226,7 +226,7 @@ def test_an_unreadable_overlay_is_an_input_error(tmp_path):
         knowledge.read_overlay(binary)
     with pytest.raises(InputError, match=r"cannot read .*: "):
         knowledge.read_overlay(tmp_path)
-    with pytest.raises(InputError, match=r"cannot read .*missing\.yaml"):
+    with pytest.raises(InputError, match=r"no such knowledge file: .*missing\.yaml"):
         knowledge.read_overlay(tmp_path / "missing.yaml")
 
 

@@ -35,6 +35,7 @@ LAYER_OF = {
     "cudnn_doctor.lazyre": "lazyre",  # regexes compiled on first use (issue 15)
     "cudnn_doctor.record": "record",  # NamedTuple's behaviour at a fraction of its class-creation cost (issue 15)
     "cudnn_doctor.privacy": "privacy",
+    "cudnn_doctor.untrusted": "untrusted",  # the one hardened reader of user-given files (regular only, bounded, strict YAML/JSON)
     "cudnn_doctor.binaries": "binaries",
     "cudnn_doctor.system": "system",
     "cudnn_doctor.system.interface": "interface",  # the System protocol and the values it returns, without any machine
@@ -71,15 +72,17 @@ ALLOWED: dict[str, set[str]] = {
     "lazyre": set(),
     "record": set(),
     "privacy": set(),
+    "untrusted": set(),  # `errors` only: bytes and documents in, an InputError out
     "binaries": set(),  # bytes in, header facts out
     "facts": set(),  # plain values; only `versions` (a leaf) to parse them
-    "knowledge": set(),  # data tables; `errors` to report a bad row
+    "knowledge": {"untrusted"},  # data tables; `errors` to report a bad row; a `--kb` file read by the hardened reader
     "findings": {"facts"},  # a Diagnosis pairs facts with the findings drawn from them
     "interface": {"binaries"},  # System.read_binary returns a binaries.BinaryInfo
     "system": {
         "interface",  # the concrete systems implement it
         "binaries",  # the live system parses headers of real files; the fixture and recorder store BinaryInfo
         "privacy",  # the snapshot recorder keeps only the environment the diagnosis reads
+        "untrusted",  # fixtures are read by the hardened reader; open_regular lives there
     },
     "loader": {
         "interface",  # it reads folders through a System, never a concrete one

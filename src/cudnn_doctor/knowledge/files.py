@@ -6,51 +6,34 @@ Only the generator, the tests and `--kb` read YAML; a normal run reads the gener
 from __future__ import annotations
 
 import datetime
-import json
 from pathlib import Path
 from typing import Any, Optional
 
-from cudnn_doctor.errors import KnowledgeError
+from cudnn_doctor import untrusted
+from cudnn_doctor.errors import InputError, KnowledgeError
+
+MAX_BYTES = 16 << 20  # a knowledge file (the shipped ones are 200 kB at most; a `--kb` overlay is a few rows)
 
 
 def read(path: Path, name: Optional[str] = None) -> Any:
     """The document in a .json file, or in a YAML file (any other name); dates become "YYYY-MM-DD".
-    `name` is how messages call the file (default: its file name)."""
+    `name` is how messages call the file (default: its file name). Read by the hardened reader
+    (`cudnn_doctor.untrusted`): a `--kb` file is the user's, and may be a FIFO, /dev/zero or an alias bomb."""
     name = name or path.name
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as error:
-        raise KnowledgeError(f"{name}: not UTF-8 text (byte {error.start})") from None
-    if path.suffix.lower() == ".json":
-        try:
-            return json.loads(text)
-        except ValueError as error:
-            raise KnowledgeError(f"{name}: not valid JSON: {error}") from None
-    return parse_yaml(text, name)
+        document = untrusted.parse(untrusted.read_file(path, "knowledge file", MAX_BYTES), name, json_text=path.suffix.lower() == ".json")
+    except InputError as error:
+        raise KnowledgeError(str(error)) from None
+    return _plain(document)
 
 
 def parse_yaml(text: str, name: str) -> Any:
-    import yaml
-
-    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-    class _Strict(base):  # type: ignore[misc, valid-type]
-        """Safe loading that refuses a key given twice in one mapping (YAML keeps the last one silently)."""
-
-    def mapping(loader: Any, node: Any) -> dict[Any, Any]:
-        keys = set()
-        for key_node, _ in node.value:
-            key = loader.construct_object(key_node, deep=True)
-            if key in keys:
-                raise KnowledgeError(f"{name}: line {key_node.start_mark.line + 1}: key {key!r} given twice in one mapping")
-            keys.add(key)
-        return loader.construct_mapping(node, deep=True)
-
-    _Strict.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    """YAML text as a knowledge document: strict (a key given twice, a non-string key, an alias bomb, deep nesting or a
+    huge integer is a KnowledgeError naming the line), dates as ISO text."""
     try:
-        document = yaml.load(text, Loader=_Strict)  # a SafeLoader subclass
-    except yaml.YAMLError as error:
-        raise KnowledgeError(f"{name}: not valid YAML: {' '.join(str(error).split())}") from None
+        document = untrusted.parse(text, name)
+    except InputError as error:
+        raise KnowledgeError(str(error)) from None
     return _plain(document)
 
 

@@ -9,13 +9,12 @@ written as data.
 from __future__ import annotations
 
 import difflib
-import json
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence, Union
+from typing import Any, Callable, Sequence, Union
 
+from cudnn_doctor import untrusted
 from cudnn_doctor.errors import InputError
 from cudnn_doctor.paths import PathRules
-from cudnn_doctor.system.regular import NotRegularFile, read_regular
 
 SCHEMA_ID = "machine-fixture/1"
 
@@ -198,91 +197,16 @@ def validate(document: Any) -> dict[str, Any]:
     return document
 
 
-MAX_FIXTURE_BYTES = 64 << 20
+MAX_FIXTURE_BYTES = untrusted.MAX_BYTES
 
 
 def load_fixture(path: Path) -> dict[str, Any]:
-    """Read, parse and validate a fixture file; every failure is a one-line `InputError`."""
-    try:
-        data = read_regular(str(path), MAX_FIXTURE_BYTES + 1)
-    except FileNotFoundError:
-        raise InputError(f"no such fixture file: {path}") from None
-    except NotRegularFile:
-        raise InputError(f"cannot read fixture {path}: not a regular file") from None
-    except OSError as error:
-        raise InputError(f"cannot read fixture {path}: {error.strerror or error}") from None
-    if len(data) > MAX_FIXTURE_BYTES:
-        raise InputError(f"cannot read fixture {path}: larger than {MAX_FIXTURE_BYTES >> 20} MiB")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise InputError(f"cannot read fixture {path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
-    is_json = path.suffix.lower() == ".json"
-    try:
-        document = json.loads(text) if is_json else _load_yaml(text)
-    except InputError as error:
-        raise InputError(f"{path.name}: {error}") from None
-    except RecursionError:
-        raise InputError(f"{path.name} is nested too deeply to read") from None
-    except Exception as error:  # yaml.YAMLError / json.JSONDecodeError: malformed input
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise InputError(f"{path.name} is not valid {'JSON' if is_json else 'YAML'}: {first_line}") from None
+    """Read, parse and validate a fixture file through the hardened reader (`cudnn_doctor.untrusted`: a regular file
+    of at most 64 MiB, aliases, nesting, integers bounded, keys strings given once); every failure is a one-line `InputError`."""
+    document = untrusted.parse(untrusted.read_file(path, "fixture file", MAX_FIXTURE_BYTES), path.name, json_text=path.suffix.lower() == ".json")
     try:
         return validate(document)
     except InputError as error:
         raise InputError(f"{path.name}: {error}") from None
     except RecursionError:
         raise InputError(f"{path.name} is nested too deeply to read") from None
-
-
-MAX_ALIAS_NODES = 100_000
-
-
-def _load_yaml(text: str) -> Any:
-    """Safe YAML whose aliases add at most MAX_ALIAS_NODES values when expanded.
-
-    `yaml.safe_dump` writes a list that appears twice as `&id001` / `*id001`, so fixtures hold
-    aliases; an alias bomb ("billion laughs") holds nine aliases of nine aliases of nine..., tiny
-    on disk and endless to walk. The events are counted before anything is built. libyaml reads
-    fast; the pure-Python reader reads what libyaml refuses, such as the `\\udcXX` escapes a
-    snapshot writes for undecodable bytes.
-    """
-    import yaml
-
-    fast = getattr(yaml, "CSafeLoader", None)
-    if fast is not None:
-        try:
-            _check_aliases(yaml.parse(text, Loader=fast))
-            return yaml.load(text, Loader=fast)
-        except yaml.YAMLError:
-            pass  # read it again below: the pure-Python reader accepts more, and words its errors better
-    _check_aliases(yaml.parse(text, Loader=yaml.SafeLoader))
-    return yaml.load(text, Loader=yaml.SafeLoader)
-
-
-def _check_aliases(events: Iterable[Any]) -> None:
-    """Refuse a document whose aliases, expanded, would add more than MAX_ALIAS_NODES values, or that contains itself."""
-    import yaml
-
-    sizes: dict[str, int] = {}  # anchor → values in the anchored node, its own aliases expanded
-    stack: list[list[Any]] = [[None, 0]]  # [anchor, values so far] of each open collection
-    added = 0
-    for event in events:
-        if isinstance(event, yaml.AliasEvent):
-            if event.anchor not in sizes:
-                raise InputError(f"the YAML alias *{event.anchor} refers to a value that contains it")
-            stack[-1][1] += sizes[event.anchor]
-            added += sizes[event.anchor]
-            if added > MAX_ALIAS_NODES:
-                raise InputError(f"YAML aliases expand to more than {MAX_ALIAS_NODES:,} values (an alias bomb?); write the values out")
-        elif isinstance(event, yaml.ScalarEvent):
-            stack[-1][1] += 1
-            if event.anchor is not None:
-                sizes[event.anchor] = 1
-        elif isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
-            stack.append([event.anchor, 1])
-        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)) and len(stack) > 1:
-            anchor, size = stack.pop()
-            stack[-1][1] += size
-            if anchor is not None:
-                sizes[anchor] = size

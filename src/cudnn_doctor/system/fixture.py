@@ -51,14 +51,30 @@ class FixtureSystem(System):
         self._locks: set[str] = set()
         self.free_space: Optional[int] = None
         self._held: dict[str, list[str]] = {}  # key → programs holding the file (`hold`)
+        self._sources: dict[str, Path] = {}  # `source` as written → the regular file inside the fixture's folder
+        if origin is not None:
+            self._check_sources()
 
     @classmethod
     def from_file(cls, path: Path) -> FixtureSystem:
-        system = cls(load_fixture(path), origin=path)
-        for name, entry in system.document["files"].items():  # a missing `source` is the fixture's fault: say so now, in one line
-            if isinstance(entry, dict) and "source" in entry and not _regular_file(path.parent / entry["source"]):
-                raise InputError(f"{path.name}: files[{name!r}].source: {entry['source']!r} is not a file next to the fixture")
-        return system
+        return cls(load_fixture(path), origin=path)
+
+    def _check_sources(self) -> None:
+        """Every `source` names a regular file inside the fixture's folder; anything else is the fixture's fault, said
+        now in one line (a fixture is the user's input: it must never make the doctor read the host's files)."""
+        assert self.origin is not None
+        for name, entry in self.document["files"].items():
+            if isinstance(entry, dict) and "source" in entry:
+                self._sources[entry["source"]] = _confined(self.origin, name, entry["source"])
+
+    def _source_file(self, entry: dict[str, Any]) -> Path:
+        """The host file of an entry's `source`, checked when the fixture was loaded (never a path outside its folder)."""
+        if self.origin is None:
+            raise InputError(f"a file entry names source {entry['source']!r}, but the fixture was not read from a file")
+        found = self._sources.get(entry["source"])
+        if found is None:  # an entry written after loading (a test's document): judged like the loaded ones
+            found = self._sources[entry["source"]] = _confined(self.origin, "?", entry["source"])
+        return found
 
     # Index ------------------------------------------------------------------------------
 
@@ -152,8 +168,8 @@ class FixtureSystem(System):
     def _size(self, entry: dict[str, Any]) -> int:
         if "size" in entry:
             return entry["size"]
-        if "source" in entry and self.origin is not None and _regular_file(self.origin.parent / entry["source"]):
-            return (self.origin.parent / entry["source"]).stat().st_size
+        if "source" in entry and self.origin is not None:
+            return self._source_file(entry).stat().st_size
         if "text" in entry:
             return len(entry["text"].encode("utf-8"))
         return DEFAULT_BINARY_SIZE
@@ -215,12 +231,7 @@ class FixtureSystem(System):
         return BinaryInfo(**fields)
 
     def _source_binary(self, entry: dict[str, Any]) -> BinaryInfo:
-        if self.origin is None:
-            raise InputError(f"a file entry names source {entry['source']!r}, but the fixture was not read from a file")
-        real = self.origin.parent / entry["source"]
-        if not _regular_file(real):
-            raise InputError(f"{self.origin.name}: source file {entry['source']!r} does not exist next to the fixture")
-        return read_binary(str(real))
+        return read_binary(str(self._source_file(entry)))
 
     # Writes live in memory: the document's file map is updated, the bytes kept beside it ------
 
@@ -418,8 +429,24 @@ class FixtureSystem(System):
         return {name: dict(report or {}) for name, report in reports.items()}
 
 
-def _regular_file(path: Path) -> bool:
+def _confined(origin: Path, name: str, source: str) -> Path:
+    """The regular file `source` names, relative to the fixture's folder and inside it once every link is resolved;
+    an InputError for an absolute path, a `..`, a link out of the folder, a missing file, a FIFO or a device."""
+    where = f"{origin.name}: files[{name!r}].source: {source!r}"
+    parts = source.replace("\\", "/").split("/")
+    if not source or source.startswith(("/", "\\")) or (len(source) > 1 and source[1] == ":") or "\x00" in source:
+        raise InputError(f"{where} must be a path relative to the fixture's folder")
+    if ".." in parts:
+        raise InputError(f"{where} must stay inside the fixture's folder (no '..')")
     try:
-        return path.is_file()
-    except (OSError, ValueError):  # a name with a NUL byte, or one too long for the file system
-        return False
+        folder = origin.parent.resolve()
+        real = (folder / source).resolve()
+        inside = real == folder or folder in real.parents
+        regular = inside and real.is_file()
+    except (OSError, ValueError, RuntimeError):  # a name too long, a link loop
+        inside = regular = False
+    if not inside:
+        raise InputError(f"{where} leads outside the fixture's folder (through a link)")
+    if not regular:
+        raise InputError(f"{where} is not a regular file in the fixture's folder")
+    return real

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any, Collection, Iterable, Iterator, Optional
 
@@ -20,12 +21,16 @@ SNAPSHOT_SUFFIXES = (".json", ".yaml", ".yml")
 
 
 def snapshot_files(arguments: Iterable[Path]) -> list[Path]:
-    """Each FILE as given and each DIR's snapshot files (sorted, not recursive); a missing path or nothing found is exit 2."""
+    """Each FILE as given and each DIR's snapshot files (sorted, not recursive); a missing path or nothing found is exit 2.
+
+    Everything with a snapshot's name but a folder is kept, whatever it is: a FIFO, a link to a device or a dangling
+    link becomes that node's `error` when it is read (the hardened reader opens regular files only), never a node
+    that silently went missing."""
     found: list[Path] = []
     for argument in arguments:
         if argument.is_dir():
-            found.extend(sorted(p for p in argument.iterdir() if p.suffix.lower() in SNAPSHOT_SUFFIXES and p.is_file()))
-        elif argument.is_file():
+            found.extend(sorted(p for p in argument.iterdir() if p.suffix.lower() in SNAPSHOT_SUFFIXES and not p.is_dir()))
+        elif os.path.lexists(argument):
             found.append(argument)
         else:
             raise UsageError(f"--from {argument}: no such file or folder")

@@ -126,6 +126,11 @@ class Archive:
             elif not path.is_file():
                 raise InputError(f"{path.name} is not a regular file (a device or FIFO?)")
             elif zipfile.is_zipfile(path):
+                if tarfile.is_tarfile(path):  # a polyglot: which files it installs would depend on the reader that looked first
+                    raise InputError(
+                        f"{path.name} is both a valid zip and a valid tar archive, so what it holds depends on the program that reads it;"
+                        " refused: unpack it with the tool its source names and repack it as one kind"
+                    )
                 self.kind = "zip"
                 self._zip = zipfile.ZipFile(path)
                 infos = self._zip.infolist()

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -44,6 +45,9 @@ def run(args: argparse.Namespace) -> int:
     executable = args.python or system.current_python()
     if not executable or not system.is_file(executable):
         raise UsageError(f"--python {executable}: no such interpreter" + (" (it is a folder)" if executable and system.is_dir(executable) else ""))
+    # The worker runs in a sandbox folder: `--python venv/bin/python` (found here, from the current folder) is made
+    # absolute now, or the child would look for it in the sandbox and fail after the check above passed.
+    executable = os.path.abspath(executable)
     wanted = args.framework or ["all"]
     frameworks = verifying.installed(system, executable) if "all" in wanted else list(dict.fromkeys(wanted))
     with verify_report.Progress(sys.stderr) as progress:

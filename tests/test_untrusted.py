@@ -355,3 +355,23 @@ def test_random_bytes_are_a_document_or_one_line_input_error(data):
             untrusted.parse(data, "r", json_text=as_json)
         except InputError as error:
             assert "\n" not in str(error)
+
+
+# verify's history file ------------------------------------------------------------------------------------
+
+
+def test_a_hostile_line_in_the_verify_history_is_skipped(tmp_path, monkeypatch):
+    """Before: a line nested 100,000 deep ended `verify --compare` in a RecursionError traceback."""
+    from cudnn_doctor.system.live import LiveSystem
+    from cudnn_doctor.verify import history
+
+    monkeypatch.setenv("CUDNN_DOCTOR_STATE_DIR", str(tmp_path))
+    good = {"time": 1, "gpu": "G", "driver": "1", "frameworks": {"torch": {"medians": {}}}}
+    lines = [
+        json.dumps(good),
+        "[" * 100_000 + "]" * 100_000,
+        '{"gpu": "G", "frameworks": {}, "n": ' + "9" * 5000 + "}",
+        '{"gpu": "G", "gpu": "G", "frameworks": {}}',
+    ]
+    (tmp_path / history.FILE).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert history.last(LiveSystem(), "G") == good

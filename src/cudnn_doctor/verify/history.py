@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any, Optional
 
+from cudnn_doctor import untrusted
+from cudnn_doctor.errors import InputError
 from cudnn_doctor.paths import state_dir
 from cudnn_doctor.system.interface import System
 
@@ -47,9 +49,9 @@ def last(system: System, gpu: Optional[str]) -> Optional[dict[str, Any]]:
     """The newest earlier run on the same GPU model; a torn or foreign line is skipped."""
     text = system.read_text(path(system), limit=KEEP) or ""
     for line in reversed(text.splitlines()):
-        try:
-            run = json.loads(line)
-        except ValueError:
+        try:  # the hardened reader: a line nested 100,000 deep or with a huge integer is skipped, not a traceback
+            run = untrusted.parse(line, FILE, json_text=True)
+        except InputError:
             continue
         if isinstance(run, dict) and run.get("gpu") == gpu and isinstance(run.get("frameworks"), dict):
             return run

@@ -260,3 +260,15 @@ def test_a_managed_file_with_a_statement_the_doctor_never_writes_is_refused():
     plan = plan_fixes(diagnosis.findings, diagnosis.facts, {"path-missing-dir"})
     with pytest.raises(UsageError, match="not as cudnn-doctor wrote it"):
         expand(system, plan.changes, "/q")
+
+
+def test_the_fix_plan_shows_a_folder_with_a_newline_or_bidi_character_escaped(monkeypatch, capsys):
+    from cudnn_doctor.cli import main
+
+    system = linux(LD_LIBRARY_PATH=f"/opt/cuda-9\n\u202ex/lib64:{CUDA_LIB}", XDG_CONFIG_HOME="/home/dev/c\u2028fg")
+    monkeypatch.setattr("cudnn_doctor.system.open_system", lambda fixture=None, limit=None: system)
+    monkeypatch.setenv("CUDNN_DOCTOR_STATE_DIR", STATE)
+    main(["fix", "--dry-run", "--no-frameworks", "path-missing-dir"])
+    out = capsys.readouterr().out
+    assert "drop /opt/cuda-9\\x0a\\u202ex/lib64" in out and "\u202e" not in out and "\u2028" not in out
+    assert "add  . ~/'c\\u2028fg/cudnn-doctor/env.sh'  to ~/.bashrc" in out

@@ -90,24 +90,28 @@ def _fixture_state(system: System) -> str:
 
 
 def _print_plan(plan: FixPlan, expanded: Expanded) -> None:
+    """The plan the user confirms: every path and value with its control, bidi and separator characters escaped."""
     from cudnn_doctor.fixes import ManagedExport
+    from cudnn_doctor.reports.encoding import visible
 
     for fix in plan.fixes:
         print(f"fix {fix.finding.id} ({fix.kind}): {fix.finding.title}")
     for step in expanded.steps:
         what = {"move": f"move   {step.source} → {step.dest}", "write": f"write  {step.dest}", "rmdir": f"rmdir  {step.dest}"}[step.kind]
-        print(f"  {what}")
+        print(visible(f"  {what}"))
     for change in expanded.env:
         print(
-            f"  env    {change.scope} {change.name}: {change.old if change.old is not None else '(unset)'} → {change.new if change.new is not None else '(unset)'}"
+            visible(
+                f"  env    {change.scope} {change.name}: {change.old if change.old is not None else '(unset)'} → {change.new if change.new is not None else '(unset)'}"
+            )
         )
     for command in expanded.commands:
-        print(f"  {command.describe()}")
+        print(visible(f"  {command.describe()}"))
     for change in plan.changes:
         if isinstance(change, ManagedExport):
-            print(f"    {change.describe()}")
+            print(visible(f"    {change.describe()}"))
     for line in expanded.shell_lines:
-        print(f"  {line}   (by hand: cudnn-doctor never edits rc files)")
+        print(visible(f"  {line}   (by hand: cudnn-doctor never edits rc files)"))
     for skipped in plan.skipped:
         print(f"not fixed: {skipped.finding.id}: {skipped.why}")
 
@@ -121,8 +125,10 @@ def _say_shell_files(plan: FixPlan, expanded: Expanded) -> None:
     for fix in plan.fixes:
         if any(isinstance(c, ManagedExport) for c in fix.changes):
             print(f"{fix.finding.id}: takes effect in shells that source env.sh (the re-check above ran with this shell's values)")
+    from cudnn_doctor.reports.encoding import visible
+
     for line in expanded.shell_lines:
-        print(f"To finish: {line}, then open a new terminal.")
+        print(visible(f"To finish: {line}, then open a new terminal."))
 
 
 def _confirmed(yes: bool) -> bool:

@@ -178,17 +178,20 @@ def _install(system: System, store: Store, archive: Archive, args: argparse.Name
 
 
 def _print_plan(plan: Plan, env_changes: list[EnvChange]) -> None:
+    """The plan the user confirms: names from the archive with their control and bidi characters escaped (`visible`)."""
+    from cudnn_doctor.reports.encoding import visible
+
     info = plan.archive
-    print(f"cuDNN {info.version or '?'} for CUDA {info.cuda_major or '?'} ({info.os or '?'} {info.arch or '?'}, layout {info.layout}) → {plan.target}")
+    print(visible(f"cuDNN {info.version or '?'} for CUDA {info.cuda_major or '?'} ({info.os or '?'} {info.arch or '?'}, layout {info.layout}) → {plan.target}"))
     for action in plan.actions:
         label = {"add": "add    ", "replace": "replace", "same": "same   ", "link": "link   "}[action.kind]
         extra = f" → {action.member.link}" if action.kind == "link" else f" ({action.member.size:,} bytes)"
         if action.kind == "replace":
             replaced = f"{action.replaced_size:,} bytes" if action.replaced_size is not None else "a link"
             extra += f", replacing {replaced} of cuDNN {plan.replaced_version or '(unknown release)'} (backed up)"
-        print(f"  {label} {action.dest}{extra}")
+        print(visible(f"  {label} {action.dest}{extra}"))
     for change in env_changes:
-        print(f"  env     {change.scope} {change.name}: {change.old or '(unset)'} → {change.new}")
+        print(visible(f"  env     {change.scope} {change.name}: {change.old or '(unset)'} → {change.new}"))
 
 
 class _progress:

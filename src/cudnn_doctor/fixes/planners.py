@@ -209,8 +209,8 @@ def _linux_exports(facts: Facts, names: Collection[str], drop: Callable[[PathEnt
 
 
 def _without_trailing_slash(folder: str) -> str:
-    """How env.sh's function compares folders: `/usr/lib64/` is `/usr/lib64`."""
-    return folder.rstrip("/") or folder
+    """How env.sh's function compares folders: `/usr/lib64/` is `/usr/lib64`, `//` is `/`."""
+    return folder.rstrip("/") or folder[:1]
 
 
 @planner("env-var-ineffective")

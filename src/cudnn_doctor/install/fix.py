@@ -100,13 +100,12 @@ def expand(system: System, changes: Sequence[Change], quarantine: str) -> Expand
             archive.close()
     for file, values in exports.items():
         text = managed_env_text(system, file, values)
-        if text is not None:
-            steps.append(FixStep("write", file, text=text))
+        if text is not None:  # written as bytes: a folder that is not UTF-8 (a surrogate escape here) is its own bytes again
+            steps.append(FixStep("write", file, data=text.encode("utf-8", "surrogateescape")))
     return Expanded(_rmdirs_last(steps), env, commands, tuple(exports), tuple(source_line(system, f) for f in exports))
 
 
 _CLEAN = "_cudnn_doctor_clean"
-_CLEAN_LINE = regex(rf"^{_CLEAN}\s+(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?P<args>.*)$")
 # POSIX sh (bash, dash, zsh alike): split on ':' by parameter expansion (no IFS, no globbing), compare folders without
 # their trailing '/', and export the result (or unset the variable when nothing is left). A variable that is not set
 # stays unset.
@@ -136,23 +135,101 @@ _CLEAN_FUNCTION = f"""\
 }}"""
 
 
+_NAME = regex(r"[A-Za-z_][A-Za-z0-9_]*")
+_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-")  # shlex.quote leaves these bare
+_HEADER = (
+    f"{MANAGED_ENV_MARKER}: `cudnn-doctor fix` rewrites this whole file and `cudnn-doctor rollback` undoes it; edits here are lost.",
+    "# It takes effect in shells that source it from ~/.bashrc (`cudnn-doctor fix` prints the line; it never edits rc files).",
+    "# Each line removes folders from the value the shell has when it sources this file: nothing else is changed.",
+)
+
+
 def _clean_line(name: str, repeats: bool, drop: Sequence[str]) -> str:
+    """One statement: every folder a single-quoted POSIX word (a newline, a quote, `$(...)` or U+2028 in it is text)."""
+    if not _NAME.fullmatch(name):
+        raise UsageError(f"{name!r} is no shell variable name; nothing was changed")
     return " ".join([_CLEAN, name, *(["--repeats"] if repeats else []), *(shlex.quote(d) for d in drop)])
 
 
-def _old_lines(old: str) -> dict[str, tuple[bool, tuple[str, ...]]]:
-    """What an earlier fix wrote, per variable: whether later copies go, and the folders dropped."""
+def env_sh_text(lines: dict[str, tuple[bool, tuple[str, ...]]]) -> str:
+    """env.sh for these variables (name: whether later copies go, the folders dropped). Its comments hold no value
+    (the file's own path included): every value stands quoted in a statement, where `read_env_sh` finds it again."""
+    return "\n".join([*_HEADER, _CLEAN_FUNCTION, *(_clean_line(n, r, d) for n, (r, d) in lines.items()), f"unset -f {_CLEAN}"]) + "\n"
+
+
+def read_env_sh(text: str) -> dict[str, tuple[bool, tuple[str, ...]]]:
+    """What `env_sh_text` (or an earlier doctor) wrote, per variable; ValueError for anything else.
+
+    The grammar is the writer's, read from the start of the file: `#` comments (no values in them), the function
+    (up to its closing `}` line), and statements of words separated by blanks and ended by a newline (only \\n:
+    U+2028, U+0085 or \\x0b inside a quoted word is part of the word). A word is bare characters shlex.quote
+    leaves unquoted, '...' (anything but a quote), "..." (without $, `, \\ or "), or a backslash and one character.
+    """
     found: dict[str, tuple[bool, tuple[str, ...]]] = {}
-    for line in old.splitlines():
-        match = _CLEAN_LINE.match(line)
-        if match:
-            try:
-                args = shlex.split(match.group("args"))
-            except ValueError:
+    pos, end = 0, len(text)
+    while pos < end:
+        if text[pos] == "\n":
+            pos += 1
+        elif text[pos] == "#":
+            stop = text.find("\n", pos)
+            pos = end if stop < 0 else stop + 1
+        elif text.startswith(f"{_CLEAN}() {{", pos):
+            stop = text.find("\n}\n", pos)
+            if stop < 0:
+                raise ValueError(f"the function at line {text.count(chr(10), 0, pos) + 1} has no end")
+            pos = stop + 3
+        else:
+            line = text.count("\n", 0, pos) + 1
+            words, pos = _words(text, pos)
+            if words == ["unset", "-f", _CLEAN]:
                 continue
-            repeats = bool(args) and args[0] == "--repeats"
-            found[match.group("name")] = (repeats, tuple(args[1:] if repeats else args))
+            if len(words) < 2 or words[0] != _CLEAN or not _NAME.fullmatch(words[1]):
+                raise ValueError(f"line {line} is no statement cudnn-doctor writes")
+            repeats = len(words) > 2 and words[2] == "--repeats"
+            found[words[1]] = (repeats, tuple(words[3:] if repeats else words[2:]))
     return found
+
+
+def _words(text: str, pos: int) -> tuple[list[str], int]:
+    """The words of the statement at `pos` and where the next one starts (after its newline)."""
+    words: list[str] = []
+    word: Optional[list[str]] = None
+    end = len(text)
+    while pos < end:
+        char = text[pos]
+        if char in " \t\n":
+            if word is not None:
+                words.append("".join(word))
+                word = None
+            pos += 1
+            if char == "\n":
+                return words, pos
+            continue
+        word = [] if word is None else word
+        if char == "'":
+            stop = text.find("'", pos + 1)
+            if stop < 0:
+                raise ValueError("a quote that is never closed")
+            word.append(text[pos + 1 : stop])
+            pos = stop + 1
+        elif char == '"':
+            stop = text.find('"', pos + 1)
+            inner = text[pos + 1 : stop]
+            if stop < 0 or any(c in inner for c in "$`\\"):
+                raise ValueError("a double-quoted word cudnn-doctor does not write")
+            word.append(inner)
+            pos = stop + 1
+        elif char == "\\" and pos + 1 < end and text[pos + 1] != "\n":
+            word.append(text[pos + 1])
+            pos += 2
+        elif char in _SAFE:
+            word.append(char)
+            pos += 1
+        else:
+            raise ValueError(f"{char!r} outside quotes")
+    if word is not None:
+        words.append("".join(word))
+    return words, pos
 
 
 def managed_env_text(system: System, file: str, exports: dict[str, ManagedExport]) -> Optional[str]:
@@ -166,39 +243,42 @@ def managed_env_text(system: System, file: str, exports: dict[str, ManagedExport
             raise UsageError(
                 f"{file} exists and is not a file cudnn-doctor manages (its first line is not {MANAGED_ENV_MARKER!r}): move it away and run the fix again; nothing was changed"
             )
-        lines = _old_lines(old)
+        try:
+            lines = read_env_sh(old)
+        except ValueError as error:
+            raise UsageError(f"{file} is not as cudnn-doctor wrote it ({error}): move it away and run the fix again; nothing was changed") from None
     for name, export in exports.items():
         repeats, drop = lines.get(name, (False, ()))
         lines[name] = (repeats or export.repeats, tuple(dict.fromkeys(drop + export.drop)))
-    shown = tilde(file, system.env())
-    text = "\n".join(
-        [
-            f"{MANAGED_ENV_MARKER}: `cudnn-doctor fix` rewrites this whole file and `cudnn-doctor rollback` undoes it; edits here are lost.",
-            f"# It takes effect in shells that source it: add   . {shown}   to ~/.bashrc (cudnn-doctor never edits rc files).",
-            "# Each line removes folders from the value the shell has when it sources this file: nothing else is changed.",
-            _CLEAN_FUNCTION,
-            *(_clean_line(name, repeats, drop) for name, (repeats, drop) in lines.items()),
-            f"unset -f {_CLEAN}",
-        ]
-    )
-    text += "\n"
+    text = env_sh_text(lines)
     return None if text == old else text
 
 
 def _read_text(system: System, file: str) -> Optional[str]:
-    """The file's text as it is now (a fix may have written it: read its bytes), None when there is none."""
+    """The file's text as it is now (a fix may have written it: read its bytes), None when there is none; bytes that
+    are not UTF-8 (a folder's name) kept as surrogate escapes, so they are written back as they were."""
     if system.stat(file) is None and system.link_target(file) is None:
         return None
     try:
         with system.open_read(file) as handle:
-            return handle.read(1 << 20).decode("utf-8", "replace")
+            return handle.read(1 << 20).decode("utf-8", "surrogateescape")
     except OSError as error:
         raise UsageError(f"cannot read {file} ({error.strerror or error}); nothing was changed") from None
 
 
+def shell_word(path: str, env: Any) -> str:
+    """A path as one POSIX shell word a user can paste: `~/.config/x` bare, anything unusual single-quoted after `~/`."""
+    shown = tilde(path, env)
+    if shown == "~":
+        return shown
+    if shown.startswith("~/"):
+        return "~/" + shlex.quote(shown[2:])
+    return shlex.quote(shown)
+
+
 def source_line(system: System, file: str) -> str:
-    """What the user adds to ~/.bashrc so that new shells get the cleaned variables."""
-    return f"add  . {tilde(file, system.env())}  to ~/.bashrc"
+    """What the user adds to ~/.bashrc so that new shells get the cleaned variables (the path quoted for the shell)."""
+    return f"add  . {shell_word(file, system.env())}  to ~/.bashrc"
 
 
 def _member_bytes(system: System, change: ExtractFile, archives: dict[str, Archive]) -> bytes:

@@ -95,3 +95,18 @@ def _encodes(text: str, codec: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def visible(text: str) -> str:
+    """A name as a user confirms it: every control (C0, DEL, C1), format character (the bidi overrides and isolates
+    U+202A-U+202E / U+2066-U+2069, marks, zero-width ones), line or paragraph separator and undecodable byte (a
+    surrogate escape) written as its escape, `\\x85`, `\\u202e`, `\\udce9`: what the terminal shows is what is there."""
+    return "".join(_escaped(c) if unicodedata.category(c) in _HIDDEN else c for c in text)
+
+
+_HIDDEN = frozenset(("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"))
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"

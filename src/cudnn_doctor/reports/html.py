@@ -3,11 +3,14 @@
 Everything is inline: the CSS, the SVG charts (drawn here, no script library) and the pages of
 the findings (so their links work offline). A Content-Security-Policy in the head forbids any
 network load and any script. Every text that comes from the machine (paths, messages, versions)
-goes through `html.escape`; the report shows only what the terminal and JSON reports show.
+goes through `html.escape`; the report shows only what the terminal and JSON reports show. A link is
+made only of a URL the doctor chose: the pages' own, those its rules name (`DOCTOR_LINKS`) and those
+of its shipped knowledge (pip indexes, datasheets); a URL in machine text (a PATH entry) stays text.
 """
 
 from __future__ import annotations
 
+import functools
 import html
 import os
 import re
@@ -382,8 +385,56 @@ _URL = regex(r"https?://[^\s<>()\"']+[^\s<>()\"'.,;:]")
 _LIST_ITEM = regex(r"^(\d+\.|-)\s+(.*)$")
 
 
-def _inline(text: str) -> str:
-    """`code` spans (when the backticks pair up: a PowerShell escape is no code mark) and bare https links; all escaped."""
+# The URLs the checks' fix steps name (checks/, planner/); tests/test_html_links.py keeps this list whole.
+DOCTOR_LINKS = frozenset(
+    {
+        "https://developer.nvidia.com/cuda-downloads",
+        "https://developer.nvidia.com/cuda-toolkit-archive",
+        "https://developer.nvidia.com/rdp/cudnn-archive",
+        "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#binary-compatibility",
+        "https://docs.nvidia.com/deploy/topics/topic_5_2_1.html",
+        "https://download.pytorch.org/whl/torch_stable.html",
+        "https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html#requirements",
+        "https://pytorch.org/get-started/locally/",
+        "https://www.nvidia.com/Download/index.aspx",
+        "https://www.tensorflow.org/install/source#gpu",
+    }
+)
+
+
+@functools.cache
+def _chosen() -> tuple[frozenset[str], tuple[re.Pattern[str], ...]]:
+    """The URLs the doctor chose: `DOCTOR_LINKS`, every URL in the shipped knowledge (never a user's overlay) and
+    its URL templates (`https://download.pytorch.org/whl/cu{tag}`) as patterns."""
+    from cudnn_doctor import knowledge
+
+    urls, templates = set(DOCTOR_LINKS), []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            if "{tag}" in value and _URL.fullmatch(value.replace("{tag}", "0")):
+                templates.append(re.compile(re.escape(value).replace(re.escape("{tag}"), "[0-9]{2,4}")))
+            urls.update(m.group() for m in _URL.finditer(value))
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                walk(item)
+
+    walk(knowledge._shipped())
+    return frozenset(urls), tuple(templates)
+
+
+def chosen_url(url: str) -> bool:
+    """Whether the report may make `url` a link: the doctor chose it (see `_chosen`), whatever text it stands in."""
+    urls, templates = _chosen()
+    return url in urls or any(t.fullmatch(url) for t in templates)
+
+
+def _inline(text: str, pages: bool = False) -> str:
+    """`code` spans (when the backticks pair up: a PowerShell escape is no code mark) and bare https links; all escaped.
+    A link is made only of a URL the doctor chose, or of any in the text of its own pages (`pages`)."""
     out = []
     for index, piece in enumerate(text.split("`") if text.count("`") % 2 == 0 else [text]):
         if index % 2:
@@ -391,6 +442,8 @@ def _inline(text: str) -> str:
         else:
             last = 0
             for match in _URL.finditer(piece):
+                if not (pages or chosen_url(match.group())):
+                    continue
                 out.append(esc(piece[last : match.start()]))
                 out.append(f'<a href="{esc(match.group())}">{esc(match.group())}</a>')
                 last = match.end()
@@ -399,7 +452,7 @@ def _inline(text: str) -> str:
 
 
 def markdown(text: str) -> str:
-    """The small markdown of the rule pages: `## ` headings, paragraphs, `-` / `1.` lists, fenced code."""
+    """The small markdown of the rule pages (the doctor's own text: its URLs are links): `## ` headings, paragraphs, `-` / `1.` lists, fenced code."""
     out: list[str] = []
     paragraph: list[str] = []
     items: list[str] = []
@@ -409,10 +462,10 @@ def markdown(text: str) -> str:
     def flush() -> None:
         nonlocal list_tag
         if paragraph:
-            out.append(f"<p>{_inline(' '.join(paragraph))}</p>")
+            out.append(f"<p>{_inline(' '.join(paragraph), pages=True)}</p>")
             paragraph.clear()
         if items:
-            out.append(f"<{list_tag}>" + "".join(f"<li>{_inline(i)}</li>" for i in items) + f"</{list_tag}>")
+            out.append(f"<{list_tag}>" + "".join(f"<li>{_inline(i, pages=True)}</li>" for i in items) + f"</{list_tag}>")
             items.clear()
             list_tag = ""
 
@@ -429,7 +482,7 @@ def markdown(text: str) -> str:
             out.append(f"<pre><code>{esc(chr(10).join(code))}</code></pre>")
         elif line.startswith("#"):
             flush()
-            out.append(f"<h4>{_inline(line.lstrip('#').strip())}</h4>")
+            out.append(f"<h4>{_inline(line.lstrip('#').strip(), pages=True)}</h4>")
         elif not stripped:
             flush()
         elif item:

@@ -8,6 +8,7 @@ import io
 import re
 from pathlib import Path
 
+from cudnn_doctor.checks import links
 from cudnn_doctor.diagnose import diagnose
 from cudnn_doctor.reports import html
 from cudnn_doctor.system.fixture import FixtureSystem
@@ -32,15 +33,15 @@ def test_a_url_in_a_path_entry_is_text_in_the_report():
     text = out.getvalue()
     assert EVIL in text  # shown, escaped
     assert not [link for link in _links(text) if "example" in link]
-    assert all(link.startswith("#") or html.chosen_url(link) for link in _links(text))
+    assert all(link.startswith("#") or links.chosen_url(link) for link in _links(text))
 
 
 def test_the_doctors_own_urls_stay_links():
     assert html._inline("Install it from https://developer.nvidia.com/cuda-downloads and see https://evil.example/a.") == (
         'Install it from <a href="https://developer.nvidia.com/cuda-downloads">https://developer.nvidia.com/cuda-downloads</a> and see https://evil.example/a.'
     )
-    assert html.chosen_url("https://download.pytorch.org/whl/cu121")  # the knowledge's template
-    assert not html.chosen_url("https://download.pytorch.org/whl/cu121/../../evil")
+    assert links.chosen_url("https://download.pytorch.org/whl/cu121")  # the knowledge's template
+    assert not links.chosen_url("https://download.pytorch.org/whl/cu121/../../evil")
     assert 'href="https://example.com/x"' in html.markdown("See https://example.com/x.")  # the pages are the doctor's own text
 
 
@@ -50,4 +51,4 @@ def test_every_url_the_rules_name_is_a_chosen_one():
     for folder in ("checks", "planner"):
         for path in (SRC / folder).glob("*.py"):
             named.update(re.findall(r"https?://[^\s<>()\"'`]+[^\s<>()\"'`.,;:]", path.read_text(encoding="utf-8")))
-    assert named and not [url for url in sorted(named) if not html.chosen_url(url)]
+    assert named and not [url for url in sorted(named) if not links.chosen_url(url)]

@@ -186,7 +186,7 @@ def test_zlibwapi_range_says_its_end_is_indirect():
 
 
 def _broken(section: str, change) -> dict:
-    document = copy.deepcopy(knowledge._shipped()["cudnn"])
+    document = copy.deepcopy(knowledge.shipped_document()["cudnn"])
     change(document[section][-1])
     return document
 

@@ -147,7 +147,7 @@ def test_names_are_unique_across_rows():
 
 
 def _gpus_document():
-    return copy.deepcopy(knowledge._shipped()["gpus"])
+    return copy.deepcopy(knowledge.shipped_document()["gpus"])
 
 
 def test_a_row_without_source_fails_the_build():

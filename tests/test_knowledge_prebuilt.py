@@ -20,7 +20,7 @@ def test_every_prebuilt_table_equals_the_table_built_from_json_and_prints_alike(
     tables = prebuilt.read(generate.PREBUILT, generate.OUTPUT)
     assert tables is not None and set(tables) == set(schema.TABLES)
     for name in schema.TABLES:
-        built = schema.build(name, knowledge._shipped()[name], f"{name}.yaml")
+        built = schema.build(name, knowledge.shipped_document()[name], f"{name}.yaml")
         loaded = prebuilt.table(tables, name)
         assert type(loaded) is type(built) and loaded == built and repr(loaded) == repr(built), name
 

@@ -71,7 +71,8 @@ def __getattr__(name: str) -> Any:
 
 
 @functools.cache
-def _shipped() -> dict[str, Any]:
+def shipped_document() -> dict[str, Any]:
+    """knowledge.json as shipped, never a user's overlay: what the doctor itself chose to say."""
     import json
 
     with open(SHIPPED, encoding="utf-8") as handle:
@@ -96,7 +97,7 @@ def _shipped_table(name: str) -> Any:
             return found
     from cudnn_doctor.knowledge import schema
 
-    return schema.build(name, _shipped()[name], f"{name}.yaml")
+    return schema.build(name, shipped_document()[name], f"{name}.yaml")
 
 
 @functools.cache

@@ -4,13 +4,12 @@ Everything is inline: the CSS, the SVG charts (drawn here, no script library) an
 the findings (so their links work offline). A Content-Security-Policy in the head forbids any
 network load and any script. Every text that comes from the machine (paths, messages, versions)
 goes through `html.escape`; the report shows only what the terminal and JSON reports show. A link is
-made only of a URL the doctor chose: the pages' own, those its rules name (`DOCTOR_LINKS`) and those
-of its shipped knowledge (pip indexes, datasheets); a URL in machine text (a PATH entry) stays text.
+made only of a URL the doctor chose: the pages' own, those its rules name and those
+of its shipped knowledge (checks/links.py) (pip indexes, datasheets); a URL in machine text (a PATH entry) stays text.
 """
 
 from __future__ import annotations
 
-import functools
 import html
 import os
 import re
@@ -18,6 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional, TextIO
 
+from cudnn_doctor.checks.links import URL, chosen_url
 from cudnn_doctor.diagnosis import Diagnosis
 from cudnn_doctor.errors import UsageError
 from cudnn_doctor.facts import PROCESS, Candidate, Facts, LoadStep, Resolution
@@ -381,55 +381,7 @@ def _pages_section(findings: list[Finding]) -> str:
     )
 
 
-_URL = regex(r"https?://[^\s<>()\"']+[^\s<>()\"'.,;:]")
 _LIST_ITEM = regex(r"^(\d+\.|-)\s+(.*)$")
-
-
-# The URLs the checks' fix steps name (checks/, planner/); tests/test_html_links.py keeps this list whole.
-DOCTOR_LINKS = frozenset(
-    {
-        "https://developer.nvidia.com/cuda-downloads",
-        "https://developer.nvidia.com/cuda-toolkit-archive",
-        "https://developer.nvidia.com/rdp/cudnn-archive",
-        "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#binary-compatibility",
-        "https://docs.nvidia.com/deploy/topics/topic_5_2_1.html",
-        "https://download.pytorch.org/whl/torch_stable.html",
-        "https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html#requirements",
-        "https://pytorch.org/get-started/locally/",
-        "https://www.nvidia.com/Download/index.aspx",
-        "https://www.tensorflow.org/install/source#gpu",
-    }
-)
-
-
-@functools.cache
-def _chosen() -> tuple[frozenset[str], tuple[re.Pattern[str], ...]]:
-    """The URLs the doctor chose: `DOCTOR_LINKS`, every URL in the shipped knowledge (never a user's overlay) and
-    its URL templates (`https://download.pytorch.org/whl/cu{tag}`) as patterns."""
-    from cudnn_doctor import knowledge
-
-    urls, templates = set(DOCTOR_LINKS), []
-
-    def walk(value: Any) -> None:
-        if isinstance(value, str):
-            if "{tag}" in value and _URL.fullmatch(value.replace("{tag}", "0")):
-                templates.append(re.compile(re.escape(value).replace(re.escape("{tag}"), "[0-9]{2,4}")))
-            urls.update(m.group() for m in _URL.finditer(value))
-        elif isinstance(value, dict):
-            for item in value.values():
-                walk(item)
-        elif isinstance(value, (list, tuple)):
-            for item in value:
-                walk(item)
-
-    walk(knowledge._shipped())
-    return frozenset(urls), tuple(templates)
-
-
-def chosen_url(url: str) -> bool:
-    """Whether the report may make `url` a link: the doctor chose it (see `_chosen`), whatever text it stands in."""
-    urls, templates = _chosen()
-    return url in urls or any(t.fullmatch(url) for t in templates)
 
 
 def _inline(text: str, pages: bool = False) -> str:
@@ -441,7 +393,7 @@ def _inline(text: str, pages: bool = False) -> str:
             out.append(f"<code>{esc(piece)}</code>")
         else:
             last = 0
-            for match in _URL.finditer(piece):
+            for match in URL.finditer(piece):
                 if not (pages or chosen_url(match.group())):
                     continue
                 out.append(esc(piece[last : match.start()]))

@@ -93,7 +93,7 @@ class Match(Record):
 
 def scan(output: str) -> list[Match]:
     """Every known error in the output, each (kind, library) once, in the order printed (by line, then pattern)."""
-    text = output.replace("\r", "\n")  # a progress bar's carriage returns end lines too
+    text = output.replace("\r", "\n") if "\r" in output else output  # a progress bar's carriage returns end lines too
     first: dict[tuple[str, Optional[str]], tuple[int, int, Match]] = {}
     for index, known in enumerate(PATTERNS):
         for line_start, hit in _hits(text, known):

@@ -61,7 +61,7 @@ def run_passthrough(argv: Sequence[str], trace_loader: bool, keep: int = 1 << 20
             forwarding.started(process)
             copier = _Copier(process.stderr, keep)
             copier.start()
-            returncode = _wait(process, forwarding.active)
+            returncode = _wait(process)
             copier.finish()
             text = bytes(copier.tail).decode("utf-8", errors="replace")
             traces: tuple[str, ...] = ()
@@ -78,13 +78,11 @@ def exit_status(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-def _wait(process: subprocess.Popen[bytes], forwarding: bool) -> int:
+def _wait(process: subprocess.Popen[bytes]) -> int:
     while True:
         try:
             return process.wait()
-        except KeyboardInterrupt:  # no handler of ours (not the main thread): the program got the same Ctrl-C
-            if forwarding:
-                raise
+        except KeyboardInterrupt:  # where no handler of ours runs (not the main thread): the program got the same Ctrl-C
             continue
 
 

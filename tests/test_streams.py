@@ -8,6 +8,7 @@ a traceback shows even when the stream it would have gone to is the one that is 
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import subprocess
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pytest
+
+from cudnn_doctor.cli import main
 
 from .archives import linux_tar, toolkit
 from .conftest import GALLERY
@@ -129,3 +132,22 @@ def test_a_closed_or_broken_stream_gives_no_traceback_and_a_sensible_exit_code(
         assert code in (0, expected), (code, stderr)  # the reader left: 0, or the command's own code if it never wrote
     else:
         assert code == expected, (code, stderr)
+
+
+class _ReaderGoneOnWindows:
+    """A stdout as Windows' C runtime gives it once the pipe's reader has left: EINVAL, not EPIPE."""
+
+    encoding = "utf-8"
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EINVAL, "Invalid argument")
+
+    def flush(self) -> None:
+        pass
+
+
+def test_einval_on_a_windows_stdout_is_a_reader_that_left(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(sys, "stdout", _ReaderGoneOnWindows())
+    monkeypatch.setattr(sys, "platform", "win32")
+    assert main(["explain", "--all"]) == 0  # as `| head` on POSIX: no "cannot write to standard output", exit 2
+    assert capsys.readouterr().err == ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import os
 import sys
 from typing import NoReturn, Optional, Sequence
@@ -132,7 +133,7 @@ class _Output(FittedStream):
         except BrokenPipeError:
             raise
         except OSError as error:
-            raise _OutputFailed(error) from error
+            raise _failure(error) from error
 
     def flush(self) -> None:
         try:
@@ -140,7 +141,14 @@ class _Output(FittedStream):
         except BrokenPipeError:
             raise
         except OSError as error:
-            raise _OutputFailed(error) from error
+            raise _failure(error) from error
+
+
+def _failure(error: OSError) -> Exception:
+    """Windows' C runtime says EINVAL for a pipe whose reader has left: that is a BrokenPipeError, as on POSIX."""
+    if sys.platform == "win32" and error.errno == errno.EINVAL:
+        return BrokenPipeError(errno.EPIPE, "the reader of standard output has left")
+    return _OutputFailed(error)
 
 
 class _Errors(FittedStream):

@@ -19,7 +19,7 @@ from cudnn_doctor.paths import PathRules
 from cudnn_doctor.probes.wheel_files import requirements_of
 from cudnn_doctor.system.fixture import FixtureSystem
 
-from .conftest import REPO, shared_fixture_paths
+from .conftest import REPO, gallery_paths, shared_fixture_paths
 from .test_driver_libraries import _cache, _linux
 
 # Imported by none of these runs: each was measured on the common path before (ms of import each) and now loads
@@ -66,10 +66,16 @@ def _loaded_by_packaging() -> set[str]:
     return set(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
+def _machines() -> list:
+    """The shared yardstick where it lies beside the repository, else the gallery: a fresh clone has only that."""
+    return shared_fixture_paths() or gallery_paths()
+
+
 def _fixture_samples() -> list:
-    paths = shared_fixture_paths()
-    linux_one = next((p for p in paths if "-linux-" in p.name), None)
-    windows_one = next((p for p in paths if "-win-" in p.name), None)
+    """One Linux and one Windows machine (shared names run `25-linux-…`, `seed-win-…`; the gallery's `linux-…`)."""
+    paths = _machines()
+    linux_one = next((p for p in paths if "-linux-" in f"-{p.name}"), None)
+    windows_one = next((p for p in paths if "-win-" in f"-{p.name}"), None)
     return [p for p in (linux_one, windows_one) if p is not None]
 
 
@@ -91,7 +97,7 @@ def _fix_kinds_found(*argv: str) -> list:
 
 
 @pytest.mark.parametrize("fmt", ["terminal", "json"])
-@pytest.mark.parametrize("fixture", shared_fixture_paths()[:8], ids=lambda p: p.name)
+@pytest.mark.parametrize("fixture", _machines()[:8], ids=lambda p: p.name)
 def test_fixes_load_only_for_a_finding_whose_rule_has_a_fix(fixture, fmt):
     """`cudnn_doctor.fixes` (dataclasses, planners: ~15 ms) is imported by a report only when some finding may be fixed."""
     argv = ("check", "--no-frameworks", "--fixture", str(fixture))

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +21,7 @@ LINUX = sys.platform.startswith("linux")
 CC = shutil.which("cc") or shutil.which("gcc")
 needs_glibc = pytest.mark.skipif(not LINUX, reason="LD_DEBUG is glibc's")
 needs_cc = pytest.mark.skipif(not (LINUX and CC), reason="needs a C compiler on Linux")
+posix_only = pytest.mark.skipif(os.name != "posix", reason="signals, process groups and sh are POSIX's")
 
 
 def doctor(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -56,6 +60,42 @@ def test_known_errors_are_recognised_with_their_library(line: str, kind: str, li
 def test_ordinary_output_is_no_error_and_a_repeated_error_is_told_once():
     assert errors.scan("loss 0.31\nepoch 2: accuracy 0.93\nloaded libfoo.so fine\n") == []
     assert len(errors.scan("CUDNN_STATUS_BAD_PARAM\nCUDNN_STATUS_BAD_PARAM\n")) == 1
+
+
+def test_a_progress_bar_line_and_two_errors_of_one_pattern_on_a_line():
+    (match,) = errors.scan("50%|#####     |\rOSError: libcudnn.so.8: cannot open shared object file: No such file\n")
+    assert (match.library, match.text) == ("libcudnn.so.8", "OSError: libcudnn.so.8: cannot open shared object file: No such file")
+    line = "x.so: cannot open shared object file; libb.so.2: cannot open shared object file\nlibc.so.6: cannot open shared object file\n"
+    assert [m.library for m in errors.scan(line)] == ["x.so", "libc.so.6"]  # one per pattern and line, as before
+
+
+# A child, so that a scan that is not linear fails by its timeout instead of holding the suite for hours.
+_SCAN_TIMING = """
+import json, sys, time
+from cudnn_doctor.watch import errors
+
+def best(text):
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        found = errors.scan(text)
+        times.append(time.perf_counter() - start)
+    return min(times), found
+
+line = "a" * 50_000_000 + " libcudnn_graph.so.9: cannot open shared object file"
+whole, found = best(line)
+double, _ = best("a" * 50_000_000 + line)  # both beyond any CPU cache: the ratio is the algorithm's
+print(json.dumps({"whole": whole, "double": double, "found": [(m.library, m.text) for m in found]}))
+"""
+
+
+def test_scanning_one_50_mb_line_is_linear_and_well_under_a_second():
+    done = subprocess.run([sys.executable, "-c", _SCAN_TIMING], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    timing = json.loads(done.stdout)
+    assert timing["found"] == [["libcudnn_graph.so.9", "libcudnn_graph.so.9: cannot open shared object file"]]
+    assert timing["whole"] < 1.0, timing  # 0.2-0.5 s here; the old scan took 1.2 s for 20 kB and grew with the square
+    assert 1.3 < timing["double"] / timing["whole"] < 3.0, timing  # twice the input, about twice the time
 
 
 def test_the_area_of_a_library():
@@ -192,3 +232,88 @@ def test_the_hook_diagnoses_an_uncaught_error_inside_the_interpreter(tmp_path: P
     quiet.write_text("raise ValueError('not a GPU problem')\n")
     plain = direct(sys.executable, "-m", "cudnn_doctor.hook", str(quiet), cwd=tmp_path)
     assert plain.returncode == 1 and "cudnn-doctor" not in plain.stderr
+
+
+def test_a_50_mb_line_on_stderr_passes_through_and_run_returns_at_once(tmp_path: Path):
+    program = "import sys; sys.stderr.write('a' * 50_000_000); sys.exit(1)"
+    with open(tmp_path / "err", "wb") as err:
+        start = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "cudnn_doctor", "run", "--", sys.executable, "-c", program], stderr=err, timeout=120)
+        elapsed = time.monotonic() - start
+    assert done.returncode == 1
+    assert (tmp_path / "err").stat().st_size == 50_000_000  # byte for byte, nothing added (no GPU-stack error in it)
+    assert elapsed < 20, elapsed  # seconds, where the old scan of the 1 MiB it keeps took hours
+
+
+@posix_only
+def test_run_returns_when_the_program_exits_though_a_background_child_holds_its_stderr(tmp_path: Path):
+    marker = tmp_path / "marker"
+    script = f"(sleep 6; echo late >&2; echo alive > {marker}) & echo early >&2; exit 3"
+    with open(tmp_path / "err", "wb") as err:
+        start = time.monotonic()
+        process = subprocess.Popen([sys.executable, "-m", "cudnn_doctor", "run", "--", "sh", "-c", script], stderr=err, cwd=tmp_path)
+        code = process.wait(timeout=60)
+        elapsed = time.monotonic() - start
+    assert code == 3
+    assert elapsed < 4.5, elapsed  # the old wrapper waited for the background child's 6 s
+    deadline = time.monotonic() + 30
+    while not (marker.exists() and b"late" in (tmp_path / "err").read_bytes()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert marker.read_text() == "alive\n"  # it kept running, detached, and its late write did not kill it
+    assert (tmp_path / "err").read_bytes() == b"early\nlate\n"  # its stderr still reaches ours
+
+
+@posix_only
+@pytest.mark.parametrize("name", ["SIGSEGV", "SIGTERM", "SIGKILL"])
+def test_a_death_by_signal_is_128_plus_n_as_a_shell_says(tmp_path: Path, name: str):
+    number = int(getattr(signal, name))
+    done = doctor("run", "--", "sh", "-c", f"kill -{number} $$", cwd=tmp_path)
+    shell = direct("sh", "-c", f"sh -c 'kill -{number} $$'; echo $?", cwd=tmp_path)
+    assert done.returncode == 128 + number == int(shell.stdout), (done.returncode, shell.stdout)  # not 256 - N
+
+
+_WAITS_FOR_A_SIGNAL = """
+import os, pathlib, signal, sys, time
+here = pathlib.Path(sys.argv[1])
+if sys.argv[2] != "default":
+    def handler(number, frame):
+        (here / "got").write_text(signal.Signals(number).name)
+        sys.exit(7)
+    signal.signal(getattr(signal, sys.argv[2]), handler)
+(here / "pid").write_text(str(os.getpid()))
+time.sleep(60)
+"""
+
+
+@posix_only
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP", "SIGINT", "default"])
+def test_a_signal_to_run_reaches_the_program_and_the_trace_folder_is_removed(tmp_path: Path, name: str):
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp)}
+    command = [sys.executable, "-m", "cudnn_doctor", "run", "--", sys.executable, "-c", _WAITS_FOR_A_SIGNAL, str(tmp_path), name]
+    # A session of its own and no terminal: a SIGINT here is one sent to run alone, not a Ctrl-C its program also got.
+    process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "pid").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (tmp_path / "pid").exists()
+        if LINUX:
+            assert [p.name[:19] for p in temp.iterdir()] == ["cudnn-doctor-trace-"]  # the loader's traces go here
+        sent = signal.SIGTERM if name == "default" else getattr(signal, name)
+        process.send_signal(sent)
+        code = process.wait(timeout=30)
+        if name == "default":
+            assert code == 128 + signal.SIGTERM  # the program died of the forwarded SIGTERM; run says so as a shell would
+        else:
+            assert (tmp_path / "got").read_text() == name
+            assert code == 7
+        assert list(temp.iterdir()) == []  # the trace folder is gone
+    finally:
+        process.kill()
+        if (tmp_path / "pid").exists():
+            try:
+                os.kill(int((tmp_path / "pid").read_text()), signal.SIGKILL)  # the old wrapper left it orphaned
+            except (OSError, ValueError):
+                pass

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
+import os
 import sys
 from typing import NoReturn, Optional, Sequence
 
@@ -51,22 +54,28 @@ def build_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParse
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Run the command line; returns the exit code (0 no errors found, 1 errors found, 2 usage or input error)."""
-    saved_stderr = sys.stderr
+    """Run the command line; returns the exit code (0 no errors found, 1 errors found, 2 usage or input error).
+
+    Whatever the standard streams are: a closed one (`>&-`, a service or scheduler) or a missing one (`pythonw`)
+    is the null device, so the command runs and its exit code is its own; a broken stderr is left silent and the
+    command goes on; a stdout whose reader left (`| head`) ends the command with 0 and without a traceback."""
+    _reopen_closed_descriptors()
+    saved = (sys.stdin, sys.stdout, sys.stderr)
+    stand_ins = contextlib.ExitStack()
     try:
-        if sys.stdout is not None:  # None under pythonw: nothing to guard
-            _tolerate_unencodable(sys.stdout)
-            sys.stdout = _Output(sys.stdout)  # type: ignore[assignment]
-        if sys.stderr is not None:  # warnings and errors may carry → or a path the code page lacks
-            sys.stderr = FittedStream(sys.stderr)  # type: ignore[assignment]
+        for name, mode in (("stdin", "r"), ("stdout", "w"), ("stderr", "w")):
+            if getattr(sys, name) is None:  # closed or absent: read nothing, write nowhere, the exit code unchanged
+                setattr(sys, name, stand_ins.enter_context(open(os.devnull, mode, encoding="utf-8")))  # noqa: SIM115 - closed by the stack
+        _tolerate_unencodable(sys.stdout)
+        sys.stdout = _Output(sys.stdout)  # type: ignore[assignment]
+        sys.stderr = _Errors(sys.stderr)  # type: ignore[assignment]  # warnings and errors may carry → or a path the code page lacks
         arguments = sys.argv[1:] if argv is None else list(argv)
         parser = build_parser(arguments)
         args = parser.parse_args(arguments)  # --help and --version print here: fitted too
         if args.command is None:
             raise UsageError("missing COMMAND, e.g. `cudnn-doctor check` (see `cudnn-doctor --help`)")
         code = args.run(args)
-        if sys.stdout is not None:
-            sys.stdout.flush()  # a closed pipe or a full disk shows here, not in a traceback at interpreter exit
+        sys.stdout.flush()  # a closed pipe or a full disk shows here, not in a traceback at interpreter exit
         return code
     except CudnnDoctorError as error:
         message = str(error).replace("\r", "\\r").replace("\n", "\\n")  # one line, whatever a path or key holds
@@ -79,16 +88,32 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print("cudnn-doctor: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `cudnn-doctor check | head`: the reader left, which is fine
-        _discard_stdout()
+        _discard(sys.stdout)
         return 0
     except _OutputFailed as failed:
-        _discard_stdout()
+        _discard(sys.stdout)
         print(f"cudnn-doctor: error: cannot write to standard output: {failed.error.strerror or failed.error}", file=sys.stderr)
         return 2
     finally:
-        if isinstance(sys.stdout, _Output):
-            sys.stdout = sys.stdout.stream
-        sys.stderr = saved_stderr
+        _flush_or_discard(sys.stdout)  # what an error left unwritten: never a traceback at interpreter exit
+        sys.stdin, sys.stdout, sys.stderr = saved
+        stand_ins.close()
+
+
+def _reopen_closed_descriptors() -> None:
+    """A closed descriptor 0, 1 or 2 is opened on the null device: otherwise the next file opened takes its number,
+    and what this process (or a program it starts) writes to stdout or stderr would land in that file."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            try:
+                null = os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
+            except OSError:
+                continue
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
 
 
 class _OutputFailed(Exception):
@@ -108,7 +133,7 @@ class _Output(FittedStream):
         except BrokenPipeError:
             raise
         except OSError as error:
-            raise _OutputFailed(error) from error
+            raise _failure(error) from error
 
     def flush(self) -> None:
         try:
@@ -116,7 +141,32 @@ class _Output(FittedStream):
         except BrokenPipeError:
             raise
         except OSError as error:
-            raise _OutputFailed(error) from error
+            raise _failure(error) from error
+
+
+def _failure(error: OSError) -> Exception:
+    """Windows' C runtime says EINVAL for a pipe whose reader has left: that is a BrokenPipeError, as on POSIX."""
+    if sys.platform == "win32" and error.errno == errno.EINVAL:
+        return BrokenPipeError(errno.EPIPE, "the reader of standard output has left")
+    return _OutputFailed(error)
+
+
+class _Errors(FittedStream):
+    """sys.stderr while a command runs: text fitted to its encoding; once a write fails (closed, a reader that left)
+    everything after goes to the null device, and the command goes on to its own exit code."""
+
+    def write(self, text: str) -> int:
+        try:
+            return super().write(text)
+        except (OSError, ValueError):
+            _discard(self.stream)
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except (OSError, ValueError):
+            _discard(self.stream)
 
 
 def _tolerate_unencodable(stream: object) -> None:
@@ -125,15 +175,28 @@ def _tolerate_unencodable(stream: object) -> None:
         stream.reconfigure(errors="replace")
 
 
-def _discard_stdout() -> None:
-    """Point stdout at the null device, so the interpreter's own flush at exit has nowhere to fail."""
-    import os
-
-    stream = sys.stdout.stream if isinstance(sys.stdout, _Output) else sys.stdout
+def _discard(stream: object) -> None:
+    """Point a stream's descriptor at the null device, so that the interpreter's own flush at exit has nowhere to fail."""
+    inner = getattr(stream, "stream", stream)
     try:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, inner.fileno())  # type: ignore[attr-defined]
+        finally:
+            os.close(null)
     except (OSError, ValueError, AttributeError):  # not a real file (tests capture it): nothing left to flush
         pass
+
+
+def _flush_or_discard(stream: object) -> None:
+    try:
+        stream.flush()  # type: ignore[attr-defined]
+    except (OSError, ValueError, _OutputFailed):
+        _discard(stream)
+        try:
+            stream.flush()  # type: ignore[attr-defined]
+        except (OSError, ValueError, _OutputFailed):
+            pass
 
 
 def entrypoint() -> None:

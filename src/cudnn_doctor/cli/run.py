@@ -23,7 +23,7 @@ def configure_parser(commands: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # Only what starting the program needs is imported before it runs: a program that succeeds pays for nothing else.
-    from cudnn_doctor.system.passthrough import run_passthrough
+    from cudnn_doctor.system.passthrough import exit_status, run_passthrough
 
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as error:
         raise InputError(f"cannot run {command[0]}: {error.strerror or error}") from None
     if not _needs_traces(done.returncode, done.stderr_tail):
-        return done.returncode
+        return exit_status(done.returncode)
     from cudnn_doctor.watch.explain import explain
 
     explanation = explain(done.returncode, done.stderr_tail, done.traces, ())
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
 
         findings = diagnose(LiveSystem(), with_frameworks=False).findings
         run_report.render(explain(done.returncode, done.stderr_tail, done.traces, findings), command, sys.stderr)
-    return done.returncode
+    return exit_status(done.returncode)  # a death by signal N is 128+N, as a shell gives it (not 256-N)
 
 
 def _needs_traces(returncode: int, stderr: str) -> bool:

@@ -16,6 +16,8 @@ def lines(explanation: Explanation, command: Sequence[str], hook: bool = False) 
     shown = " ".join(command)[:120]
     if hook:
         out = [f"cudnn-doctor hook: `{shown}` raised a GPU-stack error."]
+    elif explanation.returncode < 0:
+        out = [f"cudnn-doctor run: `{shown}` was killed by signal {-explanation.returncode}{_signal_name(-explanation.returncode)}."]
     elif explanation.returncode:
         out = [f"cudnn-doctor run: `{shown}` exited with {explanation.returncode}."]
     else:
@@ -32,6 +34,15 @@ def lines(explanation: Explanation, command: Sequence[str], hook: bool = False) 
     elif explanation.errors or explanation.failed:
         out.append("  `cudnn-doctor check` finds nothing more about it on this machine.")
     return out
+
+
+def _signal_name(number: int) -> str:
+    import signal
+
+    try:
+        return f" ({signal.Signals(number).name})"
+    except ValueError:
+        return ""
 
 
 def _search_lines(search: Search) -> list[str]:

@@ -2,6 +2,12 @@
 
 Each pattern is an error text the frameworks and NVIDIA's libraries really print (quoted in the tests);
 `area` is the part of the stack it points at, matched with the areas of `check`'s findings.
+
+The scan is linear in the output and bounded per error: each pattern has literal `anchors` (found by `str.find`,
+which never backtracks), its expression is matched only at an anchor and within `_REACH` characters of it, and
+a library named before its anchor (`libx.so.9: cannot open shared object file`) is read backwards from the anchor,
+at most a file name's length. A program's stderr may be one line of 50 MB (a progress bar, a dump): no expression
+is ever tried at every position of it.
 """
 
 from __future__ import annotations
@@ -12,42 +18,65 @@ from cudnn_doctor.lazyre import LazyPattern, regex
 from cudnn_doctor.record import Record
 
 _LIBRARY = r"(?P<library>[\w.+-]*(?:\.so(?:\.\d+)*|\.dll))"
+_REACH = 1024  # characters an error's text may run from its anchor (a library name, a DLL path)
+# A library name just before an anchor, read backwards: the reversed `[\w.+-]*(?:\.so(?:\.\d+)*|\.dll)`.
+_LIBRARY_BEFORE = regex(r"(?:(?:\d+\.)*os\.|lld\.)[\w.+-]*")
+_NAME_MAX = 255  # a file name's longest: how far back a library name before its anchor is read
 
 
 class Known(Record):
     kind: str
     area: str  # the `check` area it points at: driver, toolkit, cudnn, frameworks
-    pattern: LazyPattern[str]
+    anchors: tuple[str, ...]  # literal texts; the pattern is tried only where one of them starts
+    pattern: LazyPattern[str]  # matched at an anchor, within _REACH characters of it
     says: str  # one line for the user
+    library_before: bool = False  # the library is the name that ends just before the anchor
 
 
 PATTERNS = (
-    Known("library-not-found", "cudnn", regex(rf"{_LIBRARY}: cannot open shared object file"), "a library could not be found"),
-    Known("library-not-found", "cudnn", regex(rf"Could not load (?:library|dynamic library) '?{_LIBRARY}'?"), "a library could not be loaded"),
-    Known("library-not-found", "cudnn", regex(rf"Could not locate {_LIBRARY}"), "a library could not be found"),
-    Known("library-not-found", "cudnn", regex(rf"Unable to load any of \{{?{_LIBRARY}"), "a library could not be loaded"),
+    Known(
+        "library-not-found",
+        "cudnn",
+        (": cannot open shared object file",),
+        regex(r": cannot open shared object file"),
+        "a library could not be found",
+        library_before=True,
+    ),
+    Known(
+        "library-not-found",
+        "cudnn",
+        ("Could not load ",),
+        regex(rf"Could not load (?:library|dynamic library) '?{_LIBRARY}'?"),
+        "a library could not be loaded",
+    ),
+    Known("library-not-found", "cudnn", ("Could not locate ",), regex(rf"Could not locate {_LIBRARY}"), "a library could not be found"),
+    Known("library-not-found", "cudnn", ("Unable to load any of ",), regex(rf"Unable to load any of \{{?{_LIBRARY}"), "a library could not be loaded"),
     Known(
         "dll-load-failed",
         "cudnn",
+        ("DLL load failed while importing ", "[WinError 126]"),
         regex(r"(?:DLL load failed while importing \w+|\[WinError 126\][^\n]*?)(?:: )?(?P<library>[^\n'\"]*\.dll)?"),
         "a DLL (or one it needs) could not be loaded",
     ),
-    Known("cudnn-status", "cudnn", regex(r"CUDNN_STATUS_(?P<status>[A-Z_]+)"), "cuDNN returned an error status"),
+    Known("cudnn-status", "cudnn", ("CUDNN_STATUS_",), regex(r"CUDNN_STATUS_(?P<status>[A-Z_]+)"), "cuDNN returned an error status"),
     Known(
         "no-kernel-image",
         "frameworks",
+        ("no kernel image is available for execution on the device", "cudaErrorNoKernelImageForDevice"),
         regex(r"no kernel image is available for execution on the device|cudaErrorNoKernelImageForDevice"),
         "the build has no code for this GPU",
     ),
     Known(
         "driver-too-old",
         "driver",
+        ("CUDA driver version is insufficient for CUDA runtime version", "cudaErrorInsufficientDriver", "The NVIDIA driver on your system is too old"),
         regex(r"CUDA driver version is insufficient for CUDA runtime version|cudaErrorInsufficientDriver|The NVIDIA driver on your system is too old"),
         "the driver is older than the CUDA runtime needs",
     ),
     Known(
         "no-driver",
         "driver",
+        ("Found no NVIDIA driver on your system", "cudaErrorNoDevice", "no CUDA-capable device is detected"),
         regex(r"Found no NVIDIA driver on your system|cudaErrorNoDevice|no CUDA-capable device is detected"),
         "no usable NVIDIA driver or GPU",
     ),
@@ -63,17 +92,61 @@ class Match(Record):
 
 
 def scan(output: str) -> list[Match]:
-    """Every known error in the output, each (kind, library) once, in the order printed."""
-    found: list[Match] = []
-    seen: set[tuple[str, Optional[str]]] = set()
-    for line in output.splitlines():
-        for known in PATTERNS:
-            hit = known.pattern.search(line)
-            if not hit:
-                continue
-            library = hit.groupdict().get("library") or None
-            if (known.kind, library) in seen:
-                continue
-            seen.add((known.kind, library))
-            found.append(Match(known.kind, known.area, known.says, line.strip()[:300], library))
-    return found
+    """Every known error in the output, each (kind, library) once, in the order printed (by line, then pattern)."""
+    text = output.replace("\r", "\n") if "\r" in output else output  # a progress bar's carriage returns end lines too
+    first: dict[tuple[str, Optional[str]], tuple[int, int, Match]] = {}
+    for index, known in enumerate(PATTERNS):
+        for line_start, hit in _hits(text, known):
+            key = (hit.kind, hit.library)
+            if key not in first or (line_start, index) < first[key][:2]:
+                first[key] = (line_start, index, hit)
+    return [hit for _, _, hit in sorted(first.values(), key=lambda entry: entry[:2])]
+
+
+def _hits(text: str, known: Known) -> list[tuple[int, Match]]:
+    """The first match of `known` on each line that has one, with the line's start, each library once (its first
+    line). Each anchor is looked for from left to right; after a match the search goes on from the end of its line."""
+    found: list[tuple[int, Match]] = []
+    libraries: set[Optional[str]] = set()
+    named = known.library_before or "library" in known.pattern.groupindex
+    following = {anchor: text.find(anchor) for anchor in known.anchors}
+    while True:
+        anchor, at = min(following.items(), key=lambda item: item[1] if item[1] >= 0 else len(text) + 1)
+        if at < 0:
+            return found
+        hit = _match_at(text, known, at)
+        if hit is None:
+            following[anchor] = text.find(anchor, at + 1)
+            continue
+        start, library = hit
+        line_end = text.find("\n", at)
+        line_end = len(text) if line_end < 0 else line_end
+        if library not in libraries:
+            libraries.add(library)
+            line_start = text.rfind("\n", 0, at) + 1
+            found.append((line_start, Match(known.kind, known.area, known.says, _shown(text, line_start, line_end, start), library)))
+            if not named:
+                return found  # it names no library: every later match is the same error again
+        following = {anchor: text.find(anchor, line_end) if position < line_end else position for anchor, position in following.items()}
+
+
+def _match_at(text: str, known: Known, at: int) -> Optional[tuple[int, Optional[str]]]:
+    """Where the error starts and the library it names, for the anchor at `at`; None if the pattern fails there."""
+    reach = text.find("\n", at, at + _REACH)
+    matched = known.pattern.match(text, at, reach if reach >= 0 else at + _REACH)
+    if not matched:
+        return None
+    if known.library_before:
+        behind = text[max(0, at - _NAME_MAX) : at][::-1]
+        name = _LIBRARY_BEFORE.match(behind)
+        if not name:
+            return None
+        return at - name.end(), name.group()[::-1]
+    return at, matched.groupdict().get("library") or None
+
+
+def _shown(text: str, line_start: int, line_end: int, start: int) -> str:
+    """The line of an error, at most 300 characters: a long line from where the error starts."""
+    if line_end - line_start <= 4096:
+        return text[line_start:line_end].strip()[:300]
+    return text[start : start + 300].strip()

@@ -16,7 +16,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+import hypothesis
 import pytest
+from hypothesis import strategies as st
 
 from cudnn_doctor.errors import CudnnDoctorError
 from cudnn_doctor.fixes import MoveFile, MoveTree
@@ -178,8 +180,6 @@ def test_rollback_never_writes_through_a_folder_swapped_for_a_link(tmp_path):
 
 # The rule as a property: generated toolkits with nested copies, links inside and out ------------------------------
 
-hypothesis = pytest.importorskip("hypothesis")
-st = hypothesis.strategies
 
 NAMES = ["a", "b", "x", "lib", "lib64", "include"]
 LINK_TARGETS = ["OUT", "OUT/sub", "SHARED", "TK/lib64", "TK/include", "../..", "..", "a", "../x", "../../../.."]

@@ -270,3 +270,15 @@ def test_a_torn_record_in_the_middle_of_the_journal_is_skipped_with_a_warning(mo
     capsys.readouterr()
     assert cli(monkeypatch, system, "rollback") == 0
     assert "torn" in capsys.readouterr().err
+
+
+def test_a_record_torn_after_its_first_byte_is_still_a_torn_record():
+    system = system32_machine()
+    fix(system, WIN_STATE)
+    journal = f"{WIN_STATE}\\journal.jsonl"
+    lines = system.open_read(journal).read().split(b"\n")
+    whole = transaction.Store(system, WIN_STATE).journal()
+    with system.open_write(journal) as handle:
+        handle.write(b"\n".join([*lines[:2], b"{" + lines[2], *lines[3:]]))  # one byte of a record, then the next glued on
+    store = transaction.Store(system, WIN_STATE)
+    assert store.journal() == whole and store.warnings  # the glued record is kept

@@ -324,9 +324,9 @@ class Store:
 
 
 def _torn_record(line: bytes) -> bool:
-    """A line that is the start of one of the journal's records cut short (every record is a JSON object, and
-    json.dumps escapes quotes in strings, so `{"` only ever opens a record)."""
-    return line.lstrip().startswith(b'{"')
+    """A line that is the start of one of the journal's records cut short, as little as its `{` (every record is a
+    JSON object; json.dumps escapes quotes in strings, so `{"` only ever opens a record)."""
+    return line.lstrip().startswith(b"{")
 
 
 def _after_torn(line: bytes) -> Optional[list[Any]]:
@@ -334,7 +334,7 @@ def _after_torn(line: bytes) -> Optional[list[Any]]:
     when the line holds no whole record after its start."""
     if not _torn_record(line):
         return None
-    start = line.find(b'{"', line.find(b'{"') + 1)
+    start = line.find(b'{"', 1)  # the earliest whole record after the torn part's own start
     while start > 0:
         try:
             found = json.loads(line[start:])

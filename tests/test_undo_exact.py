@@ -175,8 +175,11 @@ def test_a_kill_during_the_recovery_of_a_killed_fix():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(MAKERS))
-def test_a_kill_at_every_operation_of_the_recovery_of_a_killed_fix(name):
-    recovery_kills(MAKERS[name], fix_stride=1, stride=1)
+def test_kills_of_the_recovery_of_a_killed_fix(name):
+    """Every pair of kill points for the System32 fixes; for the nested ones (about 60 × 90 pairs on a fixture
+    machine) every second fix point against every second recovery point, the offset alternating."""
+    small = name.startswith("system32")
+    recovery_kills(MAKERS[name], fix_stride=1 if small else 2, stride=1 if small else 2)
 
 
 def recovery_kills(make: Any, fix_stride: int, stride: int) -> int:
@@ -192,7 +195,7 @@ def recovery_kills(make: Any, fix_stride: int, stride: int) -> int:
         store = transaction.Store(probe, WIN_STATE)
         with store.locked():
             transaction.recover(store)
-        for point in range(0, probe.count, stride):
+        for point in range(fix_point % stride, probe.count, stride):
             system = copy.deepcopy(killed)
             store = transaction.Store(Faulty(system, point, crash=True), WIN_STATE)
             try:

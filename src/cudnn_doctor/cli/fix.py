@@ -58,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
             return 0
         with store.locked():
             recovered = transaction.recover(store)
+            for warning in store.warnings:
+                print(f"cudnn-doctor: warning: {warning}", file=sys.stderr)
             if recovered:
                 print(f"cudnn-doctor: {recovered}", file=sys.stderr)
             label = "fix: " + ", ".join(dict.fromkeys(f.finding.id for f in plan.fixes))
@@ -114,6 +116,8 @@ def _print_plan(plan: FixPlan, expanded: Expanded) -> None:
         print(visible(f"  {line}   (by hand: cudnn-doctor never edits rc files)"))
     for skipped in plan.skipped:
         print(f"not fixed: {skipped.finding.id}: {skipped.why}")
+    for note in expanded.notes:
+        print(f"left as it is: {note}")
 
 
 def _say_shell_files(plan: FixPlan, expanded: Expanded) -> None:

@@ -35,6 +35,13 @@ def _say(text: str) -> None:
     print(text, file=sys.stderr)
 
 
+def _say_warnings(store: Store) -> None:
+    """What reading the state folder skipped (a journal record torn by a full disk or a kill), once, on stderr."""
+    for warning in store.warnings:
+        _say(f"cudnn-doctor: warning: {warning}")
+    store.warnings.clear()
+
+
 def run_install(args: argparse.Namespace) -> int:
     from cudnn_doctor.install import transaction
     from cudnn_doctor.install.archive import Archive
@@ -54,6 +61,7 @@ def run_install(args: argparse.Namespace) -> int:
         return 0
     with store.locked():
         recovered = transaction.recover(store)
+        _say_warnings(store)
         if recovered:
             _say(f"cudnn-doctor: {recovered}")
         with store.spooling(_spool_root(system, args)) as spool:
@@ -248,6 +256,7 @@ def run_rollback(args: argparse.Namespace) -> int:
     store = transaction.Store(open_system())
     with store.locked():
         recovered = transaction.recover(store)
+        _say_warnings(store)
         if recovered:
             print(f"cudnn-doctor: {recovered}")
             return 0
@@ -276,6 +285,7 @@ def run_history(args: argparse.Namespace) -> int:
     system = open_system()
     store = transaction.Store(system)
     journal = store.journal()
+    _say_warnings(store)
     if journal is not None and journal.get("state") == "in-progress":
         print(
             f"An install of {journal['archive']} into {journal['target']} is running or was interrupted; "

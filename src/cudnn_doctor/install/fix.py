@@ -40,6 +40,7 @@ class Expanded(Record):
     commands: list[RunCommand]
     shell_files: tuple[str, ...] = ()  # Linux: the doctor's env.sh files written, which take effect where they are sourced
     shell_lines: tuple[str, ...] = ()  # what the user adds to ~/.bashrc for each: "add  . ~/.config/cudnn-doctor/env.sh  to ~/.bashrc"
+    notes: tuple[str, ...] = ()  # changes left out, and why (a folder reached through a link is no nested copy)
 
 
 def quarantine_dest(system: System, quarantine: str, path: str) -> str:
@@ -58,16 +59,20 @@ def expand(system: System, changes: Sequence[Change], quarantine: str) -> Expand
     commands: list[RunCommand] = []
     archives: dict[str, Archive] = {}
     exports: dict[str, dict[str, str]] = {}
+    notes: list[str] = []
 
-    def move(source: str, dest: Optional[str]) -> None:
+    def move(source: str, dest: Optional[str], within: Optional[str] = None, home: Optional[str] = None) -> None:
         if rules.key(source) in moved or (system.stat(source) is None and system.link_target(source) is None):
             return  # said twice (two findings about one file), or gone since the check
         target = dest or quarantine_dest(system, quarantine, source)
         info = system.stat(target)
         if info is not None and info.is_dir and system.link_target(target) is None:
             raise UsageError(f"cannot move {source} to {target}: a folder of that name is there; nothing was changed")
+        earlier = next((s.source for s in steps if s.kind == "move" and rules.same(s.dest, target)), None)
+        if earlier is not None:  # the second would replace the first, whose bytes only its backup would then hold
+            raise UsageError(f"cannot move both {earlier} and {source} to {target}; nothing was changed")
         moved.add(rules.key(source))
-        steps.append(FixStep("move", target, source))
+        steps.append(FixStep("move", target, source, within=within if dest else quarantine, home=home))
 
     try:
         for change in changes:
@@ -76,11 +81,17 @@ def expand(system: System, changes: Sequence[Change], quarantine: str) -> Expand
             elif isinstance(change, MoveTree):
                 if not system.is_dir(change.src) or system.link_target(change.src) is not None:
                     continue
+                within = rules.dirname(change.dest) if change.dest else None  # the toolkit the folder's files go into
+                link = _link_on_the_way(system, change.src, within or rules.dirname(change.src))
+                if link is not None:  # a linked folder inside a toolkit is a link (a cuDNN shared with others), not a nested copy
+                    note = f"{link} is a link to {system.realpath(link)}, not a copy nested in the toolkit: its files are left where they are"
+                    notes.extend([note] if note not in notes else [])
+                    continue
                 for path in _files_below(system, change.src):
                     if rules.key(path) in moved:
                         continue
                     rel = path[len(rules.norm(change.src)) :].lstrip("\\/")
-                    move(path, rules.join(change.dest, *rel.replace("\\", "/").split("/")) if change.dest else None)
+                    move(path, rules.join(change.dest, *rel.replace("\\", "/").split("/")) if change.dest else None, within, change.src)
                 steps.extend(FixStep("rmdir", folder) for folder in _emptied(system, change.src, moved))
             elif isinstance(change, CopyFile):
                 steps.append(FixStep("write", change.dest, change.src))
@@ -102,7 +113,44 @@ def expand(system: System, changes: Sequence[Change], quarantine: str) -> Expand
         text = managed_env_text(system, file, values)
         if text is not None:  # written as bytes: a folder that is not UTF-8 (a surrogate escape here) is its own bytes again
             steps.append(FixStep("write", file, data=text.encode("utf-8", "surrogateescape")))
-    return Expanded(_rmdirs_last(steps), env, commands, tuple(exports), tuple(source_line(system, f) for f in exports))
+    ordered = _rmdirs_last(steps)
+    check_containment(system, ordered)
+    return Expanded(ordered, env, commands, tuple(exports), tuple(source_line(system, f) for f in exports), tuple(notes))
+
+
+def check_containment(system: System, steps: Sequence[FixStep]) -> None:
+    """The plan-time half of the rule every write follows (the transaction checks it again before each write): each
+    destination's folder, seen through every link already there, lies inside the folder its step may change, and no
+    step's destination or source lies below a link that the same fix moves (a later file would go through it)."""
+    rules = system.paths
+    links = {rules.key(p) for s in steps if s.kind == "move" and s.source and system.link_target(s.source) is not None for p in (s.source, s.dest)}
+    for step in steps:
+        if step.kind == "rmdir":
+            continue
+        pairs = [(step.dest, step.within)]
+        if step.kind == "move" and step.source:
+            pairs.append((step.source, step.home))
+        for path, root in pairs:
+            folder, real_root = system.realpath(rules.dirname(path)), system.realpath(root or rules.dirname(path))
+            if not rules.inside(folder, real_root):
+                raise UsageError(f"refusing to write {path}: its folder leads to {folder}, outside {root} (a link on the way leads out); nothing was changed")
+            parent = rules.dirname(path)
+            while not rules.same(rules.dirname(parent), parent):
+                if rules.key(parent) in links:
+                    raise UsageError(f"refusing to move {path}: it would go through the link {parent} that the same fix moves; nothing was changed")
+                parent = rules.dirname(parent)
+
+
+def _link_on_the_way(system: System, folder: str, root: str) -> Optional[str]:
+    """The first link between `root` (excluded) and `folder` (included), outermost first; None when there is none."""
+    rules = system.paths
+    if not rules.inside(folder, root):
+        return folder if system.link_target(folder) is not None else None
+    chain = []
+    while not rules.same(folder, root) and not rules.same(rules.dirname(folder), folder):
+        chain.append(folder)
+        folder = rules.dirname(folder)
+    return next((p for p in reversed(chain) if system.link_target(p) is not None), None)
 
 
 _CLEAN = "_cudnn_doctor_clean"

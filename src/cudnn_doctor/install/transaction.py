@@ -120,6 +120,8 @@ class Store:
         self.journal_path = system.paths.join(self.root, "journal.jsonl")
         self.history_path = system.paths.join(self.root, "history.json")
         self.lock_path = system.paths.join(self.root, "lock")
+        self.warnings: list[str] = []  # said once by the command (a torn journal record skipped)
+        self._torn = False  # the journal may end in a torn record: the next append starts on a new line
 
     def quarantine_path(self, txid: str) -> str:
         """Where a fix moves the files it takes away: kept until the fix is rolled back (which moves them home)."""
@@ -229,25 +231,44 @@ class Store:
 
     def begin(self, header: dict[str, Any]) -> None:
         self._replace_file(self.journal_path, (json.dumps(header) + "\n").encode("utf-8"))
+        self._torn = False
 
     def record(self, event: dict[str, Any]) -> None:
+        """Append one record. An append that failed (a full disk) may have left part of its record: the next one
+        starts on a line of its own (a leading newline), so the torn part is one line that reading skips."""
+        line = (json.dumps(event) + "\n").encode("utf-8")
         with self._writing(self.journal_path):
-            self.system.append(self.journal_path, (json.dumps(event) + "\n").encode("utf-8"))
+            try:
+                self.system.append(self.journal_path, b"\n" + line if self._torn else line)
+            except BaseException:
+                self._torn = True
+                raise
+            self._torn = False
 
     def journal(self) -> Optional[dict[str, Any]]:
         """The last install's header with every recorded event applied to its steps, and its state."""
         data = self._read(self.journal_path)
         if data is None:
             return None
+        self._torn = not data.endswith(b"\n")  # a kill or a full disk cut the last record: the next append repairs it
         lines = [line for line in data.split(b"\n") if line.strip()]
         records = []
+        torn = 0
         for number, line in enumerate(lines):
             try:
                 records.append(json.loads(line))
             except ValueError:
-                if number == len(lines) - 1 and not data.endswith(b"\n"):
-                    break  # the last line, torn by a crash while it was being written
-                raise self._damaged(self.journal_path, f"line {number + 1} is not JSON") from None
+                if number == 0:
+                    raise self._damaged(self.journal_path, "line 1 is not JSON") from None
+                glued = _after_torn(line)  # a record appended after a torn one, before this repair existed
+                if glued is None and not _torn_record(line):
+                    raise self._damaged(self.journal_path, f"line {number + 1} is not JSON") from None
+                torn += 1
+                records.extend(glued or [])
+        if torn:
+            self.warnings.append(
+                f"{self.journal_path}: skipped {torn} torn record(s) (a write cut short by a full disk or a kill; the change each announced was never made)"
+            )
         if not records:
             return None
         header = records[0]
@@ -302,6 +323,28 @@ class Store:
         system.remove_dir(system.paths.dirname(folder))
 
 
+def _torn_record(line: bytes) -> bool:
+    """A line that is the start of one of the journal's records cut short, as little as its `{` (every record is a
+    JSON object; json.dumps escapes quotes in strings, so `{"` only ever opens a record)."""
+    return line.lstrip().startswith(b"{")
+
+
+def _after_torn(line: bytes) -> Optional[list[Any]]:
+    """The whole record appended after a torn one on the same line (the torn part never got its newline); None
+    when the line holds no whole record after its start."""
+    if not _torn_record(line):
+        return None
+    start = line.find(b'{"', 1)  # the earliest whole record after the torn part's own start
+    while start > 0:
+        try:
+            found = json.loads(line[start:])
+        except ValueError:
+            start = line.find(b'{"', start + 1)
+            continue
+        return [found] if isinstance(found, dict) else None
+    return None
+
+
 _STEP_FIELDS = ("started", "backup", "old", "dirs", "new")
 _ENV_FIELDS = ("started", "name", "existed", "old", "old_kind", "kind")
 
@@ -313,6 +356,33 @@ def _valid_entry(entry: Any) -> bool:
         and isinstance(entry.get("steps"), list)
         and all(isinstance(s, dict) and isinstance(s.get("dest"), str) and isinstance(s.get("kind"), str) for s in entry["steps"])
     )
+
+
+# The one containment rule ------------------------------------------------------------------
+
+
+class OutsideTarget(InputError):
+    """A write whose folder leads, through a link, out of the folder its step may change."""
+
+
+def check_inside(system: System, path: str, root: Optional[str], doing: str = "write") -> None:
+    """The rule every write of install, fix, rollback and recovery follows: the real path of `path`'s folder,
+    resolved now (immediately before the write), lies inside `root`, itself a real path resolved when the
+    transaction began. None: no root was recorded (a history written before the rule), nothing to check."""
+    if root is None:
+        return
+    folder = system.realpath(system.paths.dirname(path))
+    if not system.paths.inside(folder, root):
+        raise OutsideTarget(f"refusing to {doing} {path}: its folder leads to {folder}, outside {root}")
+
+
+def _on_the_way(system: System, folder: str, root: Optional[str]) -> bool:
+    """A folder the transaction made on the way to its writes: still inside `root`, or one of the folders above it
+    (an --into target or a quarantine made whole), never one a link now leads elsewhere."""
+    if root is None:
+        return True
+    real, rules = system.realpath(folder), system.paths
+    return rules.inside(real, root) or rules.inside(root, real)
 
 
 # Installing ------------------------------------------------------------------------------
@@ -334,12 +404,14 @@ def apply(
     if held:
         raise FileInUse(held, "install", "run the install again; nothing was changed")
     txid = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+    real_target = system.realpath(plan.target)
     header = {
         "journal": 1,
         "id": txid,
         "archive": str(plan.archive.path),
         "archive_size": _size_of(plan.archive.path),  # `fix` takes files back from it only while it is the same size
         "target": plan.target,
+        "real_target": real_target,  # every write of the install and of its undo stays inside it
         "version": plan.archive.version,
         "started": time.time(),
         "steps": [{"dest": a.dest, "kind": a.kind} for a in plan.writes],
@@ -351,7 +423,6 @@ def apply(
     env: list[dict[str, Any]] = [dict(c, started=False) for c in header["env"]]
     entry: Optional[dict[str, Any]] = None
     try:
-        real_target = system.realpath(plan.target)
         for index, (action, step) in enumerate(zip(plan.writes, steps)):
             _apply_one(store, archive, plan, action, step, index, txid, real_target, progress)
             if after_file is not None:
@@ -365,7 +436,7 @@ def apply(
         store.save_history([*history, entry])  # before the journal commits: a kill in between leaves an install that rollback knows
         store.record({"state": "committed"})
     except BaseException as error:
-        report = undo(system, steps, env=env)
+        report = undo(system, steps, env=env, root=real_target)
         _after_failed_apply(store, txid, steps, report, entry)
         raise _failure(error, report, system.os) from None
     return {**header, "steps": steps, "env": env, "state": "committed"}
@@ -416,9 +487,10 @@ def _apply_one(
             system.replace(backup + TEMP_SUFFIX, backup)  # a backup exists only once complete
     step.update(started=True, backup=backup, old=old, dirs=_missing_dirs(system, folder))
     store.record({"step": index, **{k: step[k] for k in ("started", "backup", "old", "dirs")}})  # durable before dest is touched
+    if step["dirs"]:  # no folder is made through a link that leads out
+        check_inside(system, dest, real_target)
     system.make_dirs(folder)
-    if not rules.inside(system.realpath(folder), real_target):  # checked again at each write: links may have changed since the plan
-        raise InputError(f"refusing to write {dest}: its folder leads to {system.realpath(folder)}, outside {plan.target}")
+    check_inside(system, dest, real_target)  # again at each write: links may have changed since the plan
     temp = dest + TEMP_SUFFIX
     step["new"] = _stage(system, archive, plan, action, temp, progress)
     store.record({"step": index, "new": step["new"]})  # durable before the rename: undo must know what it wrote
@@ -591,12 +663,28 @@ def _undo_action(system: System, step: dict[str, Any]) -> str:
         return "keep"
     if "old" not in step:  # history written before identities were recorded
         return "legacy"
+    if step.get("kind") == "move" and step.get("source") and step.get("new"):
+        return _move_action(system, step)
     current = identity(system, step["dest"])
     if current == step["old"]:
         return "keep"
     if current != step.get("new"):
         return "changed"
     return "remove" if step["old"] is None else "restore"
+
+
+def _move_action(system: System, step: dict[str, Any]) -> str:
+    """A fix's move, judged by where its bytes are: keep when the file is home and the destination holds what it
+    held; restore when the file is to go home or the destination to get its old content back; changed otherwise."""
+    moved, old = step["new"], step.get("old")
+    at_source, at_dest = identity(system, step["source"]), identity(system, step["dest"])
+    if at_source is None:
+        return "restore" if at_dest == moved else "changed"
+    if at_source != moved:
+        return "changed"
+    if at_dest == old:
+        return "keep"
+    return "restore" if at_dest in (moved, None) else "changed"
 
 
 def undo_actions(system: System, steps: Sequence[dict[str, Any]]) -> list[str]:
@@ -631,12 +719,14 @@ def undo(
     actions: Optional[Sequence[str]] = None,
     env: Sequence[dict[str, Any]] = (),
     said: Optional[list[str]] = None,
+    root: Optional[str] = None,
 ) -> UndoReport:
     """Put back what the install changed, newest first (the environment, written last, first); skip what
     changed since; then remove the folders it created.
 
     Never raises for a file: what cannot be restored is in the report (`actions`, when given, are
-    `undo_actions(steps)`); `said` collects a sentence per environment change.
+    `undo_actions(steps)`); `said` collects a sentence per environment change. Every write stays inside the
+    real path its step recorded (`within`, `home`; an install's steps: `root`, the target's real path).
     """
     report = UndoReport([], [], [])
     sentences = undo_environment(system, env, report.failed)
@@ -647,8 +737,13 @@ def undo(
         if not step.get("started"):
             continue
         dest = step["dest"]
+        within = step.get("within", root)
         try:
+            check_inside(system, dest, within, "restore")
             _discard(system, dest + TEMP_SUFFIX)
+            if step.get("kind") == "move" and step.get("source"):  # a move home across file systems stages its copy there
+                check_inside(system, step["source"], step.get("home"), "move back")
+                _discard(system, step["source"] + TEMP_SUFFIX)
             action = actions[index] if actions is not None else _undo_action(system, step)
             if step.get("kind") in ("move", "rmdir"):  # a fix's steps: a file moved (its source is where it goes back), a folder removed
                 if action != "keep":
@@ -680,9 +775,10 @@ def undo(
     for step in reversed(steps):
         for folder in reversed(step.get("dirs") or []):
             try:
-                system.remove_dir(folder)
-            except OSError:
-                pass
+                if _on_the_way(system, folder, step.get("within", root)):
+                    system.remove_dir(folder)  # False, and kept, when something was put in it since
+            except OSError as error:  # not removed, and not known why: the next rollback tries again
+                report.failed.append((folder, error.strerror or str(error)))
     return report
 
 
@@ -717,7 +813,7 @@ def _recover(store: Store) -> Optional[str]:
     held = held_files(store.system, _touched(steps, actions))
     if held:
         raise FileInUse(held, f"undo the interrupted install into {journal['target']}", "run `cudnn-doctor rollback` again; nothing was changed")
-    report = undo(store.system, steps, actions, env=journal.get("env") or [])
+    report = undo(store.system, steps, actions, env=journal.get("env") or [], root=_install_root(store.system, journal))
     if report.failed:
         fix = "" if report.in_use else "fix that (run as administrator / with sudo?) and "
         raise InputError(f"could not undo the interrupted install into {journal['target']}: {report.summary()}; {fix}run `cudnn-doctor rollback` again")
@@ -728,6 +824,15 @@ def _recover(store: Store) -> Optional[str]:
     store.record({"state": "rolled-back"})
     said = f"rolled back an interrupted {_what(journal)} ({len(report.restored)} files restored)"
     return said + (f"; {report.summary()}" if report.changed else "")
+
+
+def _install_root(system: System, entry: dict[str, Any]) -> Optional[str]:
+    """The real path an install's undo stays inside: the one recorded when it began (a journal from before the
+    rule: the target's, resolved now). A fix's steps each carry their own."""
+    if entry.get("kind") == "fix":
+        return None
+    recorded = entry.get("real_target")
+    return recorded if isinstance(recorded, str) else system.realpath(entry["target"])
 
 
 def _what(journal: dict[str, Any]) -> str:
@@ -767,7 +872,7 @@ def _rollback_last(store: Store) -> tuple[dict[str, Any], UndoReport]:
     entry["state"] = UNFINISHED  # said before the first change: a failure or a kill half-way leaves a truthful history
     store.save_history(history)
     said: list[str] = []
-    report = undo(system, steps, actions, env=entry.get("env") or [], said=said)
+    report = undo(system, steps, actions, env=entry.get("env") or [], said=said, root=_install_root(system, entry))
     entry["env_restored"] = said + refresh_loader_cache(system, entry)
     if report.complete:
         store.remove_backups(entry["id"])  # first: a crash after it finds every file already restored
@@ -870,6 +975,17 @@ class FixStep(Record):
     source: Optional[str] = None  # move: the file moved; write: the file whose bytes are written
     text: Optional[str] = None  # write: the text written
     data: Optional[bytes] = None  # write: the bytes written (a member taken again from an installed archive)
+    within: Optional[str] = None  # the folder dest must stay inside (the toolkit, the quarantine); None: dest's folder
+    home: Optional[str] = None  # move: the folder the source must stay inside, where rollback puts it back; None: its folder
+
+
+def fix_roots(system: System, step: FixStep) -> dict[str, str]:
+    """The real paths, resolved now, that the step's writes (and their undo) must stay inside."""
+    rules = system.paths
+    roots = {"within": system.realpath(step.within or rules.dirname(step.dest))}
+    if step.kind == "move" and step.source:
+        roots["home"] = system.realpath(step.home or rules.dirname(step.source))
+    return roots
 
 
 def apply_fix(
@@ -895,7 +1011,7 @@ def apply_fix(
         "target": target,
         "version": None,
         "started": time.time(),
-        "steps": [{"dest": s.dest, "kind": s.kind, **({"source": s.source} if s.kind == "move" and s.source else {})} for s in steps],
+        "steps": [{"dest": s.dest, "kind": s.kind, **({"source": s.source} if s.kind == "move" and s.source else {}), **fix_roots(system, s)} for s in steps],
         "env": [dataclasses.asdict(change) for change in env_changes],
         "ldconfig": False,
         "commands": [dict(c) for c in commands],  # package commands the caller runs after the commit, each with how it is undone
@@ -925,8 +1041,10 @@ def apply_fix(
 
 def _apply_fix_step(store: Store, step: FixStep, record: dict[str, Any], index: int, txid: str) -> None:
     system, rules = store.system, store.system.paths
+    within, home = record.get("within"), record.get("home")
     if step.kind == "rmdir":
-        if (system.list_dir(step.dest, sizes=False) or []) or not system.is_dir(step.dest):
+        check_inside(system, step.dest, within, "remove the folder")
+        if (system.list_dir(step.dest, sizes=False) or []) or not system.is_dir(step.dest) or system.link_target(step.dest) is not None:
             raise InstallFailed(f"{step.dest} is not the empty folder the fix planned to remove (it changed since); nothing was changed")
         record.update(started=True, old="folder", new=None)
         store.record({"step": index, "started": True, "old": "folder", "new": None})
@@ -934,6 +1052,9 @@ def _apply_fix_step(store: Store, step: FixStep, record: dict[str, Any], index: 
             raise InstallFailed(f"could not remove the empty folder {step.dest}")
         record["done"] = True
         return
+    if step.kind == "move":
+        check_inside(system, step.source or "", home, "move")  # the file leaves the folder it was planned from, not one a link leads to
+    check_inside(system, step.dest, within)
     moved = identity(system, step.source) if step.kind == "move" and step.source else None
     if step.kind == "move" and moved is None:
         raise InstallFailed(f"{step.source} is gone since the fix was planned")
@@ -950,8 +1071,12 @@ def _apply_fix_step(store: Store, step: FixStep, record: dict[str, Any], index: 
     if step.kind == "move":
         record["new"] = event["new"] = moved  # known before the rename: undo must know what it moved
     store.record({"step": index, **event})
+    if record["dirs"]:  # no folder is made through a link that leads out
+        check_inside(system, dest, within)
     system.make_dirs(folder)
+    check_inside(system, dest, within)  # immediately before the write: links may have changed since the plan
     if step.kind == "move":
+        check_inside(system, step.source or "", home, "move")
         _move(system, step.source or "", dest, moved)
     else:
         temp = dest + TEMP_SUFFIX
@@ -988,29 +1113,53 @@ def _undo_fix_step(system: System, step: dict[str, Any], report: UndoReport) -> 
     dest = step["dest"]
     if step.get("kind") == "rmdir":
         if not system.is_dir(dest):
+            check_inside(system, dest, step.get("within"), "make the folder")
             system.make_dirs(dest)
             report.restored.append(dest)
         return
-    source, moved, old = step.get("source"), step.get("new"), step.get("old")
-    at_dest = identity(system, dest)
-    if moved is None or at_dest != moved or not source:
-        if at_dest != old:
+    _undo_move(system, step, report)
+
+
+def _undo_move(system: System, step: dict[str, Any], report: UndoReport) -> None:
+    """Undo a move from where its bytes are now, never from identities alone: the moved file goes home when it is
+    not there yet (from the destination), then the destination gets back what it held (from the backup), or loses
+    the file when it held nothing. Each state in between is one this function finishes when run again: the file
+    home and the destination still the moved file or empty (a rollback killed after the move home), the file at
+    both places (a copy across file systems killed before its delete)."""
+    dest, source, moved, old = step["dest"], step.get("source"), step.get("new"), step.get("old")
+    if not source or moved is None:
+        if identity(system, dest) != old:
             report.changed.append(dest)
         return
-    at_source = identity(system, source)
-    if at_source is None:
-        system.make_dirs(system.paths.dirname(source))
-        _move(system, dest, source, moved)
-    elif at_source == moved:  # a copy across file systems that stopped before deleting the source
-        system.remove(dest)
-    else:
-        report.changed.append(source)
+    within, home = step.get("within"), step.get("home")
+    at_source, at_dest = identity(system, source), identity(system, dest)
+    if at_source not in (moved, None):
+        report.changed.append(source)  # something else is at home now: the user's; the moved file stays where it is
         return
-    if old is not None:
-        backup = step.get("backup")
-        if not backup or _copy(system, backup, dest + TEMP_SUFFIX) != old:
-            _discard(system, dest + TEMP_SUFFIX)
-            report.failed.append((dest, f"its backup {backup} is altered"))
+    done = False
+    if at_source is None:
+        if at_dest != moved:
+            report.failed.append((source, f"it is neither there nor at {dest}"))
             return
-        system.replace(dest + TEMP_SUFFIX, dest)
-    report.restored.append(source)
+        check_inside(system, source, home, "move back")
+        system.make_dirs(system.paths.dirname(source))
+        check_inside(system, source, home, "move back")
+        _move(system, dest, source, moved)
+        at_dest, done = None, True
+    if at_dest != old:
+        if at_dest not in (moved, None):
+            report.changed.append(dest)
+            return
+        check_inside(system, dest, within, "restore")
+        if old is None:
+            _discard(system, dest)
+        else:
+            backup = step.get("backup")
+            if not backup or _copy(system, backup, dest + TEMP_SUFFIX) != old:
+                _discard(system, dest + TEMP_SUFFIX)
+                report.failed.append((dest, f"its backup {backup} is altered"))
+                return
+            system.replace(dest + TEMP_SUFFIX, dest)
+        done = True
+    if done:
+        report.restored.append(source)

@@ -104,6 +104,7 @@ ALLOWED: dict[str, set[str]] = {
         "fixes",  # whether `fix` has changes for a finding is its planner's answer, asked with the facts
     },
     "install": {
+        "untrusted",  # the journal and the history are read back by the hardened reader
         "interface",  # every file change goes through a System
         "facts",  # the toolkit facts of the target
         "loader",  # the loader's folder index says whether a folder is on the library path

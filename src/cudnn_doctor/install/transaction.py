@@ -29,6 +29,7 @@ import uuid
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Optional, Sequence
 
+from cudnn_doctor import untrusted
 from cudnn_doctor.errors import CudnnDoctorError, InputError
 from cudnn_doctor.install.archive import Archive, library_problem
 from cudnn_doctor.install.environment import undo_environment
@@ -176,8 +177,8 @@ class Store:
             with self._writing(path):
                 _discard(self.system, path + TEMP_SUFFIX)
         data = self._read(self.spool_note)
-        for folder in data.decode("utf-8", "replace").splitlines() if data else []:
-            _remove_spool(folder)
+        if data:  # one folder, its name's own bytes (a newline or a byte that is not UTF-8 may be part of it)
+            _remove_spool(os.fsdecode(data[:-1] if data.endswith(b"\n") else data))
         if data is not None:
             with self._writing(self.spool_note):
                 self.system.remove(self.spool_note)
@@ -196,7 +197,7 @@ class Store:
             yield None
             return
         folder = os.path.join(root, f"{SPOOL_PREFIX}{uuid.uuid4().hex[:12]}")
-        self._replace_file(self.spool_note, (folder + "\n").encode("utf-8"))
+        self._replace_file(self.spool_note, os.fsencode(folder) + b"\n")
         try:
             os.mkdir(folder, 0o700)
         except OSError:
@@ -256,7 +257,7 @@ class Store:
         torn = 0
         for number, line in enumerate(lines):
             try:
-                records.append(json.loads(line))
+                records.append(_record(line))
             except ValueError:
                 if number == 0:
                     raise self._damaged(self.journal_path, "line 1 is not JSON") from None
@@ -302,7 +303,7 @@ class Store:
         if data is None:
             return []
         try:
-            history = json.loads(data)
+            history = _record(data)
         except ValueError:
             raise self._damaged(self.history_path, "it is not JSON") from None
         if not isinstance(history, list) or not all(_valid_entry(e) and isinstance(e.get("state"), str) for e in history):
@@ -323,6 +324,15 @@ class Store:
         system.remove_dir(system.paths.dirname(folder))
 
 
+def _record(data: bytes) -> Any:
+    """A journal record or the history, read as every file a user could have changed is (untrusted.py: nesting,
+    integer size, repeated keys); ValueError for anything that is not such JSON."""
+    try:
+        return untrusted.parse(data, "record", json_text=True)
+    except InputError as error:
+        raise ValueError(str(error)) from None
+
+
 def _torn_record(line: bytes) -> bool:
     """A line that is the start of one of the journal's records cut short, as little as its `{` (every record is a
     JSON object; json.dumps escapes quotes in strings, so `{"` only ever opens a record)."""
@@ -337,7 +347,7 @@ def _after_torn(line: bytes) -> Optional[list[Any]]:
     start = line.find(b'{"', 1)  # the earliest whole record after the torn part's own start
     while start > 0:
         try:
-            found = json.loads(line[start:])
+            found = _record(line[start:])
         except ValueError:
             start = line.find(b'{"', start + 1)
             continue

@@ -101,6 +101,9 @@ def test_system32_copy():
 def test_nested_layout_and_missing_headers_and_import_libraries():
     nested = found(toolkit(cudnn8(f"{CUDA}\\cuda\\bin")))
     assert "cudnn-nested-layout" in nested and f"{CUDA}\\cuda" in nested["cudnn-nested-layout"].detail
+    # near miss: the toolkit's `cudnn` folder is a link to a shared installation (kept there on purpose): not nested
+    linked = toolkit({**cudnn8("D:\\sdk\\cudnn-8.9\\bin"), f"{CUDA}\\cudnn": {"link": "D:\\sdk\\cudnn-8.9"}})
+    assert "cudnn-nested-layout" not in found(linked)
     document = toolkit(cudnn8(f"{CUDA}\\bin"))
     for name in ("include\\cudnn_version.h", "lib\\x64\\cudnn.lib"):
         del document["files"][f"{CUDA}\\{name}"]

@@ -75,7 +75,9 @@ def probe_cudnn(system: System, toolkits: ToolkitFacts, pythons: tuple[PythonEnv
             add(rules.join(toolkit.root, sub), toolkit.root)
         for entry in system.list_dir(toolkit.root) or []:
             name = rules.basename(entry.path)
-            if entry.is_dir and name.lower() not in STANDARD_TOOLKIT_FOLDERS:
+            # a link (`cuda/cudnn -> /opt/cudnn-9`) is a shared installation referenced from the toolkit, not a copy
+            # nested in it: judged where it lies, if a search path reaches it
+            if entry.is_dir and name.lower() not in STANDARD_TOOLKIT_FOLDERS and system.link_target(entry.path) is None:
                 for sub in ("bin", "lib64", "lib", rules.join("lib", "x64")):
                     add(rules.join(entry.path, sub), toolkit.root, entry.path)
     for folder in _other_folders(system, pythons, index):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import re
+from re import Pattern
 from typing import Any
 
 from cudnn_doctor import knowledge
@@ -32,7 +33,7 @@ DOCTOR_LINKS = frozenset(
 
 
 @functools.cache
-def _chosen() -> tuple[frozenset[str], tuple[re.Pattern[str], ...]]:
+def _chosen() -> tuple[frozenset[str], tuple[Pattern[str], ...]]:
     """The URLs the doctor chose: `DOCTOR_LINKS`, every URL in the shipped knowledge (never a user's overlay) and
     its URL templates (`https://download.pytorch.org/whl/cu{tag}`) as patterns."""
     urls, templates = set(DOCTOR_LINKS), []

@@ -6,8 +6,6 @@ A report makes a link only of these (reports/html.py); a URL in machine text (a 
 from __future__ import annotations
 
 import functools
-import re
-from re import Pattern
 from typing import Any
 
 from cudnn_doctor import knowledge
@@ -33,15 +31,16 @@ DOCTOR_LINKS = frozenset(
 
 
 @functools.cache
-def _chosen() -> tuple[frozenset[str], tuple[Pattern[str], ...]]:
+def _chosen() -> tuple[frozenset[str], tuple[tuple[str, str], ...]]:
     """The URLs the doctor chose: `DOCTOR_LINKS`, every URL in the shipped knowledge (never a user's overlay) and
-    its URL templates (`https://download.pytorch.org/whl/cu{tag}`) as patterns."""
+    its URL templates (`https://download.pytorch.org/whl/cu{tag}`) as (before, after) the tag."""
     urls, templates = set(DOCTOR_LINKS), []
 
     def walk(value: Any) -> None:
         if isinstance(value, str):
             if "{tag}" in value and URL.fullmatch(value.replace("{tag}", "0")):
-                templates.append(re.compile(re.escape(value).replace(re.escape("{tag}"), "[0-9]{2,4}")))
+                before, after = value.split("{tag}", 1)
+                templates.append((before, after))
             urls.update(m.group() for m in URL.finditer(value))
         elif isinstance(value, dict):
             for item in value.values():
@@ -57,4 +56,10 @@ def _chosen() -> tuple[frozenset[str], tuple[Pattern[str], ...]]:
 def chosen_url(url: str) -> bool:
     """Whether the report may make `url` a link: the doctor chose it (see `_chosen`), whatever text it stands in."""
     urls, templates = _chosen()
-    return url in urls or any(t.fullmatch(url) for t in templates)
+    return url in urls or any(_fills(url, before, after) for before, after in templates)
+
+
+def _fills(url: str, before: str, after: str) -> bool:
+    """`url` is the template with a CUDA tag of 2-4 digits in its place (cu121)."""
+    tag = url[len(before) : len(url) - len(after)] if url.startswith(before) and url.endswith(after) else ""
+    return 2 <= len(tag) <= 4 and tag.isascii() and tag.isdigit()

@@ -320,3 +320,18 @@ def newest_update(cuda: str) -> Optional[str]:
     from cudnn_doctor.planner.candidates import newest_update
 
     return newest_update(cuda)
+
+
+def cudnn_archive_for(facts: Facts, cudnn_major: int, cuda: str) -> Optional[tuple[str, str]]:
+    """(full version, NVIDIA's archive name) of the newest cuDNN `cudnn_major` release built for CUDA `cuda` (a major or
+    X.Y) on this OS that still has kernels for the GPU, as the planner picks it; None when the knowledge has none."""
+    from cudnn_doctor.planner.constraints import _newest_cudnn
+
+    gpu = facts.driver.gpus[0] if facts.driver.gpus else None
+    cc = gpu.compute_capability if gpu and _is_version(gpu.compute_capability) else None
+    os_name = "linux" if facts.os == "wsl" else facts.os
+    picked = _newest_cudnn(cuda, os_name, str(cudnn_major), "series", cc)
+    if picked is None:
+        return None
+    archive = knowledge.cudnn_archive_name(picked[0], Version(cuda), os_name)
+    return (picked[0], archive) if archive else None

@@ -4,7 +4,10 @@ Two findings belong together when they name the same cause key ("cuda:11": the C
 runtime is what is missing; "cudnn:<folder>": that installation is incomplete), or when a
 rule says another explains it (a CUDA build of torch that sees no GPU, under a driver that is
 too old). In each group the finding no other one explains is the cause; the report prints
-the others under it, and the JSON links them with `symptom_of`.
+the others under it, and the JSON links them with `symptom_of`. A symptom always hangs under a
+cause (never under another symptom), and a cause is as bad as the worst thing it causes (a
+stale terminal that hides cuDNN is an error): its finding carries that severity, so the text,
+JSON and HTML reports say the same.
 """
 
 from __future__ import annotations
@@ -41,7 +44,32 @@ def link_causes(findings: list[Finding], rules: dict[str, Rule]) -> list[Finding
             for index in members:
                 if index != cause:
                     linked[index] = findings[index]._replace(symptom_of=cause)
-    return _explained_without_keys(linked, explained_by)
+    return _worst_of_group(_flattened(_explained_without_keys(linked, explained_by)))
+
+
+def _flattened(findings: list[Finding]) -> list[Finding]:
+    """A symptom of a symptom is a symptom of that one's cause: every report lists symptoms under causes only."""
+
+    def cause_of(index: int) -> int:
+        seen = set()
+        while findings[index].symptom_of is not None and index not in seen:
+            seen.add(index)
+            index = findings[index].symptom_of
+        return index
+
+    return [
+        f if f.symptom_of is None else f._replace(symptom_of=cause_of(i)) if cause_of(i) != i else f._replace(symptom_of=None) for i, f in enumerate(findings)
+    ]
+
+
+def _worst_of_group(findings: list[Finding]) -> list[Finding]:
+    """A cause takes the severity of its worst symptom (each report shows the finding's own severity)."""
+    worst: dict[int, Severity] = {}
+    for found in findings:
+        if found.symptom_of is not None:
+            current = worst.get(found.symptom_of, findings[found.symptom_of].severity)
+            worst[found.symptom_of] = min(current, found.severity, key=lambda s: s.rank)
+    return [f._replace(severity=worst[i]) if i in worst and worst[i] is not f.severity else f for i, f in enumerate(findings)]
 
 
 def _cause(members: list[int], findings: list[Finding], explained_by: dict[str, set[str]], order: dict[str, int]) -> int:

@@ -23,7 +23,7 @@ from cudnn_doctor.checks._cudnn import (
     wanted_cudnn,
 )
 from cudnn_doctor.checks._libraries import build_key, cuda_key, cudnn_key, is_cudnn_front, lookup, reach_folder_fix, system_builds
-from cudnn_doctor.checks._plan import first_option, installed_toolkit, pins
+from cudnn_doctor.checks._plan import cudnn_archive_for, first_option, installed_toolkit, pins
 from cudnn_doctor.checks._wheels import extras_missing, held_by, install_fixes, not_searched, reach_fixes, wheels_key
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import PROCESS, SYSTEM, CudnnInstall, Facts, FrameworkBuild, LoadStep
@@ -243,7 +243,7 @@ def cudnn_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
                 if build.cuda_from != SYSTEM
                 else []
             )
-            + [_replace_fix(facts.os, install.major, major)],
+            + [_replace_fix(facts, install.major, major)],
             {
                 "cudnn": install.folder,
                 "cudnn_cuda": install.cuda_major,
@@ -268,24 +268,22 @@ def _toolkit_mismatches(facts: Facts, judged: set[str]) -> Iterator[Finding]:
             "cudnn-cuda-mismatch",
             f"The cuDNN {install.version or install.major} in {install.folder} was built for CUDA {install.cuda_major} ({install.cuda_source}), "
             f"but it sits in the CUDA {toolkit.version} toolkit at {toolkit.root}: it loads the cuBLAS of CUDA {install.cuda_major}, which that toolkit lacks.",
-            [_replace_fix(facts.os, install.major, major)],
+            [_replace_fix(facts, install.major, major)],
             {"cudnn": install.folder, "cudnn_cuda": install.cuda_major, "toolkit": toolkit.root, "toolkit_cuda": toolkit.version},
             causes=(cuda_key(install.cuda_major), cudnn_key(facts, install.folder)),
         )
 
 
-def _replace_fix(os_name: str, cudnn_major: int, cuda_major: int) -> str:
-    """The cuDNN build of the same major for the CUDA the program uses, as the archive NVIDIA names it."""
-    suffix = "zip" if os_name == "windows" else "tar.xz"
-    return (
-        f"Replace it with the cuDNN {cudnn_major}.x build for CUDA {cuda_major} (archive name ends in _cuda{cuda_major}-archive), "
-        f"e.g. `cudnn-doctor install cudnn-{_archive_name(os_name)}-<version>_cuda{cuda_major}-archive.{suffix}`."
-    )
-
-
-def _archive_name(os_name: str) -> str:
-    """The platform part of NVIDIA's cuDNN archive names (cudnn-windows-x86_64-…, cudnn-linux-x86_64-…)."""
-    return "windows-x86_64" if os_name == "windows" else "linux-x86_64"
+def _replace_fix(facts: Facts, cudnn_major: int, cuda_major: int) -> str:
+    """The cuDNN build of the same major for the CUDA the program uses: the newest release the knowledge lists for that
+    CUDA major on this OS that still runs on the GPU, by NVIDIA's archive name."""
+    suffix = "zip" if facts.os == "windows" else "tar.xz"
+    rule = f"Replace it with the cuDNN {cudnn_major}.x build for CUDA {cuda_major} (archive name ends in _cuda{cuda_major}-archive.{suffix})"
+    picked = cudnn_archive_for(facts, cudnn_major, str(cuda_major))
+    if picked is None:
+        return rule + " from https://developer.nvidia.com/rdp/cudnn-archive."
+    full, archive = picked
+    return f"{rule}: cuDNN {full}, `cudnn-doctor install {archive}` (https://developer.nvidia.com/rdp/cudnn-archive)."
 
 
 @rule("cudnn-shadowed", Severity.WARNING, "An earlier copy of a cuDNN library wins the search", Area.CUDNN, fix_kind="safe")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Iterator, Optional
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.checks._plan import describe, option_text, pip_install, plan_options, runnable_now, toolkit_now
@@ -35,7 +35,7 @@ def no_nvidia_gpu(facts: Facts) -> Iterator[Finding]:
     else:
         fix = [
             "Install the NVIDIA driver, e.g. `sudo ubuntu-drivers install` (Ubuntu) or your distribution's nvidia-driver package, then reboot.",
-            "In a container, start it with the GPU passed through: `docker run --gpus all ...`.",
+            "In a container, start it with the GPU passed through: add `--gpus all` to the `docker run` command that starts it (the host needs the NVIDIA Container Toolkit).",
             "Check with `nvidia-smi`.",
         ]
     if (facts.driver.smi_error or "").startswith(SMI_NOT_UNDERSTOOD):
@@ -240,6 +240,20 @@ def _generic_arch_fix(facts: Facts, build: FrameworkBuild) -> list[str]:
 ARCH_FIXES = {"torch": _torch_arch_fix}  # frameworks whose table names the exact build to install
 
 
+def _wsl_toolkit_package(facts: Facts) -> str:
+    """NVIDIA's apt package of the toolkit alone (no driver): for the toolkit installed in WSL, else the newest CUDA the
+    Windows driver runs (`cuda-toolkit-12-4`)."""
+    versions = [t.parsed_version for t in facts.toolkits.toolkits if t.parsed_version is not None]
+    if versions:
+        release = max(versions).release
+    else:
+        try:
+            release = Version(facts.driver.cuda or "").release
+        except InvalidVersion:
+            return "the `cuda-toolkit` package of your CUDA release (the toolkit alone, `apt-cache search cuda-toolkit-` lists them)"
+    return f"`cuda-toolkit-{release[0]}-{release[1] if len(release) > 1 else 0}`"
+
+
 @rule("wsl-linux-driver-installed", Severity.ERROR, "A Linux NVIDIA driver is installed inside WSL2", Area.DRIVER)
 def wsl_linux_driver(facts: Facts) -> Iterator[Finding]:
     """Under WSL2 the GPU is reached only through the Windows driver's libcuda in /usr/lib/wsl/lib; a Linux libcuda found first breaks CUDA (CUDA_ERROR_NO_DEVICE)."""
@@ -247,7 +261,7 @@ def wsl_linux_driver(facts: Facts) -> Iterator[Finding]:
         return
     files = ", ".join(facts.linux_driver_in_wsl)
     real = next((f for f in facts.linux_driver_in_wsl if re.search(r"libcuda\.so\.\d{3}", f)), facts.linux_driver_in_wsl[0])
-    pulled_in = "often pulled in by the `cuda` or `cuda-drivers` metapackage; install `cuda-toolkit-X-Y` instead"
+    pulled_in = f"often pulled in by the `cuda` or `cuda-drivers` metapackage; install {_wsl_toolkit_package(facts)} instead"
     dpkg = [o.package for o in facts.linux_driver_packages if o.manager == "dpkg"]
     rpm = [o.package for o in facts.linux_driver_packages if o.manager == "rpm"]
     if dpkg or rpm:
@@ -258,7 +272,10 @@ def wsl_linux_driver(facts: Facts) -> Iterator[Finding]:
         )
         remove += [f"Remove the package{'s' if len(rpm) > 1 else ''} that installed them: `sudo dnf remove {' '.join(rpm)}`."] if rpm else []
     else:
-        remove = [f"Find the package that installed them: `dpkg -S {real}`.", f"Remove it: `sudo apt-get remove --purge <that package>` ({pulled_in})."]
+        remove = [
+            f"Find the package that installed them: `dpkg -S {real}`.",
+            f"Remove it: `sudo apt-get remove --purge $(dpkg -S {real} | cut -d: -f1)` ({pulled_in}).",
+        ]
     yield finding(
         "wsl-linux-driver-installed",
         f"Linux driver libraries inside WSL: {files}. They shadow /usr/lib/wsl/lib/libcuda.so.1, the only driver that reaches the GPU under WSL2.",

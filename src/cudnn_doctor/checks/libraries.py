@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Iterator, Optional, Sequence
 
 from cudnn_doctor import knowledge
@@ -69,7 +70,7 @@ def library_unreadable(facts: Facts) -> Iterator[Finding]:
     files = _bad_files(facts, UNREADABLE)
     if files:
         fix = (
-            ['Grant read access: `icacls "<file>" /grant Users:RX` from an elevated prompt (or reinstall).']
+            ["Grant read access from an elevated prompt (or reinstall): " + "; ".join(f'`icacls "{path}" /grant Users:RX`' for path in files) + "."]
             if facts.os == "windows"
             else [f"sudo chmod a+r {' '.join(files)}"]
         )
@@ -232,7 +233,7 @@ def _missing(
         detail += f" It is provided by the pip wheel {row.distribution} (or a CUDA toolkit)." if row else ""
         fix.extend(install_fixes(facts, build, list(members)))
     else:
-        fix.append(f"Install what provides {step.wanted} and put its folder on {'PATH' if facts.os == 'windows' else 'LD_LIBRARY_PATH'}.")
+        fix.append(f"Install what provides {_asked_for(step)} and put its folder on {'PATH' if facts.os == 'windows' else 'LD_LIBRARY_PATH'}.")
     return finding(
         "dependency-missing",
         detail,
@@ -247,6 +248,17 @@ def _missing(
         area=area_of_library(name, requesters[0]),
         causes=causes,
     )
+
+
+def _asked_for(step: LoadStep) -> str:
+    """The names a load asks for, a name completed at run time by its rule (`libnvrtc.so.%d`: that name with a version
+    number in place of %d), never a placeholder."""
+    names = step.one_of or (step.name,)
+    said = [
+        f"a file named by the rule `{n}` (a version number in place of {', '.join(sorted(set(re.findall(r'%[0-9]*[dui]', n))))})" if "%" in n else n
+        for n in names
+    ]
+    return said[0] if len(said) == 1 else "one of " + ", ".join(said)
 
 
 def _dependency_causes(facts: Facts, build: Optional[FrameworkBuild], names: Sequence[str], requesters: list[str]) -> list[Optional[str]]:

@@ -130,7 +130,7 @@ def nvcc_not_on_path(facts: Facts) -> Iterator[Finding]:
         if facts.environment.variables.get("SUDO_USER"):
             detail += " This shell runs under sudo, whose secure_path and env_reset drop the PATH of your own shell."
             fix = [
-                f"Run the command without sudo, or keep your PATH: `sudo env PATH={best.bin_dir}:$PATH <command>`",
+                f"Run the command without sudo, or keep your PATH: start it with `sudo env PATH={best.bin_dir}:$PATH` followed by the command you ran with sudo.",
                 f"Or add {best.bin_dir} to secure_path in /etc/sudoers (via `sudo visudo`).",
             ]
     yield finding("nvcc-not-on-path", detail, fix, {"toolkit": best.root}, causes=causes)

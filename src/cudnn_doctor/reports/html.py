@@ -24,7 +24,7 @@ from cudnn_doctor.facts import PROCESS, Candidate, Facts, LoadStep, Resolution
 from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.lazyre import regex
 from cudnn_doctor.record import Record
-from cudnn_doctor.reports.terminal import _facts_lines, _is_cudnn_front, _summaries, _worst
+from cudnn_doctor.reports.terminal import _facts_lines, _is_cudnn_front, _summaries
 
 
 def esc(value: Any) -> str:
@@ -134,9 +134,9 @@ def _check_sections(diagnosis: Diagnosis) -> Iterator[str]:
 
 
 def _verdict_line(findings: list[Finding]) -> str:
-    """The terminal's last line: causes counted at the severity of their worst symptom."""
-    causes, symptoms = _grouped(findings)
-    worst = [_worst(f, symptoms.get(i, [])) for i, f in causes]
+    """The terminal's last line: causes counted at their severity (that of their worst symptom)."""
+    causes, _ = _grouped(findings)
+    worst = [f.severity for _, f in causes]
     errors, warnings = worst.count(Severity.ERROR), worst.count(Severity.WARNING)
     if not findings:
         return "No issues found."
@@ -206,7 +206,7 @@ def _anchor(found: Finding, before: list[tuple[int, Finding]]) -> str:
 
 
 def _finding(found: Finding, symptoms: list[Finding], anchor: str) -> str:
-    severity = _worst(found, symptoms)
+    severity = found.severity  # a cause carries the severity of its worst symptom (checks.causes)
     parts = [
         f'<article class="finding {severity.value}" id="{esc(anchor)}" data-id="{esc(found.id)}">',
         f"<h3>{_badge(severity)} <code>{esc(found.id)}</code> {esc(found.title)}</h3>",

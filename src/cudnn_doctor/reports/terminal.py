@@ -122,7 +122,7 @@ def _lines(diagnosis: Diagnosis, verbose: bool, marks: dict = MARKS) -> Iterable
     for index, found in enumerate(findings):
         if found.symptom_of is not None:
             continue
-        severity = _worst(found, symptoms.get(index, []))
+        severity = found.severity  # a cause already carries the severity of its worst symptom (checks.causes)
         mark, style = marks[severity]
         yield [(f"{mark} {severity.value}", style), (" ", ""), (found.id, "bold"), (f": {found.title}", "")]
         yield [(f"    {found.detail}", "")]
@@ -137,7 +137,7 @@ def _lines(diagnosis: Diagnosis, verbose: bool, marks: dict = MARKS) -> Iterable
                 detail = symptom.detail if verbose else _one_line(symptom.detail)
                 yield [("      - ", ""), (symptom.id, "bold"), (f" ({symptom.severity.value}): {detail}", "")]
         yield []
-    causes = [_worst(f, symptoms.get(i, [])) for i, f in enumerate(findings) if f.symptom_of is None]
+    causes = [f.severity for f in findings if f.symptom_of is None]
     errors = causes.count(Severity.ERROR)
     warnings = causes.count(Severity.WARNING)
     tail = f" ({len(findings) - len(causes)} more finding(s) shown as their symptoms)" if len(causes) < len(findings) else ""
@@ -158,11 +158,6 @@ def _fix_line(found: Finding, facts: Facts) -> Optional[str]:
     from cudnn_doctor.fixes import fix_line
 
     return fix_line(found, facts)
-
-
-def _worst(cause: Finding, symptoms: list[Finding]) -> Severity:
-    """A cause is as bad as the worst thing it causes: a stale terminal that hides cuDNN is an error."""
-    return min((cause, *symptoms), key=lambda f: f.severity.rank).severity
 
 
 def render(diagnosis: Diagnosis, out: TextIO, verbose: bool = False, color: bool = True) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 from typing import Any, Optional
 
 import pytest
@@ -287,3 +288,13 @@ def test_the_container_variable_is_kept_in_reports():
         "container": "podman",
         "KUBERNETES_SERVICE_HOST": "10.96.0.1",
     }
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX device files")
+def test_live_device_files_sees_character_devices_it_never_opens():
+    """`stat` answers for files and folders only; the device files are looked at through their own call."""
+    from cudnn_doctor.system.live import LiveSystem
+
+    system = LiveSystem()
+    assert system.stat("/dev/null") is None
+    assert system.device_files(("/dev/null", "/dev/no-such-device-here")) == ("/dev/null",)

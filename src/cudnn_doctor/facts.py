@@ -269,6 +269,27 @@ class ProbeFailure(Record):
     error: str
 
 
+class DriverLibrary(Record):
+    """One of the driver's user-space libraries in use and the release its real file name says (libcuda.so.535.183.01)."""
+
+    path: str  # the real file: the soname link (libcuda.so.1) followed
+    version: str  # "535.183.01"
+
+
+class DriverState(Record):
+    """Which driver the kernel runs, which the libraries belong to, and whether this is a container given the GPU.
+
+    Read from /proc/driver/nvidia/version, the real names of libcuda.so.1 / libnvidia-ml.so.1, what
+    nvidia-smi said when NVML failed, the container's markers and the /dev/nvidia* device files."""
+
+    kernel_module: Optional[str] = None  # the loaded nvidia module's release, from /proc/driver/nvidia/version
+    libraries: tuple[DriverLibrary, ...] = ()  # libcuda / libnvidia-ml in use, by their real file names
+    nvml_mismatch: Optional[str] = None  # NVML's own words "Driver/library version mismatch", as nvidia-smi printed them
+    nvml_library: Optional[str] = None  # "NVML library version: 550.144", when nvidia-smi said it
+    container: Optional[str] = None  # what says this is a container: /.dockerenv, /run/.containerenv, container=podman, ...
+    devices: tuple[str, ...] = ()  # the GPU device files present (/dev/nvidiactl, /dev/nvidia0, /dev/dxg); read in containers only
+
+
 class Facts(Record):
     os: str
     arch: str
@@ -287,6 +308,7 @@ class Facts(Record):
     # the NVIDIA driver's own files seen (libcuda.so.N, nvcuda.dll, /proc/driver/nvidia/version): none means no driver is visible
     driver_files: tuple[str, ...] = ()
     wheels: tuple[InstalledWheel, ...] = ()
+    driver_state: DriverState = DriverState()
 
     def python(self, executable: str) -> Optional[PythonEnv]:
         return next((p for p in self.pythons if p.executable == executable), None)

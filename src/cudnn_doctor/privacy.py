@@ -44,6 +44,8 @@ DIAGNOSED_NAMES = frozenset(
         "PATHEXT",
         "PWD",
         "SUDO_USER",  # sudo drops the PATH of the user's shell: nvcc-not-on-path says so
+        "CONTAINER",  # Podman, systemd-nspawn and LXC say so: gpu-not-passed-to-container
+        "KUBERNETES_SERVICE_HOST",  # a Kubernetes pod
         "HOME",
         "USERPROFILE",
         "SYSTEMROOT",

@@ -13,7 +13,7 @@ from typing import Optional, Sequence
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.checks._libraries import basename
-from cudnn_doctor.facts import Facts, FrameworkBuild, LoadStep, Resolution
+from cudnn_doctor.facts import DriverLibrary, Facts, FrameworkBuild, LoadStep, Resolution
 from cudnn_doctor.lazyre import regex
 from cudnn_doctor.paths import PathRules
 
@@ -32,6 +32,35 @@ def is_driver_library(name: str) -> bool:
 def driver_visible(facts: Facts) -> bool:
     """The driver's own files were seen (not only a name nobody found)."""
     return bool(facts.driver_files)
+
+
+DRIVER_STATE = "driver-state"  # the cause key of what a driver that cannot be reached at all explains
+
+
+def user_space_files(facts: Facts) -> list[str]:
+    """The driver's library files seen (the kernel module's /proc file is the host's, even in a container)."""
+    return [f for f in facts.driver_files if f != KERNEL_MODULE]
+
+
+def gpu_withheld(facts: Facts) -> bool:
+    """A container started without the GPU: neither the driver's libraries nor a GPU device file is in it."""
+    state = facts.driver_state
+    if facts.os != "linux" or state.container is None or state.devices or user_space_files(facts):
+        return False
+    return not facts.driver.present and not any(b.sees_gpu or b.cuda_available for b in facts.builds)
+
+
+def mismatched_libraries(facts: Facts) -> list[DriverLibrary]:
+    """The driver libraries in use whose release is not the loaded kernel module's."""
+    state = facts.driver_state
+    if facts.os != "linux" or facts.wsl or state.kernel_module is None:
+        return []
+    return [lib for lib in state.libraries if lib.version != state.kernel_module]
+
+
+def driver_mismatch(facts: Facts) -> bool:
+    """The kernel module and the driver's libraries are different releases, by their versions or by NVML's own words."""
+    return facts.os == "linux" and not facts.wsl and (bool(mismatched_libraries(facts)) or facts.driver_state.nvml_mismatch is not None)
 
 
 def proven_by_the_gpu(build: Optional[FrameworkBuild], name: str) -> bool:
@@ -57,6 +86,12 @@ def _siblings(facts: Facts, name: str, rules: PathRules) -> list[str]:
 def driver_gap(facts: Facts, name: str, elsewhere: Sequence[str]) -> tuple[str, list[str]]:
     """(detail, fix) for a driver library that the loader cannot find although the driver is installed."""
     rules = PathRules(facts.os)
+    if gpu_withheld(facts):
+        return (
+            f" This container ({facts.driver_state.container}) was started without the GPU: the driver's libraries, {name} among them, "
+            "are mounted only into a container given the GPU.",
+            ["Start the container with the GPU (`docker run --gpus all ...`); see gpu-not-passed-to-container."],
+        )
     seen = [f for f in facts.driver_files if f != KERNEL_MODULE][:3] or list(facts.driver_files[:1])
     detail = f" The NVIDIA driver is installed (its files: {', '.join(seen)}), but nothing the loader searches provides {name}."
     if facts.os == "windows":

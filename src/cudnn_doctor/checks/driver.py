@@ -8,6 +8,7 @@ from typing import Iterator, Optional
 from packaging.version import InvalidVersion, Version
 
 from cudnn_doctor import knowledge
+from cudnn_doctor.checks._driver_libraries import DRIVER_STATE, driver_mismatch, gpu_withheld
 from cudnn_doctor.checks._plan import describe, option_text, pip_install, plan_options, runnable_now, toolkit_now
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import SMI_NOT_UNDERSTOOD, Facts, FrameworkBuild, Gpu
@@ -47,6 +48,111 @@ def no_nvidia_gpu(facts: Facts) -> Iterator[Finding]:
         f"NVML could not be loaded and {(facts.driver.smi_error or 'nvidia-smi failed').rstrip('.')}.",
         fix,
         {"nvml": None, "nvidia_smi": facts.driver.smi_error},
+        causes=(DRIVER_STATE if driver_mismatch(facts) or gpu_withheld(facts) else None,),
+    )
+
+
+@rule(
+    "driver-library-mismatch",
+    Severity.ERROR,
+    "The loaded NVIDIA kernel module and the driver's libraries are different releases",
+    Area.DRIVER,
+    explains=("no-nvidia-gpu", "torch-cuda-unavailable"),
+)
+def driver_library_mismatch(facts: Facts) -> Iterator[Finding]:
+    """A driver upgrade replaces the libraries at once, but the running kernel keeps the old module until a reboot: NVML, nvidia-smi and CUDA all refuse to start."""
+    if not driver_mismatch(facts):
+        return
+    state = facts.driver_state
+    libraries = state.libraries
+    new = sorted({lib.version for lib in libraries if lib.version != state.kernel_module}) or ([state.nvml_library] if state.nvml_library else [])
+    if state.kernel_module:
+        detail = f"The loaded kernel module is {state.kernel_module} (/proc/driver/nvidia/version)"
+    else:
+        detail = "The loaded kernel module's release was not read (`cat /proc/driver/nvidia/version` shows it)"
+    if libraries:
+        detail += f"; the driver's libraries are {', '.join(f'{lib.version} ({lib.path})' for lib in libraries)}."
+    elif state.nvml_library:
+        detail += f"; the NVML library is {state.nvml_library}."
+    else:
+        detail += "."
+    if state.nvml_mismatch:
+        detail += f' nvidia-smi: "{state.nvml_mismatch}".'
+    detail += (
+        " The libraries were upgraded (a package update, often unattended) while the running kernel kept the old module:"
+        " nothing can use the GPU until the module of the same release is loaded."
+    )
+    release = new[0] if len(new) == 1 else "the installed release"
+    branch = release.split(".")[0] if release[:1].isdigit() else "<branch>"
+    fix = [
+        f"Reboot: the kernel then loads the nvidia module of {release}, the libraries' release.",
+        "Or, without a reboot: stop every program using the GPU (`sudo lsof /dev/nvidia*`; `sudo systemctl stop nvidia-persistenced`; "
+        "on a desktop the display manager: `sudo systemctl isolate multi-user.target`), then reload the modules: "
+        f"`sudo modprobe -r nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia nvidia_uvm`; "
+        f"`cat /proc/driver/nvidia/version` then says {release} and `nvidia-smi` works.",
+        f"If it is still the old release after a reboot, the module of {release} was not built for this kernel: "
+        f"check `dkms status`, reinstall the driver package (`sudo apt-get install --reinstall nvidia-driver-{branch}` on Ubuntu) and reboot.",
+        "To keep an unattended upgrade from doing it again, hold the driver packages (`sudo apt-mark hold` them) or add them to "
+        "Unattended-Upgrade::Package-Blacklist in /etc/apt/apt.conf.d/50unattended-upgrades.",
+    ]
+    if state.container:
+        fix.insert(
+            0,
+            f"This is a container ({state.container}): reboot or reload on the host. The image must not carry driver libraries "
+            "of its own; the NVIDIA Container Toolkit mounts the host's (`docker run --gpus all`).",
+        )
+    yield finding(
+        "driver-library-mismatch",
+        detail,
+        fix,
+        {
+            "kernel_module": state.kernel_module,
+            "libraries": {lib.path: lib.version for lib in libraries},
+            "nvml": state.nvml_mismatch,
+            "nvml_library": state.nvml_library,
+        },
+        causes=(DRIVER_STATE,),
+    )
+
+
+@rule(
+    "gpu-not-passed-to-container",
+    Severity.ERROR,
+    "This container was started without access to the GPU",
+    Area.DRIVER,
+    explains=("no-nvidia-gpu", "torch-cuda-unavailable"),
+)
+def gpu_not_passed_to_container(facts: Facts) -> Iterator[Finding]:
+    """The driver lives on the host: a container reaches the GPU only when started with it, and then the NVIDIA Container Toolkit mounts the driver's libraries and /dev/nvidia* into it."""
+    if not gpu_withheld(facts):
+        return
+    state = facts.driver_state
+    detail = (
+        f"This is a container ({state.container}) in which neither the NVIDIA driver's libraries (libcuda.so.1, libnvidia-ml.so.1) "
+        "nor a GPU device (/dev/nvidiactl, /dev/nvidia0) is visible: it was started without GPU access."
+    )
+    if state.kernel_module:
+        detail += f" The host's NVIDIA kernel module {state.kernel_module} is loaded (/proc/driver/nvidia/version): the host has a driver."
+    else:
+        detail += " No NVIDIA kernel module is visible either: check the host with `nvidia-smi` there too."
+    software = [f"{b.name} {b.version}" for b in facts.builds if b.uses_gpu] + [f"CUDA {t.version}" for t in facts.toolkits.toolkits if t.version]
+    if software:
+        detail += f" The CUDA software inside ({', '.join(software)}) is not what is missing."
+    yield finding(
+        "gpu-not-passed-to-container",
+        detail,
+        [
+            "Start the container with the GPU: `docker run --gpus all ...` (Podman: `--device nvidia.com/gpu=all`); in Docker Compose, "
+            "under the service: `deploy: {resources: {reservations: {devices: [{driver: nvidia, count: all, capabilities: [gpu]}]}}}`; "
+            "a GitHub Actions container job: `options: --gpus all`.",
+            'If Docker answers `could not select device driver "" with capabilities: [[gpu]]`, install the NVIDIA Container Toolkit on the host: '
+            "`sudo apt-get install -y nvidia-container-toolkit && sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker`.",
+            "On Kubernetes, request the GPU in the pod's container spec: `resources: {limits: {nvidia.com/gpu: 1}}` "
+            "(the node needs the NVIDIA device plugin or the GPU Operator).",
+            "Do not install an NVIDIA driver inside the container: the host's is mounted in. Check with `nvidia-smi` in the new container.",
+        ],
+        {"container": state.container, "kernel_module": state.kernel_module, "devices": list(state.devices)},
+        causes=(DRIVER_STATE,),
     )
 
 

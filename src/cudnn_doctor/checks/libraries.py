@@ -7,7 +7,15 @@ from typing import Iterator, Optional, Sequence
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.checks._cudnn import every_resolution, library_release, owner
-from cudnn_doctor.checks._driver_libraries import driver_gap, driver_visible, is_driver_library, other_spelling_loaded, proven_by_the_gpu
+from cudnn_doctor.checks._driver_libraries import (
+    DRIVER_STATE,
+    driver_gap,
+    driver_visible,
+    gpu_withheld,
+    is_driver_library,
+    other_spelling_loaded,
+    proven_by_the_gpu,
+)
 from cudnn_doctor.checks._libraries import area_of_library, basename, build_key, cuda_key_of_library, cudnn_key, is_cudnn
 from cudnn_doctor.checks._wheels import extras_missing, held_by, install_fixes, not_searched, reach_fixes, wheels_key
 from cudnn_doctor.checks.registry import finding, rule
@@ -107,7 +115,8 @@ def library_wrong_architecture(facts: Facts) -> Iterator[Finding]:
 def _skip_missing(facts: Facts, requester: str, name: str) -> bool:
     """Names whose absence is explained elsewhere or does not matter."""
     if is_driver_library(name):
-        return not driver_visible(facts)  # no driver at all: no-nvidia-gpu / wsl-linux-driver-installed say it
+        # no driver at all: no-nvidia-gpu / wsl-linux-driver-installed say it; a container without the GPU lists them as its symptoms
+        return not driver_visible(facts) and not gpu_withheld(facts)
     if name.lower() == "zlibwapi.dll":
         version = library_release(facts, requester)
         return version is not None and not knowledge.zlibwapi_required(version)
@@ -270,6 +279,8 @@ def _dependency_causes(facts: Facts, build: Optional[FrameworkBuild], names: Seq
     causes = [cuda_key_of_library(n) for n in names]
     if is_driver_library(name):
         causes.append(f"driver:{PathRules(facts.os).name_key(basename(name))}")
+        if gpu_withheld(facts):
+            causes.append(DRIVER_STATE)  # the container has no driver libraries: gpu-not-passed-to-container says why
     for requester in requesters:
         install, _ = owner(facts, requester)
         if install is not None and is_cudnn(name):
@@ -291,8 +302,8 @@ def _logged_missing(facts: Facts, emulated: set[tuple[str, str, str]]) -> Iterat
         known = {rules.name_key(n) for n in (build.system_libraries or ()) if n}
         requests: dict[str, list[str]] = {}
         for failure in build.load_failures:
-            if is_driver_library(failure.library) and not driver_visible(facts):
-                continue  # no driver at all: no-nvidia-gpu says it
+            if is_driver_library(failure.library) and not driver_visible(facts) and not gpu_withheld(facts):
+                continue  # no driver at all: no-nvidia-gpu says it (a container without the GPU: its symptoms)
             key = rules.name_key(basename(failure.library))
             if (build.executable, build.name, key) in emulated:
                 continue
@@ -301,7 +312,8 @@ def _logged_missing(facts: Facts, emulated: set[tuple[str, str, str]]) -> Iterat
                 yield _missing(facts, build, step, [step.requester], False, rules)
                 continue
             root = roots.get((build.executable, build.name), {}).get(key)
-            if key in known or (root is not None and not root.failed):
+            withheld = is_driver_library(failure.library) and gpu_withheld(facts)  # "provided by the driver" is what the container lacks
+            if key in known or (root is not None and not root.failed and not withheld):
                 continue  # a table-known library has its own finding; a found one is judged by what it needs
             requests.setdefault(failure.message, []).append(basename(failure.library))
         for names in requests.values():

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import Callable, Optional, TypeVar
 
-from cudnn_doctor.facts import DriverFacts, EnvironmentFacts, Facts, ProbeFailure, ToolkitFacts
+from cudnn_doctor.facts import DriverFacts, DriverState, EnvironmentFacts, Facts, ProbeFailure, ToolkitFacts
 from cudnn_doctor.loader.driver import driver_files as probe_driver_files
 from cudnn_doctor.loader.index import FolderIndex
 from cudnn_doctor.probes.builds import probe_builds
 from cudnn_doctor.probes.confirm import probe_confirmations
 from cudnn_doctor.probes.cudnn import probe_cudnn
+from cudnn_doctor.probes.driver_state import probe_driver_state
 from cudnn_doctor.probes.environment import probe_environment
 from cudnn_doctor.probes.gpu import probe_driver
 from cudnn_doctor.probes.pythons import probe_frameworks, probe_pythons
@@ -56,6 +57,7 @@ def run_probes(system: System, with_frameworks: bool = True, framework_timeout: 
     wsl_driver = guarded("wsl", lambda: probe_linux_driver_in_wsl(system), ())
     wsl_packages = guarded("wsl packages", lambda: probe_linux_driver_packages(system, wsl_driver), ()) if wsl_driver else ()
     driver_files = guarded("driver files", lambda: probe_driver_files(system, index), ())
+    driver_state = guarded("driver state", lambda: probe_driver_state(system, driver, driver_files), DriverState())
     cudnn = guarded("cudnn", lambda: probe_cudnn(system, toolkits, pythons, index), ())
     if reports is not None and pool is not None:
         if while_waiting is not None:
@@ -83,4 +85,5 @@ def run_probes(system: System, with_frameworks: bool = True, framework_timeout: 
         wsl_packages,
         driver_files,
         wheels,
+        driver_state,
     )

@@ -248,6 +248,11 @@ class System(ABC):
         """Live: each GPU's clocks, power and throttle reasons now (NVML), None where they cannot be read."""
         return None
 
+    def device_files(self, paths: Sequence[str]) -> tuple[str, ...]:
+        """The device files among `paths` that exist (/dev/nvidiactl, /dev/nvidia0, /dev/dxg). `stat` answers for files
+        and folders only (the doctor never opens a device); a described machine lists its devices as files."""
+        return tuple(p for p in paths if self.exists(p))
+
     # Convenience built on the primitives above -------------------------------------------
 
     def exists(self, path: str) -> bool:

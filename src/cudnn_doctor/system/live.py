@@ -425,6 +425,17 @@ class LiveSystem(System):
     def gpu_state(self) -> Optional[list[dict[str, Any]]]:
         return _query_nvml_state() if _nvml_library_loads() else None
 
+    def device_files(self, paths: Sequence[str]) -> tuple[str, ...]:
+        found = []
+        for path in paths:
+            try:
+                mode = os.stat(path).st_mode
+            except (OSError, ValueError):
+                continue
+            if stat.S_ISCHR(mode) or stat.S_ISREG(mode):  # only looked at, never opened
+                found.append(path)
+        return tuple(found)
+
     def run_passthrough(self, argv: Sequence[str], trace_loader: bool, keep: int = 1 << 20) -> PassThrough:
         from cudnn_doctor.system.passthrough import run_passthrough
 

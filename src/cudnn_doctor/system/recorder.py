@@ -229,6 +229,12 @@ class RecordingSystem(System):
                     mapped[name] = {"path": loaded[name]} if loaded[name] is not None else {}
         return real
 
+    def device_files(self, paths: Sequence[str]) -> tuple[str, ...]:
+        found = self.inner.device_files(paths)
+        for path in found:  # replayed as a file of that name: a fixture lists its devices as files
+            self._files.setdefault(self.paths.norm(path), {"size": 0})
+        return found
+
     def current_python(self) -> Optional[str]:
         self._current = self.inner.current_python()
         return self._current

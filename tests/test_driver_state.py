@@ -286,7 +286,7 @@ def test_snapshot_records_what_the_probe_read():
 def test_the_container_variable_is_kept_in_reports():
     assert kept_environment({"container": "podman", "KUBERNETES_SERVICE_HOST": "10.96.0.1", "SECRET": "x"}) == {
         "container": "podman",
-        "KUBERNETES_SERVICE_HOST": "10.96.0.1",
+        "KUBERNETES_SERVICE_HOST": "<redacted>",  # that it is set is the evidence; its address stays on the machine
     }
 
 

@@ -75,3 +75,11 @@ def test_the_allow_list_keeps_what_the_checks_and_the_windows_expansion_read():
     assert kept["PWD"] == "/home/dev/project"
     persistent = kept_persistent({"user": {"Path": "%USERPROFILE%\\bin", "GH_TOKEN": "x"}, "system": {"CUDA_PATH": "C:\\cuda"}})
     assert persistent == {"user": {"Path": "%USERPROFILE%\\bin"}, "system": {"CUDA_PATH": "C:\\cuda"}}
+
+
+def test_a_kubernetes_pod_is_kept_as_set_never_its_address():
+    """gpu-not-passed-to-container reads that KUBERNETES_SERVICE_HOST is set; its value, a cluster address, stays here."""
+    from cudnn_doctor.privacy import REDACTED, kept_environment
+
+    kept = kept_environment({"KUBERNETES_SERVICE_HOST": "10.96.0.1", "container": "podman", "HOSTNAME": "pod-7f9c"})
+    assert kept == {"KUBERNETES_SERVICE_HOST": REDACTED, "container": "podman"}

@@ -45,7 +45,7 @@ DIAGNOSED_NAMES = frozenset(
         "PWD",
         "SUDO_USER",  # sudo drops the PATH of the user's shell: nvcc-not-on-path says so
         "CONTAINER",  # Podman, systemd-nspawn and LXC say so: gpu-not-passed-to-container
-        "KUBERNETES_SERVICE_HOST",  # a Kubernetes pod
+        "KUBERNETES_SERVICE_HOST",  # a Kubernetes pod (kept as set, never its address: PRESENCE_ONLY)
         "HOME",
         "USERPROFILE",
         "SYSTEMROOT",
@@ -61,6 +61,8 @@ DIAGNOSED_NAMES = frozenset(
         "PROCESSOR_ARCHITECTURE",
     }
 )
+# Variables whose being set is the evidence: a report keeps that they are set, never their value (a cluster address).
+PRESENCE_ONLY = frozenset({"KUBERNETES_SERVICE_HOST"})
 _SECRET = regex(r"(?i)token|secret|passw|passphrase|credential|api_?key|access_?key|private_?key|auth|session|cookie|(^|_)(key|pat)$")
 
 
@@ -75,8 +77,8 @@ def looks_secret(name: str) -> bool:
 
 
 def kept_environment(env: Mapping[str, str]) -> dict[str, str]:
-    """The variables a report or snapshot may carry, secret-looking values replaced."""
-    return {name: REDACTED if looks_secret(name) else value for name, value in env.items() if diagnosed(name)}
+    """The variables a report or snapshot may carry, secret-looking values (and PRESENCE_ONLY ones) replaced."""
+    return {name: REDACTED if looks_secret(name) or name.upper() in PRESENCE_ONLY else value for name, value in env.items() if diagnosed(name)}
 
 
 def kept_persistent(persistent: Optional[Mapping[str, Mapping[str, str]]]) -> Optional[dict[str, dict[str, str]]]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Iterator, Optional, Sequence
 
 from cudnn_doctor import knowledge
@@ -259,12 +258,15 @@ def _missing(
     )
 
 
+_FORMAT_FIELD = regex(r"%[0-9]*[dui]")  # a number field of a run-time load rule (`libnvrtc.so.%d`)
+
+
 def _asked_for(step: LoadStep) -> str:
     """The names a load asks for, a name completed at run time by its rule (`libnvrtc.so.%d`: that name with a version
     number in place of %d), never a placeholder."""
     names = step.one_of or (step.name,)
     said = [
-        f"a file named by the rule `{n}` (a version number in place of {', '.join(sorted(set(re.findall(r'%[0-9]*[dui]', n))))})" if "%" in n else n
+        f"a file named by the rule `{n}` (a version number in place of {', '.join(sorted(set(_FORMAT_FIELD.findall(n))))})" if "%" in n else n
         for n in names
     ]
     return said[0] if len(said) == 1 else "one of " + ", ".join(said)

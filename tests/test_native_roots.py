@@ -4,10 +4,16 @@ naming the package, the file and what provides the missing library."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
 from typing import Any
+
+import pytest
 
 from cudnn_doctor.facts import PROCESS
 from cudnn_doctor.findings import Severity
+from cudnn_doctor.system.interface import System
 
 from .conftest import LINUX_BASE, WINDOWS_BASE, machine, run
 
@@ -128,3 +134,71 @@ def test_a_framework_package_is_not_rooted_twice():
     diagnosis = run(document)
     assert {r.framework for r in diagnosis.facts.resolutions} == {"torch", PROCESS}
     assert [r.package for r in diagnosis.facts.resolutions if r.package is not None] == ["ctranslate2"]
+
+
+needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None or sys.platform == "win32", reason="needs gcc to build ELF files")
+
+
+@needs_gcc
+def test_live_walk_and_the_names_cache(tmp_path, monkeypatch):
+    """Live: the walk finds the native files (not in __pycache__ or dist-info), cuda_names reads the
+    import table and the string scan, and the answer is kept by path, size and mtime."""
+    from cudnn_doctor.system import native_cache
+    from cudnn_doctor.system.live import LiveSystem
+
+    site = tmp_path / "site-packages"
+    (site / "fastspeech" / "ops").mkdir(parents=True)
+    (site / "fastspeech" / "__pycache__").mkdir()
+    (site / "fastspeech-1.0.dist-info").mkdir()
+    source = tmp_path / "x.c"
+    source.write_text('#include <dlfcn.h>\nvoid *f(void) { return dlopen("libcublas.so.12", 2); }\n')
+    plain = tmp_path / "y.c"
+    plain.write_text("int g(void) { return 1; }\n")
+    cuda_ext = site / "fastspeech" / "ops" / "_kernels.cpython-311-x86_64-linux-gnu.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(cuda_ext), str(source)], check=True)
+    for other in (site / "fastspeech" / "_plain.so", site / "fastspeech" / "__pycache__" / "x.so", site / "fastspeech-1.0.dist-info" / "y.so"):
+        subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(other), str(plain)], check=True)
+    system = LiveSystem()
+    assert system.native_files(str(site)) == sorted([str(cuda_ext), str(site / "fastspeech" / "_plain.so")])
+    assert system.native_files(str(site), skip={"fastspeech"}) == []
+
+    monkeypatch.setenv("CUDNN_DOCTOR_STATE_DIR", str(tmp_path / "state"))
+    reads: list[str] = []
+
+    def read(path: str) -> tuple[str, ...]:
+        reads.append(path)
+        return System.cuda_names(system, path)
+
+    cache = native_cache.NativeNames()
+    assert cache.names(str(cuda_ext), read) == ("libcublas.so.12",) and cache.names(str(site / "fastspeech" / "_plain.so"), read) == ()
+    cache.save()
+    again = native_cache.NativeNames()
+    assert again.names(str(cuda_ext), read) == ("libcublas.so.12",) and len(reads) == 2  # from the state folder, not read
+    with open(cuda_ext, "ab") as handle:
+        handle.write(b"\0" * 16)  # changed: read again
+    assert again.names(str(cuda_ext), read) == ("libcublas.so.12",) and len(reads) == 3
+
+
+def test_windows_the_folders_a_package_adds_with_add_dll_directory():
+    """A package whose __init__.py adds %CUDA_PATH%\\bin (or a folder beside itself) with os.add_dll_directory:
+    its extension's imports are searched there too."""
+    cuda = "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v12.4"
+    init = (
+        "import os\nfrom pathlib import Path\n"
+        "if hasattr(os, 'add_dll_directory'):\n"
+        "    os.add_dll_directory(os.path.join(os.environ['CUDA_PATH'], 'bin'))\n"
+        "    here = Path(__file__).resolve().parent\n"
+        "    os.add_dll_directory(str(here / 'lib'))\n"
+    )
+    document = ctranslate2_windows(with_cublas=True, on_path=True)
+    document["env"]["CUDA_PATH"] = cuda
+    document["files"][f"{WIN_SITE}\\ctranslate2\\__init__.py"] = {"text": init}
+    document["files"][f"{WIN_SITE}\\ctranslate2\\lib\\README.txt"] = {"text": "x"}
+    diagnosis = run(document)
+    assert "dependency-missing" not in {f.id for f in diagnosis.findings}
+    load = next(r for r in diagnosis.facts.resolutions if r.package == "ctranslate2")
+    step = next(s for s in load.steps if s.name == "cublas64_12.dll")
+    assert step.winner == f"{cuda}\\bin\\cublas64_12.dll" and f"{WIN_SITE}\\ctranslate2\\lib" in step.searched, step.searched
+    # computed any other way (importlib.resources), the folder is not known: the load is judged without it
+    document["files"][f"{WIN_SITE}\\ctranslate2\\__init__.py"] = {"text": "import os\nos.add_dll_directory(str(files(__name__)))\n"}
+    assert "dependency-missing" in {f.id for f in run(document).findings}

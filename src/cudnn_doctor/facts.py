@@ -393,6 +393,7 @@ class Resolution(Record):
     framework: str
     executable: str
     steps: tuple[LoadStep, ...] = ()
+    package: Optional[str] = None  # framework PROCESS: the package whose native code this load is (issue 29); None: a cuDNN installation
 
     def loaded(self) -> dict[str, str]:
         """name → path of every module in the process after the load."""

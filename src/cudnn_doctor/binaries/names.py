@@ -75,3 +75,22 @@ def group_loads(names: Sequence[str]) -> list[tuple[str, ...]]:
     for name in dict.fromkeys(names):
         groups.setdefault(family(name), []).append(name)
     return [tuple(sorted(members, key=_order)) for members in groups.values()]
+
+
+# The CUDA libraries native code runs GPU work through (issue 29): the runtime and the math, compiler,
+# DNN, communication and inference libraries, not the driver (libcuda / nvcuda). A name may carry a
+# bundler's hash (`libcublas-3b81d170.so.12`, delvewheel's `cublas64_12-1a2b.dll`) or none at all.
+_CUDA_FAMILY = regex(
+    r"(?i)^(?:lib)?(?:cudart|cublas|cublaslt|cufft|cufftw|curand|cusolver|cusolvermg|cusparse|nvrtc|nvjitlink|cudnn|nccl|nvinfer|cudss)"
+    r"(?:64)?(?:[_.\-]|$)"
+)
+
+
+def is_cuda_family(name: str) -> bool:
+    """libcublas.so.12, cublas64_12.dll, cudnn_ops64_9.dll, libnccl.so.2, nvinfer_10.dll: a CUDA-family library name."""
+    return bool(_CUDA_FAMILY.match(name.replace("\\", "/").rsplit("/", 1)[-1]))
+
+
+def cuda_family_names(imports: Sequence[str], loads: Sequence[str]) -> tuple[str, ...]:
+    """The CUDA-family names among a binary's imports and run-time loads, imports first, each once."""
+    return tuple(dict.fromkeys(n for n in (*imports, *loads) if is_cuda_family(n)))

@@ -206,8 +206,14 @@ def _missing(
     provider = knowledge.library_provider(name)
     folder = rules.dirname(requesters[0]) or "the folder of the library that needs it"
     nowhere = "none of which the loader finds" if len(members) > 1 else "which the loader finds nowhere"
+    package = resolution.package if resolution is not None and build is None else None
     if build is not None:
         loader = f"loaded by {build.name} in {build.executable}"
+    elif package is not None and resolution is not None:  # a package's own native code (issue 29)
+        files = ", ".join(s.name for s in resolution.steps if s.how == "root" and rules.basename(s.name) in who.split(", ")) or next(
+            (s.name for s in resolution.steps if s.how == "root"), package
+        )
+        loader = f"native code of the package {package}: {files}, loaded by {resolution.executable}"
     else:  # no framework loads this installation: any program that does would fail the same way
         roots = [s.winner or s.name for s in resolution.steps if s.how == "root"] if resolution else []
         loader = f"when any program loads {roots[0] if roots else 'this cuDNN'}"
@@ -234,6 +240,15 @@ def _missing(
         reach = knowledge.wheel_reach(build.name, facts.os, build.parsed_version) if build is not None else None
         if pip and reach is not None and reach.extras:  # the framework's own pip extras are the usual way
             fix.extend([*pip, f"Or: {own}"])
+        elif package is not None and facts.os == "windows":  # an extension's imports never search PATH (Python 3.8+)
+            fix.extend(
+                [
+                    f"Python 3.8+ searches an extension module's DLLs in its own folder and the os.add_dll_directory folders, not PATH: "
+                    f"copy {step.wanted} (and the DLLs it needs) into {folder}, or call os.add_dll_directory with the folder that holds it "
+                    f"before importing {package}.",
+                    f"Or: {own}",
+                ]
+            )
         else:
             fix.extend([own, *(f"Or: {line}" if i == 0 else line for i, line in enumerate(pip))])
     elif wheel and build is not None:
@@ -251,6 +266,7 @@ def _missing(
             "one_of": list(members),
             "needed_by": requesters,
             "provider": "the NVIDIA driver" if is_driver_library(name) else provider.provider if provider else None,
+            **({"package": package} if package is not None else {}),
         },
         severity=Severity.WARNING if optional else Severity.ERROR,
         area=area_of_library(name, requesters[0]),

@@ -13,7 +13,8 @@ Roots by framework (from the knowledge data's loads_cuda):
   `LoadLibraryExW(dll, LOAD_LIBRARY_SEARCH_DEFAULT_DIRS | LOAD_LIBRARY_SEARCH_DLL_LOAD_DIR)` after
   `os.add_dll_directory` of its DLL folders, falling back to PATH (windows.DEFAULT_DIRS_THEN_PATH).
 
-Then every cuDNN installation that no framework's load uses is resolved as a program started
+Then the native code of every other package that names a CUDA-family library (`native.py`), and
+every cuDNN installation that no load above uses is resolved as a program started
 from here would load it (framework `process`): its front library by path, with its imports and
 run-time loads, so a native program, an unknown package or a machine without Python gets the
 same judgement of its cuDNN.
@@ -28,6 +29,7 @@ from cudnn_doctor.loader import windows
 from cudnn_doctor.loader.index import FolderIndex
 from cudnn_doctor.loader.resolve import Resolver, Root
 from cudnn_doctor.probes.cudnn import python_prefix, site_packages
+from cudnn_doctor.probes.native import probe_package_loads
 from cudnn_doctor.system.interface import System
 
 
@@ -55,7 +57,8 @@ def probe_resolutions(
         roots += [Root(f.library) for f in build.load_failures if f.direct and rules.name_key(f.library) not in asked]
         if roots:
             resolutions.append(resolver.resolve(build.name, build.executable, roots, dll_directories, elsewhere))
-    return tuple(resolutions) + _unused_installations(system, resolver, pythons, cudnn, resolutions)
+    packages = probe_package_loads(system, resolver, pythons, resolutions)
+    return tuple(resolutions) + packages + _unused_installations(system, resolver, pythons, cudnn, [*resolutions, *packages])
 
 
 def _unused_installations(

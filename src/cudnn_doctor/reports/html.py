@@ -258,7 +258,13 @@ def _folder_key(path: str) -> str:
 
 
 def _resolution_block(facts: Facts, resolution: Resolution) -> str:
-    who = "any program that loads cuDNN" if resolution.framework == PROCESS else resolution.framework
+    who = (
+        resolution.framework
+        if resolution.framework != PROCESS
+        else f"the package {resolution.package}"
+        if resolution.package
+        else "any program that loads cuDNN"
+    )
     where = f' in <span class="path">{esc(resolution.executable)}</span>' if resolution.executable else ""
     head = f'<div class="resolution" data-framework="{esc(resolution.framework)}"><h3>{esc(who)}{where}</h3>'
     step = _front_step(resolution)

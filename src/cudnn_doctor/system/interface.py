@@ -8,7 +8,7 @@ diagnosis replayed from a fixture takes exactly the code path it takes live.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, BinaryIO, Callable, ContextManager, Iterator, Mapping, Optional, Sequence
+from typing import Any, BinaryIO, Callable, Collection, ContextManager, Iterator, Mapping, Optional, Sequence
 
 from cudnn_doctor.binaries import BinaryInfo
 from cudnn_doctor.paths import PathRules
@@ -23,6 +23,22 @@ class FileInfo(Record):
     size: int = 0
     link: Optional[str] = None  # the raw link target when `path` itself is a symbolic link
     readable: bool = True
+
+
+NATIVE_DEPTH = 9  # folders below site-packages that System.native_files walks
+
+
+def is_native_name(name: str, windows: bool) -> bool:
+    """A file name native code goes by: `.pyd` / `.dll` on Windows, `.so` or `.so.N...` elsewhere."""
+    lower = name.lower()
+    if windows:
+        return lower.endswith((".pyd", ".dll"))
+    return lower.endswith(".so") or ".so." in lower
+
+
+def skipped_folder(name: str) -> bool:
+    """Folders that hold no code a process loads: bytecode caches and distribution metadata."""
+    return name == "__pycache__" or name.endswith((".dist-info", ".egg-info"))
 
 
 class CommandResult(Record):
@@ -144,6 +160,33 @@ class System(ABC):
     @abstractmethod
     def binary(self, path: str) -> Optional[BinaryInfo]:
         """The PE/ELF facts of the file at `path` (imports, run-time loads, SONAME, RUNPATH, version, machine)."""
+
+    def native_files(self, folder: str, skip: Collection[str] = ()) -> list[str]:
+        """The native code files below `folder` (`.so`, `.so.N`, `.pyd`, `.dll`), walked at most
+        NATIVE_DEPTH folders deep, skipping `__pycache__`, distribution metadata folders and the
+        folders directly in `folder` named in `skip`."""
+        found: list[str] = []
+        pending = [(folder, 0)]
+        while pending:
+            current, depth = pending.pop()
+            for entry in self.list_dir(current, sizes=False) or []:
+                name = self.paths.basename(entry.path)
+                if entry.is_dir:
+                    if depth < NATIVE_DEPTH and not skipped_folder(name) and not (depth == 0 and name in skip):
+                        pending.append((entry.path, depth + 1))
+                elif is_native_name(name, self.paths.windows):
+                    found.append(entry.path)
+        return sorted(found)
+
+    def cuda_names(self, path: str) -> tuple[str, ...]:
+        """The CUDA-family libraries (binaries.names.is_cuda_family) the binary at `path` imports or
+        loads by name; () for a file that is no binary or names none. Live, cached by path, size and mtime."""
+        info = self.binary(path)
+        if info is None or info.format is None:
+            return ()
+        from cudnn_doctor.binaries.names import cuda_family_names
+
+        return cuda_family_names(info.imports, info.loads)
 
     @abstractmethod
     def load_report(self, path: str) -> Optional[dict[str, Any]]:

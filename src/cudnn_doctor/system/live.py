@@ -15,12 +15,24 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, ContextManager, Iterator, Mapping, Optional, Sequence
+from typing import Any, BinaryIO, Callable, Collection, ContextManager, Iterator, Mapping, Optional, Sequence
 
 from cudnn_doctor.binaries import BinaryInfo, read_binary
 from cudnn_doctor.system import lockfile, nvml, pyenv
 from cudnn_doctor.system.child import ChildResult, run_child
-from cudnn_doctor.system.interface import REG_EXPAND_SZ, CommandResult, Env, FileInfo, PassThrough, PythonInfo, System, registry_kind
+from cudnn_doctor.system.interface import (
+    NATIVE_DEPTH,
+    REG_EXPAND_SZ,
+    CommandResult,
+    Env,
+    FileInfo,
+    PassThrough,
+    PythonInfo,
+    System,
+    is_native_name,
+    registry_kind,
+    skipped_folder,
+)
 from cudnn_doctor.system.regular import open_regular, read_regular
 
 _ARCH_NAMES = {"amd64": "x86_64", "x86_64": "x86_64", "arm64": "aarch64", "aarch64": "aarch64"}
@@ -179,6 +191,33 @@ class LiveSystem(System):
         if real not in self._binaries:
             self._binaries[real] = read_binary(real)
         return self._binaries[real]
+
+    def native_files(self, folder: str, skip: Collection[str] = ()) -> list[str]:
+        """As System.native_files, with os.scandir: no FileInfo, no stat of files that are not native."""
+        windows = self.os == "windows"
+        found: list[str] = []
+        pending = [(folder, 0)]
+        while pending:
+            current, depth = pending.pop()
+            try:
+                entries = list(os.scandir(current))
+            except (OSError, ValueError):
+                continue
+            for entry in entries:
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        if depth < NATIVE_DEPTH and not skipped_folder(entry.name) and not (depth == 0 and entry.name in skip):
+                            pending.append((entry.path, depth + 1))
+                    elif is_native_name(entry.name, windows) and entry.is_file():
+                        found.append(entry.path)
+                except OSError:
+                    continue
+        return sorted(found)
+
+    def cuda_names(self, path: str) -> tuple[str, ...]:
+        from cudnn_doctor.system.native_cache import NATIVE_NAMES
+
+        return NATIVE_NAMES.names(path, super().cuda_names)
 
     def persistent_env_kind(self, scope: str, name: str) -> Optional[str]:
         if self.os != "windows":

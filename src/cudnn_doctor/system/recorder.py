@@ -7,7 +7,7 @@ gives the probes the same answers, hence the same findings.
 
 from __future__ import annotations
 
-from typing import Any, BinaryIO, Callable, ContextManager, Mapping, Optional, Sequence
+from typing import Any, BinaryIO, Callable, Collection, ContextManager, Mapping, Optional, Sequence
 
 from cudnn_doctor.binaries import BinaryInfo
 from cudnn_doctor.privacy import kept_environment, kept_persistent
@@ -137,6 +137,18 @@ class RecordingSystem(System):
     def nvml(self) -> Optional[dict[str, Any]]:
         self._nvml = self.inner.nvml()
         return self._nvml
+
+    def native_files(self, folder: str, skip: Collection[str] = ()) -> list[str]:
+        """Not recorded: a native file matters to the replay only when it names a CUDA library (cuda_names records
+        those); one the replay does not see is not a root there either, so a snapshot does not list every package's files."""
+        return self.inner.native_files(folder, skip)
+
+    def cuda_names(self, path: str) -> tuple[str, ...]:
+        """A file that names a CUDA library is recorded with its binary facts (it is a root); the others as plain files."""
+        names = self.inner.cuda_names(path)
+        if names:
+            self.binary(path)
+        return names
 
     def binary(self, path: str) -> Optional[BinaryInfo]:
         info = self.inner.binary(path)

@@ -13,6 +13,7 @@ from typing import Any, Iterable, Optional
 from cudnn_doctor.facts import Facts, FrameworkBuild
 from cudnn_doctor.findings import Finding, Severity
 from cudnn_doctor.record import Record
+from cudnn_doctor.versions import cuda_text
 
 OK = "ok"
 UNREACHABLE = "unreachable"  # alive when asked, but its task could not be placed there
@@ -128,7 +129,8 @@ def stack_of(facts: Facts) -> dict[str, str]:
 
 def _build_text(build: FrameworkBuild) -> str:
     """`torch 2.4.0+cu121 (CUDA 12.1, cuDNN 9.1)`: the release and what it was built with."""
-    parts = [f"CUDA {build.cuda.value}" if build.cuda else ("CPU build" if build.gpu_build is False else "")]
+    cuda = build.cuda_version  # "64_112" (TensorFlow's Windows build_info) and "11.2" are one CUDA: 11.2
+    parts = [f"CUDA {cuda_text(cuda) if cuda is not None else build.cuda.value}" if build.cuda else ("CPU build" if build.gpu_build is False else "")]
     if build.cudnn:
         parts.append(f"cuDNN {build.cudnn.value}")
     inside = ", ".join(p for p in parts if p)

@@ -25,7 +25,7 @@ from cudnn_doctor.knowledge import records
 from cudnn_doctor.lazyre import regex
 from cudnn_doctor.record import Record
 from cudnn_doctor.versions import canonical_name as canonicalize_name
-from cudnn_doctor.versions import cuda_major_of_dll_number
+from cudnn_doctor.versions import cuda_major_of_dll_number, cuda_tag
 
 DATA = Path(__file__).with_name("data")
 SHIPPED = DATA / "knowledge.json"
@@ -261,8 +261,7 @@ def torch_release(version: Version) -> Optional[records.TorchRelease]:
 
 
 def torch_index_url(cuda: Version) -> str:
-    tag = f"{cuda.release[0]}{(cuda.release + (0,))[1]}"
-    return table("torch").index_url.template.format(tag=tag)
+    return table("torch").index_url.template.format(tag=cuda_tag(cuda))
 
 
 @_lookup

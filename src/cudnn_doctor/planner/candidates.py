@@ -17,6 +17,7 @@ from cudnn_doctor import knowledge
 from cudnn_doctor.knowledge.records import VersionRange
 from cudnn_doctor.planner.request import Wanted
 from cudnn_doctor.record import Record
+from cudnn_doctor.versions import cuda_tag
 
 
 class Candidate(Record):
@@ -93,7 +94,7 @@ def _torch(os_name: str) -> Iterator[Candidate]:
         versions = _series(f"{row.version}.0", row.patch)
         for version in versions:
             for cuda in sorted(row.cuda_on(os_name), key=V, reverse=True):
-                tag = cuda.replace(".", "")
+                tag = cuda_tag(cuda)  # 12.1 -> 121, as PyTorch names the build (versions.CUDA_TAG_SHAPES)
                 yield Candidate(
                     framework="torch",
                     version=version,

@@ -37,10 +37,7 @@ from cudnn_doctor.lazyre import LazyPattern, regex
 from cudnn_doctor.probes.wheel_files import Evidence, WheelFiles, library_majors, requirement_majors
 from cudnn_doctor.record import Record
 from cudnn_doctor.system.interface import System
-from cudnn_doctor.versions import canonical_name, parse_cuda_version, parse_cudnn_version, parse_version
-
-_LOCAL_CUDA = regex(r"\+cu(\d+)(\d)$")  # torch 2.1.0+cu121
-_PADDLE_POST = regex(r"\.(post(\d+)(\d))$")  # paddlepaddle-gpu 2.2.0.post112
+from cudnn_doctor.versions import canonical_name, cuda_in_tag, cuda_tag, cuda_text, parse_cuda_version, parse_cudnn_version, parse_version
 
 # Messages that name a library the framework could not load, across frameworks and eras.
 # A framework's own request, by name: TensorFlow 2's dso_loader ("Could not load dynamic library"), TensorFlow 1's
@@ -66,10 +63,8 @@ _TF_CUDNN = regex(r"Loaded runtime CuDNN library:\s*(\d+(?:\.\d+)*).*?source was
 _PADDLE_CUDNN = regex(r"compiled with CUDNN (\d+(?:\.\d+)*), but CUDNN version in your machine is (\d+(?:\.\d+)*)")
 _JAX_CUDNN = regex(r"Found cuDNN version (\d+), but JAX was built against version (\d+)")
 _TORCH_CUDNN = regex(r"PyTorch was compiled\s+against \((\d+), (\d+), (\d+)\) but found runtime version \((\d+), (\d+), (\d+)\)")
-_JAX_PLUGIN = regex(r"^jax-cuda(\d+)-(?:plugin|pjrt)$")  # jax-cuda12-plugin, jax-cuda13-pjrt
-_JAXLIB_TAG = regex(r"\+cuda(\d+)(?:\.cudnn(\d+))?")  # jaxlib 0.4.23+cuda12.cudnn89
+_JAXLIB_CUDNN = regex(r"\+cuda\w*\.cudnn(\d+)$")  # jaxlib 0.4.23+cuda12.cudnn89: cuDNN 8.9 (its CUDA: versions.cuda_in_tag)
 _NVIDIA_WHEEL = regex(r"^nvidia-(cu|cuda|cudnn|nccl|nvjitlink|nvtx|cufft|curand|cusolver|cusparse|npp|nvrtc)")  # canonical names
-_CUPY_WHEEL = regex(r"^cupy-cuda(\d+?)(x|\d)$")  # cupy-cuda12x (a CUDA major), cupy-cuda113, cupy-cuda80
 _CUDNN_LOADED = regex(r"Loaded cuDNN version|cuDNN Version: \d|works well on \d+ GPU")
 
 
@@ -203,7 +198,7 @@ Fields = dict[str, Any]
 
 def _torch(source: _Source) -> Fields:
     report, version_text = source.report, source.version_text or ""
-    tag = _LOCAL_CUDA.search(version_text)
+    tag = cuda_in_tag(version_text, "torch-local")  # +cu121: CUDA 12.1
     stated, path, short = source.build_file("torch", "version.py")
     library = ("torch", "lib", "torch_cuda.dll") if source.windows else ("torch", "lib", "libtorch_cuda.so")
     fields = _files_say(source, library)
@@ -211,14 +206,14 @@ def _torch(source: _Source) -> Fields:
         fields["gpu_build"] = report["cuda"] is not None
     elif "cuda" in stated:  # torch/version.py: cuda = None in CPU and ROCm builds
         fields["gpu_build"] = stated["cuda"] is not None
-    elif "+cpu" in version_text or tag:
+    elif "+cpu" in version_text or tag is not None:
         fields["gpu_build"] = tag is not None
     elif "gpu_library" in fields:
         fields["gpu_build"] = True
     fields["cuda"] = _first(
         Known(str(report["cuda"]), LIVE) if report.get("cuda") else None,
         _stated(stated.get("cuda"), path, short),
-        Known(f"{tag.group(1)}.{tag.group(2)}", DIST_VERSION) if tag else None,
+        Known(cuda_text(tag), DIST_VERSION) if tag is not None else None,
         *fields.pop("cuda_said"),
     )
     fields["cudnn"] = _first(*fields.pop("cudnn_said"))
@@ -279,16 +274,16 @@ def _paddle(source: _Source) -> Fields:
         fields["gpu_build"] = built_cuda != "False"  # paddle/version/__init__.py of a CPU build: cuda_version = 'False'
     elif source.has("paddlepaddle-gpu"):
         fields["gpu_build"] = True
-    tag = _PADDLE_POST.search(source.python.packages.get("paddlepaddle-gpu", ""))
+    tag = cuda_in_tag(source.python.packages.get("paddlepaddle-gpu", ""), "paddle-post")  # .post112: CUDA 11.2
     fields["cuda"] = _first(
         Known(str(report["cuda"]), LIVE) if report.get("cuda") else None,
         _stated(built_cuda, path, short),
-        Known(f"{tag.group(2)}.{tag.group(3)}", DIST_VERSION) if tag else None,
+        Known(cuda_text(tag), DIST_VERSION) if tag is not None else None,
         *fields.pop("cuda_said"),
     )
     # a .postXYZ wheel: its cuDNN depends on the release as well as the tag (post112: 8.1.1 for Linux 2.1-2.3, 8.2.1 later);
     # a wheel without the tag may come from any per-CUDA index, so the "pypi" rows are not assumed for it
-    row = knowledge.paddle_build(tag.group(1), source.os, source.version) if tag else None
+    row = knowledge.paddle_build(f"post{cuda_tag(tag)}", source.os, source.version) if tag is not None else None
     reported = parse_cudnn_version(report.get("cudnn_version"))
     fields["cudnn"] = _refined(
         _first(Known(str(reported), LIVE) if reported else None, _stated_major(stated.get("cudnn_version"), path, short), *fields.pop("cudnn_said")),
@@ -319,19 +314,21 @@ def _onnxruntime(source: _Source) -> Fields:
 def _jax(source: _Source) -> Fields:
     """JAX's CUDA build is a plugin distribution named for its CUDA major (jax-cuda12-plugin), or
     before the plugins a jaxlib tagged with it (0.4.23+cuda12.cudnn89)."""
-    plugin = next((d for d in sorted(source.python.packages, key=lambda d: (not d.endswith("-plugin"), d)) if _JAX_PLUGIN.match(d)), None)
-    tag = _JAXLIB_TAG.search(source.python.packages.get("jaxlib", ""))
+    plugin = next((d for d in sorted(source.python.packages, key=lambda d: (not d.endswith("-plugin"), d)) if cuda_in_tag(d, "jax-plugin")), None)
+    jaxlib = source.python.packages.get("jaxlib", "")
+    tag = cuda_in_tag(jaxlib, "jaxlib-local")  # +cuda12: CUDA 12; +cuda111: CUDA 11.1
     fields: Fields = {"cuda_said": [], "cudnn_said": []}
     if plugin is not None:
         fields = _files_say(source._replace(distribution=plugin, package=source.python.packages[plugin]), None)
-        major = _JAX_PLUGIN.match(plugin).group(1)  # type: ignore[union-attr]
+        major = cuda_text(cuda_in_tag(plugin, "jax-plugin"))  # type: ignore[arg-type]
         fields["cuda_said"].insert(0, Known(major, DIST_METADATA, None, f"{plugin} {source.python.packages[plugin]} is installed"))
     if "devices" in source.report and source.imported:
         fields["gpu_build"] = plugin is not None or tag is not None or _sees_gpu(source.report)
     elif plugin is not None or tag is not None:
         fields["gpu_build"] = True
-    fields["cuda"] = _first(*fields.pop("cuda_said"), Known(tag.group(1), DIST_VERSION) if tag else None)
-    digits = tag.group(2) if tag else None  # cudnn89: 8.9, cudnn91: 9.1
+    fields["cuda"] = _first(*fields.pop("cuda_said"), Known(cuda_text(tag), DIST_VERSION) if tag is not None else None)
+    cudnn_tag = _JAXLIB_CUDNN.search(jaxlib) if tag is not None else None
+    digits = cudnn_tag.group(1) if cudnn_tag else None  # cudnn89: 8.9, cudnn91: 9.1
     fields["cudnn"] = _first(*fields.pop("cudnn_said"), Known(f"{digits[0]}.{digits[1:]}" if len(digits) > 1 else digits, DIST_VERSION) if digits else None)
     return fields
 
@@ -343,14 +340,13 @@ def _cupy(source: _Source) -> Fields:
     fields = _files_say(source, None)  # its Requires-Dist: the [ctk] extra names the nvidia-* wheels of its CUDA
     fields["gpu_build"] = not report.get("is_hip", False)
     reported = parse_cuda_version(report.get("cuda"))
-    wheel = next((_CUPY_WHEEL.match(d) for d in source.python.packages if _CUPY_WHEEL.match(d)), None)
+    wheel = next((cuda_in_tag(d, "cupy-wheel") for d in sorted(source.python.packages) if cuda_in_tag(d, "cupy-wheel")), None)
     said = fields.pop("cuda_said")
     fields.pop("cudnn_said")  # cuDNN is never a requirement of CuPy
     if reported:
         fields["cuda"] = Known(f"{reported.major}.{reported.minor}", LIVE)
-    elif wheel:
-        major, minor = wheel.group(1), wheel.group(2)
-        fields["cuda"] = Known(major if minor == "x" else f"{major}.{minor}", DIST_VERSION)
+    elif wheel is not None:  # cupy-cuda12x: CUDA 12 (any minor); cupy-cuda113: CUDA 11.3
+        fields["cuda"] = Known(cuda_text(wheel), DIST_VERSION)
     elif said:
         fields["cuda"] = said[0]
     elif source.has("cupy"):

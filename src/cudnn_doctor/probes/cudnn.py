@@ -27,7 +27,7 @@ from cudnn_doctor.paths import site_packages_of
 from cudnn_doctor.probes.cudnn_versions import LINUX_NAME, Distribution, distribution, install_version, library_version, own_header
 from cudnn_doctor.probes.ownership import PackageOwnership
 from cudnn_doctor.system.interface import FileInfo, System
-from cudnn_doctor.versions import cuda_major_of_dll_number, parse_cudnn_version
+from cudnn_doctor.versions import cuda_major_of_dll_number, cuda_of_digits, parse_cudnn_version
 
 _WINDOWS_NAME = regex(r"^cudnn(?:_([a-z_]+?))?64_(\d+)\.dll$", re.IGNORECASE)
 _CUBLAS = regex(r"(?i)^(?:lib)?cublas(?:Lt)?(?:64_(\d+)\.dll|\.so\.(\d+))")
@@ -219,8 +219,9 @@ def _cuda_of_legacy_name(legacy: LegacyCudnnName, folder: str) -> tuple[Optional
 def _cuda_in_path(folder: str) -> tuple[Optional[int], Optional[str]]:
     """The weakest evidence: a CUDA major in the folder's name (cuda12 archive, cudnn-cu12 wheel, bin\\12.x)."""
     match = _CUDA_IN_PATH.search(folder)
-    if match:
-        return int(next(g for g in match.groups() if g)), "folder name"
+    cuda = cuda_of_digits(next(g for g in match.groups() if g)) if match else None  # cu118 is CUDA 11.8, never 118
+    if cuda is not None:
+        return cuda.release[0], "folder name"
     return None, None
 
 

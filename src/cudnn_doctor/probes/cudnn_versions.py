@@ -14,17 +14,18 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+from packaging.version import Version
+
 from cudnn_doctor.facts import ASKED_NAMES, CONDA_META, DIST_INFO, FILE_NAME, FILE_VERSION, HEADER, CudnnLibrary
 from cudnn_doctor.lazyre import regex
 from cudnn_doctor.record import Record
 from cudnn_doctor.system.interface import System
-from cudnn_doctor.versions import cudnn_header_version, parse_cudnn_version
+from cudnn_doctor.versions import cuda_in_tag, cuda_of_digits, cudnn_header_version, parse_cudnn_version
 
 LINUX_NAME = regex(r"^libcudnn(?:_([a-z_]+))?\.so\.(\d+)((?:\.\d+)*)$")  # libcudnn_ops.so.9.1.0: part, major, rest
 _ASKED = regex(r"^libcudnn_[a-z_]+\.so\.(\d+)\.(\d+)\.(\d+)$")  # libcudnn_graph.so.9.28.1
 _DIST_INFO = regex(r"(?i)^nvidia_cudnn_cu(\d+)-([^-]+)\.dist-info$")
 _CONDA_RECORD = regex(r"(?i)^cudnn-(\d[^-]*)-([^-]+)\.json$")  # conda-meta/cudnn-9.3.0.75-h93bb076_0.json
-_CUDA_IN_BUILD = regex(r"(?i)cuda(\d+)")
 
 
 class Distribution(Record):
@@ -98,8 +99,9 @@ def _wheel(system: System, folder: str, major: int) -> Optional[Distribution]:
             continue
         text = system.read_text(rules.join(entry.path, "METADATA"), limit=16 * 1024) or ""
         version = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.lower().startswith("version:")), None)
+        cuda = cuda_of_digits(match.group(1))  # nvidia_cudnn_cu12: CUDA 12; nvidia_cudnn_cu116: CUDA 11.6
         if _of_major(version, major):
-            found.add(Distribution(f"nvidia-cudnn-cu{match.group(1)}", version, int(match.group(1)), DIST_INFO))
+            found.add(Distribution(f"nvidia-cudnn-cu{match.group(1)}", version, cuda.release[0] if cuda else None, DIST_INFO))
     return found.pop() if len(found) == 1 else None  # two releases over one folder: the files say which won
 
 
@@ -123,9 +125,12 @@ def _conda(system: System, folder: str, major: int) -> Optional[Distribution]:
         version = str(record.get("version") or match.group(1))
         build = str(record.get("build") or match.group(2))
         depends = " ".join(str(d) for d in record.get("depends") or [])
-        cuda = _CUDA_IN_BUILD.search(build) or re.search(r"cuda-version\s*>=\s*(\d+)", depends)
+        cuda = cuda_in_tag(build, "conda-build")  # cuda11.3_0, cuda112_0
+        if cuda is None:
+            floor = re.search(r"cuda-version\s*>=\s*(\d+(?:\.\d+)?)", depends)
+            cuda = Version(floor.group(1)) if floor else None
         if _of_major(version, major):
-            found.add(Distribution("conda cudnn", version, int(cuda.group(1)) if cuda else None, CONDA_META))
+            found.add(Distribution("conda cudnn", version, cuda.release[0] if cuda else None, CONDA_META))
     return found.pop() if len(found) == 1 else None
 
 

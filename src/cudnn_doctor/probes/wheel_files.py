@@ -22,7 +22,7 @@ from cudnn_doctor.lazyre import regex
 from cudnn_doctor.probes.cudnn import site_packages
 from cudnn_doctor.record import Record
 from cudnn_doctor.system.interface import System
-from cudnn_doctor.versions import canonical_name, cuda_major_of_dll_number
+from cudnn_doctor.versions import canonical_name, cuda_in_tag, cuda_major_of_dll_number
 
 if TYPE_CHECKING:
     import ast
@@ -33,7 +33,6 @@ _CUDA_WINDOWS = regex(r"^(?:cudart|cublas|cublasLt)64_(\d+)\.dll$|^nvrtc64_(\d+)
 _CUDNN_LINUX = regex(r"^libcudnn\.so\.(\d+)")
 _CUDNN_WINDOWS = regex(r"^cudnn64_(\d+)\.dll$", re.IGNORECASE)
 # pip distributions whose name or version carries the CUDA major: nvidia-cudnn-cu13, nvidia-cuda-runtime~=13.0, cuda-toolkit==13.0.3
-_CU_SUFFIX = regex(r"-cu(\d+)$")
 _CUDA_VERSIONED = frozenset({"nvidia-cuda-runtime", "nvidia-cuda-nvrtc", "nvidia-cublas", "cuda-toolkit"})
 _LEADING_NAME = regex(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")  # PEP 508's name, for skipping unwanted lines unparsed
 _EXTRA = regex(r"""extra\s*==\s*['"]([^'"]+)['"]""")
@@ -252,9 +251,9 @@ def requirement_majors(requirements: Iterable[WheelRequirement], path: str, shor
     cuda: dict[int, WheelRequirement] = {}
     cudnn: dict[int, WheelRequirement] = {}
     for requirement in requirements:
-        suffix = _CU_SUFFIX.search(requirement.name)
-        if suffix:
-            cuda.setdefault(int(suffix.group(1)), requirement)
+        suffix = cuda_in_tag(requirement.name, "nvidia-wheel")  # nvidia-cudnn-cu12: 12; nvidia-cublas-cu117: 11.7, major 11
+        if suffix is not None:
+            cuda.setdefault(suffix.release[0], requirement)
         elif requirement.name in _CUDA_VERSIONED and _lower_major(requirement.specifier) is not None:
             cuda.setdefault(_lower_major(requirement.specifier), requirement)  # type: ignore[arg-type]
         if requirement.name.startswith("nvidia-cudnn") and _lower_major(requirement.specifier) is not None:

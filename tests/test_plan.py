@@ -260,5 +260,30 @@ def test_tensorflow_windows_commands_give_the_conda_line_and_the_old_package_nam
 
 
 def test_and_cuda_builds_install_with_the_extra():
+    # [and-cuda] brings CUDA wheels with native code for the GPU: minor-version compatibility (knowledge.driver_rule,
+    # as in `check`). 535.104.05 is past the 12.x floor (525), so 2.20's CUDA 12.5 wheels run (the old planner asked
+    # 12.5's own minimum, 555.42.02, and pinned 2.15.1); 470.57.02 is below it, and 2.14.1 pins CUDA 11.8 wheels (11.x floor 450.80.02).
     report = plan("tensorflow", os="linux", driver="535.104.05")
-    assert any('"tensorflow[and-cuda]==2.15.1"' in line for line in report["commands"])
+    assert any('"tensorflow[and-cuda]==2.20.0"' in line for line in report["commands"])
+    old = plan("tensorflow", os="linux", driver="470.57.02")
+    assert any('"tensorflow[and-cuda]==2.14.1"' in line for line in old["commands"])
+
+
+def text_of(*frameworks: str, **query: Any) -> str:
+    from cudnn_doctor.reports.plan_report import text_lines
+
+    nothing = MachineDefaults(query["os"], None, None, None, None, ())
+    request = build_request(list(frameworks), query["os"], None, query.get("gpu"), query.get("driver"), query.get("cuda"), machine=nothing)
+    return "\n".join(text_lines(solve(request)))
+
+
+def test_plan_shows_both_minimums_and_the_rule_it_used():
+    """Issue 30: the release's own minimum and the minor-version floor side by side, which one the verdict used and why
+    (the rule `check`'s driver-too-old applies: knowledge.driver_rule)."""
+    wheels = text_of("torch", os="linux", gpu="H100", driver="525.85.12")
+    assert "the release's own minimum (NVIDIA's Table 3): ≥ 560.28.03 on Linux" in wheels and "the minor-version compatibility floor: ≥ 525 on Linux" in wheels
+    assert "rule used: minor-version compatibility, because code built with CUDA 12.6 that has native code for the GPU" in wheels
+    # a toolkit is for compiling: its own minimum, and the rejection says why the floor is not enough
+    toolkit = text_of(os="linux", cuda="12.4", driver="535.104.05")
+    assert "cuda 12.4.1: toolkit: needs driver ≥ 550.54.15 on Linux (CUDA 12.4, toolkit release; the minor-version floor 525 is not enough:" in toolkit
+    assert "does not cover compiling with CUDA 12.4's nvcc" in toolkit

@@ -129,7 +129,7 @@ def driver_too_old(facts: Facts) -> Iterator[Finding]:
         return
     lines = [f"The driver is {driver.version or 'unknown'} (supports CUDA up to {driver.cuda or 'unknown'}, from {driver.cuda_source or driver.source})."]
     for need in unmet:
-        lines.append(f"{need.who} needs driver >= {need.rule.need.driver_text} ({need.rule.text()}).")
+        lines.append(f"{need.who} needs driver >= {need.rule.need.driver_text} ({need.rule.explain()}).")
     for build in said:
         lines.append(f'{build.name} itself reports: "{build.driver_complaint}"')
     wanted_text = max(((n.rule.need.driver, n.rule.need.driver_text) for n in unmet), default=(None, None))[1]  # printed as NVIDIA writes it
@@ -188,7 +188,15 @@ def _keep_driver_lines(facts: Facts, builds: list[FrameworkBuild], toolkit: bool
             continue
         same = option.version == (build.version or "").split("+")[0]
         again = f'`"{build.executable}" -m pip uninstall -y {_distribution(build)}`, then ' if same else ""
-        lines.append(f"Or keep the driver {driver}: {describe(option)} runs on it: {again}{option_text(build.executable, option)}.")
+        # the same release for the same CUDA where the installed build has only PTX for the GPU: the published one has native code
+        ptx = (
+            same
+            and build.cuda_version is not None
+            and major_minor(build.cuda_version) == option.verdict.candidate.cuda
+            and _ptx_only(facts, build, build.cuda_version)
+        )
+        why = " (the published build, with native code for the GPU)" if ptx else ""
+        lines.append(f"Or keep the driver {driver}: {describe(option)}{why} runs on it: {again}{option_text(build.executable, option)}.")
     newest = toolkit_now(facts) if toolkit else None
     if newest:
         lines.append(
@@ -205,8 +213,9 @@ def _distribution(build: FrameworkBuild) -> str:
 def _runnable(driver_cuda: Version, installed: Optional[Version], os_name: str) -> str:
     """What this driver runs: every CUDA X.y of its major when it meets that major's minor-version floor, else up to its own version."""
     major = driver_cuda.release[0]
-    floor = knowledge.driver_requirement(Version(f"{major}.0"), os_name)
-    if installed is not None and floor is not None and floor.rule == knowledge.MINOR_VERSION_COMPATIBILITY and installed >= floor.driver:
+    rule = knowledge.driver_rule(Version(str(major)), os_name)
+    floor = rule.floor if rule is not None else None
+    if installed is not None and floor is not None and installed >= floor.driver:
         return f"CUDA {major}.x (any minor: minor-version compatibility) or older"
     return f"CUDA {major_minor(driver_cuda)} or older"
 

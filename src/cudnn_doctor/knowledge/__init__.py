@@ -196,7 +196,7 @@ class DriverRule(Record):
     def need(self) -> DriverRequirement:
         return self.floor if self.rule == MINOR_VERSION_COMPATIBILITY else self.exact  # type: ignore[return-value]
 
-    def text(self) -> str:
+    def explain(self) -> str:
         """Both minimums and the rule used: "CUDA 12.4's own minimum is 550.54.14, the minor-version compatibility floor of
         CUDA 12.x is 525; the toolkit release minimum applies: minor-version compatibility does not cover compiling ..." """
         major = self.cuda.release[0]
@@ -244,6 +244,9 @@ def driver_rule(cuda: Version, os_name: str, use: str = RUN) -> Optional[DriverR
         return DriverRule(cuda, use, exact, floor, TOOLKIT_RELEASE, why)
     if use == COMPILE:
         why = f"minor-version compatibility does not cover compiling with CUDA {name}'s nvcc (what it builds as PTX is JIT-compiled by the driver)"
+        return DriverRule(cuda, use, exact, floor, TOOLKIT_RELEASE, why)
+    if len(cuda.release) > 1 and exact.driver < floor.driver:
+        why = f"CUDA {name}'s own minimum is below the {major}.x floor, and a driver runs what its own CUDA release builds"
         return DriverRule(cuda, use, exact, floor, TOOLKIT_RELEASE, why)
     why = (
         f"code built with CUDA {name} that has native code for the GPU runs on any driver of the {major}.x family from its floor (minor-version compatibility)"

@@ -145,8 +145,11 @@ def _driver_reasons(candidate: Candidate, request: Request, needs: Needs) -> lis
     where = "Windows" if request.driver_os == "windows" else "Linux"
     what = f"CUDA {needs.toolkit or candidate.cuda}, {needs.driver_rule or 'its minimum'}"
     exact = needs.min_driver_exact.get(request.driver_os)
+    floor = needs.min_driver_compat.get(request.driver_os)
     if needs.driver_rule == knowledge.MINOR_VERSION_COMPATIBILITY and exact and exact != wanted:
         what += f"; its own minimum is {exact}"
+    elif needs.driver_rule == knowledge.TOOLKIT_RELEASE and floor and floor != wanted and V(floor) < V(wanted):
+        what += f"; the minor-version floor {floor} is not enough: {needs.driver_why}"  # both side by side, and why
     return [Reason("driver", f"needs driver ≥ {wanted} on {where} ({what}); the driver is {request.driver.text}", needs.driver_source)]
 
 

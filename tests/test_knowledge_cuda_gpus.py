@@ -104,13 +104,103 @@ def test_driver_requirement_keeps_nvidias_spelling():
 
 def test_driver_too_old_prints_the_vendor_driver_string():
     """K2: "450.80.02", not packaging's "450.80.2"."""
-    files = {"/usr/local/cuda-11.8/bin/nvcc": {}, "/usr/local/cuda-11.8/version.json": {"text": '{"cuda": {"version": "11.8.0"}}'}}
+    # A CUDA 11.8 runtime without nvcc (nothing compiles with it): the shared driver rule is minor-version compatibility,
+    # so the 11.x floor is what it needs. With nvcc the release's own minimum (520.61.05) applies: compiling is not
+    # covered by minor-version compatibility (test_a_toolkit_that_compiles_needs_its_own_minimum).
+    files = {"/usr/local/cuda-11.8/version.json": {"text": '{"cuda": {"version": "11.8.0"}}'}}
     nvml = {"driver_version": "450.51.06", "cuda_driver_version": 11000, "gpus": [{"name": "NVIDIA A100-SXM4-40GB", "compute_capability": "8.0"}]}
     found = findings_of(machine(LINUX_BASE, nvml=nvml, files=files), "driver-too-old")
     assert found, "CUDA 11.8 on driver 450.51.06 is below the 11.x floor 450.80.02"
     assert "needs driver >= 450.80.02 (" in found[0].detail and "450.80.2 " not in found[0].detail
     assert "an NVIDIA driver >= 450.80.02 " in found[0].fix[0]
     assert found[0].evidence["needs"][0]["driver"] == "450.80.02"
+    assert found[0].evidence["needs"][0]["rule"] == "minor-version compatibility"
+
+
+# One driver rule for `check` and `plan` (issue 29 class 4, issue 30): knowledge.driver_rule --------------------------------
+
+RTX_5090 = {"name": "NVIDIA GeForce RTX 5090", "compute_capability": "12.0"}  # sm_120: native code from CUDA 12.8 on
+EXE = "/home/dev/.venv/bin/python"
+
+
+def _torch_cu129(arch_list):
+    """torch 2.8.0+cu129 as its live report gives it, with the kernels it was built with."""
+    report = {"torch": {"version": "2.8.0+cu129", "cuda": "12.9", "cuda_available": True, "device_count": 1, "arch_list": arch_list}}
+    return [{"executable": EXE, "version": "3.12.3", "current": True, "kind": "venv", "packages": {"torch": "2.8.0+cu129"}, "frameworks": report}]
+
+
+# 570.124.06 reports CUDA 12.8: past the 12.x floor (525), below CUDA 12.9's own minimum (575.51.03).
+NVML_570 = {"driver_version": "570.124.06", "cuda_driver_version": 12080, "gpus": [RTX_5090]}
+
+
+def test_a_build_with_only_ptx_for_the_gpu_needs_its_release_minimum():
+    """sm_90 SASS and compute_90 PTX on a cc 12.0 GPU: what runs is PTX from CUDA 12.9, which a 12.8 driver cannot
+    JIT-compile (cudaErrorUnsupportedPtxVersion); minor-version compatibility does not cover PTX JIT."""
+    found = findings_of(machine(LINUX_BASE, nvml=NVML_570, pythons=_torch_cu129(["sm_80", "sm_90", "compute_90"])), "driver-too-old")
+    assert found, "PTX JIT of CUDA 12.9 PTX on a 12.8 driver"
+    detail = found[0].detail
+    assert "needs driver >= 575.51.03 (" in detail
+    assert "CUDA 12.9's own minimum is 575.51.03" in detail and "the minor-version compatibility floor of CUDA 12.x is 525" in detail
+    assert "its own minimum applies" in detail and "does not cover PTX JIT" in detail and "no native code for NVIDIA GeForce RTX 5090 (sm_120)" in detail
+    need = found[0].evidence["needs"][0]
+    assert (need["rule"], need["driver"], need["exact"], need["floor"]) == ("toolkit release", "575.51.03", "575.51.03", "525")
+    assert "an NVIDIA driver >= 575.51.03 " in found[0].fix[0]
+    # keeping the driver: PyTorch's own cu129 wheel has sm_120 code, so it runs from the floor
+    assert "torch 2.8.0 (cu129, CUDA 12.9) (the published build, with native code for the GPU) runs on it" in found[0].fix[1]
+
+
+def test_the_same_build_with_native_code_for_the_gpu_runs_from_the_floor():
+    """sm_120 SASS in the arch list: native code, minor-version compatibility, 570 (>= 525) runs it."""
+    assert not findings_of(machine(LINUX_BASE, nvml=NVML_570, pythons=_torch_cu129(["sm_90", "sm_120", "compute_120"])), "driver-too-old")
+
+
+def test_a_build_with_only_ptx_is_fine_on_a_driver_with_its_release_minimum():
+    nvml = {"driver_version": "575.51.03", "cuda_driver_version": 12090, "gpus": [RTX_5090]}
+    assert not findings_of(machine(LINUX_BASE, nvml=nvml, pythons=_torch_cu129(["sm_80", "sm_90", "compute_90"])), "driver-too-old")
+
+
+def test_a_toolkit_that_compiles_needs_its_own_minimum():
+    """nvcc 11.8 on driver 470.57.02 (CUDA 11.4, past the 11.x floor 450.80.02): compiling with a toolkit newer than the
+    driver is not covered by minor-version compatibility; 11.8's own minimum, 520.61.05, applies."""
+    nvml = {"driver_version": "470.57.02", "cuda_driver_version": 11040, "gpus": [{"name": "NVIDIA A100-SXM4-40GB", "compute_capability": "8.0"}]}
+    version = {"/usr/local/cuda-11.8/version.json": {"text": '{"cuda": {"version": "11.8.0"}}'}}
+    found = findings_of(machine(LINUX_BASE, nvml=nvml, files={"/usr/local/cuda-11.8/bin/nvcc": {}, **version}), "driver-too-old")
+    assert found, "compiling with nvcc 11.8 on a CUDA 11.4 driver"
+    detail = found[0].detail
+    assert "CUDA toolkit 11.8.0 at /usr/local/cuda-11.8 needs driver >= 520.61.05 (" in detail
+    assert "CUDA 11.8's own minimum is 520.61.05, the minor-version compatibility floor of CUDA 11.x is 450.80.02" in detail
+    assert "does not cover compiling with CUDA 11.8's nvcc" in detail
+    assert found[0].evidence["needs"][0]["rule"] == "toolkit release"
+    # the same runtime without nvcc runs from the floor
+    assert not findings_of(machine(LINUX_BASE, nvml=nvml, files=version), "driver-too-old")
+
+
+@pytest.mark.parametrize(
+    ("cuda", "os_name", "use", "exact", "floor", "rule"),
+    [
+        # Linux: Table 3 row and Table 1 floor side by side; RUN takes the floor, PTX JIT and COMPILE the release's own.
+        ("12.9", "linux", knowledge.RUN, "575.51.03", "525", knowledge.MINOR_VERSION_COMPATIBILITY),
+        ("12.9", "linux", knowledge.PTX_JIT, "575.51.03", "525", knowledge.TOOLKIT_RELEASE),
+        ("12.9", "linux", knowledge.COMPILE, "575.51.03", "525", knowledge.TOOLKIT_RELEASE),
+        ("11.8", "linux", knowledge.RUN, "520.61.05", "450.80.02", knowledge.MINOR_VERSION_COMPATIBILITY),
+        ("11.8", "windows", knowledge.RUN, "520.06", "452.39", knowledge.MINOR_VERSION_COMPATIBILITY),
+        ("11.8", "windows", knowledge.COMPILE, "520.06", "452.39", knowledge.TOOLKIT_RELEASE),
+        # 11.0's own minimum (450.51.05) is below the 11.x floor: a driver runs what its own release built.
+        ("11.0", "linux", knowledge.RUN, "450.51.05", "450.80.02", knowledge.TOOLKIT_RELEASE),
+        # Before CUDA 11 there is no floor: each release needs its own driver, whatever the use.
+        ("10.2", "linux", knowledge.RUN, "440.33", None, knowledge.TOOLKIT_RELEASE),
+        # Windows 13.x: Table 3 lists N/A, so the floor is all there is.
+        ("13.0", "windows", knowledge.PTX_JIT, None, "580", knowledge.MINOR_VERSION_COMPATIBILITY),
+        # A major alone (cupy-cuda12x): no release of its own; the floor.
+        ("12", "linux", knowledge.RUN, "525.60.13", "525", knowledge.MINOR_VERSION_COMPATIBILITY),
+    ],
+)
+def test_driver_rule_table(cuda, os_name, use, exact, floor, rule):
+    found = knowledge.driver_rule(Version(cuda), os_name, use)
+    assert found is not None
+    assert (found.exact.driver_text if found.exact else None, found.floor.driver_text if found.floor else None, found.rule) == (exact, floor, rule)
+    assert found.need is (found.floor if rule == knowledge.MINOR_VERSION_COMPATIBILITY else found.exact)
+    assert found.why and ("own minimum" if rule == knowledge.TOOLKIT_RELEASE else "minor-version floor") in found.explain()
 
 
 @pytest.mark.parametrize(

@@ -42,13 +42,13 @@ def expect(report: dict[str, Any], expected: Optional[list[tuple[str, str, str]]
 # Rows cited: torch.yaml `releases` (version: cuda list, python, pypi_cuda); cuda_driver.yaml Table 3 rows
 # (`cuda: "11.3.0" … windows: "465.89"`); gpus.yaml `cuda_architectures` (ptxas --gpu-name lists, samples lists).
 TORCH_QUERIES = [
-    # Windows 472.12 ≥ 471.41 (11.4.1/11.4.2) < 472.50 (11.4.3): newest variant ≤ 11.4.2 is 1.12's cu113
-    # (1.13: cu116/cu117 need 511.23/516.01).
-    (dict(os="windows", driver="472.12"), [("torch", "1.12", "cu113")]),
-    # Linux 470.57.02 = 11.4.1's Linux minimum: the same answer from the Linux column.
-    (dict(os="linux", driver="470.57.02"), [("torch", "1.12", "cu113")]),
-    # 2.14: cuda ["12.6", "13.0", "13.2"], pypi_cuda 13.0; 13.2.0 Linux 595.45.04 > 580.65.06 = 13.0.0.
-    (dict(os="linux", driver="580.65.06", python="3.12"), [("torch", "2.14", "cu130")]),
+    # The wheels bring their CUDA and run under minor-version compatibility (knowledge.driver_rule, the rule `check`
+    # applies too): Windows 472.12 ≥ 452.39, the 11.x floor, < 525: the newest release with an 11.x variant, 2.7's cu118.
+    (dict(os="windows", driver="472.12"), [("torch", "2.7", "cu118")]),
+    # Linux 470.57.02 ≥ 450.80.02: the same answer from the Linux column.
+    (dict(os="linux", driver="470.57.02"), [("torch", "2.7", "cu118")]),
+    # 2.14: cuda ["12.6", "13.0", "13.2"]; 580.65.06 is the 13.x floor, so cu132 runs (its own minimum 595.45.04 is not needed).
+    (dict(os="linux", driver="580.65.06", python="3.12"), [("torch", "2.14", "cu132")]),
     (dict(os="linux", driver="595.45.04"), [("torch", "2.14", "cu132")]),
     # Windows 13.x: NVIDIA lists N/A, any driver ≥ 580 (the major-13 compatibility row).
     (dict(os="windows", driver="581.15"), [("torch", "2.14", "cu132")]),
@@ -69,13 +69,13 @@ TORCH_QUERIES = [
     # torch 1.13: windows_python ">=3.7,<3.11" (no cp311 win_amd64), Linux ">=3.7,<3.12".
     (dict(os="windows", python="3.11", fw="torch==1.13"), None),
     (dict(os="linux", python="3.11", fw="torch==1.13"), [("torch", "1.13", "cu117")]),
-    # torch 1.11: windows_cuda ["11.3"] (no cu102 on Windows); on Linux 450.80.02 < 465.19.01 (11.3) leaves cu102.
+    # torch 1.11: windows_cuda ["11.3"] (no cu102 on Windows); on Linux 450.80.02 is the 11.x floor: cu113 runs.
     (dict(os="windows", fw="torch==1.11"), [("torch", "1.11", "cu113")]),
-    (dict(os="linux", driver="450.80.02", fw="torch==1.11"), [("torch", "1.11", "cu102")]),
+    (dict(os="linux", driver="450.80.02", fw="torch==1.11"), [("torch", "1.11", "cu113")]),
     # Kepler 3.5: CUDA 12+ dropped sm_35 (ptxas 12.0); 2.7 is the newest release with cu118.
     (dict(os="linux", gpu="3.5"), [("torch", "2.7", "cu118")]),
-    # torch 2.0: cu117/cu118; Windows 516.94 ≥ 516.01 (11.7.0) < 520.06 (11.8.0).
-    (dict(os="windows", driver="516.94", fw="torch>=2.0,<2.1"), [("torch", "2.0", "cu117")]),
+    # torch 2.0: cu117/cu118; Windows 516.94 < 520.06 (11.8.0's own minimum) but ≥ 452.39 (the 11.x floor): cu118.
+    (dict(os="windows", driver="516.94", fw="torch>=2.0,<2.1"), [("torch", "2.0", "cu118")]),
     # --cuda fixes the variant: newest release with that CUDA.
     (dict(os="windows", cuda="11.8"), [("torch", "2.7", "cu118")]),
     (dict(os="windows", cuda="12.1"), [("torch", "2.5", "cu121")]),
@@ -84,14 +84,14 @@ TORCH_QUERIES = [
     (dict(os="linux", python="3.8"), [("torch", "2.4", "cu124")]),
     # Python 3.15: 2.15 has wheels but no CUDA variant in the data (cuda: []); 2.14 stops at <3.15.
     (dict(os="linux", python="3.15"), None),
-    # H100 (9.0) on 525.85.12: CUDA 12.0.1 at most; 9.0 first built by 11.8 (ptxas 11.8): 2.7 cu118.
-    (dict(os="linux", gpu="H100", driver="525.85.12"), [("torch", "2.7", "cu118")]),
+    # H100 (9.0) on 525.85.12: the 12.x floor (525), and CUDA 12.6 builds sm_90 (native code: no PTX JIT): 2.14 cu126.
+    (dict(os="linux", gpu="H100", driver="525.85.12"), [("torch", "2.14", "cu126")]),
     # RTX 4090 (8.9): 11.7 builds sm_86/sm_87, which run on 8.9 (binary compatibility within a major).
     (dict(os="linux", gpu="RTX 4090", fw="torch==1.13"), [("torch", "1.13", "cu117")]),
     # V100 (7.0): CUDA 13.0's lowest is sm_75; 580.65.06 runs 12.6 (560.28.03).
     (dict(os="linux", gpu="V100", driver="580.65.06"), [("torch", "2.14", "cu126")]),
-    # WSL: the Windows driver counts; 528.49 ≥ 528.33 (12.0.1) < 531.14 (12.1): 2.7's cu118 (cu126 needs 560.76).
-    (dict(os="wsl", driver="528.49"), [("torch", "2.7", "cu118")]),
+    # WSL: the Windows driver counts; 528.49 ≥ 525 (the 12.x floor) < 580: 2.14's cu126 (its own minimum, 560.76, is not needed).
+    (dict(os="wsl", driver="528.49"), [("torch", "2.14", "cu126")]),
     # Python 3.7: 1.13 (python ">=3.7,<3.12") is the last; Linux PyPI default is cu117.
     (dict(os="linux", python="3.7"), [("torch", "1.13", "cu117")]),
     # ~=2.3.0 on 535.104.05 (12.2.2): 2.3 has cu118/cu121.
@@ -112,7 +112,8 @@ def test_driver_472_never_gets_a_cuda_12_build_on_any_os():
     for os_name in ("windows", "linux", "wsl"):
         report = plan("torch", os=os_name, driver="472.12")
         assert not report["stack"]["cuda"].startswith("12")
-        assert report["stack"]["min_driver"]["windows"] == "465.89"  # 11.3.0 GA
+        assert report["stack"]["min_driver"]["windows"] == "452.39"  # the 11.x minor-version floor (cu118 wheels)
+        assert report["stack"]["driver_rule"]["rule"] == "minor-version compatibility"
 
 
 def test_an_a100_never_gets_cu102_whatever_the_release():
@@ -154,8 +155,10 @@ def test_no_stack_offers_the_change_that_gives_one():
 
 def test_the_stack_carries_the_exact_driver_and_the_compatibility_floor():
     stack = plan("torch==2.0", os="linux", cuda="11.8")["stack"]
-    assert stack["min_driver"] == {"linux": "520.61.05", "windows": "520.06"}  # 11.8.0 GA row
+    assert stack["min_driver_exact"] == {"linux": "520.61.05", "windows": "520.06"}  # 11.8.0 GA row
     assert stack["min_driver_compat"] == {"linux": "450.80.02", "windows": "452.39"}  # major-11 compatibility row
+    assert stack["min_driver"] == stack["min_driver_compat"]  # bundled wheels: minor-version compatibility applies
+    assert stack["driver_rule"]["rule"] == "minor-version compatibility" and "native code" in stack["driver_rule"]["why"]
 
 
 def test_pip_lines_use_the_index_of_the_variant():
@@ -189,17 +192,16 @@ OTHER_QUERIES = [
     (("tensorflow==2.10",), dict(os="windows", python="3.11"), None),
     # Linux newest: 2.21.0 (CUDA 12.5 / cuDNN 9.3), a system toolkit (no and_cuda row for 2.21).
     (("tensorflow",), dict(os="linux"), [("tensorflow", "2.21", "system")]),
-    # 535.104.05 runs ≤ 12.2.2: 2.16+ need 12.3 (545.23.06); 2.15's [and-cuda] is CUDA 12.2 (535.54.03).
-    (("tensorflow",), dict(os="linux", driver="535.104.05"), [("tensorflow", "2.15", "and-cuda")]),
-    # 525.60.13 = 12.0.0: 2.14's [and-cuda] pins CUDA 11 wheels (11.8: 520.61.05).
-    (("tensorflow",), dict(os="linux", driver="525.60.13"), [("tensorflow", "2.14", "and-cuda")]),
-    (("tensorflow",), dict(os="wsl", driver="528.49"), [("tensorflow", "2.14", "and-cuda")]),
-    # 470.57.02 runs ≤ 11.4.2: 2.11.0's CUDA 11.2 (460.32.03 for 11.2.2) with a system toolkit.
-    (("tensorflow",), dict(os="linux", driver="470.57.02"), [("tensorflow", "2.11", "system")]),
+    # [and-cuda] brings its CUDA wheels: minor-version compatibility, so any 12.x build runs from 525 (the 12.x floor).
+    (("tensorflow",), dict(os="linux", driver="535.104.05"), [("tensorflow", "2.20", "and-cuda")]),
+    (("tensorflow",), dict(os="linux", driver="525.60.13"), [("tensorflow", "2.20", "and-cuda")]),
+    (("tensorflow",), dict(os="wsl", driver="528.49"), [("tensorflow", "2.20", "and-cuda")]),
+    # 470.57.02 is below the 12.x floor: 2.14's [and-cuda] pins CUDA 11.8 wheels, which run from 450.80.02.
+    (("tensorflow",), dict(os="linux", driver="470.57.02"), [("tensorflow", "2.14", "and-cuda")]),
     (("tensorflow<2",), dict(os="linux"), [("tensorflow", "1.15", "system")]),  # 1.15.0: CUDA 10.0 / cuDNN 7.4
     (("tensorflow",), dict(os="linux", python="3.8"), [("tensorflow", "2.13", "system")]),  # 2.13.0: >=3.8,<3.12
     # One environment: same CUDA major and cuDNN major. torch 2.4+ bundle cuDNN 9, TF 2.15's wheels cuDNN 8.9.
-    (("torch", "tensorflow"), dict(os="linux", driver="535.104.05"), [("torch", "2.3", "cu121"), ("tensorflow", "2.15", "and-cuda")]),
+    (("torch", "tensorflow"), dict(os="linux", driver="535.104.05"), [("torch", "2.14", "cu126"), ("tensorflow", "2.20", "and-cuda")]),
     (("torch", "tensorflow"), dict(os="windows"), [("torch", "2.3", "cu118"), ("tensorflow", "2.10", "system")]),
     # onnxruntime_builds ">=1.27" pypi: CUDA 13.0 / cuDNN 9 with the [cuda,cudnn] extras; newest release 1.31.1.
     (("onnxruntime",), dict(os="linux"), [("onnxruntime", "1.31", "pypi[cuda,cudnn]")]),
@@ -219,7 +221,7 @@ OTHER_QUERIES = [
     ((), dict(os="linux", cuda="11.8"), [("cuda", "11.8", "toolkit")]),
     # 531.14 (12.1) cannot run 12.4 (551.61).
     ((), dict(os="windows", cuda="12.4", driver="531.14"), None),
-    (("torch", "onnxruntime"), dict(os="linux", driver="580.65.06"), [("torch", "2.14", "cu130"), ("onnxruntime", "1.31", "pypi[cuda,cudnn]")]),
+    (("torch", "onnxruntime"), dict(os="linux", driver="580.65.06"), [("torch", "2.14", "cu132"), ("onnxruntime", "1.31", "pypi[cuda,cudnn]")]),
 ]
 
 
@@ -258,5 +260,30 @@ def test_tensorflow_windows_commands_give_the_conda_line_and_the_old_package_nam
 
 
 def test_and_cuda_builds_install_with_the_extra():
+    # [and-cuda] brings CUDA wheels with native code for the GPU: minor-version compatibility (knowledge.driver_rule,
+    # as in `check`). 535.104.05 is past the 12.x floor (525), so 2.20's CUDA 12.5 wheels run (the old planner asked
+    # 12.5's own minimum, 555.42.02, and pinned 2.15.1); 470.57.02 is below it, and 2.14.1 pins CUDA 11.8 wheels (11.x floor 450.80.02).
     report = plan("tensorflow", os="linux", driver="535.104.05")
-    assert any('"tensorflow[and-cuda]==2.15.1"' in line for line in report["commands"])
+    assert any('"tensorflow[and-cuda]==2.20.0"' in line for line in report["commands"])
+    old = plan("tensorflow", os="linux", driver="470.57.02")
+    assert any('"tensorflow[and-cuda]==2.14.1"' in line for line in old["commands"])
+
+
+def text_of(*frameworks: str, **query: Any) -> str:
+    from cudnn_doctor.reports.plan_report import text_lines
+
+    nothing = MachineDefaults(query["os"], None, None, None, None, ())
+    request = build_request(list(frameworks), query["os"], None, query.get("gpu"), query.get("driver"), query.get("cuda"), machine=nothing)
+    return "\n".join(text_lines(solve(request)))
+
+
+def test_plan_shows_both_minimums_and_the_rule_it_used():
+    """Issue 30: the release's own minimum and the minor-version floor side by side, which one the verdict used and why
+    (the rule `check`'s driver-too-old applies: knowledge.driver_rule)."""
+    wheels = text_of("torch", os="linux", gpu="H100", driver="525.85.12")
+    assert "the release's own minimum (NVIDIA's Table 3): ≥ 560.28.03 on Linux" in wheels and "the minor-version compatibility floor: ≥ 525 on Linux" in wheels
+    assert "rule used: minor-version compatibility, because code built with CUDA 12.6 that has native code for the GPU" in wheels
+    # a toolkit is for compiling: its own minimum, and the rejection says why the floor is not enough
+    toolkit = text_of(os="linux", cuda="12.4", driver="535.104.05")
+    assert "cuda 12.4.1: toolkit: needs driver ≥ 550.54.15 on Linux (CUDA 12.4, toolkit release; the minor-version floor 525 is not enough:" in toolkit
+    assert "does not cover compiling with CUDA 12.4's nvcc" in toolkit

@@ -45,38 +45,54 @@ def index_variants(lines):
 
 
 def test_cpu_torch_on_an_old_windows_driver_never_gets_a_build_the_driver_cannot_run():
-    """torch 2.13 CPU, Windows driver 472.12 (CUDA 11.4): 2.13's oldest build is cu126 (driver >= 560.76). The old fix
-    proposed cu126 after "update the driver to one that supports CUDA 12.6"; the plan names the driver and the build that runs now."""
+    """torch 2.13 CPU, Windows driver 472.12 (CUDA 11.4): 2.13's oldest build is cu126. The old fix proposed cu126 after
+    "update the driver to one that supports CUDA 12.6"; the plan names the driver and the build that runs now."""
     packages = {"torch": "2.13.0+cpu"}
     document = machine(WINDOWS_BASE, nvml=nvml("472.12", 11040), pythons=[python(WIN_EXE, "3.10.11", packages, torch_report("2.13.0"))])
     fix = fix_of(document, "torch-cpu-build")
+    # The wheels bring their CUDA with native code for the RTX 3060 (sm_86): the shared driver rule (knowledge.driver_rule,
+    # as in driver-too-old) is minor-version compatibility, so cu126 needs the 12.x floor (525 on Windows), not 12.6's own
+    # 560.76, and 472.12 (>= 452.39, the 11.x floor) runs the newest 11.x build, 2.7.1's cu118, not 1.12.1's cu113.
+    floor = knowledge.driver_rule(Version("12.6"), "windows").need.driver_text
+    assert floor == "525"
     keep = [line for line in fix if "torch==2.13.0" in line]
-    assert keep and all(">= 560.76" in line for line in keep), fix  # cu126 only after a driver update, and the update is exact
+    assert keep and all(f">= {floor} first" in line for line in keep), fix  # cu126 only after a driver update, and the update is exact
     now = [line for line in fix if line.startswith("Or keep the driver 472.12")]
-    assert now and "torch==1.12.1 --index-url https://download.pytorch.org/whl/cu113" in now[0], fix
-    assert not any("whl/cu126" in line for line in fix if "560.76" not in line)
+    assert now and "torch==2.7.1 --index-url https://download.pytorch.org/whl/cu118" in now[0], fix
+    assert not any("whl/cu126" in line for line in fix if f">= {floor} first" not in line)
 
 
 def test_cpu_torch_on_linux_with_a_new_driver_takes_the_pypi_default():
-    """Linux driver 580: 2.14's cu132 needs 595, and PyPI's plain `torch==2.14.0` wheel is the cu130 build the driver runs;
-    the old fix always named an index (cu132's, by the driver's CUDA 13.0 alone)."""
-    assert knowledge.torch_release(Version("2.14")).pypi_cuda == "13.0"
+    """Linux driver 580: where the newest build the driver runs is PyPI's own, the fix is a plain `pip install` (the old
+    fix always named an index)."""
+    # Under the shared driver rule (minor-version compatibility for wheels with native code) 580.65.06, the 13.x floor,
+    # runs every 13.x build: 2.14's newest, cu132 (its own minimum 595.45.04 is not needed), is on PyTorch's index only.
+    # 2.11's newest build is cu130, PyPI's own (pypi_cuda), so its line names no index.
+    assert knowledge.torch_release(Version("2.11")).pypi_cuda == "13.0" == max(knowledge.torch_release(Version("2.11")).cuda, key=Version)
+    packages = {"torch": "2.11.0+cpu", "torchvision": "0.26.0+cpu"}
+    document = machine(LINUX_BASE, nvml=nvml("580.65.06", 13000), pythons=[python(LINUX_EXE, "3.12.3", packages, torch_report("2.11.0"))])
+    fix = fix_of(document, "torch-cpu-build")
+    assert fix == [f'"{LINUX_EXE}" -m pip uninstall -y torch torchvision', f'"{LINUX_EXE}" -m pip install torch==2.11.0 torchvision==0.26.0'], fix
     packages = {"torch": "2.14.0+cpu", "torchvision": "0.29.0+cpu"}
     document = machine(LINUX_BASE, nvml=nvml("580.65.06", 13000), pythons=[python(LINUX_EXE, "3.12.3", packages, torch_report("2.14.0"))])
     fix = fix_of(document, "torch-cpu-build")
-    assert fix == [f'"{LINUX_EXE}" -m pip uninstall -y torch torchvision', f'"{LINUX_EXE}" -m pip install torch==2.14.0 torchvision==0.29.0'], fix
+    assert fix[1].endswith("torch==2.14.0 torchvision==0.29.0 --index-url https://download.pytorch.org/whl/cu132"), fix
 
 
 def test_cpu_torch_whose_python_has_no_cuda_wheel_on_this_driver_gets_a_new_environment():
-    """torch 2.7 CPU on Python 3.12, Windows driver 472.12: no release with a build for CUDA <= 11.4 has Python 3.12 wheels.
-    The old fix proposed cu118 (driver >= 520.06) into the 3.12 interpreter; the plan says: driver, or a new environment."""
+    """torch 2.7 CPU on Python 3.12, Windows driver 451.82 (CUDA 11.0): no release with a build the driver runs has
+    Python 3.12 wheels. The old fix proposed cu118 into the 3.12 interpreter; the plan says: driver, or a new environment."""
+    # Under the shared driver rule 472.12 (the driver this case had) is past the 11.x floor (452.39 on Windows) and runs
+    # 2.7's own cu118 build, which has cp312 wheels, so it no longer needs a new environment. 451.82 is CUDA 11.0.3's
+    # own Windows minimum, below the floor: it runs CUDA 11.0 builds only (their own minimum applies), and 1.7.1's
+    # cu110, the newest, has no Python 3.12 wheel.
     packages = {"torch": "2.7.0+cpu"}
-    document = machine(WINDOWS_BASE, nvml=nvml("472.12", 11040), pythons=[python(WIN_EXE, "3.12.4", packages, torch_report("2.7.0"))])
+    document = machine(WINDOWS_BASE, nvml=nvml("451.82", 11000), pythons=[python(WIN_EXE, "3.12.4", packages, torch_report("2.7.0"))])
     fix = fix_of(document, "torch-cpu-build")
     keep = next(line for line in fix if "torch==2.7.0" in line)
-    assert ">= 520.06" in keep and "whl/cu118" in keep, fix
-    now = next(line for line in fix if line.startswith("Or keep the driver 472.12"))
-    assert "new environment (Python 3.12" in now and "conda create -n gpu python=3.10" in now and "whl/cu113" in now, fix
+    assert ">= 452.39 first" in keep and "whl/cu118" in keep, fix
+    now = next(line for line in fix if line.startswith("Or keep the driver 451.82"))
+    assert "new environment (Python 3.12" in now and "conda create -n gpu python=3.9" in now and "torch==1.7.1+cu110" in now, fix
 
 
 # driver-too-old ------------------------------------------------------------------------------------
@@ -89,7 +105,12 @@ def test_driver_too_old_names_the_build_the_current_driver_runs():
     fix = fix_of(document, "driver-too-old")
     assert "NVIDIA driver >= 525" in fix[0]  # what runs the installed build (minor-version compatibility for CUDA 12.1)
     now = [line for line in fix if line.startswith("Or keep the driver 470.223.02")]
-    assert now and f'`"{LINUX_EXE}" -m pip install torch==1.12.1 --index-url https://download.pytorch.org/whl/cu113`' in now[0], fix
+    # 470.223.02 is past the 11.x floor (450.80.02): under the shared rule (minor-version compatibility for the wheels'
+    # native code) 2.3.1's own cu118 build runs on it, where the old planner rule (Table 3: 11.8 needs 520.61.05) went back to 1.12.1's cu113.
+    assert now and (
+        f'`"{LINUX_EXE}" -m pip uninstall -y torch`, then `"{LINUX_EXE}" -m pip install torch==2.3.1 --index-url https://download.pytorch.org/whl/cu118`'
+        in now[0]
+    ), fix
     assert not any("CUDA 11.4 or older" in line for line in fix)
 
 
@@ -105,9 +126,11 @@ def test_driver_too_old_reinstalls_when_another_build_of_the_same_release_runs()
     assert index_variants([now]) == {"cu118"}
 
 
-@pytest.mark.parametrize(("driver", "cuda"), [("472.12", 11040), ("516.94", 11070)])
+@pytest.mark.parametrize(("driver", "cuda"), [("451.82", 11000), ("472.12", 11040), ("516.94", 11070)])
 def test_no_planned_torch_variant_needs_more_than_the_driver_unless_the_line_says_so(driver, cuda):
-    """Whatever the driver, a pip line from PyPI's index is for a variant the driver runs, unless it says which driver comes first."""
+    """Whatever the driver, a pip line from PyPI's index is for a variant the driver runs, unless it says which driver comes first.
+    "Runs" is the shared driver rule (knowledge.driver_rule, as in driver-too-old): wheels with native code for the GPU
+    need their major's minor-version floor (or their release's own minimum where it is lower, as 11.0's), not Table 3's row."""
     packages = {"torch": "2.5.1+cpu"}
     document = machine(WINDOWS_BASE, nvml=nvml(driver, cuda), pythons=[python(WIN_EXE, "3.10.11", packages, torch_report("2.5.1"))])
     for line in fix_of(document, "torch-cpu-build"):
@@ -115,8 +138,8 @@ def test_no_planned_torch_variant_needs_more_than_the_driver_unless_the_line_say
             continue
         for variant in index_variants([line]):
             cuda = f"{variant[2:-1]}.{variant[-1]}"
-            needed = knowledge.toolkit_release(Version(cuda))
-            assert Version(driver) >= Version(needed.windows), (line, needed.windows)
+            needed = knowledge.driver_rule(Version(cuda), "windows").need
+            assert Version(driver) >= needed.driver, (line, needed.driver_text)
 
 
 # tf-windows-gpu-unsupported -------------------------------------------------------------------------
@@ -140,7 +163,10 @@ def test_tf_windows_wsl_line_says_which_driver_first_when_this_one_is_too_old():
     packages = {"tensorflow": "2.15.0"}
     document = machine(WINDOWS_BASE, nvml=nvml("472.12", 11040), pythons=[python(WIN_EXE, "3.10.11", packages, tf_report("2.15.0"))])
     wsl = fix_of(document, "tf-windows-gpu-unsupported")[0]
-    needed = knowledge.toolkit_release(Version("12.2")).windows
+    # The [and-cuda] wheels run under minor-version compatibility (the shared driver rule): the 12.x floor, 525, not
+    # 12.2's own Table 3 minimum (536.25) that the old planner rule asked for.
+    needed = knowledge.driver_rule(Version("12.2"), "windows").need.driver_text
+    assert needed == "525"
     assert f"update the Windows NVIDIA driver to >= {needed} first" in wsl and "tensorflow[and-cuda]==2.15.0" in wsl, wsl
 
 

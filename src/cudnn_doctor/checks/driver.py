@@ -13,6 +13,7 @@ from cudnn_doctor.checks._plan import describe, option_text, pip_install, plan_o
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import SMI_NOT_UNDERSTOOD, Facts, FrameworkBuild, Gpu
 from cudnn_doctor.findings import Area, Finding, Severity
+from cudnn_doctor.record import Record
 from cudnn_doctor.versions import major_minor, parse_version
 
 DRIVER = "driver"  # the cause key of everything a newer driver fixes
@@ -161,51 +162,87 @@ def _driver_os(facts: Facts) -> str:
     return "windows" if facts.os == "windows" or facts.wsl else "linux"
 
 
-def _requirements(facts: Facts) -> Iterator[tuple[str, Version]]:
-    """(who, CUDA version) for everything that needs the driver: toolkits and framework builds."""
+class _Need(Record):
+    """One thing that needs the driver: who, the CUDA it was built with, and the rule that applies to it."""
+
+    who: str
+    cuda: Version
+    rule: knowledge.DriverRule
+
+
+def _requirements(facts: Facts, os_name: str) -> Iterator[_Need]:
+    """Everything that needs the driver, each with the one driver rule `plan` applies too (`knowledge.driver_rule`):
+    a toolkit with nvcc compiles (its own minimum); a framework build runs (minor-version compatibility), unless the
+    GPU has only PTX from it to run (its own minimum)."""
     for toolkit in facts.toolkits.toolkits:
-        if toolkit.parsed_version is not None:
-            yield f"CUDA toolkit {toolkit.version} at {toolkit.root}", toolkit.parsed_version
+        version = toolkit.parsed_version
+        rule = knowledge.driver_rule(version, os_name, knowledge.COMPILE if toolkit.has_nvcc else knowledge.RUN) if version else None
+        if rule is not None:
+            yield _Need(f"CUDA toolkit {toolkit.version} at {toolkit.root}", version, rule)  # type: ignore[arg-type]
     for build in facts.builds:
         cuda = build.cuda_version
-        if cuda is not None and build.gpu_build is not False:
-            yield f"{build.name} {build.version} (built for CUDA {major_minor(cuda)}, {build.cuda.said}) in {build.executable}", cuda
+        if cuda is None or build.gpu_build is False:
+            continue
+        jit = _ptx_only(facts, build, cuda)
+        rule = knowledge.driver_rule(cuda, os_name, knowledge.PTX_JIT if jit else knowledge.RUN)
+        if rule is not None:
+            yield _Need(_who(build), cuda, rule._replace(why=f"{rule.why}; {jit}") if jit else rule)
+
+
+def _ptx_only(facts: Facts, build: FrameworkBuild, cuda: Version) -> Optional[str]:
+    """Why a GPU can run `build` only by JIT-compiling its PTX, None when it has native code for every GPU (or none can
+    be told): its arch list has PTX (compute_XY) and no SASS (sm_XY) for the GPU, or without an arch list, CUDA `cuda`
+    builds no native code for the GPU at all."""
+    for gpu in facts.driver.gpus:
+        if not gpu.compute_capability:
+            continue
+        cc = Version(gpu.compute_capability)
+        name = f"{gpu.name} (sm_{gpu.compute_capability.replace('.', '')})"
+        if build.arch_list:
+            sass = [a for a in build.arch_list if a.startswith("sm_")]
+            if not _supported_by_arch_list(cc, sass) and _supported_by_arch_list(cc, list(build.arch_list)):
+                return f"{build.name}'s kernels ({' '.join(build.arch_list)}) have no native code for {name}, only PTX the driver JIT-compiles"
+        elif len(cuda.release) > 1 and knowledge.cuda_runs_on_compute_capability(cuda, gpu.compute_capability) is False:
+            return f"CUDA {major_minor(cuda)} builds no native code for {name}, so what runs there is PTX the driver JIT-compiles"
+    return None
 
 
 @rule("driver-too-old", Severity.ERROR, "The NVIDIA driver is too old for the installed CUDA software", Area.DRIVER)
 def driver_too_old(facts: Facts) -> Iterator[Finding]:
-    """Each CUDA runtime needs a minimum driver; from CUDA 11 on, any driver of the same major family will do."""
+    """Each CUDA runtime needs a minimum driver; from CUDA 11 on, any driver of the same major family will do, except for
+    PTX JIT and compiling, where the release's own minimum applies (`knowledge.driver_rule`, the rule `plan` uses)."""
     driver = facts.driver
     if not driver.present:
         return
     os_name = _driver_os(facts)
     installed = parse_version(driver.version)
     unmet = []
-    for who, cuda in _requirements(facts):
-        need = knowledge.driver_requirement(cuda, os_name)
-        if need is None:
-            continue
+    for need in _requirements(facts, os_name):
+        cuda, wanted = need.cuda, need.rule.need
+        says = driver.cuda_version is not None and driver.cuda_version.release[:2] >= (cuda.release + (0,))[:2]
         if installed is not None:
-            too_old = installed < need.driver
+            # a release's own minimum is met too by a driver that itself reports that CUDA (570.124.04 reports 12.8)
+            too_old = installed < wanted.driver and not (need.rule.rule == knowledge.TOOLKIT_RELEASE and says)
         elif driver.cuda_version is not None:
-            too_old = driver.cuda_version.release[0] < cuda.release[0] if cuda.release[0] >= 11 else driver.cuda_version < cuda
+            minor_ok = need.rule.rule == knowledge.MINOR_VERSION_COMPATIBILITY
+            too_old = driver.cuda_version.release[0] < cuda.release[0] if minor_ok else driver.cuda_version < cuda
         else:
             continue
         if too_old:
-            unmet.append((who, cuda, need))
+            unmet.append(need)
     said = [b for b in facts.builds if b.driver_complaint]
     if not unmet and not said:
         return
     lines = [f"The driver is {driver.version or 'unknown'} (supports CUDA up to {driver.cuda or 'unknown'}, from {driver.cuda_source or driver.source})."]
-    for who, cuda, need in unmet:
-        lines.append(f"{who} needs driver >= {need.driver_text} ({need.rule} for CUDA {major_minor(cuda)}).")
+    for need in unmet:
+        lines.append(f"{need.who} needs driver >= {need.rule.need.driver_text} ({need.rule.explain()}).")
     for build in said:
         lines.append(f'{build.name} itself reports: "{build.driver_complaint}"')
-    wanted = max(((need.driver, need.driver_text) for _, _, need in unmet), default=(None, None))[1]  # printed as NVIDIA writes it
+    wanted_text = max(((n.rule.need.driver, n.rule.need.driver_text) for n in unmet), default=(None, None))[1]  # printed as NVIDIA writes it
     where = "https://www.nvidia.com/Download/index.aspx" if os_name == "windows" else "e.g. `sudo ubuntu-drivers install`"
-    target = f"an NVIDIA driver >= {wanted}" if wanted else "a current NVIDIA driver"
+    target = f"an NVIDIA driver >= {wanted_text}" if wanted_text else "a current NVIDIA driver"
     fix = [f"Install {target} ({where}), then reboot and check `nvidia-smi`."]
-    kept = _keep_driver_lines(facts, [b for b in _unmet_builds(facts, unmet)], any(who.startswith("CUDA toolkit") for who, _, _ in unmet))
+    kept = _keep_driver_lines(facts, _unmet_builds(facts, unmet), any(n.who.startswith("CUDA toolkit") for n in unmet))
     if kept:
         fix += kept
     elif driver.cuda:
@@ -217,7 +254,19 @@ def driver_too_old(facts: Facts) -> Iterator[Finding]:
         {
             "driver": driver.version,
             "driver_cuda": driver.cuda,
-            "needs": [{"by": w, "cuda": str(c), "driver": n.driver_text, "source": n.source} for w, c, n in unmet],
+            "needs": [
+                {
+                    "by": n.who,
+                    "cuda": str(n.cuda),
+                    "driver": n.rule.need.driver_text,
+                    "source": n.rule.need.source,
+                    "rule": n.rule.rule,
+                    "why": n.rule.why,
+                    "exact": n.rule.exact.driver_text if n.rule.exact else None,
+                    "floor": n.rule.floor.driver_text if n.rule.floor else None,
+                }
+                for n in unmet
+            ],
         },
         causes=(DRIVER,),
     )
@@ -225,7 +274,7 @@ def driver_too_old(facts: Facts) -> Iterator[Finding]:
 
 def _unmet_builds(facts: Facts, unmet: list) -> list[FrameworkBuild]:
     """The framework builds among what the driver is too old for (the toolkits are told apart by `who`)."""
-    whos = {who for who, _, _ in unmet}
+    whos = {need.who for need in unmet}
     return [b for b in facts.builds if _who(b) in whos]
 
 
@@ -245,7 +294,15 @@ def _keep_driver_lines(facts: Facts, builds: list[FrameworkBuild], toolkit: bool
             continue
         same = option.version == (build.version or "").split("+")[0]
         again = f'`"{build.executable}" -m pip uninstall -y {_distribution(build)}`, then ' if same else ""
-        lines.append(f"Or keep the driver {driver}: {describe(option)} runs on it: {again}{option_text(build.executable, option)}.")
+        # the same release for the same CUDA where the installed build has only PTX for the GPU: the published one has native code
+        ptx = (
+            same
+            and build.cuda_version is not None
+            and major_minor(build.cuda_version) == option.verdict.candidate.cuda
+            and _ptx_only(facts, build, build.cuda_version)
+        )
+        why = " (the published build, with native code for the GPU)" if ptx else ""
+        lines.append(f"Or keep the driver {driver}: {describe(option)}{why} runs on it: {again}{option_text(build.executable, option)}.")
     newest = toolkit_now(facts) if toolkit else None
     if newest:
         lines.append(
@@ -262,8 +319,9 @@ def _distribution(build: FrameworkBuild) -> str:
 def _runnable(driver_cuda: Version, installed: Optional[Version], os_name: str) -> str:
     """What this driver runs: every CUDA X.y of its major when it meets that major's minor-version floor, else up to its own version."""
     major = driver_cuda.release[0]
-    floor = knowledge.driver_requirement(Version(f"{major}.0"), os_name)
-    if installed is not None and floor is not None and floor.rule == "minor-version compatibility" and installed >= floor.driver:
+    rule = knowledge.driver_rule(Version(str(major)), os_name)
+    floor = rule.floor if rule is not None else None
+    if installed is not None and floor is not None and installed >= floor.driver:
         return f"CUDA {major}.x (any minor: minor-version compatibility) or older"
     return f"CUDA {major_minor(driver_cuda)} or older"
 

@@ -25,9 +25,12 @@ class Reason(Record):
 class Needs(Record):
     """What a candidate takes on this machine: the drivers by OS, and for a system-CUDA build the toolkit and cuDNN to install."""
 
-    min_driver: dict[str, Optional[str]]  # the driver NVIDIA lists for that toolkit release, per OS
+    min_driver: dict[str, Optional[str]]  # the driver the verdict uses, per OS: one of the two below, by `driver_rule`
     min_driver_compat: dict[str, Optional[str]]  # the minor-version compatibility floor of its CUDA major, per OS
+    min_driver_exact: dict[str, Optional[str]]  # the driver NVIDIA lists for that toolkit release (Table 3), per OS
     driver_source: Optional[str]
+    driver_rule: Optional[str] = None  # knowledge.MINOR_VERSION_COMPATIBILITY | knowledge.TOOLKIT_RELEASE
+    driver_why: Optional[str] = None  # why that rule applies (knowledge.DriverRule.why)
     toolkit: Optional[str] = None  # the toolkit release to install ("11.2.2"); None: the wheels bring CUDA
     cudnn: Optional[str] = None  # the cuDNN release to install ("8.1.1.33")
     cudnn_archive: Optional[str] = None  # NVIDIA's file name for it
@@ -70,22 +73,31 @@ def judge(candidate: Candidate, request: Request, python_hard: bool) -> Verdict:
 
 
 def _driver_needs(candidate: Candidate, toolkit: Optional[str]) -> Needs:
-    major = candidate.cuda_major
-    floor = knowledge.minor_version_floor(major)
-    compat = {os_name: (getattr(floor, os_name) if floor else None) for os_name in OS_NAMES}
-    exact: dict[str, Optional[str]] = dict.fromkeys(OS_NAMES)
-    source = floor.source if floor else None
-    if "." in candidate.cuda:
-        row = knowledge.toolkit_release(V(toolkit or candidate.cuda))
-        if row is not None:
-            exact = {"linux": row.linux, "windows": row.windows or compat["windows"]}
-            source = row.source
-    else:
-        exact = dict(compat)
-    if candidate.driver_floor and (exact["linux"] is None or V(candidate.driver_floor) > V(exact["linux"])):
-        exact["linux"] = candidate.driver_floor
+    """The drivers a candidate needs, by the rule `check` applies too (`knowledge.driver_rule`): a framework build that
+    brings its CUDA runs under minor-version compatibility (a GPU without native code from it is rejected by
+    `_gpu_reasons`, so no planned build needs PTX JIT); a toolkit alone, or one a system-CUDA build installs, is for
+    compiling, where the release's own minimum applies."""
+    use = knowledge.COMPILE if candidate.cuda_from == "system" or candidate.framework == "cuda" else knowledge.RUN
+    cuda = V(toolkit or candidate.cuda)
+    rules = {os_name: knowledge.driver_rule(cuda, os_name, use) for os_name in OS_NAMES}
+    exact = {o: (r.exact.driver_text if r and r.exact else None) for o, r in rules.items()}
+    compat = {o: (r.floor.driver_text if r and r.floor else None) for o, r in rules.items()}
+    used = {o: (r.need.driver_text if r else None) for o, r in rules.items()}
+    if "." not in candidate.cuda:  # a major alone: no release of its own to name
+        exact = dict(compat) if any(compat.values()) else exact
+    first = rules["linux"] or rules["windows"]
+    source = first.need.source if first else None
+    if candidate.driver_floor and (used["linux"] is None or V(candidate.driver_floor) > V(used["linux"])):
+        used["linux"] = candidate.driver_floor
         source = candidate.source
-    return Needs(exact, compat, source)
+    return Needs(
+        min_driver=used,
+        min_driver_compat=compat,
+        min_driver_exact=exact,
+        driver_source=source,
+        driver_rule=first.rule if first else None,
+        driver_why=first.why if first else None,
+    )
 
 
 def _cuda_reasons(candidate: Candidate, request: Request) -> list[Reason]:
@@ -131,7 +143,13 @@ def _driver_reasons(candidate: Candidate, request: Request, needs: Needs) -> lis
     if wanted is None or V(request.driver.text) >= V(wanted):
         return []
     where = "Windows" if request.driver_os == "windows" else "Linux"
-    what = f"CUDA {needs.toolkit or candidate.cuda}"
+    what = f"CUDA {needs.toolkit or candidate.cuda}, {needs.driver_rule or 'its minimum'}"
+    exact = needs.min_driver_exact.get(request.driver_os)
+    floor = needs.min_driver_compat.get(request.driver_os)
+    if needs.driver_rule == knowledge.MINOR_VERSION_COMPATIBILITY and exact and exact != wanted:
+        what += f"; its own minimum is {exact}"
+    elif needs.driver_rule == knowledge.TOOLKIT_RELEASE and floor and floor != wanted and V(floor) < V(wanted):
+        what += f"; the minor-version floor {floor} is not enough: {needs.driver_why}"  # both side by side, and why
     return [Reason("driver", f"needs driver ≥ {wanted} on {where} ({what}); the driver is {request.driver.text}", needs.driver_source)]
 
 

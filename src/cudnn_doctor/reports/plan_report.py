@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, TextIO
 
+from cudnn_doctor.planner.candidates import V
 from cudnn_doctor.planner.commands import Steps, steps
 from cudnn_doctor.planner.constraints import driver_runs
 from cudnn_doctor.planner.request import Given, Request
@@ -29,6 +30,8 @@ def stack_json(stack: Stack, request: Request) -> dict[str, Any]:
         "python": stack.python,
         "min_driver": stack.drivers("min_driver"),
         "min_driver_compat": stack.drivers("min_driver_compat"),
+        "min_driver_exact": stack.drivers("min_driver_exact"),
+        "driver_rule": _driver_rule(stack),
         "gpu": {"name": request.gpu.text if request.gpu else None, "compute_capability": request.compute_capability},
         "cuda_from": "system" if system else "bundled",
         "toolkit": system.needs.toolkit if system else None,
@@ -119,18 +122,31 @@ def _stack_lines(stack: Stack, request: Request) -> list[str]:
         lines.append(f"✓ {c.framework} {c.version} ({c.build}) · CUDA {c.cuda} · {cudnn_text} {where}" + (f" · Python {c.python}" if c.python else ""))
     drivers = stack.drivers("min_driver")
     compat = stack.drivers("min_driver_compat")
-    lines.append(
-        "  Driver: "
-        + ", ".join(f"≥ {drivers[o]} on {o.capitalize()}" for o in ("linux", "windows") if drivers[o])
-        + (
-            " (with minor-version compatibility: " + ", ".join(f"≥ {compat[o]} on {o.capitalize()}" for o in ("linux", "windows") if compat[o]) + ")"
-            if any(compat.values())
-            else ""
-        )
-    )
+    exact = stack.drivers("min_driver_exact")
+    rule = _driver_rule(stack)
+    lines.append("  Driver: " + ", ".join(f"≥ {drivers[o]} on {o.capitalize()}" for o in ("linux", "windows") if drivers[o]))
+    if any(exact.values()) or any(compat.values()):
+        side = [f"the release's own minimum (NVIDIA's Table 3): {_per_os(exact)}"] if any(exact.values()) else []
+        side += [f"the minor-version compatibility floor: {_per_os(compat)}"] if any(compat.values()) else []
+        lines.append("    " + "; ".join(side))
+    if rule["rule"]:
+        lines.append(f"    rule used: {rule['rule']}, because {rule['why']}")
     if request.compute_capability:
         lines.append(f"  GPU: {request.gpu.text if request.gpu else ''} (compute capability {request.compute_capability})")
     return lines
+
+
+def _per_os(drivers: dict[str, Optional[str]]) -> str:
+    return ", ".join(f"≥ {drivers[o]} on {o.capitalize()}" for o in ("linux", "windows") if drivers[o]) or "none listed"
+
+
+def _driver_rule(stack: Stack) -> dict[str, Optional[str]]:
+    """The rule behind the stack's driver: that of the build that needs the newest driver (the one the minimum is)."""
+    verdicts = [v for v in stack.chosen if v.needs.driver_rule]
+    if not verdicts:
+        return {"rule": None, "why": None}
+    top = max(verdicts, key=lambda v: V(v.needs.min_driver.get("linux") or v.needs.min_driver.get("windows") or "0"))
+    return {"rule": top.needs.driver_rule, "why": top.needs.driver_why}
 
 
 def _steps_lines(todo: Steps) -> list[str]:

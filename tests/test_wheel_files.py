@@ -63,7 +63,7 @@ def _ort_machine(windows: bool, extracted: Path, **extra_files: dict) -> dict:
     provider = "onnxruntime_providers_cuda.dll" if windows else "libonnxruntime_providers_cuda.so"
     site, sep, exe = (SITE_WINDOWS, "\\", EXE_WINDOWS) if windows else (SITE_LINUX, "/", EXE_LINUX)
     files = {
-        sep.join([site, "onnxruntime", "capi", provider]): {"source": str(extracted / "onnxruntime" / "capi" / provider)},
+        sep.join([site, "onnxruntime", "capi", provider]): {"source": f"onnxruntime/capi/{provider}"},  # inside the fixture's folder
         sep.join([site, *ORT_INFO.split("/")]): {"text": (extracted / ORT_INFO).read_text()},
         sep.join([site, *ORT_METADATA.split("/")]): {"text": (extracted / ORT_METADATA).read_text()},
         exe: {"size": 100},
@@ -87,7 +87,7 @@ def _python(exe: str, packages: dict | None = None, frameworks: dict | None = No
 
 
 def _real(document: dict, extracted: Path):
-    """The diagnosis of a machine whose `source` files are the real wheel's, by absolute path."""
+    """The diagnosis of a machine whose `source` files are the real wheel's, relative to the folder it was extracted to."""
     return diagnose(FixtureSystem(document, origin=extracted / "machine.yaml"))
 
 

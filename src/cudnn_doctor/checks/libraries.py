@@ -282,8 +282,7 @@ def _asked_for(step: LoadStep) -> str:
     number in place of %d), never a placeholder."""
     names = step.one_of or (step.name,)
     said = [
-        f"a file named by the rule `{n}` (a version number in place of {', '.join(sorted(set(_FORMAT_FIELD.findall(n))))})" if "%" in n else n
-        for n in names
+        f"a file named by the rule `{n}` (a version number in place of {', '.join(sorted(set(_FORMAT_FIELD.findall(n))))})" if "%" in n else n for n in names
     ]
     return said[0] if len(said) == 1 else "one of " + ", ".join(said)
 

@@ -43,9 +43,9 @@ def _user_environment_kept() -> Any:
 
 
 def link_real_file(source: Path, link: Path) -> None:
-    """`link` names the real binary `source` without copying it (some are 200 MB): a symbolic link where that gives a
-    readable file (under Wine it may not), else a hard link, else a copy."""
-    for make in (os.symlink, os.link, shutil.copyfile):
+    """`link` names the real binary `source` without copying it (some are 200 MB): a hard link, else a copy. Never a
+    symbolic link: a fixture's `source` that leads out of its folder through one is refused (a fixture never reads the host)."""
+    for make in (os.link, shutil.copyfile):
         try:
             make(source, link)
         except OSError:

@@ -184,7 +184,7 @@ def test_container_without_gpu_is_one_cause_with_its_symptoms():
     assert found.severity is Severity.ERROR and found.symptom_of is None
     assert "(/.dockerenv)" in found.detail and "host's NVIDIA kernel module 535.183.01" in found.detail
     assert "tensorflow 2.12.0" in found.detail
-    assert "`docker run --gpus all ...`" in found.fix[0] and "nvidia.com/gpu" in found.fix[2]
+    assert "add `--gpus all` to the `docker run` command" in found.fix[0] and "nvidia.com/gpu" in found.fix[2]
     assert not any("Install the NVIDIA driver" in step for step in found.fix)
     roots = [f for f in findings if f.symptom_of is None and f.severity is Severity.ERROR]
     assert [f.id for f in roots] == [CONTAINER]

@@ -93,15 +93,16 @@ def test_torch_releases_from_1_7_to_2_15_with_pypi_cuda_and_cudnn():
 def test_a_linux_only_variant_is_not_offered_on_windows():
     row = knowledge.torch_release(Version("1.11.0"))
     assert row.cuda_on("linux") == ("10.2", "11.3") and row.cuda_on("windows") == ("11.3",)  # "CUDA-10.2 PyTorch builds are no longer available for Windows"
-    # a CPU torch 1.11 with a driver for CUDA 11.0: Linux gets cu102, Windows must update the driver for cu113
+    # a CPU torch 1.11 with a driver for CUDA 11.0 (451.48): on Linux it is above the 11.x minor-version floor (450.80.02),
+    # so cu113 runs; on Windows it is below that floor (452.39), so cu113 needs a driver update, and cu102 is no 1.11 build
     nvml = {"driver_version": "451.48", "cuda_driver_version": 11000, "gpus": [{"name": "NVIDIA GeForce RTX 2080", "compute_capability": "7.5"}]}
     report = {"torch": {"version": "1.11.0+cpu", "cuda": None, "cuda_available": False, "device_count": 0, "arch_list": []}}
     linux = findings_of(machine(LINUX_BASE, nvml=nvml, pythons=[python("/v/bin/python", "3.9.7", {"torch": "1.11.0+cpu"}, report)]), "torch-cpu-build")
-    assert '"/v/bin/python" -m pip install torch==1.11.0' in linux[0].fix  # PyPI's Linux wheel of 1.11 is the cu102 build: no index URL
+    assert '"/v/bin/python" -m pip install torch==1.11.0 --index-url https://download.pytorch.org/whl/cu113' in linux[0].fix
     exe = "C:\\v\\Scripts\\python.exe"
     windows = findings_of(machine(WINDOWS_BASE, nvml=nvml, pythons=[python(exe, "3.9.7", {"torch": "1.11.0+cpu"}, report)]), "torch-cpu-build")
     assert not any("torch==1.11" in line and "cu102" in line for line in windows[0].fix)
-    assert any("torch==1.11.0 --index-url https://download.pytorch.org/whl/cu113" in line and ">= 465.89" in line for line in windows[0].fix)
+    assert any("torch==1.11.0 --index-url https://download.pytorch.org/whl/cu113" in line and ">= 452.39" in line for line in windows[0].fix)
 
 
 # --- TensorFlow: 2.19-2.21, [and-cuda] wheels, W6 --------------------------------------------------

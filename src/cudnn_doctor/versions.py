@@ -8,9 +8,11 @@ compares `Version` objects only.
 from __future__ import annotations
 
 import re
-from typing import NamedTuple, Optional, Union
+from typing import Optional, Union
 
 from packaging.version import InvalidVersion, Version
+
+from cudnn_doctor.record import Record
 
 _TF_WINDOWS_TAG = r"^64_(\d+)$"
 _LEADING_VERSION = r"(\d+(?:\.\d+)*)"
@@ -59,7 +61,9 @@ def parse_version(value: object) -> Optional[Version]:
 # through `cuda_in_tag(text, shape)`, and every tag the planner writes comes from `cuda_tag`.
 
 
-class CudaTagShape(NamedTuple):
+class CudaTagShape(Record):
+    """One shape of a CUDA build tag and where it appears."""
+
     pattern: str  # a regular expression with the group "digits" (and "x" for a major-only wildcard)
     where: str  # who writes it, with an example
 

@@ -90,7 +90,7 @@ def driver_gap(facts: Facts, name: str, elsewhere: Sequence[str]) -> tuple[str, 
         return (
             f" This container ({facts.driver_state.container}) was started without the GPU: the driver's libraries, {name} among them, "
             "are mounted only into a container given the GPU.",
-            ["Start the container with the GPU (`docker run --gpus all ...`); see gpu-not-passed-to-container."],
+            ["Start the container with the GPU: add `--gpus all` to the `docker run` command that starts it; see gpu-not-passed-to-container."],
         )
     seen = [f for f in facts.driver_files if f != KERNEL_MODULE][:3] or list(facts.driver_files[:1])
     detail = f" The NVIDIA driver is installed (its files: {', '.join(seen)}), but nothing the loader searches provides {name}."

@@ -143,7 +143,7 @@ def gpu_not_passed_to_container(facts: Facts) -> Iterator[Finding]:
         "gpu-not-passed-to-container",
         detail,
         [
-            "Start the container with the GPU: `docker run --gpus all ...` (Podman: `--device nvidia.com/gpu=all`); in Docker Compose, "
+            "Start the container with the GPU: add `--gpus all` to the `docker run` command that starts it (Podman: `--device nvidia.com/gpu=all`); in Docker Compose, "
             "under the service: `deploy: {resources: {reservations: {devices: [{driver: nvidia, count: all, capabilities: [gpu]}]}}}`; "
             "a GitHub Actions container job: `options: --gpus all`.",
             'If Docker answers `could not select device driver "" with capabilities: [[gpu]]`, install the NVIDIA Container Toolkit on the host: '

@@ -179,3 +179,105 @@ def test_cupy_cuda_from_its_wheel_name_and_its_report():
     assert live.cudnn is None and live.system_libraries.cudnn is None and live.system_libraries.cudart == "libcudart.so.12"
     assert build("cupy", {"cupy": "13.3.0"}).gpu_build is None  # built from source: nothing says which CUDA
     assert build("cupy", {"cupy-cuda13x": "14.0.0", "nvidia-cuda-runtime": "13.0.96"}).cuda_from == "nvidia-wheels"
+
+
+# Wordings of several eras, as users pasted them into public issues (each cited); the versions they state are parsed out
+# as releases, whatever the framework printed (integers, tuples, dotted text).
+@pytest.mark.parametrize(
+    "text, loaded, compiled, minimum",
+    [
+        # TensorFlow 1.x integers with compatibility versions (tensorflow/tensorflow#3922, bytedeco/javacpp-presets#565)
+        (
+            "E tensorflow/stream_executor/cuda/cuda_dnn.cc:378] Loaded runtime CuDNN library: 7101 (compatibility version 7100) "
+            "but source was compiled with 7005 (compatibility version 7000).  If using a binary install, upgrade your CuDNN library to match.",
+            "7.1.1",
+            "7.0.5",
+            None,
+        ),
+        # PyTorch before 1.12, integers (VisionLearningGroup/DA_Detection#19, akanimax/T2F#6)
+        ("RuntimeError: cuDNN version mismatch: PyTorch was compiled against 7102 but linked against 7600", "7.6.0", "7.1.2", None),
+        ("RuntimeError: cuDNN version incompatibility: PyTorch was compiled against 7401 but linked against 7301", "7.3.1", "7.4.1", None),
+        # PyTorch 1.12.0, tuples and "linked against" (pytorch/functorch#926)
+        ("RuntimeError: cuDNN version incompatibility: PyTorch was compiled against (8, 3, 2) but linked against (8, 0, 3)", "8.0.3", "8.3.2", None),
+        # JAX 0.4.x, as the CUDA backend's failure (MIT-REALM/gcbfplus#1)
+        (
+            "CUDA backend failed to initialize: Found cuDNN version 8600, but JAX was built against version 8906, which is newer. "
+            "The copy of cuDNN that is installed must be at least as new as the version against which JAX was built.",
+            "8.6.0",
+            "8.9.6",
+            None,
+        ),
+        # JAX 0.4.26+, several lines, with the minimum it accepts (conda-forge/jax-feedstock#149)
+        (
+            "CUDA backend failed to initialize: Unable to use CUDA because of the following issues with CUDA components:\n"
+            "Outdated cuDNN installation found.\nVersion JAX was built against: 8907\nMinimum supported: 9100\nInstalled version: 8907\n"
+            "The local installation version must be no lower than 9100..(Set TF_CPP_MIN_LOG_LEVEL=0 and rerun for more info.)",
+            "8.9.7",
+            "8.9.7",
+            "9.1.0",
+        ),
+    ],
+)
+def test_cudnn_mismatch_of_every_era(text, loaded, compiled, minimum):
+    found = cudnn_mismatch(text)
+    assert found is not None, text
+    assert (found.loaded, found.compiled, found.minimum) == (loaded, compiled, minimum) and found.message
+
+
+@pytest.mark.parametrize(
+    "name, packages, text, parts",
+    [
+        # TensorFlow 2.x's summary line; since 2.16 the dso_loader lines before it are VLOG-only (tensorflow/tensorflow#60646, #66987)
+        (
+            "tensorflow",
+            {"tensorflow": "2.16.1"},
+            "W tensorflow/core/common_runtime/gpu/gpu_device.cc:2256] Cannot dlopen some GPU libraries. Please make sure the missing "
+            "libraries mentioned above are installed properly if you would like to use GPU.\nSkipping registering GPU devices...",
+            ["gpu"],
+        ),
+        # PaddlePaddle 1.x (PaddlePaddle/PaddleOCR#300) and 2.x (PaddlePaddle/Paddle#36238) dynload
+        (
+            "paddle",
+            {"paddlepaddle-gpu": "1.7.2.post107"},
+            "Error: Cannot load cudnn shared library. Cannot invoke method cudnnGetVersion at (/paddle/paddle/fluid/platform/dynload/cudnn.cc:63)",
+            ["cudnn"],
+        ),
+        (
+            "paddle",
+            {"paddlepaddle-gpu": "2.5.2.post120"},
+            "RuntimeError: (PreconditionNotMet) Cannot load cudnn shared library. Cannot invoke method cudnnGetVersion.\n"
+            "  [Hint: cudnn_dso_handle should not be null.] (at /paddle/paddle/phi/backends/dynload/cudnn.cc:64)",
+            ["cudnn"],
+        ),
+        # JAX: cuDNN (jax-ml/jax#20519), cuSOLVER (jax-ml/jax#18027), cuFFT and cuSOLVER in one report (conda-forge/jaxlib-feedstock#285)
+        (
+            "jax",
+            {"jax": "0.4.25", "jaxlib": "0.4.25+cuda12.cudnn89"},
+            "CUDA backend failed to initialize: Unable to load cuDNN. Is it installed? (Set TF_CPP_MIN_LOG_LEVEL=0 and rerun for more info.)",
+            ["cudnn"],
+        ),
+        (
+            "jax",
+            {"jax": "0.4.18", "jaxlib": "0.4.18+cuda12.cudnn89"},
+            "CUDA backend failed to initialize: Unable to load cuSOLVER. (Set TF_CPP_MIN_LOG_LEVEL=0",
+            ["cusolver"],
+        ),
+        (
+            "jax",
+            {"jax": "0.4.31", "jax-cuda12-plugin": "0.4.31"},
+            "RuntimeError: Unable to use CUDA because of the following issues with CUDA components:\nUnable to load cuFFT. Is it installed?\n"
+            "--------------------------------------------------\nUnable to load cuSOLVER. Is it installed?",
+            ["cufft", "cusolver"],
+        ),
+    ],
+)
+def test_unloadable_by_meaning_where_no_file_is_named(name, packages, text, parts):
+    found = build(name, packages, {"version": "x", "error": text})
+    assert [u.part for u in found.unloadable] == parts and all(u.message for u in found.unloadable)
+    assert found.load_failures == ()  # no file is named: nothing is made up from a table
+    assert not found.cudnn_works
+
+
+def test_a_named_library_is_not_read_as_a_part():
+    """ "Unable to load cudnn64_8.dll" names a file: the load-failure parsers say it, not the meaning table."""
+    assert build("jax", {"jax": "0.4.25"}, {"version": "x", "error": "Unable to load cudnn.so.8 and Unable to load cudnn64_8.dll"}).unloadable == ()

@@ -256,3 +256,30 @@ def test_a_working_torch_vouches_for_its_static_imports_not_for_cudnns_lazy_load
     assert finding.severity is Severity.ERROR
     # A name the live process already holds (torch imported it) is reused by the engine library: no finding.
     assert "dependency-missing" not in found(_torch_with_pip_cudnn9(["libcublasLt.so.12"], ["libcublasLt.so.12"]))
+
+
+def test_a_framework_that_says_it_cannot_load_cudnn_outranks_the_emulation():
+    """PaddlePaddle's "Cannot load cudnn shared library" names no file (PaddlePaddle/Paddle#36238): the emulation finds a
+    cuDNN, but the framework's own failed load is the evidence, and cudnn-missing says so with its line."""
+    document = toolkit(cudnn8(f"{CUDA}\\bin"))
+    paddle = {
+        "version": "2.5.2",
+        "compiled_with_cuda": True,
+        "cuda": "11.8",
+        "cudnn_version": "8.9.7",
+        "error": "RuntimeError: (PreconditionNotMet) Cannot load cudnn shared library. Cannot invoke method cudnnGetVersion.\n"
+        "  [Hint: cudnn_dso_handle should not be null.] (at ..\\paddle\\phi\\backends\\dynload\\cudnn.cc:64)",
+    }
+    document["pythons"][0]["packages"] = {"paddlepaddle-gpu": "2.5.2.post118"}
+    document["pythons"][0]["frameworks"] = {"paddle": paddle}
+    missing = found(document)["cudnn-missing"]
+    assert "Cannot load cudnn shared library" in missing.detail and "cudnn64_8.dll" in missing.detail, missing.detail
+    assert "framework's own load of it failed" in missing.detail, missing.detail
+
+
+def test_a_jax_style_minimum_is_said_in_the_mismatch():
+    document = toolkit(cudnn8(f"{CUDA}\\bin"))
+    tf = dict(TF["tensorflow"], log="Outdated cuDNN installation found.\nVersion JAX was built against: 8907\nMinimum supported: 9100\nInstalled version: 8907")
+    document["pythons"][0]["frameworks"] = {"tensorflow": tf}
+    mismatch = found(document)["cudnn-version-mismatch"]
+    assert "loaded 8.9.7, compiled with 8.9.7, needs at least 9.1.0" in mismatch.detail, mismatch.detail

@@ -169,6 +169,15 @@ class CudnnMismatch(Record):
     loaded: str
     compiled: str
     message: str
+    minimum: Optional[str] = None  # the oldest it accepts, where the message states one (JAX's "Minimum supported: 9100")
+
+
+class Unloadable(Record):
+    """A GPU library the framework says it could not load, by what it is, without naming its file
+    (TensorFlow's "Cannot dlopen some GPU libraries", PaddlePaddle's "Cannot load cudnn shared library")."""
+
+    part: str  # "cudnn", "cusolver", "cuda"; "gpu" when the message names none
+    message: str  # the line that says so
 
 
 class SystemLibraries(Record):
@@ -207,6 +216,7 @@ class FrameworkBuild(Record):
     arch_list: tuple[str, ...] = ()  # the GPU architectures it has kernels for (sm_86, compute_90)
     supported_python: Optional[Known] = None  # a PEP 440 specifier of the Pythons the release supports
     load_failures: tuple[LoadFailure, ...] = ()
+    unloadable: tuple[Unloadable, ...] = ()  # what its messages say could not be loaded, by meaning, where they name no file
     driver_complaint: Optional[str] = None  # its message saying the driver is too old
     no_kernel_complaint: Optional[str] = None  # its message saying it has no kernel for this GPU
     cudnn_mismatch: Optional[CudnnMismatch] = None

@@ -44,13 +44,18 @@ def cudnn_missing(facts: Facts) -> Iterator[Finding]:
     """TensorFlow, PaddlePaddle and ONNX Runtime load cuDNN by name from the system; without it every convolution runs on the CPU or fails."""
     for build in system_builds(facts):
         said = [f.library for f in build.load_failures if is_cudnn_front(f.library)]
+        told = next((u.message for u in build.unloadable if u.part == "cudnn"), None)  # "Cannot load cudnn shared library": no file named
         found = lookup(facts, build, build.system_libraries.cudnn)
         missing = found is not None and found.winner is None and not build.sees_gpu
-        if not said and not missing:
+        if not said and not missing and told is None:
             continue
         name = said[0] if said else build.system_libraries.cudnn
+        if name is None:
+            continue  # no file named and no major known: nothing to look for or install by name
         detail = f"{build.name} {build.version} in {build.executable} cannot load {name}"
-        detail += " (its own log says so)." if said else "."
+        detail += " (its own log says so)." if said else f' (its own log says: "{told}").' if told else "."
+        if told and found is not None and found.winner is not None:
+            detail += f" The emulated search finds {found.winner}, but the framework's own load of it failed."
         fix, causes = [], []
         holder = held_by(facts, build, name)
         if found is not None and found.winner is None:
@@ -119,7 +124,8 @@ def cudnn_version_mismatch(facts: Facts) -> Iterator[Finding]:
         if step and step.winner:
             detail += f"; the loader picks {_where(facts, step.winner)}."
         if logged:
-            detail += f" Its log says: loaded {logged.loaded}, compiled with {logged.compiled}."
+            detail += f" Its log says: loaded {logged.loaded}, compiled with {logged.compiled}"
+            detail += f", needs at least {logged.minimum}." if logged.minimum else "."
         good = [
             i for i in facts.cudnn if want and i.major == want.major and release(i.version) and (want.minimum is None or release(i.version) >= want.minimum)
         ]

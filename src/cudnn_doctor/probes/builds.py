@@ -26,7 +26,6 @@ from cudnn_doctor.facts import (
     NVIDIA_WHEELS,
     SYSTEM,
     WHEEL_METADATA,
-    CudnnMismatch,
     FrameworkBuild,
     Known,
     LoadFailure,
@@ -34,6 +33,7 @@ from cudnn_doctor.facts import (
     SystemLibraries,
 )
 from cudnn_doctor.lazyre import LazyPattern, regex
+from cudnn_doctor.probes.messages import cudnn_mismatch, unloadable
 from cudnn_doctor.probes.wheel_files import Evidence, WheelFiles, library_majors, requirement_majors
 from cudnn_doctor.record import Record
 from cudnn_doctor.system.interface import System
@@ -59,10 +59,6 @@ _OTHER_LOADS = (
 )
 _DRIVER_TOO_OLD = regex(r"driver on your system is too old|CUDA driver version is insufficient", re.IGNORECASE)
 _NO_KERNEL = regex(r"no kernel image is available|is not compatible with the current PyTorch installation|CUDA_ERROR_NO_BINARY_FOR_GPU", re.IGNORECASE)
-_TF_CUDNN = regex(r"Loaded runtime CuDNN library:\s*(\d+(?:\.\d+)*).*?source was compiled with:?\s*(\d+(?:\.\d+)*)", re.DOTALL)
-_PADDLE_CUDNN = regex(r"compiled with CUDNN (\d+(?:\.\d+)*), but CUDNN version in your machine is (\d+(?:\.\d+)*)")
-_JAX_CUDNN = regex(r"Found cuDNN version (\d+), but JAX was built against version (\d+)")
-_TORCH_CUDNN = regex(r"PyTorch was compiled\s+against \((\d+), (\d+), (\d+)\) but found runtime version \((\d+), (\d+), (\d+)\)")
 _JAXLIB_CUDNN = regex(r"\+cuda\w*\.cudnn(\d+)$")  # jaxlib 0.4.23+cuda12.cudnn89: cuDNN 8.9 (its CUDA: versions.cuda_in_tag)
 _NVIDIA_WHEEL = regex(r"^nvidia-(cu|cuda|cudnn|nccl|nvjitlink|nvtx|cufft|curand|cusolver|cusparse|npp|nvrtc)")  # canonical names
 _CUDNN_LOADED = regex(r"Loaded cuDNN version|cuDNN Version: \d|works well on \d+ GPU")
@@ -131,6 +127,7 @@ def _build(source: _Source) -> FrameworkBuild:
     report, text = source.report, source.text
     said = bool(text) and not text.isspace()  # a framework not asked (--no-frameworks) said nothing: no pattern to run
     mismatch = cudnn_mismatch(text) if said else None
+    gone = unloadable(text) if said else ()
     fields = _READERS.get(source.name, _nothing)(source)
     gpu_build = fields.get("gpu_build")
     cuda, cudnn = fields.get("cuda"), fields.get("cudnn")
@@ -159,10 +156,11 @@ def _build(source: _Source) -> FrameworkBuild:
         arch_list=tuple(str(a) for a in report.get("arch_list") or ()),
         supported_python=fields.get("supported_python"),
         load_failures=load_failures(text) if said else (),
+        unloadable=gone,
         driver_complaint=_line_matching(text, _DRIVER_TOO_OLD) if said else None,
         no_kernel_complaint=_line_matching(text, _NO_KERNEL) if said else None,
         cudnn_mismatch=mismatch,
-        cudnn_works=fields.get("cudnn_works", said and bool(_CUDNN_LOADED.search(text)) and mismatch is None),
+        cudnn_works=fields.get("cudnn_works", said and bool(_CUDNN_LOADED.search(text)) and mismatch is None and all(u.part != "cudnn" for u in gone)),
         warning=warning.splitlines()[0][:300] if warning else None,
     )
 
@@ -457,25 +455,6 @@ def load_failures(text: str) -> tuple[LoadFailure, ...]:
             for name in match.group(1).split("', '"):
                 found.setdefault(name, LoadFailure(name, _line_at(text, match.start())))
     return tuple(found.values())
-
-
-def cudnn_mismatch(text: str) -> Optional[CudnnMismatch]:
-    """(loaded, compiled with) when the framework's own messages say the cuDNN versions differ
-    (TensorFlow, PaddlePaddle, JAX, and PyTorch when a system cuDNN shadows its own)."""
-    match = _TF_CUDNN.search(text)
-    if match:
-        return CudnnMismatch(match.group(1), match.group(2), _line_at(text, match.start()))
-    match = _PADDLE_CUDNN.search(text)
-    if match:
-        return CudnnMismatch(match.group(2), match.group(1), _line_at(text, match.start()))
-    match = _JAX_CUDNN.search(text)
-    if match:
-        loaded, compiled = (parse_cudnn_version(int(match.group(i))) for i in (1, 2))
-        return CudnnMismatch(str(loaded), str(compiled), _line_at(text, match.start()))
-    match = _TORCH_CUDNN.search(text)
-    if match:
-        return CudnnMismatch(".".join(match.group(4, 5, 6)), ".".join(match.group(1, 2, 3)), _line_at(text, match.start()))
-    return None
 
 
 def _line_matching(text: str, pattern: LazyPattern[str]) -> Optional[str]:

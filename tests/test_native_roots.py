@@ -69,6 +69,23 @@ def test_the_same_extension_with_its_cublas_present():
     assert any(s.name == "libcublas.so.12" and s.winner for s in loads[0].steps)
 
 
+def test_a_library_the_package_misses_but_a_wheel_beside_it_has_is_reached_not_installed():
+    """faster-whisper's case (ufal/whisper_streaming#17): nvidia-cudnn-cu11 is in the venv, but CTranslate2's load does not
+    search nvidia/cudnn/lib. The fix puts that folder on the search path; it never says to install what is installed."""
+    document = ctranslate2_linux(with_cublas=False)
+    lib = f"{SITE}/nvidia/cudnn/lib"
+    document["files"][VENDORED]["rpath"] = ["$ORIGIN"]
+    document["files"][VENDORED]["imports"] = ["libcudnn.so.8", "libc.so.6"]
+    document["files"][f"{lib}/libcudnn.so.8"] = {"soname": "libcudnn.so.8", "imports": ["libc.so.6"]}
+    (found,) = [f for f in missing(document) if f.evidence.get("package") == "ctranslate2"]
+    assert f"It is installed in {lib}" in found.detail, found.detail
+    assert f"export LD_LIBRARY_PATH={lib}$" in found.fix[0] and not any("Install" in step for step in found.fix), found.fix
+    # near miss: nothing of it in the venv: the fix says what provides it
+    del document["files"][f"{lib}/libcudnn.so.8"]
+    (found,) = [f for f in missing(document) if f.evidence.get("package") == "ctranslate2"]
+    assert "It is installed in" not in found.detail and "LD_LIBRARY_PATH=" not in found.fix[0], found.fix
+
+
 def test_an_extension_naming_no_cuda_library_is_not_a_root():
     files = {
         f"{SITE}/numpy/_core/_multiarray_umath.cpython-311-x86_64-linux-gnu.so": {"imports": ["libopenblas64_p-r0-0cf96a72.3.23.dev.so", "libc.so.6"]},

@@ -233,6 +233,10 @@ def _missing(
         detail += not_searched(facts, build, [holder])
         fix.extend(reach_fixes(facts, build, [holder]))
         causes.append(wheels_key(build))
+    elif package is not None and elsewhere:  # installed already (a pip nvidia-* wheel beside the package): reach it, install nothing
+        folders = list(dict.fromkeys(rules.dirname(c) for c in elsewhere))
+        detail += f" It is installed in {', '.join(folders)}, which this load does not search."
+        fix.extend(_reach_installed(facts.os, package, folders))
     elif provider:
         detail += f" It is provided by {provider.provider}."
         pip = install_fixes(facts, build, list(members)) if wheel and build is not None else []
@@ -275,6 +279,18 @@ def _missing(
 
 
 _FORMAT_FIELD = regex(r"%[0-9]*[dui]")  # a number field of a run-time load rule (`libnvrtc.so.%d`)
+
+
+def _reach_installed(os_name: str, package: str, folders: list[str]) -> list[str]:
+    """How a package's native code reaches libraries already installed in folders its search does not reach."""
+    if os_name == "windows":
+        calls = "; ".join(f'os.add_dll_directory(r"{f}")' for f in folders)
+        return [f"Before importing {package}: `import os; {calls}` (Python 3.8+ searches an extension's DLLs there, never PATH)."]
+    path = ":".join(folders)
+    return [
+        f"Put the folder on the loader's path before starting Python: `export LD_LIBRARY_PATH={path}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}` "
+        "(in the environment's bin/activate to keep it)."
+    ]
 
 
 def _asked_for(step: LoadStep) -> str:

@@ -25,7 +25,7 @@ from typing import Callable, Collection
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.binaries.names import is_cuda_family
-from cudnn_doctor.facts import PROCESS, PythonEnv, Resolution
+from cudnn_doctor.facts import PROCESS, LoadStep, PythonEnv, Resolution
 from cudnn_doctor.loader import windows
 from cudnn_doctor.loader.resolve import Resolver, Root
 from cudnn_doctor.probes.cudnn import site_packages
@@ -87,8 +87,34 @@ def probe_package_loads(system: System, resolver: Resolver, pythons: tuple[Pytho
         else:
             roots, folders = [Root(p) for p in paths], []
         resolution = resolver.resolve(PROCESS, python.executable, roots, folders)
+        wheels = _wheel_folders(system, paths[0])
+        if wheels:
+            resolution = resolution._replace(steps=tuple(_with_copies(resolver, step, wheels) for step in resolution.steps))
         found.append(resolution._replace(package=package))
     return tuple(found)
+
+
+def _with_copies(resolver: Resolver, step: LoadStep, folders: list[str]) -> LoadStep:
+    """A failed load with the copies of its name that lie in `folders`, off its search path (evidence for the fix)."""
+    if not step.failed or step.elsewhere:
+        return step
+    copies = (resolver.index.find(folder, name) for folder in folders for name in (step.one_of or (step.name,)))
+    return step._replace(elsewhere=tuple(dict.fromkeys(c for c in copies if c)))
+
+
+def _wheel_folders(system: System, path: str) -> list[str]:
+    """The library folders of the pip nvidia-* wheels in the site-packages that holds `path` (nvidia/cublas/lib,
+    nvidia/cudnn/bin, …): where a library the package's code misses may already lie, off its search path."""
+    rules = system.paths
+    site = path
+    while rules.basename(site).lower() != "site-packages":
+        parent = rules.dirname(site)
+        if rules.same(parent, site):
+            return []
+        site = parent
+    sub = "bin" if rules.windows else "lib"
+    wheels = system.list_dir(rules.join(site, "nvidia")) or []
+    return [rules.join(entry.path, sub) for entry in wheels if entry.is_dir and system.is_dir(rules.join(entry.path, sub))]
 
 
 def added_dll_directories(system: System, root: str, package: str) -> list[str]:

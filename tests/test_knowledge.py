@@ -237,3 +237,14 @@ def test_canonical_name_agrees_with_packaging():
 
     for name in ("Paddle_GPU", "nvidia-cudnn-cu12", "tf.nightly", "ONNXRuntime--GPU", "torch"):
         assert canonical_name(name) == canonicalize_name(name)
+
+
+def test_a_lookup_tells_a_major_alone_from_its_x_0_release():
+    """Version("11") == Version("11.0") in packaging, yet "CUDA 11, any minor" and "CUDA 11.0" need different drivers
+    (11.0's own minimum lies below the 11.x floor): a cached answer to one is never the other's, whichever came first."""
+    knowledge._tables_changed()
+    alone_first = (knowledge.driver_rule(Version("11"), "windows"), knowledge.driver_rule(Version("11.0"), "windows"))
+    knowledge._tables_changed()
+    release_first = (knowledge.driver_rule(Version("11.0"), "windows"), knowledge.driver_rule(Version("11"), "windows"))
+    assert alone_first == release_first[::-1]
+    assert alone_first[0].rule != alone_first[1].rule, alone_first

@@ -46,7 +46,16 @@ _LOOKUPS: list[Any] = []
 def _lookup(function: Any) -> Any:
     """A lookup whose answer depends only on its arguments and the tables: kept until the tables change
     (`overlay`), because the planner asks the same few questions hundreds of times per plan."""
-    cached = functools.lru_cache(maxsize=4096)(function)
+    by_key = functools.lru_cache(maxsize=4096)(lambda key, args, kwargs: function(*args, **dict(kwargs)))
+
+    @functools.wraps(function)
+    def cached(*args: Any, **kwargs: Any) -> Any:
+        # Keyed by the versions as written: Version("12") == Version("12.0") (trailing zeros), yet a major alone and
+        # its X.0 release are different questions (driver_rule), so equal keys must not share an answer.
+        key = tuple(f"{type(a).__name__}:{a}" if isinstance(a, Version) else a for a in (*args, *sorted(kwargs.items())))
+        return by_key(key, args, tuple(sorted(kwargs.items())))
+
+    cached.cache_clear = by_key.cache_clear  # type: ignore[attr-defined]
     _LOOKUPS.append(cached)
     return cached
 

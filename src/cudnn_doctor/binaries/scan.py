@@ -116,7 +116,7 @@ class _ScanCache:
                 if isinstance(files, dict) and isinstance(names, dict):
                     self._names = {k: v for k, v in names.items() if isinstance(v, list) and all(isinstance(n, str) for n in v)}
                     self._files = {k: v for k, v in files.items() if isinstance(v, str) and v in self._names}
-            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, MemoryError):  # a damaged cache is no cache
                 self._files, self._names = {}, {}
         return self._files
 

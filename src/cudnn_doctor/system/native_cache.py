@@ -40,7 +40,7 @@ class NativeNames:
                         for k, v in files.items()
                         if isinstance(v, list) and len(v) == 3 and isinstance(v[2], list) and all(isinstance(n, str) for n in v[2])
                     }
-            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, MemoryError):  # a damaged cache is no cache
                 self._entries = {}
         return self._entries
 

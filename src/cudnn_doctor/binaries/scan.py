@@ -19,11 +19,11 @@ says what they stand for.
 from __future__ import annotations
 
 import hashlib
-import json
 import mmap
 import os
 from typing import Optional
 
+from cudnn_doctor.binaries.state_json import read_state_json, write_state_json
 from cudnn_doctor.lazyre import regex
 
 _FAMILIES = ("cudnn", "cublas", "cudart", "nvrtc", "zlibwapi", "nvcuda", "cufft", "curand", "cusolver", "cusparse", "nvjitlink")
@@ -92,6 +92,9 @@ def _content_key(data: mmap.mmap, spans: list[tuple[int, int]], binary_format: s
     return digest.hexdigest()
 
 
+FILE = "scan-cache.json"
+
+
 class _ScanCache:
     """The state folder's scan-cache.json: {"files": {identity: content}, "names": {content: [names]}}, read once
     per process and written back once at exit when it grew. A damaged or unreadable cache is ignored."""
@@ -101,22 +104,16 @@ class _ScanCache:
         self._names: dict[str, list[str]] = {}
         self._dirty = False
 
-    def _path(self) -> str:
-        from cudnn_doctor.paths import state_dir
-
-        return os.path.join(state_dir(), "scan-cache.json")
-
     def _load(self) -> dict[str, str]:
         if self._files is None:
             self._files = {}
+            document = read_state_json(FILE, 16 << 20)
             try:
-                with open(self._path(), "rb") as handle:
-                    document = json.loads(handle.read(16 << 20))
                 files, names = document["files"], document["names"]
                 if isinstance(files, dict) and isinstance(names, dict):
                     self._names = {k: v for k, v in names.items() if isinstance(v, list) and all(isinstance(n, str) for n in v)}
                     self._files = {k: v for k, v in files.items() if isinstance(v, str) and v in self._names}
-            except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, MemoryError):  # a damaged cache is no cache
+            except (KeyError, TypeError, AttributeError):
                 self._files, self._names = {}, {}
         return self._files
 
@@ -145,20 +142,8 @@ class _ScanCache:
         if not self._dirty or self._files is None:
             return
         files = dict(list(self._files.items())[-CACHE_ENTRIES:])
-        document = {"files": files, "names": {c: self._names[c] for c in set(files.values())}}
-        path = self._path()
-        temp = f"{path}.{os.getpid()}.tmp"
-        try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(temp, "w", encoding="utf-8") as handle:
-                json.dump(document, handle)
-            os.replace(temp, path)
+        if write_state_json(FILE, {"files": files, "names": {c: self._names[c] for c in set(files.values())}}):
             self._dirty = False
-        except OSError:
-            try:
-                os.unlink(temp)
-            except OSError:
-                pass
 
 
 _CACHE = _ScanCache()

@@ -10,10 +10,12 @@ unwritable cache is ignored.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Callable, Optional
 
+from cudnn_doctor.binaries.state_json import read_state_json, write_state_json
+
+FILE = "native-names.json"
 CACHE_ENTRIES = 50000  # the newest kept: about 120 bytes each
 
 
@@ -22,26 +24,15 @@ class NativeNames:
         self._entries: Optional[dict[str, list]] = None
         self._dirty = False
 
-    def _path(self) -> str:
-        from cudnn_doctor.paths import state_dir
-
-        return os.path.join(state_dir(), "native-names.json")
-
     def _load(self) -> dict[str, list]:
         if self._entries is None:
             self._entries = {}
-            try:
-                with open(self._path(), "rb") as handle:
-                    document = json.loads(handle.read(64 << 20))
-                files = document["files"]
-                if isinstance(files, dict):
-                    self._entries = {
-                        k: v
-                        for k, v in files.items()
-                        if isinstance(v, list) and len(v) == 3 and isinstance(v[2], list) and all(isinstance(n, str) for n in v[2])
-                    }
-            except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, MemoryError):  # a damaged cache is no cache
-                self._entries = {}
+            document = read_state_json(FILE, 64 << 20)
+            files = document.get("files") if isinstance(document, dict) else None
+            if isinstance(files, dict):
+                self._entries = {
+                    k: v for k, v in files.items() if isinstance(v, list) and len(v) == 3 and isinstance(v[2], list) and all(isinstance(n, str) for n in v[2])
+                }
         return self._entries
 
     def names(self, path: str, read: Callable[[str], tuple[str, ...]]) -> tuple[str, ...]:
@@ -67,20 +58,8 @@ class NativeNames:
     def save(self) -> None:
         if not self._dirty or self._entries is None:
             return
-        files = dict(list(self._entries.items())[-CACHE_ENTRIES:])
-        path = self._path()
-        temp = f"{path}.{os.getpid()}.tmp"
-        try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(temp, "w", encoding="utf-8") as handle:
-                json.dump({"files": files}, handle)
-            os.replace(temp, path)
+        if write_state_json(FILE, {"files": dict(list(self._entries.items())[-CACHE_ENTRIES:])}):
             self._dirty = False
-        except OSError:
-            try:
-                os.unlink(temp)
-            except OSError:
-                pass
 
 
 NATIVE_NAMES = NativeNames()

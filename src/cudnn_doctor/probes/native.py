@@ -37,8 +37,8 @@ _PROVIDER_FOLDERS = frozenset({"nvidia", "tensorrt_libs", "tensorrt_bindings"})
 
 def package_roots(
     system: System, pythons: tuple[PythonEnv, ...], skip: Callable[[PythonEnv], Collection[str]] = lambda python: ()
-) -> list[tuple[PythonEnv, str, list[str]]]:
-    """(interpreter, package, root files) for every package whose native files name a CUDA-family library,
+) -> list[tuple[PythonEnv, str, str, list[str]]]:
+    """(interpreter, site-packages folder, package, root files) for every package whose native files name a CUDA-family library,
     each site-packages folder walked once (for the first interpreter that lists it); the top-level
     folders `skip` names for an interpreter are not walked."""
     rules = system.paths
@@ -55,7 +55,7 @@ def package_roots(
                 if not is_cuda_family(rules.basename(path)) and system.cuda_names(path):
                     top = path[len(site.rstrip("/\\")) :].replace("\\", "/").lstrip("/").split("/", 1)[0]
                     by_package.setdefault(_package_of(top), []).append(path)
-            found += [(python, package, paths) for package, paths in sorted(by_package.items())]
+            found += [(python, site, package, paths) for package, paths in sorted(by_package.items())]
     return found
 
 
@@ -78,7 +78,7 @@ def probe_package_loads(system: System, resolver: Resolver, pythons: tuple[Pytho
         if name in modules:
             skipped.setdefault(executable, set()).update((modules[name], f"{modules[name]}.libs"))
     found = []
-    for python, package, paths in package_roots(system, pythons, lambda python: skipped.get(python.executable, ())):
+    for python, site, package, paths in package_roots(system, pythons, lambda python: skipped.get(python.executable, ())):
         paths = [p for p in paths if rules.key(p) not in used]
         if not paths:
             continue
@@ -87,7 +87,7 @@ def probe_package_loads(system: System, resolver: Resolver, pythons: tuple[Pytho
         else:
             roots, folders = [Root(p) for p in paths], []
         resolution = resolver.resolve(PROCESS, python.executable, roots, folders)
-        wheels = _wheel_folders(system, paths[0])
+        wheels = _wheel_folders(system, site)
         if wheels:
             resolution = resolution._replace(steps=tuple(_with_copies(resolver, step, wheels) for step in resolution.steps))
         found.append(resolution._replace(package=package))
@@ -102,16 +102,10 @@ def _with_copies(resolver: Resolver, step: LoadStep, folders: list[str]) -> Load
     return step._replace(elsewhere=tuple(dict.fromkeys(c for c in copies if c)))
 
 
-def _wheel_folders(system: System, path: str) -> list[str]:
-    """The library folders of the pip nvidia-* wheels in the site-packages that holds `path` (nvidia/cublas/lib,
-    nvidia/cudnn/bin, …): where a library the package's code misses may already lie, off its search path."""
+def _wheel_folders(system: System, site: str) -> list[str]:
+    """The library folders of the pip nvidia-* wheels in `site` (nvidia/cublas/lib, nvidia/cudnn/bin, …): where a
+    library the package's code misses may already lie, off its search path."""
     rules = system.paths
-    site = path
-    while rules.basename(site).lower() != "site-packages":
-        parent = rules.dirname(site)
-        if rules.same(parent, site):
-            return []
-        site = parent
     sub = "bin" if rules.windows else "lib"
     wheels = system.list_dir(rules.join(site, "nvidia")) or []
     return [rules.join(entry.path, sub) for entry in wheels if entry.is_dir and system.is_dir(rules.join(entry.path, sub))]

@@ -218,6 +218,9 @@ def _missing(
         roots = [s.winner or s.name for s in resolution.steps if s.how == "root"] if resolution else []
         loader = f"when any program loads {roots[0] if roots else 'this cuDNN'}"
     detail = f"{who} ({loader}) needs {step.wanted}, {nowhere}."
+    said = next((u.message for u in build.unloadable), None) if build is not None and step.how != "root" and not build.sees_gpu else None
+    if said:
+        detail += f' {build.name}\'s own log agrees: "{_sentence(said)}".'  # type: ignore[union-attr]
     if optional:
         detail += " The library treats this load as optional: only the algorithms or operators that need it fail."
     fix = []
@@ -352,6 +355,62 @@ def _logged_missing(facts: Facts, emulated: set[tuple[str, str, str]]) -> Iterat
         for names in requests.values():
             step = LoadStep(build.name, names[0], "root", None, one_of=tuple(names) if len(names) > 1 else ())
             yield _missing(facts, build, step, [build.name], False, rules)
+        if not any(e[:2] == (build.executable, build.name) for e in emulated) and not build.load_failures and not build.sees_gpu:
+            yield from _told_unloadable(facts, build, rules)
+
+
+def _told_unloadable(facts: Facts, build: FrameworkBuild, rules: PathRules) -> Iterator[Finding]:
+    """What the framework says it could not load without naming the file (TensorFlow 2.16+'s lone "Cannot dlopen some GPU
+    libraries", JAX's "Unable to load cuSOLVER"), when neither its log nor the emulation names a missing file: its own word
+    outranks the emulation, which finds everything it knows the build asks for. The file is named where the build's CUDA or
+    cuDNN gives it; cuDNN of a build that loads it from the system is cudnn-missing's."""
+    for told in build.unloadable:
+        if told.part == "cudnn" and build.system_libraries is not None:
+            continue
+        name = _unloadable_file(facts, build, told.part)
+        if name is not None:
+            found = any(rules.name_key(rules.basename(s.winner or "")) == rules.name_key(name) for r in facts.resolutions for s in r.steps if s.winner)
+            step = LoadStep(build.name, name, "root", None)
+            missing = _missing(facts, build, step, [build.name], False, rules)
+            if not found:
+                yield missing._replace(detail=f'{build.name} {build.version} says: "{_sentence(told.message)}". {missing.detail}')
+                continue
+        yield finding(
+            "dependency-missing",
+            f"{build.name} {build.version} in {build.executable} says it could not load {'some GPU libraries' if told.part == 'gpu' else told.part}: "
+            f'"{_sentence(told.message)}". The emulation of its loads finds every library it is known to ask for, so the one that failed is '
+            "one the emulation does not model (another CUDA library, or one that a library it loaded needs).",
+            [
+                *_verbose_loads(build),
+                f'{"Then r" if _verbose_loads(build) else "R"}un the program under `cudnn-doctor run -- "{build.executable}" YOUR_SCRIPT.py` to see each failed load as it happens.',
+            ],
+            {"name": None, "one_of": [], "needed_by": [build.name], "provider": None, "said": told.message},
+            area=Area.FRAMEWORKS,
+        )
+
+
+def _sentence(line: str) -> str:
+    """A log line up to the end of its first sentence (TensorFlow's goes on with a guide to its install page)."""
+    end = line.find(". ")
+    return line[:end] if end > 0 else line
+
+
+def _unloadable_file(facts: Facts, build: FrameworkBuild, part: str) -> Optional[str]:
+    """The file name of a library part the build loads (cudnn, cudart / cuda, cublas), from its CUDA and cuDNN majors."""
+    if part == "cudnn":
+        major = build.cudnn_major
+        return knowledge.cudnn_file_name("", major, facts.os) if major is not None else None
+    library = {"cuda": "cudart", "cudart": "cudart", "cublas": "cublas"}.get(part)
+    version = build.cuda_version
+    return knowledge.cudart_name(version, facts.os, library) if library and version is not None else None
+
+
+def _verbose_loads(build: FrameworkBuild) -> list[str]:
+    """How the framework itself names each library it fails to load, where it has a switch for that."""
+    framework = knowledge.framework(build.name)
+    if framework is None or framework.load_log is None:
+        return []
+    return [f"Run it once with `{framework.load_log}` set: {build.name} then logs every library it tries to open and why one failed."]
 
 
 @rule("loader-emulation-differs", Severity.WARNING, "The real loader picked another file than the emulation", Area.ENVIRONMENT)

@@ -250,6 +250,9 @@ class Framework(Record):
     loads_cuda: str  # "system" | "bundled"
     source: str
     bundled_when: tuple[str, ...] = ()
+    # import packages beside `module` that hold its GPU code (JAX's PJRT plugin in `jax_plugins`): where its loader binary is looked for
+    native_packages: tuple[str, ...] = ()
+    load_log: Optional[str] = None  # the variable setting that makes it log every library it tries to load, and why one failed
     copy: Optional[str] = None
     observed: Optional[str] = None
 

@@ -404,7 +404,15 @@ TABLES: dict[str, Table] = {
         {
             "frameworks": _rows(
                 r.Framework,
-                {"name": _text, "module": _text, "distributions": _NAMES, "loads_cuda": _one_of("system", "bundled"), "bundled_when": _NAMES},
+                {
+                    "name": _text,
+                    "module": _text,
+                    "distributions": _NAMES,
+                    "loads_cuda": _one_of("system", "bundled"),
+                    "bundled_when": _NAMES,
+                    "native_packages": _NAMES,
+                    "load_log": _optional(_text),
+                },
                 lambda row: row.name,
                 "name",
             ),

@@ -38,6 +38,9 @@ class Root(Record):
     name: str
     mode: str = windows.STANDARD
     load_dir: Optional[str] = None
+    # names it loads at run time that its file does not spell (TensorFlow's dso_loader builds `libcudnn.so.9` from parts):
+    # searched from it as its own dlopen calls are, through its RUNPATH
+    loads: tuple[str, ...] = ()
 
 
 class _Request(Record):
@@ -50,6 +53,7 @@ class _Request(Record):
     mode: str = windows.STANDARD  # Windows: the search mode of the load this request is part of
     load_dir: Optional[str] = None
     one_of: tuple[str, ...] = ()  # a try-list: `name` is its first member
+    loads: tuple[str, ...] = ()  # a root's run-time loads its file does not spell (Root.loads)
 
 
 class Resolver:
@@ -87,7 +91,10 @@ class Resolver:
         exe_binary = self.system.binary(executable) if self.system.exists(executable) else None
         exe_chain = ((tuple(exe_binary.rpath) if exe_binary else (), rules.dirname(executable)),)
         runpath = tuple(exe_binary.runpath) if exe_binary else ()
-        queue = deque(_Request(root.name, executable, "root", exe_chain, runpath, mode=root.mode, load_dir=root.load_dir) for root in map(self._root, roots))
+        queue = deque(
+            _Request(root.name, executable, "root", exe_chain, runpath, mode=root.mode, load_dir=root.load_dir, loads=root.loads)
+            for root in map(self._root, roots)
+        )
         loaded: dict[str, str] = {}
         steps: list[LoadStep] = []
         while queue:
@@ -110,7 +117,8 @@ class Resolver:
             if binary.soname:
                 loaded.setdefault(rules.name_key(binary.soname), step.winner)
             chain = ((tuple(binary.rpath), rules.dirname(step.winner)), *request.chain)
-            for names, how, optional in self._dependencies(step.winner, binary):
+            told = [((name,), "load", False) for name in request.loads]
+            for names, how, optional in [*self._dependencies(step.winner, binary), *told]:
                 # an import is part of the same load; a run-time load is a new LoadLibrary call by name
                 mode, load_dir = (request.mode, request.load_dir) if how == "import" else (windows.STANDARD, None)
                 one_of = names if len(names) > 1 else ()

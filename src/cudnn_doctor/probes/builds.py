@@ -150,7 +150,7 @@ def _build(source: _Source) -> FrameworkBuild:
         gpu_library=fields.get("gpu_library"),
         needs=fields.get("needs", ()),
         nvidia_requirements=fields.get("nvidia_requirements", ()),
-        system_libraries=_system_libraries(cuda, cudnn, source.os) if system and gpu_build is not False else None,
+        system_libraries=wanted_libraries(cuda, cudnn, source.os) if system and gpu_build is not False else None,
         cuda_available=report.get("cuda_available") if "cuda_available" in report else None,
         sees_gpu=_sees_gpu(report),
         arch_list=tuple(str(a) for a in report.get("arch_list") or ()),
@@ -174,7 +174,8 @@ def _sees_gpu(report: Mapping[str, Any]) -> bool:
     )
 
 
-def _system_libraries(cuda: Optional[Known], cudnn: Optional[Known], os_name: str) -> SystemLibraries:
+def wanted_libraries(cuda: Optional[Known], cudnn: Optional[Known], os_name: str) -> SystemLibraries:
+    """The CUDA runtime, cuBLAS and cuDNN file names a build of that CUDA and cuDNN asks the loader for by name."""
     version = parse_cuda_version(cuda.value) if cuda else None
     major = cudnn_major(cudnn)
     return SystemLibraries(

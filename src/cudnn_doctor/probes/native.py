@@ -72,11 +72,11 @@ def probe_package_loads(system: System, resolver: Resolver, pythons: tuple[Pytho
     rules = system.paths
     used = {rules.key(s.winner) for r in resolutions for s in r.steps if s.winner}
     rooted = {(r.executable, r.framework) for r in resolutions}
-    modules = {framework.name: framework.module.split(".", 1)[0] for framework in knowledge.frameworks()}
+    modules = {framework.name: (framework.module.split(".", 1)[0], *framework.native_packages) for framework in knowledge.frameworks()}
     skipped: dict[str, set[str]] = {}
     for executable, name in rooted:
-        if name in modules:
-            skipped.setdefault(executable, set()).update((modules[name], f"{modules[name]}.libs"))
+        for module in modules.get(name, ()):
+            skipped.setdefault(executable, set()).update((module, f"{module}.libs"))
     found = []
     for python, site, package, paths in package_roots(system, pythons, lambda python: skipped.get(python.executable, ())):
         paths = [p for p in paths if rules.key(p) not in used]

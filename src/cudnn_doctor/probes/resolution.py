@@ -24,10 +24,13 @@ from __future__ import annotations
 
 from typing import Optional
 
-from cudnn_doctor.facts import PROCESS, CudnnInstall, FrameworkBuild, PythonEnv, Resolution, ToolkitFacts
+from cudnn_doctor import knowledge
+from cudnn_doctor.facts import NVIDIA_WHEELS, PROCESS, CudnnInstall, FrameworkBuild, PythonEnv, Resolution, ToolkitFacts
+from cudnn_doctor.lazyre import regex
 from cudnn_doctor.loader import windows
 from cudnn_doctor.loader.index import FolderIndex
 from cudnn_doctor.loader.resolve import Resolver, Root
+from cudnn_doctor.probes.builds import wanted_libraries
 from cudnn_doctor.probes.cudnn import python_prefix, site_packages
 from cudnn_doctor.probes.native import probe_package_loads
 from cudnn_doctor.system.interface import System
@@ -109,7 +112,7 @@ def _roots(system: System, build: FrameworkBuild, python: PythonEnv) -> tuple[li
         return [], []
     libraries = build.system_libraries
     if libraries is None:
-        return [], []
+        return (wheel_loader_roots(system, build, sites), []) if build.cuda_from == NVIDIA_WHEELS else ([], [])
     names = [name for name in (libraries.cudart, libraries.cublas) if name]
     cudnn = [libraries.cudnn] if libraries.cudnn else []
     if build.name != "onnxruntime":
@@ -124,6 +127,61 @@ def _roots(system: System, build: FrameworkBuild, python: PythonEnv) -> tuple[li
     imported = {rules.name_key(name) for name in (binary.imports if binary else ())}
     asked = [Root(name, windows.ALTERED, rules.dirname(provider)) if rules.name_key(name) in imported else Root(name) for name in names + cudnn]
     return [*asked[: len(names)], *onnxruntime_provider_roots(system, provider), *asked[len(names) :]], []
+
+
+def wheel_loader_roots(system: System, build: FrameworkBuild, sites: list[str]) -> list[Root]:
+    """How a framework that takes CUDA from pip nvidia-* wheels (TensorFlow's [and-cuda], JAX's plugin, CuPy's [ctk]) reaches
+    them, read from its own files: its loader binary (the native file of its packages that names a CUDA library and
+    whose RUNPATH names an `nvidia` folder) loads the runtime, cuBLAS and cuDNN of its build by name, so that RUNPATH,
+    LD_LIBRARY_PATH and the system folders are what is searched. TensorFlow 2.16.1's libtensorflow_framework.so.2
+    reaches only nvidia/cuda_runtime/lib that way, 2.17.0's every wheel (tensorflow/tensorflow#63362).
+
+    No roots (no judgement) where the files do not say how: no such loader binary, or package code that
+    preloads the wheels itself (`ctypes` loads of an `nvidia` path in an `__init__.py`), which is not emulated."""
+    rules = system.paths
+    wanted = wanted_libraries(build.cuda, build.cudnn, "windows" if rules.windows else "linux")
+    names = tuple(n for n in (wanted.cudart, wanted.cublas, wanted.cudnn) if n)
+    framework = knowledge.framework(build.name)
+    if not names or framework is None:
+        return []
+    packages = dict.fromkeys([framework.module.split(".", 1)[0], *framework.native_packages])
+    for site in sites:
+        folders = [rules.join(site, package) for package in packages if system.is_dir(rules.join(site, package))]
+        if any(_preloads_wheels(system, folder) for folder in folders):
+            return []
+        for folder in folders:
+            loader = next((path for path in system.native_files(folder) if _reaches_wheels(system, path)), None)
+            if loader is not None:
+                return [Root(loader, loads=names)]
+    return []
+
+
+def _reaches_wheels(system: System, path: str) -> bool:
+    """A framework binary that names a CUDA library or the driver (TensorFlow's names only libcuda.so.1: it builds the
+    other names at run time) and searches an `nvidia/…` folder through its RUNPATH (or RPATH)."""
+    binary = system.binary(path)
+    if binary is None or not any("/nvidia/" in f"/{entry}/".replace("\\", "/") for entry in (*binary.runpath, *binary.rpath)):
+        return False
+    return bool(system.cuda_names(path)) or any(_DRIVER.match(name) for name in (*binary.imports, *binary.loads))
+
+
+_DRIVER = regex(r"(?i)^(?:libcuda\.so(?:\.\d+)*|nvcuda\.dll)$")
+
+
+_PRELOAD_CALLS = ("CDLL(", "cdll.LoadLibrary", "LoadLibrary(", "dlopen(")
+
+
+def _preloads_wheels(system: System, folder: str) -> bool:
+    """The package's own `__init__.py` files (its folder and one level down, where plugins live) load libraries from an
+    `nvidia` folder with ctypes: the process then has them whatever the binaries' search paths say."""
+    rules = system.paths
+    inits = [rules.join(folder, "__init__.py")]
+    inits += [rules.join(entry.path, "__init__.py") for entry in system.list_dir(folder) or [] if entry.is_dir]
+    for init in inits:
+        text = system.read_text(init, 256 * 1024) if system.is_file(init) else None
+        if text and "nvidia" in text and any(call in text for call in _PRELOAD_CALLS):
+            return True
+    return False
 
 
 ORT_PROVIDER_DLL = "onnxruntime_providers_cuda.dll"

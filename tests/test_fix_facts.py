@@ -27,7 +27,7 @@ from cudnn_doctor.system.fixture import FixtureSystem
 from .conftest import all_fixture_paths, run
 
 MACHINES = all_fixture_paths()
-PLACEHOLDER = re.compile(r"<[A-Za-z_][\w .-]*>|\bX[.-]Y\b|\.\.\.|…")
+PLACEHOLDER = re.compile(r"<[A-Za-z_][\w .-]*>|\bX[.-]Y\b|\.\.\.|…|\b(?:ARCHIVE|FOLDER|FILE)\b")
 
 
 def _diagnosis(path):
@@ -246,3 +246,23 @@ def test_windows_unreadable_library_fix_names_the_files():
     found = [f for f in run(document).findings if f.id == "library-unreadable"]
     assert found and _placeholders(found) == []
     assert f'icacls "{CUDA}\\bin\\cudnn_adv_infer64_8.dll" /grant Users:RX' in " ".join(found[0].fix)
+
+
+@pytest.mark.parametrize(
+    "os_release, says",
+    [
+        ('NAME="Ubuntu"\nID=ubuntu\nID_LIKE=debian\n', "ubuntu-drivers"),
+        ('NAME="Linux Mint"\nID=linuxmint\nID_LIKE="ubuntu debian"\n', "ubuntu-drivers"),
+        ('NAME="Manjaro Linux"\nID=manjaro\nID_LIKE=arch\n', "your distribution's NVIDIA driver package"),
+        (None, "your distribution's NVIDIA driver package"),
+    ],
+)
+def test_the_driver_source_follows_the_distribution(os_release, says):
+    """`ubuntu-drivers` only where os-release says Ubuntu or a derivative (the Manjaro machine was told to run it)."""
+    from .conftest import LINUX_BASE, machine
+
+    files = {"/etc/os-release": {"text": os_release}} if os_release else {}
+    document = machine(LINUX_BASE, nvml=None, files=files)
+    found = [f for f in run(document).findings if f.id == "no-nvidia-gpu"]
+    assert found and says in found[0].fix[0], found[0].fix
+    assert ("ubuntu-drivers" in found[0].fix[0]) == (says == "ubuntu-drivers")

@@ -25,12 +25,7 @@ GALLERY = gallery_paths()
 SHARED = shared_fixture_paths()
 
 # Gallery machines whose diagnosis the tool gets wrong today: file stem -> why (kept as they are, never bent).
-KNOWN_WRONG: dict[str, str] = {
-    "linux-jaxlib-cuda102-wheel-picked-from-nvidia-smi-toolkit-101": (
-        "jaxlib's missing libcudart.so.10.2 is reported only as dependency-missing 'provided by the CUDA 10 toolkit'"
-        " (10.1 is installed): neither cuda-libs-not-found nor framework-cuda-mismatch names the CUDA 10.2 the build needs"
-    ),
-}
+KNOWN_WRONG: dict[str, str] = {}
 
 # The gallery lists every error and warning a correct diagnosis reports; the shared README allows extra warnings.
 UNEXPECTED = {"gallery": {Severity.ERROR, Severity.WARNING}, "shared": {Severity.ERROR}}

@@ -8,6 +8,7 @@ wheels installed but not searched, wheels on the search path (healthy), wheels m
 
 from __future__ import annotations
 
+import shutil
 from typing import Any
 
 import pytest
@@ -113,7 +114,7 @@ def test_installed_wheels_that_onnxruntime_does_not_search(windows):
         joined = ";".join(expected)
         assert cudnn.fix[1] == f'Or, before starting Python: set "PATH={joined};%PATH%" (cmd) or $env:PATH = "{joined};$env:PATH" (PowerShell)'
     else:
-        assert cudnn.fix[1] == f"Or, before starting Python: export LD_LIBRARY_PATH={':'.join(expected)}:$LD_LIBRARY_PATH"
+        assert cudnn.fix[1] == f"Or, before starting Python: export LD_LIBRARY_PATH={':'.join(expected)}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}"
     # never "install what is already installed"
     assert not any("pip install" in step or "cudnn-archive" in step for step in cudnn.fix)
     cudart = found["cuda-libs-not-found"]
@@ -177,7 +178,8 @@ def test_missing_wheels_of_an_older_release_get_one_wheel_per_library():
     assert fix[0].startswith("Download the cuDNN release")
     assert fix[1] == f'Or: "{LINUX_EXE}" -m pip install "nvidia-cudnn-cu12==9.*"'
     assert (
-        fix[2] == f"Put the wheels' folders on the search path, before starting Python: export LD_LIBRARY_PATH={LINUX_SITE}/nvidia/cudnn/lib:$LD_LIBRARY_PATH"
+        fix[2]
+        == f"Put the wheels' folders on the search path, before starting Python: export LD_LIBRARY_PATH={LINUX_SITE}/nvidia/cudnn/lib${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}"
     )
     cudart = found["cuda-libs-not-found"].fix
     assert f'Or: "{LINUX_EXE}" -m pip install nvidia-cuda-runtime-cu12 nvidia-cublas-cu12' in cudart
@@ -320,3 +322,18 @@ def test_no_wheel_is_offered_for_a_cuda_release_that_has_none():
     """CUDA 10 had no nvidia-* wheels: a CUDA 10.1 build missing cuDNN 7 must not be told to pip install the CUDA 13 one."""
     assert knowledge.wheel_providing("cudnn64_7.dll", "windows", 10) is None
     assert knowledge.wheel_providing("libcudnn.so.9", "linux", 12).distribution == "nvidia-cudnn-cu12"
+
+
+@pytest.mark.parametrize("before, after", [(None, "/w/a:/w/b"), ("", "/w/a:/w/b"), ("/old", "/w/a:/w/b:/old")])
+def test_the_ld_library_path_line_leaves_no_empty_entry(before, after):
+    """An empty entry (`A:` with the variable unset) is the current folder to the loader: the line never makes one."""
+    import subprocess
+
+    from cudnn_doctor.paths import prepend_ld_library_path
+
+    env = {"PATH": "/usr/bin:/bin", **({"LD_LIBRARY_PATH": before} if before is not None else {})}
+    script = f'{prepend_ld_library_path(["/w/a", "/w/b"])}; printf %s "$LD_LIBRARY_PATH"'
+    shell = shutil.which("sh")
+    if shell is None:
+        pytest.skip("no POSIX shell")
+    assert subprocess.run([shell, "-c", script], env=env, capture_output=True, text=True, check=True).stdout == after

@@ -162,7 +162,10 @@ def test_onnxruntime_with_extras_installed_but_not_searched(tmp_path):
     assert f"installed in this environment as nvidia-cudnn-cu13 {cudnn_version} in {site}/nvidia/cudnn/lib" in cudnn["detail"]
     assert "does not search there" in cudnn["detail"]
     assert cudnn["fix"][0].startswith("Call `import onnxruntime; onnxruntime.preload_dlls()` before creating the InferenceSession")
-    assert cudnn["fix"][1] == f"Or, before starting Python: export LD_LIBRARY_PATH={site}/nvidia/cudnn/lib:{site}/nvidia/cu13/lib:$LD_LIBRARY_PATH"
+    assert (
+        cudnn["fix"][1]
+        == f"Or, before starting Python: export LD_LIBRARY_PATH={site}/nvidia/cudnn/lib:{site}/nvidia/cu13/lib${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}"
+    )
     every_fix = [step for f in report["findings"] for step in f["fix"]]
     assert not [s for s in every_fix if "cudnn-archive" in s or "nvidia-cudnn" in s], "a fix that installs the cuDNN already installed"
     provider_needs = {f["evidence"]["name"]: f for f in report["findings"] if f["id"] == "dependency-missing" and f["evidence"]["name"].endswith(".so.13")}

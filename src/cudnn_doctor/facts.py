@@ -114,13 +114,14 @@ class EnvironmentFacts(Record):
     ld_library_path: tuple[PathEntry, ...] = ()
     persistent: Optional[Mapping[str, Mapping[str, str]]] = None
     persistent_path: tuple[str, ...] = ()  # what a new terminal gets: system PATH then user PATH, expanded
+    distribution: tuple[str, ...] = ()  # Linux: /etc/os-release's ID then its ID_LIKE words ("manjaro", "arch"), lowercased
 
 
 class Known(Record):
     """A value and how it is known, so a report can say whether the machine or a table said it."""
 
     value: str
-    how: str  # LIVE | WHEEL_METADATA | LIBRARY_IMPORTS | DIST_METADATA | DIST_VERSION | KNOWLEDGE
+    how: str  # LIVE | WHEEL_METADATA | LIBRARY_IMPORTS | DIST_METADATA | DIST_VERSION | FRAMEWORK_LOG | KNOWLEDGE
     source: Optional[str] = None  # the knowledge row's vendor URL (KNOWLEDGE), or the path of the file that says it
     evidence: Optional[str] = None  # what a report quotes: "onnxruntime/capi/build_and_package_info.py", "libtorch_cuda.so imports libcudnn.so.9"
 
@@ -140,6 +141,7 @@ LIBRARY_IMPORTS = "library imports"  # the DT_NEEDED / PE imports (or the scanne
 DIST_METADATA = "distribution metadata"  # the Requires-Dist of the installed distribution (nvidia-cudnn-cu13~=9.0)
 DIST_VERSION = "distribution version"  # the local version tag of the installed distribution (+cu118, .post112)
 KNOWLEDGE = "knowledge table"  # a row of the shipped version tables
+FRAMEWORK_LOG = "framework log"  # the runtime the framework's own messages say it tried to load (libcudart.so.10.2: CUDA 10.2)
 
 
 class WheelRequirement(Record):

@@ -11,7 +11,7 @@ import ntpath
 import posixpath
 import re
 from types import ModuleType
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Sequence
 
 from cudnn_doctor.record import Record
 
@@ -87,6 +87,12 @@ class PathRules(Record):
 
 
 _PERCENT_VAR = r"%([^%]+)%"
+
+
+def prepend_ld_library_path(folders: Sequence[str]) -> str:
+    """The shell line that puts `folders` first on LD_LIBRARY_PATH and keeps the old value after them only when it is set:
+    `FOLDER:$LD_LIBRARY_PATH` with the variable unset leaves an empty entry, which the loader reads as the current folder."""
+    return f"export LD_LIBRARY_PATH={':'.join(folders)}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}"
 
 
 def expand_percent(value: str, scope: dict[str, str]) -> str:

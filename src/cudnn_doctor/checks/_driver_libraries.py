@@ -15,7 +15,7 @@ from cudnn_doctor import knowledge
 from cudnn_doctor.checks._libraries import basename
 from cudnn_doctor.facts import DriverLibrary, Facts, FrameworkBuild, LoadStep, Resolution
 from cudnn_doctor.lazyre import regex
-from cudnn_doctor.paths import PathRules
+from cudnn_doctor.paths import PathRules, prepend_ld_library_path
 
 WSL_DRIVER_DIR = "/usr/lib/wsl/lib"
 KERNEL_MODULE = "/proc/driver/nvidia/version"
@@ -102,8 +102,7 @@ def driver_gap(facts: Facts, name: str, elsewhere: Sequence[str]) -> tuple[str, 
         detail += f" A copy is in {', '.join(folders)}; the loader cache lists libraries by soname only, never the bare name {name}."
         path = ":".join(folders)
         return detail, [
-            f"Put {path} on LD_LIBRARY_PATH for the programs that need it: "
-            f"`echo 'export LD_LIBRARY_PATH={path}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}' >> ~/.bashrc`, then open a new terminal."
+            f"Put {path} on LD_LIBRARY_PATH for the programs that need it: `echo '{prepend_ld_library_path([path])}' >> ~/.bashrc`, then open a new terminal."
         ]
     if folders:
         detail += f" A copy is in {', '.join(folders)}, which the loader cache does not list."

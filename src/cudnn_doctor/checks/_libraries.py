@@ -10,7 +10,7 @@ from cudnn_doctor import knowledge
 from cudnn_doctor.facts import Facts, FrameworkBuild, LoadStep
 from cudnn_doctor.findings import Area
 from cudnn_doctor.lazyre import regex
-from cudnn_doctor.paths import PathRules
+from cudnn_doctor.paths import PathRules, prepend_ld_library_path
 from cudnn_doctor.versions import cuda_major_of_dll_number
 
 _CUDA_LIBRARY = regex(r"^(lib)?(cudart|cublas|cublasLt|cufft|curand|cusolver|cusparse|nvrtc|cupti|nvJitLink|nppc)", re.IGNORECASE)
@@ -97,4 +97,4 @@ def reach_folder_fix(facts: Facts, folder: str) -> tuple[str, Optional[str]]:
         ), STALE_SESSION
     if facts.os == "windows":
         return f"Add {folder} to PATH (System Properties → Environment Variables → Path → New), then open a new terminal / restart the IDE.", None
-    return f"export LD_LIBRARY_PATH={folder}:$LD_LIBRARY_PATH  (add it to ~/.bashrc, or to the environment's activate script)", None
+    return f"{prepend_ld_library_path([folder])}  (add it to ~/.bashrc, or to the environment's activate script)", None

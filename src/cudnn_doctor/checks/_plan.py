@@ -224,6 +224,16 @@ def driver_os(facts: Facts) -> str:
     return "windows" if facts.os == "windows" or facts.wsl else "linux"
 
 
+def driver_source(facts: Facts) -> str:
+    """Where the driver comes from on this machine: NVIDIA's download page on Windows and under WSL2 (the Windows driver
+    serves it), `ubuntu-drivers` on Ubuntu and its derivatives (os-release), else the distribution's own package."""
+    if driver_os(facts) == "windows":
+        return "https://www.nvidia.com/Download/index.aspx"
+    if "ubuntu" in facts.environment.distribution:
+        return "e.g. `sudo ubuntu-drivers install`"
+    return "your distribution's NVIDIA driver package, or NVIDIA's installer from https://www.nvidia.com/Download/index.aspx"
+
+
 def describe(option: Option) -> str:
     """`torch 2.2.2 (cu121, CUDA 12.1)`."""
     candidate = option.verdict.candidate
@@ -335,3 +345,28 @@ def cudnn_archive_for(facts: Facts, cudnn_major: int, cuda: str) -> Optional[tup
         return None
     archive = knowledge.cudnn_archive_name(picked[0], Version(cuda), os_name)
     return (picked[0], archive) if archive else None
+
+
+def install_archive(facts: Facts, cudnn: Optional[str], cuda: Optional[str]) -> str:
+    """`cudnn-doctor install` with NVIDIA's archive of cuDNN `cudnn` (a release such as "8.9.7", or a major for its newest
+    release with kernels for the GPU) built for CUDA `cuda` on this OS, by its real name; where the knowledge has no such
+    archive, the naming rule of NVIDIA's archives for that release. Never a placeholder."""
+    os_name = "linux" if facts.os == "wsl" else facts.os
+    wanted = _is_version(cudnn or "") and Version(cudnn or "0")
+    if wanted and cuda and _is_version(cuda):
+        full = next((f for row in knowledge.table("cudnn").support for f in row.full_versions if f == cudnn or f.startswith(f"{cudnn}.")), None)
+        named = knowledge.cudnn_archive_name(full, Version(cuda), os_name) if full and len(wanted.release) > 1 else None
+        picked = (full, named) if named else cudnn_archive_for(facts, wanted.release[0], cuda)
+        if picked is not None and (len(wanted.release) == 1 or Version(picked[0]).release[:2] == wanted.release[:2]):
+            return f"`cudnn-doctor install {picked[1]}`, NVIDIA's cuDNN {picked[0]} archive for CUDA {cuda}"
+    era = next((row for row in knowledge.table("cudnn").archives if row.os == os_name and wanted and row.versions.contains(str(wanted))), None)
+    shape = era.pattern if era else _NEWEST_ARCHIVE_SHAPE[os_name == "windows"]
+    known = {"arch": "x86_64", "cuda_major": cuda.split(".")[0] if cuda else None, "cuda": cuda if cuda and "." in cuda else None}
+    for field, value in known.items():
+        shape = shape.replace(f"{{{field}}}", value) if value else shape
+    for_cuda = f"CUDA {cuda}" if cuda else "your CUDA major"
+    return f"`cudnn-doctor install` with the path of NVIDIA's cuDNN {cudnn or ''} archive for {for_cuda}, named {shape}".replace("  ", " ")
+
+
+# NVIDIA's archive names since cuDNN 8.5 (knowledge cudnn.yaml `archives`): the shape a fix names when the release is not known
+_NEWEST_ARCHIVE_SHAPE = ("cudnn-linux-{arch}-{version}_cuda{cuda_major}-archive.tar.xz", "cudnn-windows-{arch}-{version}_cuda{cuda_major}-archive.zip")

@@ -15,7 +15,7 @@ from cudnn_doctor import knowledge
 from cudnn_doctor.checks._libraries import basename, build_key
 from cudnn_doctor.facts import Facts, FrameworkBuild, InstalledWheel
 from cudnn_doctor.lazyre import regex
-from cudnn_doctor.paths import PathRules, site_packages_of
+from cudnn_doctor.paths import PathRules, prepend_ld_library_path, site_packages_of
 from cudnn_doctor.versions import canonical_name
 
 _MAJOR = regex(r"(?i)(?:\.so\.|64_)(\d+)(?:\.dll)?$")
@@ -73,7 +73,7 @@ def reach_fixes(facts: Facts, build: FrameworkBuild, wheels: list[InstalledWheel
             f'{prefix}, before starting Python: set "PATH={";".join(folders)};%PATH%" (cmd) or $env:PATH = "{";".join(folders)};$env:PATH" (PowerShell)'
         )
     else:
-        fixes.append(f"{prefix}, before starting Python: export LD_LIBRARY_PATH={':'.join(folders)}:$LD_LIBRARY_PATH")
+        fixes.append(f"{prefix}, before starting Python: {prepend_ld_library_path(folders)}")
     return fixes
 
 

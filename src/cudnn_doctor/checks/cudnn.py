@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Iterator, Optional
 
+from packaging.version import Version
+
 from cudnn_doctor import knowledge
 from cudnn_doctor.checks._cudnn import (
     Wanted,
@@ -23,12 +25,12 @@ from cudnn_doctor.checks._cudnn import (
     wanted_cudnn,
 )
 from cudnn_doctor.checks._libraries import build_key, cuda_key, cudnn_key, is_cudnn_front, lookup, reach_folder_fix, system_builds
-from cudnn_doctor.checks._plan import cudnn_archive_for, first_option, installed_toolkit, pins
+from cudnn_doctor.checks._plan import cudnn_archive_for, first_option, install_archive, installed_toolkit, pins
 from cudnn_doctor.checks._wheels import extras_missing, held_by, install_fixes, not_searched, reach_fixes, wheels_key
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import PROCESS, SYSTEM, CudnnInstall, Facts, FrameworkBuild, LoadStep
 from cudnn_doctor.findings import Area, Finding, Severity
-from cudnn_doctor.paths import PathRules
+from cudnn_doctor.paths import PathRules, prepend_ld_library_path
 from cudnn_doctor.versions import parse_version
 
 
@@ -77,11 +79,32 @@ def cudnn_missing(facts: Facts) -> Iterator[Finding]:
         yield finding("cudnn-missing", detail, fix, {"framework": build.name, "library": name}, causes=causes)
 
 
+def _archive_for(facts: Facts, build: FrameworkBuild, want: Optional[Wanted] = None) -> str:
+    """The install command for the cuDNN the build needs (at least `want`'s release, else its major) for its CUDA."""
+    cudnn = str(want.minimum or want.major) if want is not None else build.cudnn.value if build.cudnn else None
+    return install_archive(facts, cudnn, _release(build.cuda_version))
+
+
+def _cuda_of(facts: Facts, install: CudnnInstall) -> Optional[str]:
+    """The CUDA an installation was built for: its own major, else the version of the toolkit it lies in."""
+    if install.cuda_major is not None:
+        return str(install.cuda_major)
+    toolkit = next((t for t in facts.toolkits.toolkits if install.toolkit and PathRules(facts.os).same(t.root, install.toolkit)), None)
+    return _release(parse_version(toolkit.version)) if toolkit is not None and toolkit.version else None
+
+
+def _release(version: Optional[Version]) -> Optional[str]:
+    """A CUDA version as its major.minor ("11.2" for 11.2.152), or its major where no minor is known."""
+    if version is None:
+        return None
+    return ".".join(str(n) for n in version.release[:2])
+
+
 def _install_cudnn(facts: Facts, build: FrameworkBuild, name: str) -> list[str]:
     """pip first where the framework release installs its CUDA libraries through extras (and can preload them); else the archive, then the wheel."""
     archive = (
         "Download the cuDNN release that matches the framework's CUDA version from https://developer.nvidia.com/rdp/cudnn-archive "
-        "and copy its bin, include and lib folders into the CUDA toolkit folder (or run `cudnn-doctor install ARCHIVE`)."
+        f"and copy its bin, include and lib folders into the CUDA toolkit folder (or run {_archive_for(facts, build)})."
     )
     pip = install_fixes(facts, build, [name])
     reach = knowledge.wheel_reach(build.name, facts.os, build.parsed_version)
@@ -137,7 +160,7 @@ def cudnn_version_mismatch(facts: Facts) -> Iterator[Finding]:
         fix.append(
             _planned_cudnn_line(facts, build, want)
             or f"Install cuDNN {want.minimum if want and want.minimum else want.major if want else ''} or newer of the same major for CUDA {build.cuda_major or ''} "
-            "(https://developer.nvidia.com/rdp/cudnn-archive), e.g. with `cudnn-doctor install ARCHIVE`."
+            f"(https://developer.nvidia.com/rdp/cudnn-archive), e.g. with {_archive_for(facts, build, want)}."
         )
         yield finding(
             "cudnn-version-mismatch",
@@ -192,7 +215,7 @@ def _other_majors_finding(facts: Facts, build: FrameworkBuild, want: Wanted, oth
         [
             _planned_cudnn_line(facts, build, want, beside=f" beside the cuDNN {others[0].major} you have (each major has its own file names)")
             or f"Install cuDNN {want.minimum or want.major} or a newer {want.major}.x{cuda} beside the one you have "
-            "(https://developer.nvidia.com/rdp/cudnn-archive), e.g. with `cudnn-doctor install ARCHIVE`; "
+            f"(https://developer.nvidia.com/rdp/cudnn-archive), e.g. with {_archive_for(facts, build, want)}; "
             f"or install the {build.name} release built for cuDNN {others[0].major}.",
         ],
         {
@@ -330,7 +353,7 @@ def cudnn_shadowed(facts: Facts) -> Iterator[Finding]:
                     f"Remove or rename the copy you do not want ({', '.join(c for c in copies if not rules.same(c, step.winner))} or {step.winner}), "
                     "or reorder PATH / LD_LIBRARY_PATH so the right folder comes first."
                 ]
-                + ([f"export LD_LIBRARY_PATH={rules.dirname(sibling)}:$LD_LIBRARY_PATH"] if sibling and not rules.windows else []),
+                + ([prepend_ld_library_path([rules.dirname(sibling)])] if sibling and not rules.windows else []),
                 {"name": step.name, "copies": copies, "used": step.winner, **({"off_path": sibling} if sibling else {})},
                 severity=Severity.ERROR if unusable else Severity.WARNING,
             )
@@ -362,7 +385,7 @@ def cudnn_partial_install(facts: Facts) -> Iterator[Finding]:
             f"{install.folder} has cuDNN {install.version or install.major} but lacks {', '.join(names)}.",
             [
                 f"Copy every file of the cuDNN {install.version or install.major} archive's {'bin' if facts.os == 'windows' else 'lib'} folder into {install.folder} "
-                "(or run `cudnn-doctor install ARCHIVE`)."
+                f"(or run {install_archive(facts, install.version or str(install.major), _cuda_of(facts, install))})."
             ],
             {"folder": install.folder, "missing": names},
             causes=(cudnn_key(facts, install.folder),),
@@ -455,7 +478,7 @@ def cudnn_nested_layout(facts: Facts) -> Iterator[Finding]:
             [
                 f"Move the contents of {rules.join(top, 'bin')}, {rules.join(top, 'include')} and {rules.join(top, 'lib')} into "
                 f"{rules.join(install.toolkit, 'bin')}, {rules.join(install.toolkit, 'include')} and {rules.join(install.toolkit, 'lib')}, then delete {top}.",
-                "Or run `cudnn-doctor install ARCHIVE`, which puts each file where it belongs.",
+                f"Or run {install_archive(facts, install.version or str(install.major), _cuda_of(facts, install))}, which puts each file where it belongs.",
             ],
             {"folder": install.folder, "top": top, "toolkit": install.toolkit},
         )

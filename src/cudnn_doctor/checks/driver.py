@@ -9,7 +9,7 @@ from packaging.version import InvalidVersion, Version
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.checks._driver_libraries import DRIVER_STATE, driver_mismatch, gpu_withheld
-from cudnn_doctor.checks._plan import describe, option_text, pip_install, plan_options, runnable_now, toolkit_now
+from cudnn_doctor.checks._plan import describe, driver_source, option_text, pip_install, plan_options, runnable_now, toolkit_now
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import SMI_NOT_UNDERSTOOD, Facts, FrameworkBuild, Gpu
 from cudnn_doctor.findings import Area, Finding, Severity
@@ -36,7 +36,7 @@ def no_nvidia_gpu(facts: Facts) -> Iterator[Finding]:
         ]
     else:
         fix = [
-            "Install the NVIDIA driver, e.g. `sudo ubuntu-drivers install` (Ubuntu) or your distribution's nvidia-driver package, then reboot.",
+            f"Install the NVIDIA driver ({driver_source(facts)}), then reboot.",
             "In a container, start it with the GPU passed through: add `--gpus all` to the `docker run` command that starts it (the host needs the NVIDIA Container Toolkit).",
             "Check with `nvidia-smi`.",
         ]
@@ -239,7 +239,7 @@ def driver_too_old(facts: Facts) -> Iterator[Finding]:
     for build in said:
         lines.append(f'{build.name} itself reports: "{build.driver_complaint}"')
     wanted_text = max(((n.rule.need.driver, n.rule.need.driver_text) for n in unmet), default=(None, None))[1]  # printed as NVIDIA writes it
-    where = "https://www.nvidia.com/Download/index.aspx" if os_name == "windows" else "e.g. `sudo ubuntu-drivers install`"
+    where = driver_source(facts)
     target = f"an NVIDIA driver >= {wanted_text}" if wanted_text else "a current NVIDIA driver"
     fix = [f"Install {target} ({where}), then reboot and check `nvidia-smi`."]
     kept = _keep_driver_lines(facts, _unmet_builds(facts, unmet), any(n.who.startswith("CUDA toolkit") for n in unmet))

@@ -8,7 +8,19 @@ from packaging.version import Version
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.checks._libraries import build_key, cuda_key, lookup, system_builds
-from cudnn_doctor.checks._plan import Option, describe, driver_os, first_option, installed_toolkit, newest_update, option_text, pins, pip_install, plan_options
+from cudnn_doctor.checks._plan import (
+    Option,
+    describe,
+    driver_os,
+    driver_source,
+    first_option,
+    installed_toolkit,
+    newest_update,
+    option_text,
+    pins,
+    pip_install,
+    plan_options,
+)
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import Facts, FrameworkBuild
 from cudnn_doctor.findings import Area, Finding, Severity
@@ -65,7 +77,7 @@ def _public_text(version: Optional[str]) -> Optional[str]:
 
 
 def _driver_page(facts: Facts) -> str:
-    return "https://www.nvidia.com/Download/index.aspx" if driver_os(facts) == "windows" else "e.g. `sudo ubuntu-drivers install`"
+    return driver_source(facts)
 
 
 @rule("torch-cpu-build", Severity.ERROR, "PyTorch is a CPU-only build", Area.FRAMEWORKS, fix_kind="unsafe")

@@ -16,12 +16,13 @@ from cudnn_doctor.checks._driver_libraries import (
     proven_by_the_gpu,
 )
 from cudnn_doctor.checks._libraries import area_of_library, basename, build_key, cuda_key_of_library, cudnn_key, is_cudnn
+from cudnn_doctor.checks._plan import install_archive
 from cudnn_doctor.checks._wheels import extras_missing, held_by, install_fixes, not_searched, reach_fixes, wheels_key
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import EMPTY, PROCESS, UNREADABLE, WRONG_ARCHITECTURE, Candidate, Facts, FrameworkBuild, LoadStep, Resolution
 from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.lazyre import regex
-from cudnn_doctor.paths import PathRules
+from cudnn_doctor.paths import PathRules, prepend_ld_library_path
 
 GPU_LIBRARY = regex(r"(?i)(cudnn|cublas|cudart|cufft|curand|cusolver|cusparse|nvrtc|nvjitlink|zlibwapi|nvcuda|libcuda)")
 
@@ -47,6 +48,37 @@ def _files_area(files) -> Area:
     return Area.CUDNN if Area.CUDNN in areas else areas[0]
 
 
+def _cudnn_archive_tail(facts: Facts, build: Optional[FrameworkBuild], name: str, requester: str) -> str:
+    """For a missing cuDNN library: the install command of the release its requester belongs to (its installation's, else
+    the major of the name for the build's CUDA)."""
+    if not is_cudnn(name):
+        return ""
+    rules = PathRules(facts.os)
+    install = next((i for i in facts.cudnn if rules.same(rules.dirname(requester), i.folder)), None)
+    if install is not None:
+        release, cuda = install.version or str(install.major), str(install.cuda_major) if install.cuda_major else None
+    else:
+        major = _cudnn_major_of(name)
+        release, cuda = (str(major) if major is not None else None), (f"{build.cuda_version.major}" if build and build.cuda_version else None)
+    return f", or run {install_archive(facts, release, cuda)}"
+
+
+_CUDNN_MAJOR = regex(r"(?i)(?:\.so\.|64_)(\d+)(?:\.dll)?$")
+
+
+def _cudnn_major_of(name: str) -> Optional[int]:
+    """cuDNN's major from a file name: libcudnn_ops.so.9, cudnn_cnn_infer64_8.dll."""
+    found = _CUDNN_MAJOR.search(name)
+    return int(found.group(1)) if found else None
+
+
+def _reinstall_commands(facts: Facts, files) -> list[str]:
+    """The install command of each cuDNN installation a broken file belongs to (other files come from their installer)."""
+    rules = PathRules(facts.os)
+    owners = {i.folder: i for i in facts.cudnn for f in files if is_cudnn(f) and rules.same(rules.dirname(f), i.folder)}
+    return list(dict.fromkeys(install_archive(facts, i.version or str(i.major), str(i.cuda_major) if i.cuda_major else None) for i in owners.values()))
+
+
 def _file_causes(facts: Facts, files) -> list[str]:
     """A broken file of a cuDNN installation is that installation's problem: one key per folder."""
     rules = PathRules(facts.os)
@@ -63,7 +95,7 @@ def library_zero_bytes(facts: Facts) -> Iterator[Finding]:
             "Empty library files: " + "; ".join(f"{p} (used by {who})" for p, who in files.items()) + ".",
             [
                 "Copy these files again from the archive or installer, then check their sizes; if they empty again, add an exclusion for the folder in the antivirus.",
-                "Or run `cudnn-doctor install ARCHIVE`, which verifies every file it writes.",
+                *(f"Or run {command}, which verifies every file it writes." for command in _reinstall_commands(facts, files)),
             ],
             {"files": list(files)},
             area=_files_area(files),
@@ -243,7 +275,7 @@ def _missing(
     elif provider:
         detail += f" It is provided by {provider.provider}."
         pip = install_fixes(facts, build, list(members)) if wheel and build is not None else []
-        own = provider.fix.replace("{folder}", folder)
+        own = provider.fix.replace("{folder}", folder) + _cudnn_archive_tail(facts, build, name, requesters[0])
         reach = knowledge.wheel_reach(build.name, facts.os, build.parsed_version) if build is not None else None
         if pip and reach is not None and reach.extras:  # the framework's own pip extras are the usual way
             fix.extend([*pip, f"Or: {own}"])
@@ -289,11 +321,7 @@ def _reach_installed(os_name: str, package: str, folders: list[str]) -> list[str
     if os_name == "windows":
         calls = "; ".join(f'os.add_dll_directory(r"{f}")' for f in folders)
         return [f"Before importing {package}: `import os; {calls}` (Python 3.8+ searches an extension's DLLs there, never PATH)."]
-    path = ":".join(folders)
-    return [
-        f"Put the folder on the loader's path before starting Python: `export LD_LIBRARY_PATH={path}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}` "
-        "(in the environment's bin/activate to keep it)."
-    ]
+    return [f"Put the folder on the loader's path before starting Python: `{prepend_ld_library_path(folders)}` (in the environment's bin/activate to keep it)."]
 
 
 def _asked_for(step: LoadStep) -> str:

@@ -9,7 +9,7 @@ import os
 from typing import Any, Optional, Sequence
 
 from cudnn_doctor.install.plan import EnvChange
-from cudnn_doctor.paths import PathRules, expand_percent
+from cudnn_doctor.paths import PathRules, expand_percent, prepend_ld_library_path
 from cudnn_doctor.system.interface import System
 
 
@@ -115,7 +115,7 @@ def linux_notes(system: System, lib_dir: str) -> tuple[list[str], Optional[list[
             return [f"{lib_dir} is in the loader cache: running ldconfig to refresh it."], ["ldconfig"]
         return [f"{lib_dir} is in the loader cache; refresh it with: sudo ldconfig"], None
     return [
-        f"{lib_dir} is not on the loader's path. Either add it for your shell: export LD_LIBRARY_PATH={lib_dir}:$LD_LIBRARY_PATH",
+        f"{lib_dir} is not on the loader's path. Either add it for your shell: {prepend_ld_library_path([lib_dir])}",
         f"or for everyone: echo {lib_dir} | sudo tee /etc/ld.so.conf.d/cudnn.conf && sudo ldconfig",
     ], None
 

@@ -326,6 +326,14 @@ def cudart_name(cuda: Version, os_name: str, library: str = "cudart") -> Optiona
     return None
 
 
+def cuda_of_runtime(name: str, os_name: str) -> Optional[str]:
+    """The CUDA release a runtime file name belongs to ("10.2" for libcudart.so.10.2, "11" for cudart64_110.dll), or None."""
+    for row in table("cuda_libraries").cudart:
+        if (row.windows if os_name == "windows" else row.linux).lower() == name.lower():
+            return row.cuda
+    return None
+
+
 @_lookup
 def tensorflow_build(version: Version, os_name: str) -> Optional[records.TensorflowBuild]:
     """TensorFlow's tested build configuration for a release (matched on major.minor)."""

@@ -20,6 +20,7 @@ from cudnn_doctor.facts import (
     BUNDLED,
     DIST_METADATA,
     DIST_VERSION,
+    FRAMEWORK_LOG,
     KNOWLEDGE,
     LIBRARY_IMPORTS,
     LIVE,
@@ -129,8 +130,10 @@ def _build(source: _Source) -> FrameworkBuild:
     mismatch = cudnn_mismatch(text) if said else None
     gone = unloadable(text) if said else ()
     fields = _READERS.get(source.name, _nothing)(source)
-    gpu_build = fields.get("gpu_build")
-    cuda, cudnn = fields.get("cuda"), fields.get("cudnn")
+    failures = load_failures(text) if said else ()
+    runtime = _runtime_tried(failures, source.os)
+    gpu_build = True if runtime is not None else fields.get("gpu_build")  # a CPU build never asks for the CUDA runtime
+    cuda, cudnn = fields.get("cuda") or runtime, fields.get("cudnn")
     system = knowledge.loads_system_cuda(source.name, source.python.packages, source.version, source.os)
     wheels = tuple(sorted(d for d in source.python.packages if _NVIDIA_WHEEL.match(d)))
     warning = str(report.get("warning") or "").strip()
@@ -155,7 +158,7 @@ def _build(source: _Source) -> FrameworkBuild:
         sees_gpu=_sees_gpu(report),
         arch_list=tuple(str(a) for a in report.get("arch_list") or ()),
         supported_python=fields.get("supported_python"),
-        load_failures=load_failures(text) if said else (),
+        load_failures=failures,
         unloadable=gone,
         driver_complaint=_line_matching(text, _DRIVER_TOO_OLD) if said else None,
         no_kernel_complaint=_line_matching(text, _NO_KERNEL) if said else None,
@@ -163,6 +166,17 @@ def _build(source: _Source) -> FrameworkBuild:
         cudnn_works=fields.get("cudnn_works", said and bool(_CUDNN_LOADED.search(text)) and mismatch is None and all(u.part != "cudnn" for u in gone)),
         warning=warning.splitlines()[0][:300] if warning else None,
     )
+
+
+def _runtime_tried(failures: tuple[LoadFailure, ...], os_name: str) -> Optional[Known]:
+    """The CUDA release of the runtime the framework says it asked for itself ("Could not load dynamic library
+    'libcudart.so.10.2'"): where nothing else states the build's CUDA (a jaxlib wheel whose version carries no tag), its
+    own request does, and only a CUDA build makes one."""
+    for failure in failures:
+        cuda = knowledge.cuda_of_runtime(failure.library.replace("\\", "/").rsplit("/", 1)[-1], os_name) if failure.direct else None
+        if cuda is not None:
+            return Known(cuda, FRAMEWORK_LOG, None, f"its log asks for {failure.library}")
+    return None
 
 
 def _sees_gpu(report: Mapping[str, Any]) -> bool:

@@ -29,4 +29,14 @@ def probe_environment(system: System) -> EnvironmentFacts:
         ld_library_path=() if rules.windows else entries("LD_LIBRARY_PATH"),
         persistent=persistent,
         persistent_path=persistent_path,
+        distribution=() if rules.windows else distribution(system.read_text("/etc/os-release", 64 * 1024) or ""),
     )
+
+
+def distribution(os_release: str) -> tuple[str, ...]:
+    """The distribution and those it is like, from os-release's `ID` and `ID_LIKE` (shell-style values, quotes optional)."""
+    fields = {}
+    for line in os_release.splitlines():
+        key, _, value = line.partition("=")
+        fields[key.strip()] = value.strip().strip("\"'").lower()
+    return tuple(word for word in (fields.get("ID", ""), *fields.get("ID_LIKE", "").split()) if word)

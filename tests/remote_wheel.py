@@ -13,6 +13,7 @@ import urllib.error
 import urllib.request
 import zipfile
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -55,9 +56,18 @@ class _RangeFile(io.RawIOBase):
 
 def wheel_member(project: str, version: str, filename_part: str, member: str) -> Path:
     """`member` of the wheel of `project` `version` whose file name contains `filename_part`, cached."""
-    target = TEST_CACHE / "wheel-members" / f"{project}-{version}-{filename_part}" / member
-    if target.is_file():
-        return target
+    return wheel_members(project, version, filename_part, lambda name: name == member)[0]
+
+
+def wheel_members(project: str, version: str, filename_part: str, wanted: Callable[[str], bool]) -> list[Path]:
+    """The members of that wheel whose names `wanted` accepts (at least one, else the test skips), cached with the list
+    of names the wheel has (`.members`)."""
+    folder = TEST_CACHE / "wheel-members" / f"{project}-{version}-{filename_part}"
+    listing = folder / ".members"
+    if listing.is_file():
+        names = [n for n in listing.read_text(encoding="utf-8").splitlines() if wanted(n)]
+        if names and all((folder / n).is_file() for n in names):
+            return [folder / n for n in names]
     try:
         request = urllib.request.Request(_INDEX.format(project=project), headers={"Accept": "application/vnd.pypi.simple.v1+json"})
         with urllib.request.urlopen(request, timeout=_TIMEOUT) as response:
@@ -68,11 +78,21 @@ def wheel_member(project: str, version: str, filename_part: str, member: str) ->
             pytest.skip(f"no wheel of {project} {version} matching {filename_part} on the registry")
         remote = io.BufferedReader(_RangeFile(wheel["url"], int(wheel["size"])), buffer_size=8 << 20)
         with zipfile.ZipFile(remote) as archive:
-            data = archive.read(member)
+            every = archive.namelist()
+            names = [n for n in every if wanted(n)]
+            if not names:
+                pytest.skip(f"the wheel of {project} {version} has no such member")
+            for name in names:
+                _keep(folder / name, archive.read(name))
     except (OSError, urllib.error.URLError, ValueError, KeyError) as error:
-        pytest.skip(f"cannot read {member} of {project} {version} from the package registry: {error}")
+        pytest.skip(f"cannot read {project} {version} from the package registry: {error}")
+    _keep(listing, "\n".join(every).encode("utf-8"))
+    return [folder / n for n in names]
+
+
+def _keep(target: Path, data: bytes) -> None:
+    """Write a cached file whole or not at all (a run killed half-way leaves no truncated library behind)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + ".part")
     partial.write_bytes(data)
     partial.replace(target)
-    return target

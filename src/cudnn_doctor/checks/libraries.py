@@ -22,7 +22,7 @@ from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import EMPTY, PROCESS, UNREADABLE, WRONG_ARCHITECTURE, Candidate, Facts, FrameworkBuild, LoadStep, Resolution
 from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.lazyre import regex
-from cudnn_doctor.paths import PathRules, prepend_ld_library_path
+from cudnn_doctor.paths import PathRules, prepend_ld_library_path, site_packages_of
 
 GPU_LIBRARY = regex(r"(?i)(cudnn|cublas|cudart|cufft|curand|cusolver|cusparse|nvrtc|nvjitlink|zlibwapi|nvcuda|libcuda)")
 
@@ -271,15 +271,17 @@ def _missing(
     elif package is not None and elsewhere:  # installed already (a pip nvidia-* wheel beside the package): reach it, install nothing
         folders = list(dict.fromkeys(rules.dirname(c) for c in elsewhere))
         detail += f" It is installed in {', '.join(folders)}, which this load does not search."
-        fix.extend(_reach_installed(facts.os, package, folders))
+        fix.extend(_reach_installed(facts.os, package, folders, step.how))
     elif provider:
         detail += f" It is provided by {provider.provider}."
         pip = install_fixes(facts, build, list(members)) if wheel and build is not None else []
         own = provider.fix.replace("{folder}", folder) + _cudnn_archive_tail(facts, build, name, requesters[0])
         reach = knowledge.wheel_reach(build.name, facts.os, build.parsed_version) if build is not None else None
-        if pip and reach is not None and reach.extras:  # the framework's own pip extras are the usual way
+        if package is not None and resolution is not None and not (facts.os == "windows" and step.how == "import"):
+            pip = _package_wheel_fixes(facts, resolution.executable, package, list(members), step.how)  # the wheel that ships it
+        if pip and ((reach is not None and reach.extras) or package is not None):  # the framework's own pip extras are the usual way
             fix.extend([*pip, f"Or: {own}"])
-        elif package is not None and facts.os == "windows":  # an extension's imports never search PATH (Python 3.8+)
+        elif package is not None and facts.os == "windows" and step.how == "import":  # an extension's imports never search PATH (Python 3.8+)
             fix.extend(
                 [
                     f"Python 3.8+ searches an extension module's DLLs in its own folder and the os.add_dll_directory folders, not PATH: "
@@ -316,8 +318,26 @@ def _missing(
 _FORMAT_FIELD = regex(r"%[0-9]*[dui]")  # a number field of a run-time load rule (`libnvrtc.so.%d`)
 
 
-def _reach_installed(os_name: str, package: str, folders: list[str]) -> list[str]:
-    """How a package's native code reaches libraries already installed in folders its search does not reach."""
+def _package_wheel_fixes(facts: Facts, executable: str, package: str, names: list[str], how: str) -> list[str]:
+    """The pip line that installs the nvidia-* wheel shipping `names` into the package's environment, and what then makes
+    the package's load reach the folder it will be in."""
+    rules = PathRules(facts.os)
+    rows = [row for row in (knowledge.wheel_providing(basename(name), facts.os) for name in names) if row is not None]
+    python = facts.python(executable)
+    sites = site_packages_of(rules, executable, python.version if python else "")
+    if not rows or not sites:
+        return []
+    folders = list(dict.fromkeys(rules.join(sites[0], *knowledge.wheel_folder(row, facts.os)) for row in rows))
+    pip = f'"{executable}" -m pip install {" ".join(dict.fromkeys(row.distribution for row in rows))}'
+    return [pip, *_reach_installed(facts.os, package, folders, how)]
+
+
+def _reach_installed(os_name: str, package: str, folders: list[str], how: str = "import") -> list[str]:
+    """How a package's native code reaches libraries already installed in folders its search does not reach. On Windows an
+    extension's imports search the os.add_dll_directory folders, never PATH; a LoadLibrary by name at run time searches PATH."""
+    if os_name == "windows" and how != "import":
+        joined = ";".join(folders)
+        return [f'Put the folder on PATH before starting Python: set "PATH={joined};%PATH%" (cmd) or $env:PATH = "{joined};$env:PATH" (PowerShell).']
     if os_name == "windows":
         calls = "; ".join(f'os.add_dll_directory(r"{f}")' for f in folders)
         return [f"Before importing {package}: `import os; {calls}` (Python 3.8+ searches an extension's DLLs there, never PATH)."]

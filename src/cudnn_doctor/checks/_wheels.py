@@ -21,6 +21,12 @@ from cudnn_doctor.versions import canonical_name
 _MAJOR = regex(r"(?i)(?:\.so\.|64_)(\d+)(?:\.dll)?$")
 
 
+def cudnn_major_of(name: str) -> Optional[int]:
+    """cuDNN's major from a file name: libcudnn_ops.so.9, cudnn_cnn_infer64_8.dll."""
+    found = _MAJOR.search(basename(name))
+    return int(found.group(1)) if found else None
+
+
 def wheels_key(build: FrameworkBuild) -> str:
     """The cause key "this build's nvidia-* wheels are installed but not searched": one problem, said once."""
     return f"{build_key(build)}:wheels"
@@ -112,8 +118,8 @@ def _pinned_major(facts: Facts, names: list[str]) -> Optional[int]:
 
 def _requirement(name: str, distribution: str, library: str) -> str:
     """`nvidia-cudnn-cu12==9.*` for cuDNN (the file name carries cuDNN's major); other wheels by name."""
-    match = _MAJOR.search(basename(name))
-    return f'"{distribution}=={match.group(1)}.*"' if library == "cudnn" and match else distribution
+    major = cudnn_major_of(name)
+    return f'"{distribution}=={major}.*"' if library == "cudnn" and major is not None else distribution
 
 
 def _future_folders(facts: Facts, build: FrameworkBuild, names: list[str]) -> list[str]:

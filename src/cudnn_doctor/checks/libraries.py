@@ -17,7 +17,7 @@ from cudnn_doctor.checks._driver_libraries import (
 )
 from cudnn_doctor.checks._libraries import area_of_library, basename, build_key, cuda_key_of_library, cudnn_key, is_cudnn
 from cudnn_doctor.checks._plan import install_archive
-from cudnn_doctor.checks._wheels import extras_missing, held_by, install_fixes, not_searched, reach_fixes, wheels_key
+from cudnn_doctor.checks._wheels import cudnn_major_of, extras_missing, held_by, install_fixes, not_searched, reach_fixes, wheels_key
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import EMPTY, PROCESS, UNREADABLE, WRONG_ARCHITECTURE, Candidate, Facts, FrameworkBuild, LoadStep, Resolution
 from cudnn_doctor.findings import Area, Finding, Severity
@@ -58,18 +58,9 @@ def _cudnn_archive_tail(facts: Facts, build: Optional[FrameworkBuild], name: str
     if install is not None:
         release, cuda = install.version or str(install.major), str(install.cuda_major) if install.cuda_major else None
     else:
-        major = _cudnn_major_of(name)
+        major = cudnn_major_of(name)
         release, cuda = (str(major) if major is not None else None), (f"{build.cuda_version.major}" if build and build.cuda_version else None)
     return f", or run {install_archive(facts, release, cuda)}"
-
-
-_CUDNN_MAJOR = regex(r"(?i)(?:\.so\.|64_)(\d+)(?:\.dll)?$")
-
-
-def _cudnn_major_of(name: str) -> Optional[int]:
-    """cuDNN's major from a file name: libcudnn_ops.so.9, cudnn_cnn_infer64_8.dll."""
-    found = _CUDNN_MAJOR.search(name)
-    return int(found.group(1)) if found else None
 
 
 def _reinstall_commands(facts: Facts, files) -> list[str]:

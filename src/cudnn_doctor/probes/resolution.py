@@ -22,11 +22,11 @@ same judgement of its cuDNN.
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.facts import NVIDIA_WHEELS, PROCESS, CudnnInstall, FrameworkBuild, PythonEnv, Resolution, ToolkitFacts
-from cudnn_doctor.lazyre import regex
 from cudnn_doctor.loader import windows
 from cudnn_doctor.loader.index import FolderIndex
 from cudnn_doctor.loader.resolve import Resolver, Root
@@ -162,10 +162,8 @@ def _reaches_wheels(system: System, path: str) -> bool:
     binary = system.binary(path)
     if binary is None or not any("/nvidia/" in f"/{entry}/".replace("\\", "/") for entry in (*binary.runpath, *binary.rpath)):
         return False
-    return bool(system.cuda_names(path)) or any(_DRIVER.match(name) for name in (*binary.imports, *binary.loads))
-
-
-_DRIVER = regex(r"(?i)^(?:libcuda\.so(?:\.\d+)*|nvcuda\.dll)$")
+    driver = re.compile(knowledge.table("libraries").driver_provided.pattern)
+    return bool(system.cuda_names(path)) or any(driver.match(name) for name in (*binary.imports, *binary.loads))
 
 
 _PRELOAD_CALLS = ("CDLL(", "cdll.LoadLibrary", "LoadLibrary(", "dlopen(")

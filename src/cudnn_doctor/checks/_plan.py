@@ -352,14 +352,14 @@ def install_archive(facts: Facts, cudnn: Optional[str], cuda: Optional[str]) -> 
     release with kernels for the GPU) built for CUDA `cuda` on this OS, by its real name; where the knowledge has no such
     archive, the naming rule of NVIDIA's archives for that release. Never a placeholder."""
     os_name = "linux" if facts.os == "wsl" else facts.os
-    wanted = _is_version(cudnn or "") and Version(cudnn or "0")
-    if wanted and cuda and _is_version(cuda):
+    wanted = Version(cudnn) if cudnn and _is_version(cudnn) else None
+    if wanted is not None and cuda and _is_version(cuda):
         full = next((f for row in knowledge.table("cudnn").support for f in row.full_versions if f == cudnn or f.startswith(f"{cudnn}.")), None)
         named = knowledge.cudnn_archive_name(full, Version(cuda), os_name) if full and len(wanted.release) > 1 else None
-        picked = (full, named) if named else cudnn_archive_for(facts, wanted.release[0], cuda)
+        picked = (full, named) if full and named else cudnn_archive_for(facts, wanted.release[0], cuda)
         if picked is not None and (len(wanted.release) == 1 or Version(picked[0]).release[:2] == wanted.release[:2]):
             return f"`cudnn-doctor install {picked[1]}`, NVIDIA's cuDNN {picked[0]} archive for CUDA {cuda}"
-    era = next((row for row in knowledge.table("cudnn").archives if row.os == os_name and wanted and row.versions.contains(str(wanted))), None)
+    era = next((row for row in knowledge.table("cudnn").archives if row.os == os_name and wanted is not None and row.versions.contains(str(wanted))), None)
     shape = era.pattern if era else _NEWEST_ARCHIVE_SHAPE[os_name == "windows"]
     known = {"arch": "x86_64", "cuda_major": cuda.split(".")[0] if cuda else None, "cuda": cuda if cuda and "." in cuda else None}
     for field, value in known.items():

@@ -138,3 +138,21 @@ def test_real_tensorflow_2_16_1_misses_its_cudnn_wheel():
 @pytest.mark.network
 def test_real_tensorflow_2_17_0_reaches_them():
     assert not missing(tensorflow_machine(_real_loader("2.17.0"), log=""))
+
+
+@pytest.mark.network
+def test_real_jax_cuda12_plugin_reaches_the_wheels_through_its_rpath():
+    """jax-cuda12-pjrt 0.4.30's xla_cuda_plugin.so has a DT_RPATH naming every nvidia wheel folder: reached, no finding."""
+    path = wheel_member("jax-cuda12-pjrt", "0.4.30", "manylinux2014_x86_64", "jax_plugins/xla_cuda12/xla_cuda_plugin.so")
+    info = read_binary(str(path))
+    assert any("nvidia/cudnn/lib" in entry for entry in info.rpath), info.rpath
+    plugin = {"imports": list(info.imports), "loads": list(info.loads), "dt_rpath": list(info.rpath)}
+    report = {"version": "0.4.30", "devices": ["cuda:0"]}
+    packages = {"jax": "0.4.30", "jaxlib": "0.4.30", "jax-cuda12-plugin": "0.4.30", "jax-cuda12-pjrt": "0.4.30", **WHEELS}
+    python = {**LINUX_BASE["pythons"][0], "packages": packages, "frameworks": {"jax": report}}
+    system = {f"/usr/lib/x86_64-linux-gnu/{name}": {"soname": name} for name in SYSTEM_LIBRARIES}
+    system["/usr/lib/x86_64-linux-gnu/libcuda.so.1"] = {"soname": "libcuda.so.1", "imports": ["libc.so.6"]}
+    document = machine(LINUX_BASE, files={f"{SITE}/jax_plugins/xla_cuda12/xla_cuda_plugin.so": plugin, **_wheel_files(), **system}, pythons=[python])
+    diagnosis = run(document)
+    assert any(r.framework == "jax" for r in diagnosis.facts.resolutions), "its plugin is its loader"
+    assert not [f for f in diagnosis.findings if f.id == "dependency-missing"], [f.detail for f in diagnosis.findings]

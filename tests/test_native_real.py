@@ -68,6 +68,8 @@ def test_ctranslate2_linux_needs_cublas_12_which_nothing_provides():
     files = _real_files("ctranslate2", "4.5.0", "cp311-cp311-manylinux_2_17_x86_64", LINUX_SITE)
     found = _missing(_linux(files, {"ctranslate2": "4.5.0"}))
     assert "libcublas.so.12" in found, sorted(found)
+    vendored = [name for name in found if "-" in name.split(".so")[0]]  # auditwheel's renamed libraries in ctranslate2.libs
+    assert not vendored, f"found through the extension's DT_RPATH, as Python imports it: {vendored}"
     cublas = found["libcublas.so.12"]
     assert cublas.evidence.get("package") == "ctranslate2" and "libctranslate2-" in cublas.detail, cublas.detail
     assert cublas.fix[0] == '"/home/dev/.venv/bin/python" -m pip install nvidia-cublas-cu12', cublas.fix  # the wheel that ships it

@@ -233,10 +233,10 @@ def _missing(
     if build is not None:
         loader = f"loaded by {build.name} in {build.executable}"
     elif package is not None and resolution is not None:  # a package's own native code (issue 29)
-        files = ", ".join(s.name for s in resolution.steps if s.how == "root" and rules.basename(s.name) in who.split(", ")) or next(
-            (s.name for s in resolution.steps if s.how == "root"), package
-        )
-        loader = f"native code of the package {package}: {files}, loaded by {resolution.executable}"
+        entries = [s.winner or s.name for s in resolution.steps if s.how == "root"]
+        files = ", ".join(sorted(set(requesters)))
+        through = [e for e in entries if e not in requesters][:1]
+        loader = f"native code of the package {package}: {files}{f', imported through {through[0]}' if through else ''}, loaded by {resolution.executable}"
     else:  # no framework loads this installation: any program that does would fail the same way
         roots = [s.winner or s.name for s in resolution.steps if s.how == "root"] if resolution else []
         loader = f"when any program loads {roots[0] if roots else 'this cuDNN'}"

@@ -50,13 +50,46 @@ def package_roots(
             if key in seen:
                 continue
             seen.add(key)
-            by_package: dict[str, list[str]] = {}
+            every: dict[str, list[str]] = {}
+            naming: dict[str, list[str]] = {}
             for path in system.native_files(site, _PROVIDER_FOLDERS | set(skip(python))):
+                top = path[len(site.rstrip("/\\")) :].replace("\\", "/").lstrip("/").split("/", 1)[0]
+                every.setdefault(_package_of(top), []).append(path)
                 if not is_cuda_family(rules.basename(path)) and system.cuda_names(path):
-                    top = path[len(site.rstrip("/\\")) :].replace("\\", "/").lstrip("/").split("/", 1)[0]
-                    by_package.setdefault(_package_of(top), []).append(path)
-            found += [(python, site, package, paths) for package, paths in sorted(by_package.items())]
+                    naming.setdefault(_package_of(top), []).append(path)
+            found += [(python, site, package, _entry_points(system, every[package], paths)) for package, paths in sorted(naming.items())]
     return found
+
+
+def _entry_points(system: System, files: list[str], naming: list[str]) -> list[str]:
+    """The files of a package through which a process reaches its CUDA-naming code: every file that imports or loads, directly
+    or through others, one that names a CUDA library, less those another of them brings in. CTranslate2's extension module
+    (`_ext…so`) is the entry, not the vendored library it imports: only through the extension's DT_RPATH does the loader find
+    what that library needs (auditwheel's `ctranslate2.libs`). Without an entry (a library loaded by path with ctypes) the
+    naming files are their own."""
+    rules = system.paths
+
+    def names(path: str) -> set[str]:
+        binary = system.binary(path)
+        return {rules.name_key(rules.basename(path)), *((rules.name_key(binary.soname),) if binary and binary.soname else ())}
+
+    def asks(path: str) -> set[str]:
+        binary = system.binary(path)
+        return {rules.name_key(rules.basename(n)) for n in (*binary.imports, *binary.loads)} if binary else set()
+
+    reached = set(naming)
+    reached_names = set().union(*(names(p) for p in naming))
+    grew = True
+    while grew:
+        grew = False
+        for path in files:
+            if path not in reached and asks(path) & reached_names:
+                reached.add(path)
+                reached_names |= names(path)
+                grew = True
+    asked = set().union(*(asks(p) for p in reached))
+    entries = sorted(p for p in reached if not names(p) & asked)
+    return entries or sorted(naming)
 
 
 def _package_of(entry: str) -> str:

@@ -219,3 +219,16 @@ def test_windows_the_folders_a_package_adds_with_add_dll_directory():
     # computed any other way (importlib.resources), the folder is not known: the load is judged without it
     document["files"][f"{WIN_SITE}\\ctranslate2\\__init__.py"] = {"text": "import os\nos.add_dll_directory(str(files(__name__)))\n"}
     assert "dependency-missing" in {f.id for f in run(document).findings}
+
+
+@pytest.mark.parametrize("cublas, too_old", [("libcublas.so.12", True), ("libcublas.so.11", False)])
+def test_the_driver_must_run_the_cuda_a_package_loads(cublas, too_old):
+    """Driver 470 (CUDA 11.4) runs a package's cuBLAS 11 by minor-version compatibility, never its cuBLAS 12."""
+    document = ctranslate2_linux(with_cublas=False)
+    vendored = document["files"][VENDORED]
+    vendored["imports"] = [cublas if n == "libcublas.so.12" else n for n in vendored["imports"]]
+    document["nvml"] = {**document["nvml"], "driver_version": "470.223.02", "cuda_driver_version": 11040}
+    found = [f for f in run(document).findings if f.id == "driver-too-old"]
+    assert bool(found) == too_old, [f.detail for f in found]
+    if found:
+        assert "ctranslate2" in found[0].detail and cublas in found[0].detail and "525" in found[0].detail, found[0].detail

@@ -13,6 +13,7 @@ from cudnn_doctor.checks._plan import describe, driver_source, option_text, pip_
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import SMI_NOT_UNDERSTOOD, Facts, FrameworkBuild, Gpu
 from cudnn_doctor.findings import Area, Finding, Severity
+from cudnn_doctor.paths import PathRules
 from cudnn_doctor.record import Record
 from cudnn_doctor.versions import major_minor, parse_version
 
@@ -187,6 +188,29 @@ def _requirements(facts: Facts, os_name: str) -> Iterator[_Need]:
         rule = knowledge.driver_rule(cuda, os_name, knowledge.PTX_JIT if jit else knowledge.RUN)
         if rule is not None:
             yield _Need(_who(build), cuda, rule._replace(why=f"{rule.why}; {jit}") if jit else rule)
+    yield from _package_requirements(facts, os_name)
+
+
+def _package_requirements(facts: Facts, os_name: str) -> Iterator[_Need]:
+    """The native code of packages outside the frameworks (issue 29): the CUDA major its CUDA libraries belong to (libcublas.so.12
+    is CUDA 12, from the nvidia-* wheel that alone ships that name) runs under minor-version compatibility, once per package."""
+    rules = PathRules(facts.os)
+    for resolution in facts.resolutions:
+        if resolution.package is None:
+            continue
+        majors: dict[int, str] = {}
+        for step in resolution.steps:
+            if step.how == "root":
+                continue
+            shipped = {row.cuda for row in knowledge.wheels_shipping(rules.basename(step.winner or step.name), facts.os)}
+            if len(shipped) == 1:
+                majors.setdefault(next(iter(shipped)), f"{rules.basename(step.requester)} loads {rules.basename(step.winner or step.name)}")
+        if not majors:
+            continue
+        major = max(majors)
+        rule = knowledge.driver_rule(Version(f"{major}.0"), os_name, knowledge.RUN)
+        if rule is not None:
+            yield _Need(f"{resolution.package} (a package whose {majors[major]}, of CUDA {major}) in {resolution.executable}", Version(f"{major}.0"), rule)
 
 
 def _ptx_only(facts: Facts, build: FrameworkBuild, cuda: Version) -> Optional[str]:

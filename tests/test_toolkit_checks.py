@@ -299,3 +299,11 @@ def test_windows_nvcc_off_path_stands_on_its_own():
     document = machine(WINDOWS_BASE, files={f"{cuda}\\bin\\nvcc.exe": {"size": 1000}}, env={"CUDA_PATH": cuda})
     found = [f for f in run(document).findings if f.id == "nvcc-not-on-path"]
     assert found and "No other finding explains it" not in found[0].detail and f"{cuda}\\bin" in found[0].fix[0], found
+
+
+def test_a_build_that_names_only_its_cuda_major_is_told_any_release_of_it():
+    """cupy-cuda12x runs on any CUDA 12 release: the fix asks for a 12.x toolkit, not for 12.0."""
+    python = {**LINUX_BASE["pythons"][0], "packages": {"cupy-cuda12x": "13.3.0"}}
+    found = {f.id: f for f in run(machine(LINUX_BASE, pythons=[python])).findings}
+    assert "CUDA 12.x toolkit" in found["cuda-toolkit-missing"].fix[0], found["cuda-toolkit-missing"].fix
+    assert "12.0" not in " ".join(found["cuda-libs-not-found"].fix), found["cuda-libs-not-found"].fix

@@ -11,7 +11,7 @@ from cudnn_doctor.checks._libraries import build_key, cuda_key, is_cuda_library,
 from cudnn_doctor.checks._variables import kind_problem, set_command, value_problems
 from cudnn_doctor.checks._wheels import extras_missing, held_by, install_fixes, not_searched, reach_fixes, wheels_key
 from cudnn_doctor.checks.registry import finding, rule
-from cudnn_doctor.facts import Facts, Toolkit
+from cudnn_doctor.facts import Facts, FrameworkBuild, Toolkit
 from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.paths import PathRules
 from cudnn_doctor.versions import major_minor
@@ -33,12 +33,12 @@ def cuda_toolkit_missing(facts: Facts) -> Iterator[Finding]:
     stranded = [b for b in system_builds(facts) if b.system_libraries.cudart and _not_found(facts, b, b.system_libraries.cudart)]
     if stranded:
         build = stranded[0]
-        version = major_minor(build.cuda_version) if build.cuda_version else "?"
+        version = _release_wanted(build)
         yield finding(
             "cuda-toolkit-missing",
             f"{build.name} {build.version} loads the CUDA {version} runtime ({build.system_libraries.cudart}) from the system, and no CUDA toolkit is installed.",
             [
-                f"Install the CUDA {version} toolkit from https://developer.nvidia.com/cuda-toolkit-archive and make sure its bin (Windows) or lib64 (Linux) folder is on the library search path."
+                f"Install a CUDA {version} toolkit from https://developer.nvidia.com/cuda-toolkit-archive and make sure its bin (Windows) or lib64 (Linux) folder is on the library search path."
             ],
             {"needs": build.system_libraries.cudart},
             severity=Severity.ERROR,
@@ -94,9 +94,9 @@ def cuda_libs_not_found(facts: Facts) -> Iterator[Finding]:
                 fix.append(step)
                 causes.append(stale)
         if not fix:
-            version = major_minor(build.cuda_version) if build.cuda_version else "matching"
+            version = _release_wanted(build) if build.cuda_version else "matching"
             toolkit = (
-                f"Install the CUDA {version} toolkit (https://developer.nvidia.com/cuda-toolkit-archive) and put its "
+                f"Install a CUDA {version} toolkit (https://developer.nvidia.com/cuda-toolkit-archive) and put its "
                 f"{'bin folder on PATH' if facts.os == 'windows' else 'lib64 folder on LD_LIBRARY_PATH'}."
             )
             pip = install_fixes(facts, build, [n for n in dict.fromkeys([*names, *(x for x in (cudart, build.system_libraries.cublas) if x)])])
@@ -299,3 +299,13 @@ def multiple_cuda_on_path(facts: Facts) -> Iterator[Finding]:
 
 def _same(facts: Facts, a: str, b: str) -> bool:
     return PathRules(facts.os).same(a, b)
+
+
+def _release_wanted(build: FrameworkBuild) -> str:
+    """The toolkit release a build needs, as precisely as it is known: "11.2" for a build of 11.2, "12.x" for one that names
+    only its major (cupy-cuda12x runs on any CUDA 12 release)."""
+    cuda = build.cuda_version
+    if cuda is None:
+        return "?"
+    stated = build.cuda.value if build.cuda else ""
+    return f"{cuda.major}.x" if stated.isdigit() else major_minor(cuda)

@@ -281,3 +281,11 @@ def test_unloadable_by_meaning_where_no_file_is_named(name, packages, text, part
 def test_a_named_library_is_not_read_as_a_part():
     """ "Unable to load cudnn64_8.dll" names a file: the load-failure parsers say it, not the meaning table."""
     assert build("jax", {"jax": "0.4.25"}, {"version": "x", "error": "Unable to load cudnn.so.8 and Unable to load cudnn64_8.dll"}).unloadable == ()
+
+
+def test_a_long_framework_line_is_quoted_to_its_last_whole_sentence():
+    from cudnn_doctor.probes.builds import _clipped
+
+    line = "First sentence here. Second one. " + "x" * 400
+    assert _clipped(line) == "First sentence here. Second one."
+    assert _clipped("y" * 400) == "y" * 299 + "…" and _clipped("short") == "short"

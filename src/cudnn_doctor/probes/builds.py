@@ -164,8 +164,17 @@ def _build(source: _Source) -> FrameworkBuild:
         no_kernel_complaint=_line_matching(text, _NO_KERNEL) if said else None,
         cudnn_mismatch=mismatch,
         cudnn_works=fields.get("cudnn_works", said and bool(_CUDNN_LOADED.search(text)) and mismatch is None and all(u.part != "cudnn" for u in gone)),
-        warning=warning.splitlines()[0][:300] if warning else None,
+        warning=_clipped(warning.splitlines()[0]) if warning else None,
     )
+
+
+def _clipped(line: str, limit: int = 300) -> str:
+    """A framework's line as a report quotes it: whole up to `limit` characters, else up to its last full sentence
+    within them (torch's sm_120 warning ends in a guide URL), else cut with an ellipsis."""
+    if len(line) <= limit:
+        return line
+    end = line.rfind(". ", 0, limit)
+    return line[: end + 1] if end > 0 else line[: limit - 1] + "…"
 
 
 def _runtime_tried(failures: tuple[LoadFailure, ...], os_name: str) -> Optional[Known]:
@@ -480,4 +489,4 @@ def _line_matching(text: str, pattern: LazyPattern[str]) -> Optional[str]:
 def _line_at(text: str, position: int) -> str:
     start = text.rfind("\n", 0, position) + 1
     end = text.find("\n", position)
-    return text[start : end if end >= 0 else None].strip()[:300]
+    return _clipped(text[start : end if end >= 0 else None].strip())

@@ -214,8 +214,8 @@ OTHER_QUERIES = [
     (("paddle",), dict(os="windows", python="3.9"), [("paddle", "2.6", "post120")]),
     (("paddle==2.5",), dict(os="linux"), [("paddle", "2.5", "post120")]),
     # jax_plugins: cuda13 (driver ≥ 580) newest; cuda12 on a 535 driver; no Windows GPU build.
-    (("jax",), dict(os="wsl", python="3.12"), [("jax", "0.10", "cuda13")]),
-    (("jax",), dict(os="linux", driver="535.104.05"), [("jax", "0.10", "cuda12")]),
+    (("jax",), dict(os="wsl", python="3.12"), [("jax", "0.12", "cuda13")]),
+    (("jax",), dict(os="linux", driver="535.104.05"), [("jax", "0.12", "cuda12")]),
     (("jax",), dict(os="windows"), None),
     # --cuda alone: the toolkit's own row (11.8.0 GA).
     ((), dict(os="linux", cuda="11.8"), [("cuda", "11.8", "toolkit")]),

@@ -798,12 +798,44 @@ def tensorflow_and_cuda(version: Version) -> Optional[records.TensorflowAndCuda]
 
 
 @_lookup
+@_lookup
 def framework_releases(distribution: str) -> tuple[str, ...]:
-    """The releases of a distribution a plan may pin (`onnxruntime-gpu`, `paddlepaddle-gpu`, `jax`), newest first;
-    empty when the tables list none for it."""
+    """The releases of a distribution a plan may pin (`onnxruntime-gpu`, `paddlepaddle-gpu`, `jax`), newest first: those
+    the package index lists (the recorded `published` source) and those a hand-kept row adds from another index;
+    empty when neither lists any."""
     wanted = canonicalize_name(distribution)
     row = next((row for row in table("frameworks").releases if canonicalize_name(row.distribution) == wanted), None)
-    return row.versions if row else ()
+    found = {*(r.version for r in published(distribution)), *(row.versions if row else ())}
+    return tuple(sorted(found, key=Version, reverse=True))
+
+
+@_lookup
+def published(distribution: str) -> tuple[records.PublishedRelease, ...]:
+    """The releases of `distribution` the package index listed when its source was recorded, newest first; () when the
+    distribution is not recorded."""
+    wanted = canonicalize_name(distribution)
+    return tuple(row for row in table("published").releases if canonicalize_name(row.distribution) == wanted)
+
+
+def published_extra(distribution: str, version: str, extra: str) -> Optional[records.PublishedExtra]:
+    """What `distribution[extra]==version` requires, per that release's METADATA; None when the release does not provide
+    the extra (or its extras were not recorded)."""
+    wanted = (canonicalize_name(distribution), canonicalize_name(extra))
+    return next(
+        (row for row in _extras_of(version) if (canonicalize_name(row.distribution), canonicalize_name(row.extra)) == wanted),
+        None,
+    )
+
+
+def extras_recorded(distribution: str, version: str) -> bool:
+    """Whether the extras of that release were read (its METADATA is in the source)."""
+    wanted = canonicalize_name(distribution)
+    return any(canonicalize_name(row.distribution) == wanted for row in _extras_of(version))
+
+
+@_lookup
+def _extras_of(version: str) -> tuple[records.PublishedExtra, ...]:
+    return tuple(row for row in table("published").extras if row.version == version)
 
 
 @_lookup

@@ -1,4 +1,5 @@
-"""Write data/knowledge.json from data/*.yaml: the YAML is the source of truth, the JSON what a run loads.
+"""Write data/knowledge.json from data/*.yaml and sources/: the YAML and the recorded sources are the truth, the JSON
+what a run loads.
 
 A run parses JSON with the standard library in a few milliseconds, where importing PyYAML and
 parsing the tables cost tens. Every table is validated here as it is at run time, so a bad
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from cudnn_doctor.errors import KnowledgeError
-from cudnn_doctor.knowledge import files, prebuilt, schema
+from cudnn_doctor.knowledge import files, prebuilt, pypi, schema
 
 DATA = Path(__file__).with_name("data")
 OUTPUT = DATA / "knowledge.json"
@@ -26,18 +27,32 @@ PREBUILT = DATA / "knowledge.pickle"
 COMMAND = "python -m cudnn_doctor.knowledge.generate"
 
 
-def read_yaml_tables(data: Path = DATA) -> dict[str, Any]:
-    """Every table's document, read from its YAML file and validated (a KnowledgeError names file and row)."""
+def read_yaml_tables(data: Path = DATA, sources: Optional[Path] = None) -> dict[str, Any]:
+    """Every table's document, read from its YAML file, or generated from its recorded source (`published`, from
+    sources/pypi.json.gz), and validated (a KnowledgeError names file and row)."""
     documents = {}
     for name in schema.TABLES:
+        if name in SOURCED:
+            document = SOURCED[name](sources)
+            schema.build(name, document, f"{name} (generated from {pypi.SOURCE.name})")
+            documents[name] = document
+            continue
         path = data / f"{name}.yaml"
         document = files.read(path)
         schema.build(name, document, path.name)
         documents[name] = document
-    extra = sorted(p.name for p in data.glob("*.yaml") if p.stem not in schema.TABLES)
+    extra = sorted(p.name for p in data.glob("*.yaml") if p.stem not in schema.TABLES or p.stem in SOURCED)
     if extra:
         raise KnowledgeError(f"{extra[0]}: no table of that name in knowledge/schema.py")
     return documents
+
+
+def _published(sources: Optional[Path]) -> dict[str, Any]:
+    return pypi.published_rows(pypi.read(sources or pypi.SOURCE))
+
+
+# tables generated from a recorded machine-readable source rather than written in YAML
+SOURCED = {"published": _published}
 
 
 def render(documents: dict[str, Any]) -> str:

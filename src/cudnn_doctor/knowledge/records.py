@@ -333,6 +333,41 @@ class FrameworksTable(Record):
     releases: tuple[FrameworkReleases, ...] = ()
 
 
+# published: generated from sources/pypi.json.gz (knowledge/pypi.py), never written by hand
+
+
+class PublishedRelease(Record):
+    """One release of a distribution as the package index lists it."""
+
+    distribution: str
+    version: str
+    linux: tuple[str, ...]  # the Python tags of its Linux x86_64 wheels ("cp311"; "py3" for a pure wheel); () for none
+    windows: tuple[str, ...]  # the same for Windows x86_64
+    source: str
+    sdist: bool = False
+    requires_python: Optional[VersionRange] = None
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+
+
+class PublishedExtra(Record):
+    """What `distribution[extra]==version` adds, from that release's METADATA (`Requires-Dist: …; extra == "cuda12"`)."""
+
+    distribution: str
+    version: str
+    extra: str
+    requires: tuple[str, ...]  # PEP 508 requirements without markers: "jax-cuda13-plugin<=0.7.0,>=0.7.0"
+    source: str
+    copy: Optional[str] = None
+    observed: Optional[str] = None
+
+
+class PublishedTable(Record):
+    reviewed: str  # the date the source was recorded
+    releases: tuple[PublishedRelease, ...]
+    extras: tuple[PublishedExtra, ...]
+
+
 # gpus.yaml
 
 

@@ -300,7 +300,29 @@ def _check_cudnn(table: r.CudnnTable, where: str) -> None:
 
 _LIBRARY_NAME = {"cuda": _version, "windows": _text, "linux": _text}
 
+_TAGS = _list_of(_text, "Python tags such as cp311")
+
 TABLES: dict[str, Table] = {
+    "published": Table(
+        r.PublishedTable,
+        {
+            "releases": _rows(
+                r.PublishedRelease,
+                {"distribution": _text, "version": _text, "linux": _TAGS, "windows": _TAGS, "sdist": _boolean, "requires_python": _optional(_range)},
+                lambda row: (row.distribution, row.version),
+                "distribution",
+                "version",
+            ),
+            "extras": _rows(
+                r.PublishedExtra,
+                {"distribution": _text, "version": _text, "extra": _text, "requires": _list_of(_text, "requirements")},
+                lambda row: (row.distribution, row.version, row.extra),
+                "distribution",
+                "version",
+                "extra",
+            ),
+        },
+    ),
     "cuda_driver": Table(
         r.CudaDriverTable,
         {

@@ -9,8 +9,9 @@ per toolkit minor of that major, so that choosing the toolkit is part of the sea
 from __future__ import annotations
 
 from functools import cache, lru_cache
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Sequence
 
+from packaging.requirements import Requirement
 from packaging.version import InvalidVersion, Version
 
 from cudnn_doctor import knowledge
@@ -281,6 +282,9 @@ def _jax(os_name: str) -> Iterator[Candidate]:
         for row in knowledge.jax_builds(V(version)):
             if not row.distribution.startswith("jax-cuda"):
                 continue  # jaxlib+cuda wheels came from Google's find-links page, not PyPI: not planned
+            installs, python = _jax_installs(version, row.extra)
+            if not installs:
+                continue  # the release has no such extra, or what it pins was never published (jax[cuda13]==0.7.0)
             yield Candidate(
                 framework="jax",
                 version=version,
@@ -288,13 +292,46 @@ def _jax(os_name: str) -> Iterator[Candidate]:
                 cuda=row.cuda,
                 cudnn=row.cudnn,
                 cudnn_rule="at-least",
-                python=None,
+                python=python,
                 cuda_from=row.loads_cuda,
                 requirement=f"jax[{row.extra}]=={version}",
                 pip_options=(),
                 source=row.source,
                 driver_floor=row.driver_linux,
             )
+
+
+def _jax_installs(version: str, extra: str) -> tuple[bool, Optional[VersionRange]]:
+    """Whether `jax[extra]==version` installs, per the recorded package index: the release provides the extra and each
+    recorded distribution it pins has a release that fits; and the Pythons it installs on (jax's Requires-Python and the
+    CPython tags of the newest fitting plugin). (True, None) where that release's extras were not recorded."""
+    if not knowledge.extras_recorded("jax", version):
+        return True, None
+    adds = knowledge.published_extra("jax", version, extra)
+    if adds is None:
+        return False, None
+    tags: tuple[str, ...] = ()
+    for text in adds.requires:
+        requirement = Requirement(text)
+        releases = knowledge.published(requirement.name)
+        if not releases:
+            continue  # not recorded (jaxlib, the nvidia-* wheels): not judged here
+        fitting = [r for r in releases if r.linux and requirement.specifier.contains(r.version)]
+        if not fitting:
+            return False, None
+        tags = tags or fitting[0].linux
+    jax = next((r for r in knowledge.published("jax") if r.version == version), None)
+    return True, python_range(jax.requires_python if jax else None, tags)
+
+
+def python_range(requires: Optional[VersionRange], tags: Sequence[str]) -> Optional[VersionRange]:
+    """The Pythons a release installs on: its Requires-Python and the CPython minors its wheels are tagged for
+    ("cp310"…"cp313": >=3.10,<3.14); None when neither says."""
+    minors = sorted(int(tag[3:]) for tag in tags if tag.startswith("cp3") and tag[3:].isdigit())
+    tagged = f">=3.{minors[0]},<3.{minors[-1] + 1}" if minors else None
+    if requires is None or (minors and all(requires.contains(f"3.{minor}") for minor in minors)):
+        return VersionRange(tagged) if tagged else None  # Requires-Python says nothing the tags do not
+    return VersionRange(f"{requires},{tagged}" if tagged else str(requires))
 
 
 # the toolkit alone ---------------------------------------------------------------------------------

@@ -272,6 +272,17 @@ def driver_requirement(cuda: Version, os_name: str) -> Optional[DriverRequiremen
 
 
 @_lookup
+def toolkit_releases(cuda: Version) -> tuple[str, ...]:
+    """The toolkit releases NVIDIA's driver table lists that `cuda` names, newest first: "12" every 12.x, "12.9" every
+    12.9 update, "12.9.0" that one."""
+    wanted = cuda.release
+    found = [row.cuda for row in table("cuda_driver").toolkits if Version(row.cuda).release[: len(wanted)] == wanted]
+    if len(wanted) < 3 or found:
+        return tuple(sorted(found, key=Version, reverse=True))
+    row = toolkit_release(cuda)  # an update without a row of its own (10.1.243): its minor's row at or below it
+    return (str(cuda),) if row is not None else ()
+
+
 def toolkit_release(cuda: Version) -> Optional[records.ToolkitDriver]:
     """NVIDIA's row for one toolkit release: "12.4.1" is that update; "12.4" (no third part) is the GA of 12.4;
     an update NVIDIA gives no row of its own (10.1.243, 12.3.2) takes the newest row of its minor at or below it.

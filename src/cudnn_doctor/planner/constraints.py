@@ -48,8 +48,14 @@ class Verdict(Record):
 
 
 def judge(candidate: Candidate, request: Request, python_hard: bool) -> Verdict:
-    """Every reason `candidate` fails the request (none: it can be used), and what it needs."""
-    toolkit = newest_update(candidate.cuda) if candidate.cuda_from == "system" and "." in candidate.cuda else None
+    """Every reason `candidate` fails the request (none: it can be used), and what it needs. A toolkit is the exact
+    release asked for (`--cuda 12.9.0`, with its own Table 3 minimum), else the newest update of the candidate's minor."""
+    exact = request.cuda.text if request.cuda is not None and len(V(request.cuda.text).release) >= 3 else None
+    if exact and candidate.framework == "cuda" and V(candidate.cuda).release[:2] == V(exact).release[:2]:
+        candidate = candidate._replace(version=exact)
+    toolkit = None
+    if candidate.cuda_from == "system" and "." in candidate.cuda:
+        toolkit = exact if exact and V(exact).release[:2] == V(candidate.cuda).release[:2] else newest_update(candidate.cuda)
     needs = _driver_needs(candidate, toolkit)
     reasons: list[Reason] = []
     reasons += _cuda_reasons(candidate, request)
@@ -104,8 +110,10 @@ def _cuda_reasons(candidate: Candidate, request: Request) -> list[Reason]:
     if request.cuda is None:
         return []
     wanted = V(request.cuda.text)
-    if "." in candidate.cuda:
-        fits = V(candidate.cuda).release[:2] == (wanted.release + (0,))[:2]
+    if len(wanted.release) == 1:  # `--cuda 12`: any release of that major
+        fits = candidate.cuda_major == wanted.major
+    elif "." in candidate.cuda:
+        fits = V(candidate.cuda).release[:2] == wanted.release[:2]
     else:
         fits = candidate.cuda_major == wanted.major
     return [] if fits else [Reason("cuda", f"is built for CUDA {candidate.cuda}, not {request.cuda.text}", candidate.source)]

@@ -34,7 +34,7 @@ def build_request(
     python = parse_version_option("--python", python, parts=2) if python else None
     driver = parse_version_option("--driver", driver, parts=2) if driver else None
     cuda = parse_version_option("--cuda", cuda, parts=1) if cuda else None
-    if cuda and knowledge.toolkit_release(Version(cuda)) is None:
+    if cuda and not knowledge.toolkit_releases(Version(cuda)):
         raise UsageError(f"--cuda {cuda!r}: no CUDA toolkit release of that version in the knowledge")
     gpu_name, capability = _gpu(gpu) if gpu else (None, None)
     defaults = machine if machine is not None else _read(fixture, os_name, python, gpu, driver, wanted or cuda)

@@ -1,0 +1,32 @@
+"""Issue 30: `plan --cuda` answers the question asked. An exact release is planned as that release with its own
+Table 3 minimum (12.9.0 is not 12.9.1); a major alone (`--cuda 12`) is any of its releases, the newest first."""
+
+from __future__ import annotations
+
+import pytest
+
+from cudnn_doctor.errors import UsageError
+
+from .test_plan import plan
+
+
+@pytest.mark.parametrize(
+    "cuda, release, linux_driver",
+    [
+        ("12.9.0", "12.9.0", "575.51.03"),  # Table 3, "CUDA 12.9 GA"
+        ("12.9.1", "12.9.1", "575.57.08"),  # "CUDA 12.9 Update 1"
+        ("12.9", "12.9.1", "575.57.08"),  # a minor: its newest update
+        ("12", "12.9.1", "575.57.08"),  # a major: its newest release
+        ("11.2.0", "11.2.0", "460.27.03"),  # "CUDA 11.2.0 GA"
+    ],
+)
+def test_a_toolkit_release_is_planned_as_asked(cuda, release, linux_driver):
+    stack = plan(os="linux", cuda=cuda)["stack"]
+    assert (stack["version"], stack["toolkit"]) == (release, release), stack
+    assert stack["min_driver"]["linux"] == linux_driver, stack["min_driver"]
+
+
+def test_a_cuda_that_never_existed_is_refused():
+    for cuda in ("12.7", "14", "9.3"):
+        with pytest.raises(UsageError, match="no CUDA toolkit release of that version"):
+            plan(os="linux", cuda=cuda)

@@ -30,3 +30,13 @@ def test_a_cuda_that_never_existed_is_refused():
     for cuda in ("12.7", "14", "9.3"):
         with pytest.raises(UsageError, match="no CUDA toolkit release of that version"):
             plan(os="linux", cuda=cuda)
+
+
+def test_every_table_3_toolkit_is_planned():
+    """Table 3 lists toolkits from CUDA 7.0: a machine whose driver runs nothing newer gets them, not "no stack"; where the
+    support matrix has no cuDNN for one, that is the reason given, not silence."""
+    stack = plan(os="linux", cuda="9.0")["stack"]
+    assert (stack["toolkit"], stack["min_driver"]["linux"], stack["cudnn"]) == ("9.0.76", "384.81", "7.6.5.32"), stack
+    rejected = plan(os="linux", cuda="8.0")["rejected"]
+    eight = next(r for r in rejected if r["version"] == "8.0.44")
+    assert [reason["kind"] for reason in eight["reasons"]] == ["cudnn"], eight

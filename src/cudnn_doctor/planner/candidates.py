@@ -356,11 +356,11 @@ def _toolkits(os_name: str) -> Iterator[Candidate]:
 
 @cache
 def _newest_updates() -> tuple[str, ...]:
-    """The newest release of every CUDA minor from 10.0, newest first ("12.9.1", "12.8.1", ...)."""
+    """The newest release of every CUDA minor NVIDIA's Table 3 lists (8.0 on), newest first ("12.9.1", "12.8.1", ...)."""
     newest: dict[tuple[int, ...], str] = {}
     for row in knowledge.table("cuda_driver").toolkits:
         version = V(row.cuda)
-        if version >= V("10.0") and (version.release[:2] not in newest or version > V(newest[version.release[:2]])):
+        if version.release[:2] not in newest or version > V(newest[version.release[:2]]):
             newest[version.release[:2]] = row.cuda
     return tuple(sorted(newest.values(), key=V, reverse=True))
 

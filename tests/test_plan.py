@@ -191,17 +191,17 @@ OTHER_QUERIES = [
     (("tensorflow",), dict(os="windows", python="3.11"), None),  # 2.10 stops at <3.11
     (("tensorflow==2.10",), dict(os="windows", python="3.11"), None),
     # Linux newest: 2.21.0 (CUDA 12.5 / cuDNN 9.3), a system toolkit (no and_cuda row for 2.21).
-    (("tensorflow",), dict(os="linux"), [("tensorflow", "2.21", "system")]),
+    (("tensorflow",), dict(os="linux"), [("tensorflow", "2.21", "and-cuda")]),
     # [and-cuda] brings its CUDA wheels: minor-version compatibility, so any 12.x build runs from 525 (the 12.x floor).
-    (("tensorflow",), dict(os="linux", driver="535.104.05"), [("tensorflow", "2.20", "and-cuda")]),
-    (("tensorflow",), dict(os="linux", driver="525.60.13"), [("tensorflow", "2.20", "and-cuda")]),
-    (("tensorflow",), dict(os="wsl", driver="528.49"), [("tensorflow", "2.20", "and-cuda")]),
+    (("tensorflow",), dict(os="linux", driver="535.104.05"), [("tensorflow", "2.21", "and-cuda")]),
+    (("tensorflow",), dict(os="linux", driver="525.60.13"), [("tensorflow", "2.21", "and-cuda")]),
+    (("tensorflow",), dict(os="wsl", driver="528.49"), [("tensorflow", "2.21", "and-cuda")]),
     # 470.57.02 is below the 12.x floor: 2.14's [and-cuda] pins CUDA 11.8 wheels, which run from 450.80.02.
     (("tensorflow",), dict(os="linux", driver="470.57.02"), [("tensorflow", "2.14", "and-cuda")]),
     (("tensorflow<2",), dict(os="linux"), [("tensorflow", "1.15", "system")]),  # 1.15.0: CUDA 10.0 / cuDNN 7.4
     (("tensorflow",), dict(os="linux", python="3.8"), [("tensorflow", "2.13", "system")]),  # 2.13.0: >=3.8,<3.12
     # One environment: same CUDA major and cuDNN major. torch 2.4+ bundle cuDNN 9, TF 2.15's wheels cuDNN 8.9.
-    (("torch", "tensorflow"), dict(os="linux", driver="535.104.05"), [("torch", "2.14", "cu126"), ("tensorflow", "2.20", "and-cuda")]),
+    (("torch", "tensorflow"), dict(os="linux", driver="535.104.05"), [("torch", "2.14", "cu126"), ("tensorflow", "2.21", "and-cuda")]),
     (("torch", "tensorflow"), dict(os="windows"), [("torch", "2.3", "cu118"), ("tensorflow", "2.10", "system")]),
     # onnxruntime_builds ">=1.27" pypi: CUDA 13.0 / cuDNN 9 with the [cuda,cudnn] extras; newest release 1.31.1.
     (("onnxruntime",), dict(os="linux"), [("onnxruntime", "1.31", "pypi[cuda,cudnn]")]),
@@ -261,10 +261,11 @@ def test_tensorflow_windows_commands_give_the_conda_line_and_the_old_package_nam
 
 def test_and_cuda_builds_install_with_the_extra():
     # [and-cuda] brings CUDA wheels with native code for the GPU: minor-version compatibility (knowledge.driver_rule,
-    # as in `check`). 535.104.05 is past the 12.x floor (525), so 2.20's CUDA 12.5 wheels run (the old planner asked
-    # 12.5's own minimum, 555.42.02, and pinned 2.15.1); 470.57.02 is below it, and 2.14.1 pins CUDA 11.8 wheels (11.x floor 450.80.02).
+    # as in `check`). 535.104.05 is past the 12.x floor (525), so 2.21's CUDA 12.5 wheels run (the old planner asked
+    # 12.5's own minimum, 555.42.02, and pinned 2.15.1; 2.21's [and-cuda] is known from its recorded METADATA);
+    # 470.57.02 is below it, and 2.14.1 pins CUDA 11.8 wheels (11.x floor 450.80.02).
     report = plan("tensorflow", os="linux", driver="535.104.05")
-    assert any('"tensorflow[and-cuda]==2.20.0"' in line for line in report["commands"])
+    assert any('"tensorflow[and-cuda]==2.21.0"' in line for line in report["commands"])
     old = plan("tensorflow", os="linux", driver="470.57.02")
     assert any('"tensorflow[and-cuda]==2.14.1"' in line for line in old["commands"])
 

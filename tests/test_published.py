@@ -123,3 +123,10 @@ def test_jax_cuda13_is_never_planned_where_its_plugin_was_never_published():
 def test_jax_is_planned_for_a_python_its_wheels_serve(python, newest):
     planned = json.dumps(plan("jax", os="linux", python=python))
     assert f"jax[cuda13]=={newest}" in planned or f"jax[cuda12]=={newest}" in planned, planned[:1500]
+
+
+def test_tensorflow_on_linux_is_planned_by_its_pip_route_first():
+    """TensorFlow 2.21.0's METADATA has `[and-cuda]`: the wheels bring CUDA and cuDNN, no toolkit or archive to install."""
+    assert knowledge.published_extra("tensorflow", "2.21.0", "and-cuda") is not None
+    stack = plan("tensorflow", os="linux", python="3.11")["stack"]
+    assert (stack["version"], stack["build"]) == ("2.21.0", "and-cuda"), stack

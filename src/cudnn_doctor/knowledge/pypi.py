@@ -29,8 +29,9 @@ from packaging.version import InvalidVersion, Version
 SOURCE = Path(__file__).with_name("sources") / "pypi.json.gz"
 INDEX = "https://pypi.org/simple/"
 # The distributions a plan pins, and those whose extras' Requires-Dist it must read (what `jax[cuda12]` installs).
-TRACKED = ("jax", "jax-cuda12-plugin", "jax-cuda13-plugin", "onnxruntime-gpu", "paddlepaddle-gpu")
-WITH_EXTRAS = ("jax",)
+TRACKED = ("jax", "jax-cuda12-plugin", "jax-cuda13-plugin", "onnxruntime-gpu", "paddlepaddle-gpu", "tensorflow")
+# distribution -> the oldest release whose extras are read (TensorFlow's [and-cuda] began with 2.14)
+WITH_EXTRAS = {"jax": "0", "tensorflow": "2.14"}
 PLATFORM = "manylinux"  # the wheels whose Python tags count: Linux x86_64 (JAX's CUDA builds exist only there)
 _TIMEOUT = 60
 _LIMIT = 64 << 20  # the largest index page read
@@ -148,7 +149,11 @@ def record(names: Iterable[str] = TRACKED, path: Path = SOURCE, get: Callable[..
         if name in WITH_EXTRAS:
             wheels = {f["filename"]: f for f in files if f["filename"].endswith(".whl")}
             for version, entry in found.items():
-                wheel = next((f for n, f in wheels.items() if n.startswith(f"{name.replace('-', '_')}-{version}-")), None)
+                if Version(version) < Version(WITH_EXTRAS[name]):
+                    continue
+                prefix = f"{name.replace('-', '_')}-{version}-"
+                mine = sorted((n for n in wheels if n.startswith(prefix)), key=lambda n: ("manylinux" not in n, n))  # Linux's extras
+                wheel = wheels[mine[0]] if mine else None
                 if wheel is None or not isinstance(wheel.get("size"), int):
                     continue
                 members = wheel_member(wheel["url"], wheel["size"], lambda n: n.endswith(".dist-info/METADATA"), get)

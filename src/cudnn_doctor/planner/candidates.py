@@ -154,16 +154,16 @@ def _tensorflow(os_name: str) -> Iterator[Candidate]:
     for row in sorted((r for r in table.tested_builds if r.os == os_name), key=lambda r: V(r.version), reverse=True):
         for version in _series(row.version, row.patch):
             package = _tensorflow_package(V(version))
-            and_cuda = knowledge.tensorflow_and_cuda(V(version)) if os_name == "linux" else None
             common = dict(framework="tensorflow", version=version, cuda=row.cuda, cudnn=row.cudnn, python=row.python, pip_options=())
-            if and_cuda is not None:
+            source = _and_cuda_source(package, version) if os_name == "linux" else None
+            if source is not None:  # the pip route first: the wheels bring CUDA and cuDNN
                 yield Candidate(
                     **common,
                     build="and-cuda",
                     cudnn_rule="bundled",
                     cuda_from="bundled",
                     requirement=f"{package}[and-cuda]=={version}",
-                    source=and_cuda.source,
+                    source=source,
                 )
             yield Candidate(
                 **common,
@@ -174,6 +174,15 @@ def _tensorflow(os_name: str) -> Iterator[Candidate]:
                 source=row.source,
                 conda=_tensorflow_conda(row, os_name),
             )
+
+
+def _and_cuda_source(package: str, version: str) -> Optional[str]:
+    """Where it is said that the release has an `[and-cuda]` extra: the hand-kept row, else its own METADATA (recorded)."""
+    row = knowledge.tensorflow_and_cuda(V(version))
+    if row is not None:
+        return row.source
+    extra = knowledge.published_extra(package, version, "and-cuda")
+    return f"{extra.source} ({package} {version} METADATA: Provides-Extra: and-cuda)" if extra is not None else None
 
 
 def _tensorflow_package(version: Version) -> str:

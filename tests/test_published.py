@@ -130,3 +130,12 @@ def test_tensorflow_on_linux_is_planned_by_its_pip_route_first():
     assert knowledge.published_extra("tensorflow", "2.21.0", "and-cuda") is not None
     stack = plan("tensorflow", os="linux", python="3.11")["stack"]
     assert (stack["version"], stack["build"]) == ("2.21.0", "and-cuda"), stack
+
+
+def test_paddle_is_planned_only_for_the_pythons_its_release_was_built_for():
+    """paddlepaddle-gpu 2.6.2's wheels are cp38-cp312: Python 3.13 gets no 2.6.2 build (from PyPI or Paddle's index)."""
+    rejected = plan("paddle==2.6.2", os="linux", python="3.13")
+    assert rejected["stack"] is None and any(reason["kind"] == "python" for option in rejected["rejected"] for reason in option["reasons"]), rejected[
+        "rejected"
+    ][:3]
+    assert plan("paddle==2.6.2", os="linux", python="3.12")["stack"]["version"] == "2.6.2"

@@ -247,6 +247,10 @@ def _paddle(os_name: str) -> Iterator[Candidate]:
         for row in sorted((r for r in rows if r.versions is None or r.versions.contains(parsed, prereleases=True)), key=lambda r: V(r.cuda), reverse=True):
             requirement, options = _paddle_pip(version, row)
             cudas = [row.cuda] if bundled else _system_toolkits(row.cuda, os_name)
+            # A release is built for one set of Pythons: its PyPI wheels say which, for the builds on Paddle's index too.
+            wheels = _pypi_wheels("paddlepaddle-gpu", version, os_name)
+            if wheels is not None and wheels[0] is False and row.tag == "pypi":
+                continue  # PyPI has no wheel of that release for this OS
             for cuda in cudas:
                 yield Candidate(
                     framework="paddle",
@@ -255,12 +259,22 @@ def _paddle(os_name: str) -> Iterator[Candidate]:
                     cuda=cuda,
                     cudnn=_series_of(row.cudnn),
                     cudnn_rule="bundled" if bundled else "series",
-                    python=None,
+                    python=wheels[1] if wheels else None,
                     cuda_from="bundled" if bundled else "system",
                     requirement=requirement,
                     pip_options=options,
                     source=row.source,
                 )
+
+
+def _pypi_wheels(distribution: str, version: str, os_name: str) -> Optional[tuple[bool, Optional[VersionRange]]]:
+    """(whether PyPI has a wheel of that release for the OS, the Pythons its wheels serve) from the recorded index; None
+    when the release is not recorded (another index serves it)."""
+    release = next((r for r in knowledge.published(distribution) if r.version == version), None)
+    if release is None:
+        return None
+    tags = release.windows if os_name == "windows" else release.linux
+    return bool(tags), python_range(release.requires_python, tags)
 
 
 def _series_of(cudnn: Optional[str]) -> Optional[str]:

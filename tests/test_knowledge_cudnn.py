@@ -120,7 +120,7 @@ def test_cuda_10_2_reaches_8_7_and_holds_7_6_5():
 
 
 def test_a_bare_major_means_every_build_of_that_major():
-    assert fulls("12")[0] == "9.28.0.42"  # 9.28.1.4 is CUDA 13 only (support >=9.18,<9.29)
+    assert fulls("12")[0] == "9.28.1.4"  # NVIDIA's redistrib_9.28.1.json lists cuda12 archives (PyPI has no cu12 wheel of it)
     assert fulls("13")[0] == "9.28.1.4"
 
 
@@ -164,7 +164,7 @@ def test_each_build_has_the_compute_capability_floor_nvidia_gave_it_or_an_older_
     [
         ("GTX 1080", "12.8", "9.10.2.21"),  # Pascal: the newest cuDNN with sm_61 kernels
         ("Tesla K80", "11.4", "8.7.0.84"),  # Kepler: the newest with sm_35 kernels
-        ("RTX 4090", "12.8", "9.28.0.42"),
+        ("RTX 4090", "12.8", "9.28.1.4"),
     ],
 )
 def test_the_planner_gives_each_gpu_the_newest_cudnn_that_runs_on_it(gpu: str, cuda: str, cudnn: str):

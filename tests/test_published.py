@@ -139,3 +139,11 @@ def test_paddle_is_planned_only_for_the_pythons_its_release_was_built_for():
         "rejected"
     ][:3]
     assert plan("paddle==2.6.2", os="linux", python="3.12")["stack"]["version"] == "2.6.2"
+
+
+def test_cudnn_9_28_1_has_cuda_12_archives():
+    """NVIDIA's redistrib_9.28.1.json lists cuda12 archives (linux-x86_64, linux-sbsa): it is not CUDA 13 only."""
+    from packaging.version import Version
+
+    assert knowledge.cudnn_archive_name("9.28.1.4", Version("12.9"), "linux") == "cudnn-linux-x86_64-9.28.1.4_cuda12-archive.tar.xz"
+    assert plan(os="linux", cuda="12.9")["stack"]["cudnn"] == "9.28.1.4"

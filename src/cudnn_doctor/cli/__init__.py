@@ -34,6 +34,7 @@ _MODULES = {
     "rollback": "install",
     "history": "install",
     "explain": "explain",
+    "kb": "kb",
 }
 
 

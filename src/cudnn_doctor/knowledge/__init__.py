@@ -111,13 +111,64 @@ def _shipped_table(name: str) -> Any:
 
 @functools.cache
 def table(name: str) -> Any:
-    """One table as its typed record (`records.TorchTable` for "torch"), with the user's rows over it under `overlay`."""
-    shipped = _shipped_table(name)
+    """One table as its typed record (`records.TorchTable` for "torch"): the shipped rows, the user's `kb update` over
+    them, and the rows of a `--kb` file over both under `overlay`."""
+    shipped = _updated(name, _shipped_table(name))
     if _overlay is None or name not in _overlay.tables:
         return shipped
     from cudnn_doctor.knowledge import schema
 
     return schema.overlay(name, shipped, _overlay.tables[name], f"{_overlay.where}: {name}")
+
+
+def _updated(name: str, shipped: Any) -> Any:
+    """The shipped table with the rows `cudnn-doctor kb update` wrote over it; an update that cannot be used is ignored
+    (`kb status` says why): it never stops a diagnosis."""
+    found = update_overlay()
+    if found is None or name not in found.tables:
+        return shipped
+    from cudnn_doctor.knowledge import schema
+
+    try:
+        return schema.overlay(name, shipped, found.tables[name], f"{found.where}: {name}")
+    except KnowledgeError:
+        return shipped
+
+
+_UPDATE: dict[str, Any] = {}  # "overlay" / "problem": the user's update file as read once
+UPDATE_NAME = "knowledge-update.json"
+
+
+def update_path() -> Path:
+    """Where `kb update` keeps what it read: the user's state folder."""
+    from cudnn_doctor.paths import state_dir
+
+    return Path(state_dir()) / UPDATE_NAME
+
+
+def update_overlay() -> Optional[_Overlay]:
+    """The overlay `kb update` wrote in the state folder, read once; None when there is none or it cannot be used."""
+    if "overlay" not in _UPDATE:
+        path = update_path()
+        _UPDATE["overlay"], _UPDATE["problem"] = None, None
+        if path.is_file():
+            try:
+                _UPDATE["overlay"] = read_overlay(path)
+            except InputError as error:
+                _UPDATE["problem"] = str(error)
+    return _UPDATE["overlay"]
+
+
+def update_problem() -> Optional[str]:
+    """Why the update file is not used, when it is not."""
+    update_overlay()
+    return _UPDATE.get("problem")
+
+
+def forget_update() -> None:
+    """After `kb update` wrote a new overlay: read it again, and every table and lookup with it."""
+    _UPDATE.clear()
+    _tables_changed()
 
 
 def read_overlay(path: Path) -> _Overlay:

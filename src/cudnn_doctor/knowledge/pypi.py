@@ -33,24 +33,26 @@ TRACKED = ("jax", "jax-cuda12-plugin", "jax-cuda13-plugin", "onnxruntime-gpu", "
 # distribution -> the oldest release whose extras are read (TensorFlow's [and-cuda] began with 2.14)
 WITH_EXTRAS = {"jax": "0", "tensorflow": "2.14"}
 PLATFORM = "manylinux"  # the wheels whose Python tags count: Linux x86_64 (JAX's CUDA builds exist only there)
-_TIMEOUT = 60
-_LIMIT = 64 << 20  # the largest index page read
+_TIMEOUT_S = 60.0
+_LIMIT = 16 << 20  # the largest response read: an index page of every tracked distribution is far below it
 
 
-def _get(url: str, headers: Optional[dict[str, str]] = None) -> bytes:
+def _get(url: str, headers: Optional[dict[str, str]] = None, timeout: float = _TIMEOUT_S) -> bytes:
+    """One bounded request: HTTPS only (plain HTTP to this machine's loopback, where tests serve), at most _LIMIT bytes
+    and `timeout` seconds of silence."""
     request = urllib.request.Request(url, headers=headers or {})
-    if not url.startswith("https://"):
+    if not url.startswith(("https://", "http://127.0.0.1:", "http://localhost:")):
         raise ValueError(f"not an HTTPS URL: {url}")
-    with urllib.request.urlopen(request, timeout=_TIMEOUT) as response:
+    with urllib.request.urlopen(request, timeout=timeout) as response:
         data = response.read(_LIMIT + 1)
     if len(data) > _LIMIT:
         raise ValueError(f"{url}: more than {_LIMIT} bytes")
     return data
 
 
-def index_files(name: str, get: Callable[..., bytes] = _get) -> list[dict[str, Any]]:
+def index_files(name: str, get: Callable[..., bytes] = _get, index: str = INDEX) -> list[dict[str, Any]]:
     """The files the index lists for `name`, each checked for the fields used (filename, url, size, yanked, requires-python)."""
-    document = json.loads(get(f"{INDEX}{name}/", {"Accept": "application/vnd.pypi.simple.v1+json"}))
+    document = json.loads(get(f"{index}{name}/", {"Accept": "application/vnd.pypi.simple.v1+json"}))
     files = document.get("files") if isinstance(document, dict) else None
     if not isinstance(files, list):
         raise ValueError(f"{name}: the index answered no file list")
@@ -142,9 +144,18 @@ _LINUX = {"sys_platform": "linux", "platform_system": "Linux", "platform_machine
 
 def record(names: Iterable[str] = TRACKED, path: Path = SOURCE, get: Callable[..., bytes] = _get) -> dict[str, Any]:
     """Read the index (and the extras of WITH_EXTRAS) now and write the source file."""
+    document = fetch(names, get)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.GzipFile(path, "wb", mtime=0) as out:
+        out.write(json.dumps(document, indent=0, sort_keys=True).encode("utf-8"))
+    return document
+
+
+def fetch(names: Iterable[str] = TRACKED, get: Callable[..., bytes] = _get, index: str = INDEX) -> dict[str, Any]:
+    """The source document as the index answers now: {"index", "fetched", "distributions": {name: releases}}."""
     distributions: dict[str, Any] = {}
     for name in names:
-        files = index_files(name, get)
+        files = index_files(name, get, index)
         found = releases(files)
         if name in WITH_EXTRAS:
             wheels = {f["filename"]: f for f in files if f["filename"].endswith(".whl")}
@@ -159,12 +170,7 @@ def record(names: Iterable[str] = TRACKED, path: Path = SOURCE, get: Callable[..
                 members = wheel_member(wheel["url"], wheel["size"], lambda n: n.endswith(".dist-info/METADATA"), get)
                 entry["extras"] = extras(next(iter(members.values())).decode("utf-8", "replace")) if members else {}
         distributions[name] = found
-        print(f"{name}: {len(found)} releases", file=sys.stderr)
-    document = {"index": INDEX, "fetched": datetime.date.today().isoformat(), "distributions": distributions}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with gzip.GzipFile(path, "wb", mtime=0) as out:
-        out.write(json.dumps(document, indent=0, sort_keys=True).encode("utf-8"))
-    return document
+    return {"index": index, "fetched": datetime.date.today().isoformat(), "distributions": distributions}
 
 
 def read(path: Path = SOURCE) -> dict[str, Any]:
@@ -176,7 +182,8 @@ def read(path: Path = SOURCE) -> dict[str, Any]:
 def published_rows(document: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """The `published` table's sections: a row per release of each recorded distribution, and a row per extra of those
     whose extras were read."""
-    source = f"{document['index']} recorded {document['fetched']}"
+    via = f" through {document['index']}" if document["index"] != INDEX else ""  # a mirror (a test's loopback index)
+    source = f"{INDEX} recorded {document['fetched']}{via}"
     releases_rows, extras_rows = [], []
     for name, found in sorted(document["distributions"].items()):
         for version in sorted(found, key=Version, reverse=True):

@@ -121,8 +121,8 @@ def test_a_part_the_message_names_becomes_its_file():
 # --- the real files ----------------------------------------------------------------------------
 
 
-def _real_loader(version: str) -> dict[str, Any]:
-    path = wheel_member("tensorflow", version, "cp311-cp311-manylinux_2_17_x86_64", "tensorflow/libtensorflow_framework.so.2")
+def _real_loader(version: str, tag: str = "cp311-cp311-manylinux_2_17_x86_64") -> dict[str, Any]:
+    path = wheel_member("tensorflow", version, tag, "tensorflow/libtensorflow_framework.so.2")
     info = read_binary(str(path))
     return {"soname": info.soname, "imports": list(info.imports), "loads": list(info.loads), "rpath": list(info.runpath)}
 
@@ -136,8 +136,12 @@ def test_real_tensorflow_2_16_1_misses_its_cudnn_wheel():
 
 
 @pytest.mark.network
-def test_real_tensorflow_2_17_0_reaches_them():
-    assert not missing(tensorflow_machine(_real_loader("2.17.0"), log=""))
+@pytest.mark.parametrize(
+    "version, tag",
+    [("2.17.0", "cp311-cp311-manylinux_2_17_x86_64"), ("2.18.0", "cp311-cp311-manylinux_2_17_x86_64"), ("2.21.0", "cp311-cp311-manylinux_2_27_x86_64")],
+)
+def test_real_tensorflow_from_2_17_reaches_them(version, tag):
+    assert not missing(tensorflow_machine(_real_loader(version, tag), log=""))
 
 
 @pytest.mark.network

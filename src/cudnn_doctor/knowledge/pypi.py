@@ -114,10 +114,14 @@ class _RangeFile(io.RawIOBase):
         return len(data)
 
 
-def wheel_member(url: str, size: int, wanted: Callable[[str], bool], get: Callable[..., bytes] = _get) -> dict[str, bytes]:
-    """The members of the remote wheel whose names `wanted` accepts, read through range requests."""
-    with zipfile.ZipFile(io.BufferedReader(_RangeFile(url, size, get), buffer_size=1 << 20)) as archive:
-        return {name: archive.read(name) for name in archive.namelist() if wanted(name)}
+def wheel_members(
+    url: str, size: int, wanted: Callable[[str], bool], get: Callable[..., bytes] = _get, buffer: int = 1 << 20
+) -> tuple[list[str], dict[str, bytes]]:
+    """Every member name of the remote wheel, and the bytes of those `wanted` accepts, read through range requests
+    (`buffer` bytes at a time: a large member is read in few requests)."""
+    with zipfile.ZipFile(io.BufferedReader(_RangeFile(url, size, get), buffer_size=buffer)) as archive:
+        names = archive.namelist()
+        return names, {name: archive.read(name) for name in names if wanted(name)}
 
 
 def extras(metadata: str) -> dict[str, list[str]]:
@@ -167,7 +171,7 @@ def fetch(names: Iterable[str] = TRACKED, get: Callable[..., bytes] = _get, inde
                 wheel = wheels[mine[0]] if mine else None
                 if wheel is None or not isinstance(wheel.get("size"), int):
                     continue
-                members = wheel_member(wheel["url"], wheel["size"], lambda n: n.endswith(".dist-info/METADATA"), get)
+                _, members = wheel_members(wheel["url"], wheel["size"], lambda n: n.endswith(".dist-info/METADATA"), get)
                 entry["extras"] = extras(next(iter(members.values())).decode("utf-8", "replace")) if members else {}
         distributions[name] = found
     return {"index": index, "fetched": datetime.date.today().isoformat(), "distributions": distributions}

@@ -11,7 +11,6 @@ from __future__ import annotations
 from functools import cache, lru_cache
 from typing import Iterator, Optional, Sequence
 
-from packaging.requirements import Requirement
 from packaging.version import InvalidVersion, Version
 
 from cudnn_doctor import knowledge
@@ -333,6 +332,8 @@ def _jax_installs(version: str, extra: str) -> tuple[bool, Optional[VersionRange
     adds = knowledge.published_extra("jax", version, extra)
     if adds is None:
         return False, None
+    from packaging.requirements import Requirement  # only a JAX plan reads requirements: not on `check`'s path
+
     tags: tuple[str, ...] = ()
     for text in adds.requires:
         requirement = Requirement(text)

@@ -40,3 +40,13 @@ def test_every_table_3_toolkit_is_planned():
     rejected = plan(os="linux", cuda="8.0")["rejected"]
     eight = next(r for r in rejected if r["version"] == "8.0.44")
     assert [reason["kind"] for reason in eight["reasons"]] == ["cudnn"], eight
+
+
+def test_a_side_feed_build_is_installed_from_that_feed_alone():
+    """onnxruntime-gpu 1.18.0 is on PyPI (CUDA 11.8) and on the CUDA 12 feed: `--extra-index-url` would let pip take
+    either, so the CUDA 12 build comes from the feed alone (`--index-url`, `--no-deps`), then the met pin brings its deps."""
+    commands = plan("onnxruntime==1.18.0", os="linux", cuda="12.2")["commands"]
+    pip = [line for line in commands if "pip install" in line]
+    assert not any("--extra-index-url" in line for line in pip), pip
+    assert pip[0].endswith("--index-url https://aiinfra.pkgs.visualstudio.com/PublicPackages/_packaging/onnxruntime-cuda-12/pypi/simple/ --no-deps")
+    assert pip[1] == 'python -m pip install "onnxruntime-gpu==1.18.0"'

@@ -53,12 +53,28 @@ def steps(stack: Stack, os_name: str, driver: Optional[str], environment: str = 
     for verdict in stack.chosen:
         candidate = verdict.candidate
         if candidate.requirement:
-            commands.append(pip_line(candidate.requirement, candidate.pip_options))
+            commands += pip_lines(candidate.requirement, candidate.pip_options)
         if candidate.note:
             notes.append(candidate.note)
     conda = tuple(v.candidate.conda for v in stack.chosen if v.candidate.conda)
     commands.append("cudnn-doctor check")
     return Steps(tuple(downloads), tuple(commands), conda, tuple(notes))
+
+
+def pip_lines(requirement: str, options: tuple[str, ...]) -> list[str]:
+    """The pip lines that install exactly the build planned. A build from a side feed (`--extra-index-url FEED`) whose
+    version PyPI also serves (ONNX Runtime's CUDA 12 builds of 1.17-1.18, PyPI's being CUDA 11.8) would let pip take
+    either: it is installed from the feed alone without its dependencies, then the same pin, already met, brings those."""
+    feed = options[options.index("--extra-index-url") + 1] if "--extra-index-url" in options[:-1] else None
+    if feed is None or not _on_pypi(requirement):
+        return [pip_line(requirement, options)]
+    return [pip_line(requirement, ("--index-url", feed, "--no-deps")), pip_line(requirement, ())]
+
+
+def _on_pypi(requirement: str) -> bool:
+    """Whether the recorded package index lists the exact release `name==version` pins."""
+    name, _, version = requirement.partition("==")
+    return bool(version) and any(row.version == version for row in knowledge.published(name.split("[", 1)[0]))
 
 
 def pip_line(requirement: str, options: tuple[str, ...]) -> str:

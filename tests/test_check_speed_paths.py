@@ -40,6 +40,7 @@ NEVER_ON_A_FIXTURE = (
     "zipfile",
     "dataclasses",
     "inspect",
+    "platformdirs",  # on Windows it imports ctypes: a replayed fixture never looks for the user's `kb update`
 )
 NEVER_LIVE = ("pickle", "uuid", "cudnn_doctor.knowledge.schema", "yaml", "rich", "dataclasses")  # whatever the machine has
 

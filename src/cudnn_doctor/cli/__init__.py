@@ -75,6 +75,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args = parser.parse_args(arguments)  # --help and --version print here: fitted too
         if args.command is None:
             raise UsageError("missing COMMAND, e.g. `cudnn-doctor check` (see `cudnn-doctor --help`)")
+        if not getattr(args, "fixture", None):  # this machine: its `kb update` counts; a replayed fixture keeps the shipped data
+            from cudnn_doctor import knowledge
+
+            knowledge.use_updates()
         code = args.run(args)
         sys.stdout.flush()  # a closed pipe or a full disk shows here, not in a traceback at interpreter exit
         return code

@@ -146,8 +146,22 @@ def update_path() -> Path:
     return Path(state_dir()) / UPDATE_NAME
 
 
-def update_overlay() -> Optional[_Overlay]:
-    """The overlay `kb update` wrote in the state folder, read once; None when there is none or it cannot be used."""
+def use_updates(on: bool = True) -> None:
+    """Lay the user's `kb update` over the shipped tables from now on: the command line does for a run on this machine.
+    A replayed fixture (`--fixture`, the tests) keeps the shipped data, so its diagnosis is the same on every host."""
+    global _USE_UPDATES
+    _USE_UPDATES = on
+    forget_update()
+
+
+_USE_UPDATES = False
+
+
+def update_overlay(force: bool = False) -> Optional[_Overlay]:
+    """The overlay `kb update` wrote in the state folder, read once; None when updates are not in use (`use_updates`;
+    `force` reads it all the same, for `kb status`), when there is none, or when it cannot be used."""
+    if not (_USE_UPDATES or force):
+        return None
     if "overlay" not in _UPDATE:
         path = update_path()
         _UPDATE["overlay"], _UPDATE["problem"] = None, None
@@ -161,7 +175,7 @@ def update_overlay() -> Optional[_Overlay]:
 
 def update_problem() -> Optional[str]:
     """Why the update file is not used, when it is not."""
-    update_overlay()
+    update_overlay(force=True)
     return _UPDATE.get("problem")
 
 

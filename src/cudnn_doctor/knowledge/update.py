@@ -97,7 +97,7 @@ def status() -> Status:
     path = knowledge.update_path()
     state, problem = None, None
     if path.is_file():
-        found = knowledge.update_overlay()
+        found = knowledge.update_overlay(force=True)
         if found is None:
             problem = knowledge.update_problem() or "not readable"
         else:

@@ -36,8 +36,27 @@ def _wheel_files() -> dict[str, Any]:
     }
 
 
+# libtensorflow_cc.so.2 of 2.16.1 (readelf of the real wheel, its nvidia entries): every wheel, but it is built on
+# libtensorflow_framework.so.2, whose dso_loader makes the dlopen calls
+CC = f"{SITE}/tensorflow/libtensorflow_cc.so.2"
+CC_2_16 = {
+    "soname": "libtensorflow_cc.so.2",
+    "imports": ["libtensorflow_framework.so.2", "libc.so.6"],
+    "loads": ["libcuda.so.1"],
+    "rpath": [
+        "$ORIGIN/",
+        *(
+            f"$ORIGIN/{up}nvidia/{w}/lib"
+            for w in ("cufft", "cusolver", "cusparse", "cudnn", "cublas", "cuda_cupti", "cuda_runtime")
+            for up in ("../../", "../")
+        ),
+    ],
+}
+
+
 def tensorflow_machine(loader: dict[str, Any], log: str = CANNOT_DLOPEN, env: Optional[dict[str, str]] = None, **more_files: Any) -> dict[str, Any]:
-    """TensorFlow 2.16 with its [and-cuda] wheels in a venv, the GPU not registered; `loader` is libtensorflow_framework.so.2."""
+    """TensorFlow 2.16 with its [and-cuda] wheels in a venv, the GPU not registered; `loader` is libtensorflow_framework.so.2,
+    beside the real libtensorflow_cc.so.2 of 2.16.1 (built on it)."""
     report = {
         "version": "2.16.1",
         "built_with_cuda": True,
@@ -49,6 +68,7 @@ def tensorflow_machine(loader: dict[str, Any], log: str = CANNOT_DLOPEN, env: Op
     system = {f"/usr/lib/x86_64-linux-gnu/{name}": {"soname": name} for name in SYSTEM_LIBRARIES}
     files = {
         TF: loader,
+        CC: CC_2_16,
         **_wheel_files(),
         **more_files,
         **system,

@@ -149,11 +149,30 @@ def wheel_loader_roots(system: System, build: FrameworkBuild, sites: list[str]) 
         folders = [rules.join(site, package) for package in packages if system.is_dir(rules.join(site, package))]
         if any(_preloads_wheels(system, folder) for folder in folders):
             return []
-        for folder in folders:
-            loader = next((path for path in system.native_files(folder) if _reaches_wheels(system, path)), None)
-            if loader is not None:
-                return [Root(loader, loads=names)]
+        candidates = [path for folder in folders for path in system.native_files(folder) if _reaches_wheels(system, path)]
+        if candidates:
+            return [Root(_lowest(system, candidates), loads=names)]
     return []
+
+
+def _lowest(system: System, candidates: list[str]) -> str:
+    """The binary the others are built on: the platform layer that makes a framework's dlopen calls sits at the bottom.
+    TensorFlow 2.16.1's libtensorflow_cc.so.2 reaches every nvidia wheel through its RUNPATH, but it imports
+    libtensorflow_framework.so.2, whose dso_loader makes the calls (and prints "Cannot dlopen some GPU libraries")."""
+    rules = system.paths
+
+    def names(path: str) -> set[str]:
+        binary = system.binary(path)
+        return {rules.name_key(rules.basename(path)), *((rules.name_key(binary.soname),) if binary and binary.soname else ())}
+
+    every = {path: names(path) for path in candidates}
+    others = {path: set().union(*(n for p, n in every.items() if p != path)) for path in candidates}
+
+    def imports_another(path: str) -> bool:
+        binary = system.binary(path)
+        return bool(binary) and any(rules.name_key(name) in others[path] for name in binary.imports)
+
+    return next((path for path in candidates if not imports_another(path)), candidates[0])
 
 
 def _reaches_wheels(system: System, path: str) -> bool:

@@ -98,13 +98,19 @@ def install_fixes(facts: Facts, build: FrameworkBuild, names: list[str]) -> list
     if reach and reach.extras and python is not None and extras_missing(facts, build):  # with the extras installed, that line changes nothing
         dist = next((canonical_name(d) for d in knowledge.framework(build.name).distributions if canonical_name(d) in python.packages), None)
         if dist is not None:
-            return [f'{pip} "{dist}[{reach.extras}]=={build.version}"', *reach_fixes(facts, build, [], _future_folders(facts, build, names))[:1]]
+            return [
+                f'{pip} "{dist}[{reach.extras}]=={build.version}"',
+                *reach_fixes(facts, build, [], future_folders(facts, build.executable, names, _pinned_major(facts, names) or build.cuda_major))[:1],
+            ]
     major = _pinned_major(facts, names) or build.cuda_major
     rows = [(name, knowledge.wheel_providing(basename(name), facts.os, major)) for name in names]
     specs = list(dict.fromkeys(_requirement(name, row.distribution, row.library) for name, row in rows if row is not None))
     if not specs:
         return []
-    return [f"{pip} {' '.join(specs)}", *reach_fixes(facts, build, [], _future_folders(facts, build, names))]
+    return [
+        f"{pip} {' '.join(specs)}",
+        *reach_fixes(facts, build, [], future_folders(facts, build.executable, names, _pinned_major(facts, names) or build.cuda_major)),
+    ]
 
 
 def _pinned_major(facts: Facts, names: list[str]) -> Optional[int]:
@@ -122,17 +128,13 @@ def _requirement(name: str, distribution: str, library: str) -> str:
     return f'"{distribution}=={major}.*"' if library == "cudnn" and major is not None else distribution
 
 
-def _future_folders(facts: Facts, build: FrameworkBuild, names: list[str]) -> list[str]:
-    """Where the wheels that provide `names` will put their libraries in the build's environment."""
+def future_folders(facts: Facts, executable: str, names: list[str], major: Optional[int] = None) -> list[str]:
+    """Where the nvidia-* wheels that provide `names` (of CUDA `major`, else the newest that ships each) will put their
+    libraries in that interpreter's environment."""
     rules = PathRules(facts.os)
-    python = facts.python(build.executable)
-    sites = site_packages_of(rules, build.executable, python.version if python else "")
-    folders = []
-    major = _pinned_major(facts, names) or build.cuda_major
-    for name in names:
-        row = knowledge.wheel_providing(basename(name), facts.os, major)
-        if row is not None and sites:
-            folder = rules.join(sites[0], *knowledge.wheel_folder(row, facts.os))
-            if folder not in folders:
-                folders.append(folder)
-    return folders
+    python = facts.python(executable)
+    sites = site_packages_of(rules, executable, python.version if python else "")
+    if not sites:
+        return []
+    rows = (knowledge.wheel_providing(basename(name), facts.os, major) for name in names)
+    return list(dict.fromkeys(rules.join(sites[0], *knowledge.wheel_folder(row, facts.os)) for row in rows if row is not None))

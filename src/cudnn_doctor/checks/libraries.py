@@ -17,12 +17,12 @@ from cudnn_doctor.checks._driver_libraries import (
 )
 from cudnn_doctor.checks._libraries import area_of_library, basename, build_key, cuda_key_of_library, cudnn_key, is_cudnn
 from cudnn_doctor.checks._plan import install_archive
-from cudnn_doctor.checks._wheels import cudnn_major_of, extras_missing, held_by, install_fixes, not_searched, reach_fixes, wheels_key
+from cudnn_doctor.checks._wheels import cudnn_major_of, extras_missing, future_folders, held_by, install_fixes, not_searched, reach_fixes, wheels_key
 from cudnn_doctor.checks.registry import finding, rule
 from cudnn_doctor.facts import EMPTY, PROCESS, UNREADABLE, WRONG_ARCHITECTURE, Candidate, Facts, FrameworkBuild, LoadStep, Resolution
 from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.lazyre import regex
-from cudnn_doctor.paths import PathRules, prepend_ld_library_path, site_packages_of
+from cudnn_doctor.paths import PathRules, prepend_ld_library_path
 
 GPU_LIBRARY = regex(r"(?i)(cudnn|cublas|cudart|cufft|curand|cusolver|cusparse|nvrtc|nvjitlink|zlibwapi|nvcuda|libcuda)")
 
@@ -312,13 +312,10 @@ _FORMAT_FIELD = regex(r"%[0-9]*[dui]")  # a number field of a run-time load rule
 def _package_wheel_fixes(facts: Facts, executable: str, package: str, names: list[str], how: str) -> list[str]:
     """The pip line that installs the nvidia-* wheel shipping `names` into the package's environment, and what then makes
     the package's load reach the folder it will be in."""
-    rules = PathRules(facts.os)
     rows = [row for row in (knowledge.wheel_providing(basename(name), facts.os) for name in names) if row is not None]
-    python = facts.python(executable)
-    sites = site_packages_of(rules, executable, python.version if python else "")
-    if not rows or not sites:
+    folders = future_folders(facts, executable, names)
+    if not rows or not folders:
         return []
-    folders = list(dict.fromkeys(rules.join(sites[0], *knowledge.wheel_folder(row, facts.os)) for row in rows))
     pip = f'"{executable}" -m pip install {" ".join(dict.fromkeys(row.distribution for row in rows))}'
     return [pip, *_reach_installed(facts.os, package, folders, how)]
 

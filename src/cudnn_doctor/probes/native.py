@@ -61,34 +61,40 @@ def package_roots(
     return found
 
 
+def file_names(system: System, path: str) -> set[str]:
+    """The names a loaded binary answers to (its file name and its SONAME), as the loader compares them."""
+    rules = system.paths
+    binary = system.binary(path)
+    return {rules.name_key(rules.basename(path)), *((rules.name_key(binary.soname),) if binary and binary.soname else ())}
+
+
+def asked_names(system: System, path: str) -> set[str]:
+    """The names a binary imports or loads, as the loader compares them."""
+    rules = system.paths
+    binary = system.binary(path)
+    return {rules.name_key(rules.basename(n)) for n in (*binary.imports, *binary.loads)} if binary else set()
+
+
 def _entry_points(system: System, files: list[str], naming: list[str]) -> list[str]:
     """The files of a package through which a process reaches its CUDA-naming code: every file that imports or loads, directly
     or through others, one that names a CUDA library, less those another of them brings in. CTranslate2's extension module
     (`_ext…so`) is the entry, not the vendored library it imports: only through the extension's DT_RPATH does the loader find
     what that library needs (auditwheel's `ctranslate2.libs`). Without an entry (a library loaded by path with ctypes) the
     naming files are their own."""
-    rules = system.paths
-
-    def names(path: str) -> set[str]:
-        binary = system.binary(path)
-        return {rules.name_key(rules.basename(path)), *((rules.name_key(binary.soname),) if binary and binary.soname else ())}
-
-    def asks(path: str) -> set[str]:
-        binary = system.binary(path)
-        return {rules.name_key(rules.basename(n)) for n in (*binary.imports, *binary.loads)} if binary else set()
-
+    names = {path: file_names(system, path) for path in files}  # the naming files are among `files`
+    asks = {path: asked_names(system, path) for path in files}
     reached = set(naming)
-    reached_names = set().union(*(names(p) for p in naming))
+    reached_names = set().union(*(names[p] for p in naming))
     grew = True
     while grew:
         grew = False
         for path in files:
-            if path not in reached and asks(path) & reached_names:
+            if path not in reached and asks[path] & reached_names:
                 reached.add(path)
-                reached_names |= names(path)
+                reached_names |= names[path]
                 grew = True
-    asked = set().union(*(asks(p) for p in reached))
-    entries = sorted(p for p in reached if not names(p) & asked)
+    asked = set().union(*(asks[p] for p in reached))
+    entries = sorted(p for p in reached if not names[p] & asked)
     return entries or sorted(naming)
 
 

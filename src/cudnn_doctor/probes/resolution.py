@@ -32,7 +32,7 @@ from cudnn_doctor.loader.index import FolderIndex
 from cudnn_doctor.loader.resolve import Resolver, Root
 from cudnn_doctor.probes.builds import wanted_libraries
 from cudnn_doctor.probes.cudnn import python_prefix, site_packages
-from cudnn_doctor.probes.native import probe_package_loads
+from cudnn_doctor.probes.native import file_names, probe_package_loads
 from cudnn_doctor.system.interface import System
 
 
@@ -160,12 +160,7 @@ def _lowest(system: System, candidates: list[str]) -> str:
     TensorFlow 2.16.1's libtensorflow_cc.so.2 reaches every nvidia wheel through its RUNPATH, but it imports
     libtensorflow_framework.so.2, whose dso_loader makes the calls (and prints "Cannot dlopen some GPU libraries")."""
     rules = system.paths
-
-    def names(path: str) -> set[str]:
-        binary = system.binary(path)
-        return {rules.name_key(rules.basename(path)), *((rules.name_key(binary.soname),) if binary and binary.soname else ())}
-
-    every = {path: names(path) for path in candidates}
+    every = {path: file_names(system, path) for path in candidates}
     others = {path: set().union(*(n for p, n in every.items() if p != path)) for path in candidates}
 
     def imports_another(path: str) -> bool:

@@ -170,3 +170,18 @@ def test_cupy_needs_the_cuda_runtime_its_wheel_names_from_the_system():
         pythons=[python("/v/bin/python", "3.11.7", {"cupy-cuda12x": "13.3.0"}, cupy)],
     )
     assert "cuda-libs-not-found" not in ids(found) and "cudnn-missing" not in ids(found)
+
+
+def test_a_framework_newer_than_the_data_says_so_and_how_to_update():
+    """Issue 30: torch 2.16.0 is past the recorded index (newest 2.15.0): an info finding with `kb update`; 2.15.0 and a
+    local build tag of a known release (2.15.0+cu126) are not."""
+
+    def with_torch(version):
+        report = {"torch": {"version": version, "cuda": "13.2", "cuda_available": True, "device_count": 1, "arch_list": ["sm_90"]}}
+        return machine(LINUX_BASE, pythons=[python("/v/bin/python", packages={"torch": version}, frameworks=report)])
+
+    (found,) = findings_of(with_torch("2.16.0"), "knowledge-outdated")
+    assert found.severity is Severity.INFO and "torch 2.16.0" in found.detail and "(2.15.0, from the package index as recorded on" in found.detail
+    assert any("cudnn-doctor kb update" in step for step in found.fix)
+    assert not findings_of(with_torch("2.15.0"), "knowledge-outdated")
+    assert not findings_of(with_torch("2.15.0+cu126"), "knowledge-outdated")

@@ -47,7 +47,7 @@ _PIP = re.compile(r'(?:"(?P<exe>[^"]+)"|(?P<bare>python3?))\s+-m\s+pip\s+install
 def _pip_lines(step):
     """(interpreter or None for "a new environment's python", [requirements], the rest of the line) for each pip install in a step."""
     for match in _PIP.finditer(step):
-        args = match.group("args").split(" (")[0]
+        args = match.group("args").split(" (")[0].split(" && ")[0]  # a feed build's second line repeats the pin
         requirements, options = [], []
         tokens = args.split()
         skip = False

@@ -62,7 +62,8 @@ def test_every_release_from_10_0_to_13_2_update_2_has_a_row():
     assert all(row.windows is None for row in knowledge.table("cuda_driver").toolkits if Version(row.cuda).major == 13)
     assert all(row.windows for row in knowledge.table("cuda_driver").toolkits if Version(row.cuda).major < 13)
     assert knowledge.toolkit_release(Version("12.7")) is None  # there was no CUDA 12.7
-    assert knowledge.toolkit_release(Version("13.3")) is None  # NVIDIA lists only a driver branch (R610)
+    assert knowledge.toolkit_release(Version("13.3")).linux == "610.43.02"  # Table 3, as Meson copied it
+    assert knowledge.toolkit_release(Version("13.4")).linux is None  # NVIDIA gives a driver branch from 13.4: not read
 
 
 @pytest.mark.parametrize(

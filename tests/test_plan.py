@@ -14,11 +14,17 @@ from cudnn_doctor.reports.plan_report import plan_json
 
 
 def plan(
-    *frameworks: str, os: str, python: Optional[str] = None, gpu: Optional[str] = None, driver: Optional[str] = None, cuda: Optional[str] = None
+    *frameworks: str,
+    os: str,
+    python: Optional[str] = None,
+    gpu: Optional[str] = None,
+    driver: Optional[str] = None,
+    cuda: Optional[str] = None,
+    arch: Optional[str] = None,
 ) -> dict[str, Any]:
     """The JSON report of one query, with nothing read from this machine."""
     nothing = MachineDefaults(os, None, None, None, None, ())
-    request = build_request(list(frameworks), os, python, gpu, driver, cuda, machine=nothing)
+    request = build_request(list(frameworks), os, python, gpu, driver, cuda, machine=nothing, arch=arch)
     return plan_json(solve(request))
 
 
@@ -48,8 +54,9 @@ TORCH_QUERIES = [
     # Linux 470.57.02 ≥ 450.80.02: the same answer from the Linux column.
     (dict(os="linux", driver="470.57.02"), [("torch", "2.7", "cu118")]),
     # 2.14: cuda ["12.6", "13.0", "13.2"]; 580.65.06 is the 13.x floor, so cu132 runs (its own minimum 595.45.04 is not needed).
-    (dict(os="linux", driver="580.65.06", python="3.12"), [("torch", "2.14", "cu132")]),
-    (dict(os="linux", driver="595.45.04"), [("torch", "2.14", "cu132")]),
+    # 2.15: PyPI's own Linux wheel, CUDA 13.2 per its METADATA (cuda-toolkit==13.2.2); on 580.65.06 by the 13.x floor.
+    (dict(os="linux", driver="580.65.06", python="3.12"), [("torch", "2.15", "cu132")]),
+    (dict(os="linux", driver="595.45.04"), [("torch", "2.15", "cu132")]),
     # Windows 13.x: NVIDIA lists N/A, any driver ≥ 580 (the major-13 compatibility row).
     (dict(os="windows", driver="581.15"), [("torch", "2.14", "cu132")]),
     # RTX 5090 (12.0): first built by 12.8 (ptxas 12.8); 2.12-2.14 offer 12.6 (no sm_12x) or 13.x (driver 580);
@@ -82,8 +89,9 @@ TORCH_QUERIES = [
     (dict(os="linux", cuda="10.2"), [("torch", "1.12", "cu102")]),
     # Python 3.8: 2.4 is the last release with ">=3.8"; its newest variant is cu124.
     (dict(os="linux", python="3.8"), [("torch", "2.4", "cu124")]),
-    # Python 3.15: 2.15 has wheels but no CUDA variant in the data (cuda: []); 2.14 stops at <3.15.
-    (dict(os="linux", python="3.15"), None),
+    # Python 3.15: 2.15's PyPI wheel has cp315 (2.14 stops at <3.15); 3.16: no release yet.
+    (dict(os="linux", python="3.15"), [("torch", "2.15", "cu132")]),
+    (dict(os="linux", python="3.16"), None),
     # H100 (9.0) on 525.85.12: the 12.x floor (525), and CUDA 12.6 builds sm_90 (native code: no PTX JIT): 2.14 cu126.
     (dict(os="linux", gpu="H100", driver="525.85.12"), [("torch", "2.14", "cu126")]),
     # RTX 4090 (8.9): 11.7 builds sm_86/sm_87, which run on 8.9 (binary compatibility within a major).
@@ -149,8 +157,8 @@ def test_no_stack_offers_the_change_that_gives_one():
     report = plan("torch", os="linux", gpu="A100", driver="440.33")
     (alternative,) = [a for a in report["alternatives"] if a["change"] == "driver"]
     assert alternative["stack"]["min_driver"]["linux"] in alternative["text"]
-    python = plan("torch", os="linux", python="3.15")["alternatives"]
-    assert any(a["change"] == "python" and a["stack"]["version"].startswith("2.14") for a in python)
+    python = plan("torch", os="linux", python="3.16")["alternatives"]
+    assert any(a["change"] == "python" and a["stack"]["version"].startswith("2.15") for a in python)
 
 
 def test_the_stack_carries_the_exact_driver_and_the_compatibility_floor():
@@ -210,8 +218,8 @@ OTHER_QUERIES = [
     (("onnxruntime==1.18.1",), dict(os="windows"), [("onnxruntime", "1.18", "pypi")]),
     # 550.54.14 runs ≤ 12.4.0: the CUDA 12 side feed of 1.27+ (onnxruntime-cuda-12).
     (("onnxruntime",), dict(os="linux", driver="550.54.14"), [("onnxruntime", "1.31", "feed:onnxruntime-cuda-12")]),
-    # paddle_builds windows: post120 (CUDA 12.0, cuDNN 8.9) for 2.6; 3.x betas are not offered.
-    (("paddle",), dict(os="windows", python="3.9"), [("paddle", "2.6", "post120")]),
+    # paddle_builds windows: 3.1.0's cu126 build (Paddle's cu126 index lists paddlepaddle_gpu-3.1.0-cp39-cp39-win_amd64.whl).
+    (("paddle",), dict(os="windows", python="3.9"), [("paddle", "3.1", "cu126")]),
     (("paddle==2.5",), dict(os="linux"), [("paddle", "2.5", "post120")]),
     # jax_plugins: cuda13 (driver ≥ 580) newest; cuda12 on a 535 driver; no Windows GPU build.
     (("jax",), dict(os="wsl", python="3.12"), [("jax", "0.12", "cuda13")]),
@@ -221,7 +229,7 @@ OTHER_QUERIES = [
     ((), dict(os="linux", cuda="11.8"), [("cuda", "11.8", "toolkit")]),
     # 531.14 (12.1) cannot run 12.4 (551.61).
     ((), dict(os="windows", cuda="12.4", driver="531.14"), None),
-    (("torch", "onnxruntime"), dict(os="linux", driver="580.65.06"), [("torch", "2.14", "cu132"), ("onnxruntime", "1.31", "pypi[cuda,cudnn]")]),
+    (("torch", "onnxruntime"), dict(os="linux", driver="580.65.06"), [("torch", "2.15", "cu132"), ("onnxruntime", "1.31", "pypi[cuda,cudnn]")]),
 ]
 
 
@@ -288,3 +296,12 @@ def test_plan_shows_both_minimums_and_the_rule_it_used():
     toolkit = text_of(os="linux", cuda="12.4", driver="535.104.05")
     assert "cuda 12.4.1: toolkit: needs driver ≥ 550.54.15 on Linux (CUDA 12.4, toolkit release; the minor-version floor 525 is not enough:" in toolkit
     assert "does not cover compiling with CUDA 12.4's nvcc" in toolkit
+
+
+def test_a_release_past_the_data_points_to_kb_update():
+    """Issue 30: asked for a release newer than the recorded index, plan says how old the data is and how to update it;
+    asked for one that never existed before it, it does not."""
+    (newer,) = plan("torch==2.16", os="linux")["rejected"]
+    assert "newest known: 2.15.0" in newer["reasons"][0]["text"] and "cudnn-doctor kb update" in newer["reasons"][0]["text"]
+    (older,) = plan("torch==1.0", os="linux")["rejected"]
+    assert "kb update" not in older["reasons"][0]["text"]

@@ -259,13 +259,16 @@ def test_cudnn_version_mismatch_with_only_another_major_names_the_release_to_put
     assert "ARCHIVE" not in mismatch.fix[0]
 
 
-def test_a_framework_the_planner_does_not_know_gets_no_plan():
-    """cupy loads the system CUDA like TensorFlow does, but the planner has no table for it: no plan, and no crash."""
+def test_cupy_is_planned_from_the_recorded_index():
+    """cupy loads the system CUDA like TensorFlow does; its releases come from the recorded package index (issue 30): the
+    installed cupy-cuda12x 13.0.0 is planned as itself, with a CUDA 12 toolkit the driver (550, CUDA 12.4) runs."""
     from cudnn_doctor.checks._plan import first_option
 
     document = machine(LINUX_BASE, pythons=[python(LINUX_EXE, "3.11.7", {"cupy-cuda12x": "13.0.0"}, {})])
     facts = run(document).facts
-    assert first_option(facts, LINUX_EXE, ["cupy==13.0.0"], "13.0.0") is None
+    option = first_option(facts, LINUX_EXE, ["cupy==13.0.0"], "13.0.0")
+    assert option is not None and option.requirement == "cupy-cuda12x==13.0.0", option
+    assert option.verdict.candidate.cuda == "12.4" and option.verdict.needs.cudnn is None
 
 
 def test_the_planner_solves_each_question_once_per_run_until_the_tables_change(monkeypatch, tmp_path):

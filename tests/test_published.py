@@ -43,7 +43,7 @@ def test_releases_from_the_index_by_os_and_python_tag():
         {"filename": "paddlepaddle_gpu-2.6.2-cp311-cp311-win_amd64.whl", "url": "https://x/f"},
     ]
     found = pypi.releases(files)
-    assert found["0.7.0"] == {"linux": ["cp311", "cp312"], "windows": [], "sdist": False, "requires_python": ">=3.11"}
+    assert found["0.7.0"] == {"linux": ["cp311", "cp312"], "windows": [], "aarch64": ["cp312"], "sdist": False, "requires_python": ">=3.11"}
     assert "0.6.0" not in found, "a yanked file is no release"
     assert found["0.4.5"]["sdist"] and found["0.4.5"]["linux"] == []
     assert found["2.6.2"]["windows"] == ["cp311"] and found["2.6.2"]["linux"] == []
@@ -51,7 +51,8 @@ def test_releases_from_the_index_by_os_and_python_tag():
 
 def test_an_extra_adds_only_its_own_linux_requirements():
     assert pypi.extras(JAX_METADATA) == {
-        "cuda12": ["jax-cuda12-plugin<=0.7.0,>=0.7.0"],
+        "": ["numpy>=1.26"],  # what every install requires
+        "cuda12": ["jax-cuda12-plugin[with-cuda]<=0.7.0,>=0.7.0"],
         "cuda13": ["jaxlib<=0.7.0,>=0.7.0", "jax-cuda13-plugin<=0.7.0,>=0.7.0"],
         "tpu": [],
     }
@@ -83,6 +84,10 @@ def test_record_reads_the_index_and_one_member_of_each_wheel_by_range(tmp_path: 
     assert entry["extras"]["cuda13"] == ["jaxlib<=0.7.0,>=0.7.0", "jax-cuda13-plugin<=0.7.0,>=0.7.0"]
     assert all(rng for url, rng in asked if url.endswith(".whl")), "each wheel read is a range request"
     assert pypi.read(tmp_path / "pypi.json.gz") == document
+    # read again with that document as the previous one: the index only, no wheel (a published release never changes)
+    asked.clear()
+    again = pypi.fetch(["jax"], get, previous=document)
+    assert again["distributions"] == document["distributions"] and [url for url, _ in asked] == ["https://pypi.org/simple/jax/"]
 
 
 def test_the_published_table_is_what_the_recorded_source_gives(tmp_path: Path):
@@ -113,7 +118,7 @@ def test_jax_cuda13_is_never_planned_where_its_plugin_was_never_published():
     """jax 0.7.0 and 0.7.1 declare a cuda13 extra pinning jax-cuda13-plugin 0.7.0 / 0.7.1, which PyPI never had."""
     for version in ("0.7.0", "0.7.1"):
         adds = knowledge.published_extra("jax", version, "cuda13")
-        assert adds is not None and f"jax-cuda13-plugin<={version},>={version}" in adds.requires
+        assert adds is not None and f"jax-cuda13-plugin[with-cuda]<={version},>={version}" in adds.requires
     report = plan("jax==0.7.1", os="linux", python="3.12")
     planned = json.dumps(report)
     assert "jax[cuda13]==0.7.1" not in planned and "jax[cuda12]==0.7.1" in planned, planned[:2000]

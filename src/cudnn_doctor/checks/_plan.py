@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # the planner is imported when a fix asks it, not by every `c
     from cudnn_doctor.planner.request import Request, Wanted
     from cudnn_doctor.planner.solver import Plan, Stack
 
-FRAMEWORKS = ("torch", "tensorflow", "onnxruntime", "paddle", "jax")  # planner.request.FRAMEWORKS, kept in step by a test
+FRAMEWORKS = ("torch", "tensorflow", "onnxruntime", "paddle", "jax", "cupy")  # planner.request.FRAMEWORKS, kept in step by a test
 
 
 class Option(Record):
@@ -211,9 +211,22 @@ def _is_version(text: Optional[str]) -> bool:
 
 
 def pip_install(executable: str, requirements: Sequence[str], options: Sequence[str]) -> str:
-    """`"exe" -m pip install torch==2.2.2 torchvision==0.17.2 --index-url URL`: quoted only where a shell would split or redirect."""
+    """`"exe" -m pip install torch==2.2.2 torchvision==0.17.2 --index-url URL`: quoted only where a shell would split or
+    redirect. A build from a side feed whose version PyPI also serves is installed as the planner does
+    (`planner.commands.pip_lines`): from the feed alone without dependencies, then the same pin for them, joined by `&&`."""
     words = [_quote(r) for r in requirements]
-    return " ".join([f'"{executable}" -m pip install', *words, *options])
+    steps = _feed_steps(requirements[0], tuple(options)) if requirements else [tuple(options)]
+    return " && ".join(" ".join([f'"{executable}" -m pip install', *words, *step]) for step in steps)
+
+
+def _feed_steps(requirement: str, options: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The option sets of each pip line the planner gives for `requirement` (one, unless a side feed makes it two)."""
+    if "--extra-index-url" not in options:
+        return [options]
+    from cudnn_doctor.planner.commands import pip_lines
+
+    lines = pip_lines(requirement, options)
+    return [tuple(line.split(f'"{requirement}"', 1)[1].split()) for line in lines]
 
 
 def _quote(requirement: str) -> str:
@@ -262,8 +275,13 @@ def _own_pip(executable: str, command: str, option: Option) -> str:
     candidate = option.verdict.candidate
     if not command.startswith("python -m pip install") or f'"{candidate.requirement}"' not in command:
         return command
-    line = pip_install(executable, [option.requirement], candidate.pip_options)
-    return line.replace('"python" -m', "python -m", 1) if executable == "python" else line
+    line = pip_install(executable, [option.requirement], _line_options(command, candidate.requirement))
+    return line.replace('"python" -m', "python -m") if executable == "python" else line
+
+
+def _line_options(command: str, requirement: str) -> tuple[str, ...]:
+    """The options the planner's own line gives after the requirement: each of a feed build's two lines keeps its own."""
+    return tuple(command.split(f'"{requirement}"', 1)[1].split())
 
 
 def toolkit_now(facts: Facts) -> Optional[str]:

@@ -381,3 +381,29 @@ def interpreter_mismatch(facts: Facts) -> Iterator[Finding]:
                 ],
                 {"current": current.executable, "other": exe, "framework": name},
             )
+
+
+@rule("knowledge-outdated", Severity.INFO, "A framework is newer than the doctor's data", Area.FRAMEWORKS)
+def knowledge_outdated(facts: Facts) -> Iterator[Finding]:
+    """A release the package index had not published when the data was recorded: its CUDA builds, pins and Python range
+    are unknown here, so the checks judge it by what its files say alone, and `plan` cannot offer it."""
+    recorded = knowledge.table("published").reviewed
+    for build in facts.builds:
+        version = parse_version(build.version)
+        newest = _newest_known(build.name)
+        if version is None or newest is None or version.release <= newest.release:
+            continue
+        yield finding(
+            "knowledge-outdated",
+            f"{build.name} {build.version} in {build.executable} is newer than the newest release the doctor's data knows "
+            f"({newest}, from the package index as recorded on {recorded}).",
+            ["Update the data from the vendors' indexes (network): `cudnn-doctor kb update`", "Then check again: `cudnn-doctor check`"],
+            {"framework": build.name, "version": build.version, "newest_known": str(newest), "recorded": recorded},
+        )
+
+
+def _newest_known(name: str) -> Optional[Version]:
+    """The newest release of a framework's recorded distributions (torch; onnxruntime-gpu; cupy-cuda12x, -13x …)."""
+    found = [parse_version(v) for d in knowledge.framework(name).distributions for v in knowledge.framework_releases(d)[:1]]
+    known = [v for v in found if v is not None]
+    return max(known) if known else None

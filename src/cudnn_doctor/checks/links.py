@@ -26,6 +26,13 @@ DOCTOR_LINKS = frozenset(
         "https://pytorch.org/get-started/locally/",
         "https://www.nvidia.com/Download/index.aspx",
         "https://www.tensorflow.org/install/source#gpu",
+        # the planner's: JAX's find-links page for jaxlib's CUDA wheels before the plugins, and NVIDIA's Jetson wheels
+        "https://storage.googleapis.com/jax-releases/jax_cuda_releases.html",
+        "https://github.com/jax-ml/jax/blob/jax-v0.4.20/README.md",
+        "https://pypi.jetson-ai-lab.dev/",
+        "https://pypi.jetson-ai-lab.dev/jp6/cu126",
+        "https://github.com/pytorch/TensorRT/pull/3453",
+        "https://developer.nvidia.com/embedded/jetpack/downloads/archive-7.1.md",
     }
 )
 

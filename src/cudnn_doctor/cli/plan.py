@@ -28,6 +28,7 @@ def configure_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--gpu", metavar="NAME", help='the GPU, by name ("RTX 3060") or compute capability ("8.6")')
     parser.add_argument("--driver", metavar="VERSION", help="the NVIDIA driver version (528.49, 535.104.05)")
     parser.add_argument("--cuda", metavar="X.Y", help="fix the CUDA toolkit; alone, plan that toolkit and its cuDNN")
+    parser.add_argument("--arch", choices=("x86_64", "aarch64"), help="the CPU architecture (default: this machine's); aarch64: Linux SBSA or Jetson")
     parser.add_argument("--fixture", metavar="FILE", help="plan for the machine a machine-fixture/1 file describes")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="report format (default text)")
     add_knowledge_option(parser)
@@ -49,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
             gpu=args.gpu,
             driver=args.driver,
             cuda=args.cuda,
+            arch=args.arch,
             fixture=Path(args.fixture) if args.fixture else None,
         )
         plan = solve(request)

@@ -300,6 +300,8 @@ def driver_rule(cuda: Version, os_name: str, use: str = RUN) -> Optional[DriverR
     release = _toolkit_row(cuda if len(cuda.release) > 1 else Version(f"{major}.0"))  # a major alone: its X.0, the least any X.y needs
     if release is not None and floor is not None and Version(release.cuda).major != major:
         release = None  # a minor NVIDIA lists no release of falls back to an older one of its own major only
+    if release is not None and getattr(release, os_name) is None and os_name == "linux":
+        release = _older_minimum(release, os_name)  # a branch NVIDIA names but the data lacks: at least its predecessor's
     exact_text = getattr(release, os_name) if release is not None else None
     exact = DriverRequirement(cuda, Version(exact_text), TOOLKIT_RELEASE, release.source, exact_text) if release and exact_text else None
     if exact is None and floor is None:
@@ -326,6 +328,23 @@ def driver_rule(cuda: Version, os_name: str, use: str = RUN) -> Optional[DriverR
         f"code built with CUDA {name} that has native code for the GPU runs on any driver of the {major}.x family from its floor (minor-version compatibility)"
     )
     return DriverRule(cuda, use, exact, floor, MINOR_VERSION_COMPATIBILITY, why)
+
+
+def _older_minimum(release: records.ToolkitDriver, os_name: str) -> Optional[records.ToolkitDriver]:
+    """For a release whose own minimum the data lacks (13.4 on Linux: NVIDIA gives a driver branch), the newest older
+    release of its major that has one, restated as a lower bound: a toolkit never needs an older driver than the one
+    before it (the schema checks that order)."""
+    version = Version(release.cuda)
+    older = [
+        row
+        for row in table("cuda_driver").toolkits
+        if getattr(row, os_name) is not None and Version(row.cuda).major == version.major and Version(row.cuda) < version
+    ]
+    if not older:
+        return None
+    row = max(older, key=lambda row: Version(row.cuda))
+    source = f"{row.source}; CUDA {release.cuda}'s own minimum is not in the data, and it needs at least CUDA {row.cuda}'s"
+    return row._replace(cuda=release.cuda, release=release.release, source=source)
 
 
 @_lookup
@@ -873,7 +892,6 @@ def tensorflow_and_cuda(version: Version) -> Optional[records.TensorflowAndCuda]
 # --- release pins for the planner: exact versions that exist, packages and conda lines per era ---
 
 
-@_lookup
 @_lookup
 def framework_releases(distribution: str) -> tuple[str, ...]:
     """The releases of a distribution a plan may pin (`onnxruntime-gpu`, `paddlepaddle-gpu`, `jax`), newest first: those

@@ -64,7 +64,7 @@ class ToolkitDriver(Record):
 
     cuda: str  # the full version: "12.4.1"
     release: str  # NVIDIA's name of the release: "GA", "Update 1"
-    linux: str
+    linux: Optional[str]  # None: NVIDIA gives a driver branch for the release (13.4 on), not a minimum read here
     windows: Optional[str]  # None: NVIDIA lists N/A (every 13.x: the Windows driver is not tied to the toolkit)
     source: str
     copy: Optional[str] = None
@@ -253,6 +253,7 @@ class Framework(Record):
     # import packages beside `module` that hold its GPU code (JAX's PJRT plugin in `jax_plugins`): where its loader binary is looked for
     native_packages: tuple[str, ...] = ()
     load_log: Optional[str] = None  # the variable setting that makes it log every library it tries to load, and why one failed
+    aarch64_cpu_only: Optional[str] = None  # the vendor's word that its Linux aarch64 wheels have no GPU support (URL and quote)
     copy: Optional[str] = None
     observed: Optional[str] = None
 
@@ -311,6 +312,7 @@ class JaxBuild(Record):
     source: str
     copy: Optional[str] = None
     observed: Optional[str] = None
+    cuda_min: Optional[str] = None  # the oldest CUDA toolkit of the major a system-CUDA build runs with ("12.2"); None: any
 
 
 class FrameworkReleases(Record):
@@ -344,8 +346,11 @@ class PublishedRelease(Record):
     linux: tuple[str, ...]  # the Python tags of its Linux x86_64 wheels ("cp311"; "py3" for a pure wheel); () for none
     windows: tuple[str, ...]  # the same for Windows x86_64
     source: str
+    aarch64: tuple[str, ...] = ()  # the same for Linux aarch64 (SBSA servers; Jetson boards take NVIDIA's own wheels)
     sdist: bool = False
     requires_python: Optional[VersionRange] = None
+    requires: tuple[str, ...] = ()  # what every install requires on Linux x86_64, where recorded ("nvidia-cudnn-cu12==9.10.2.21")
+    requires_aarch64: tuple[str, ...] = ()  # the same on Linux aarch64, where recorded (torch)
     copy: Optional[str] = None
     observed: Optional[str] = None
 
@@ -625,6 +630,7 @@ class TorchRelease(Record):
     pypi_cuda: Optional[str] = None  # `pip install torch` on Linux (PyPI's Windows wheels are CPU-only)
     pypi_cudnn: Optional[str] = None  # the nvidia-cudnn pin of that wheel
     cudnn_major: Optional[str] = None  # the cuDNN major every CUDA variant bundles, where published
+    cudnn_builds: tuple[str, ...] = ()  # "12.6:9.10.2.21": the cuDNN each CUDA variant bundles (RELEASE.md's matrix)
     patch: Optional[str] = None  # the newest patch release of the minor on PyPI ("2.1.2"), to pin `torch==`
     conda: Optional[str] = None  # the previous-versions page's conda line (its own pinned version), `{cuda}` to fill in
     conda_cuda: Optional[tuple[str, ...]] = None  # the CUDA versions that page gives a conda line for
@@ -635,8 +641,21 @@ class TorchRelease(Record):
         return self.windows_python if os_name == "windows" and self.windows_python is not None else self.python
 
     def cuda_on(self, os_name: str) -> tuple[str, ...]:
-        """The CUDA variants published for one OS."""
-        return self.windows_cuda if os_name == "windows" and self.windows_cuda is not None else self.cuda
+        """The CUDA variants published for one OS. PyPI's own Linux wheel is one of them, known from its METADATA even
+        where the release's build matrix is not sourced yet (torch 2.15: CUDA 13.2)."""
+        if os_name == "windows" and self.windows_cuda is not None:
+            return self.windows_cuda
+        if os_name == "linux" and self.pypi_cuda and self.pypi_cuda not in self.cuda:
+            return (*self.cuda, self.pypi_cuda)
+        return self.cuda
+
+    def cudnn_of(self, cuda: str) -> Optional[str]:
+        """The cuDNN a variant bundles: its wheel's own pin for PyPI's Linux wheel, else the release matrix's, else the
+        major every variant bundles."""
+        if self.pypi_cudnn and self.pypi_cuda == cuda:
+            return self.pypi_cudnn
+        matrix = dict(item.split(":", 1) for item in self.cudnn_builds)
+        return matrix.get(cuda) or self.cudnn_major
 
     def conda_command(self, cuda: str) -> Optional[str]:
         """The page's conda line for one CUDA version; None where the page gives none for it."""

@@ -308,7 +308,17 @@ TABLES: dict[str, Table] = {
         {
             "releases": _rows(
                 r.PublishedRelease,
-                {"distribution": _text, "version": _text, "linux": _TAGS, "windows": _TAGS, "sdist": _boolean, "requires_python": _optional(_range)},
+                {
+                    "distribution": _text,
+                    "version": _text,
+                    "linux": _TAGS,
+                    "windows": _TAGS,
+                    "aarch64": _optional(_TAGS),
+                    "sdist": _boolean,
+                    "requires_python": _optional(_range),
+                    "requires": _optional(_list_of(_text, "requirements")),
+                    "requires_aarch64": _optional(_list_of(_text, "requirements")),
+                },
                 lambda row: (row.distribution, row.version),
                 "distribution",
                 "version",
@@ -328,7 +338,7 @@ TABLES: dict[str, Table] = {
         {
             "toolkits": _rows(
                 r.ToolkitDriver,
-                {"cuda": _version, "release": _text, "linux": _version, "windows": _optional_version},
+                {"cuda": _version, "release": _text, "linux": _optional_version, "windows": _optional_version},
                 lambda row: Version(row.cuda),
                 "cuda",
             ),
@@ -434,6 +444,7 @@ TABLES: dict[str, Table] = {
                     "bundled_when": _NAMES,
                     "native_packages": _NAMES,
                     "load_log": _optional(_text),
+                    "aarch64_cpu_only": _optional(_text),
                 },
                 lambda row: row.name,
                 "name",
@@ -471,6 +482,7 @@ TABLES: dict[str, Table] = {
                     "distribution": _text,
                     "cudnn": _optional(_version),
                     "driver_linux": _optional(_version),
+                    "cuda_min": _optional(_version),
                 },
                 lambda row: (str(row.versions), row.extra),
                 "versions",
@@ -562,6 +574,7 @@ TABLES: dict[str, Table] = {
                     "pypi_cuda": _optional(_version),
                     "pypi_cudnn": _optional(_version),
                     "cudnn_major": _optional(_version),
+                    "cudnn_builds": _list_of(_text, '"CUDA:cuDNN" pairs such as "12.6:9.10.2.21"'),
                     "patch": _optional(_version),
                     "conda": _optional(_text),
                     "conda_cuda": _optional(_CUDA_LIST),

@@ -63,7 +63,7 @@ def update(get: Callable[..., bytes] = pypi._get, index: str = pypi.INDEX, budge
         return get(url, headers or {})
 
     try:
-        document = pypi.fetch(pypi.TRACKED, bounded, index)
+        document = pypi.fetch(pypi.TRACKED, bounded, index, previous=pypi.read() if pypi.SOURCE.is_file() else None)
         rows = pypi.published_rows(document)
         schema.build("published", rows, f"the package index at {index}")
     except (OSError, ValueError, KnowledgeError, zipfile.BadZipFile, KeyError, TypeError) as error:  # JSONDecodeError is a ValueError

@@ -9,7 +9,7 @@ per toolkit minor of that major, so that choosing the toolkit is part of the sea
 from __future__ import annotations
 
 from functools import cache, lru_cache
-from typing import Iterator, Optional, Sequence
+from typing import Iterable, Iterator, Optional, Sequence
 
 from packaging.version import InvalidVersion, Version
 
@@ -21,12 +21,12 @@ from cudnn_doctor.versions import cuda_tag
 
 
 class Candidate(Record):
-    framework: str  # torch | tensorflow | onnxruntime | paddle | jax | cuda (a toolkit and cuDNN alone)
+    framework: str  # torch | tensorflow | onnxruntime | paddle | jax | cupy | cuda (a toolkit and cuDNN alone)
     version: str  # the release planned, as pip pins it
     build: str  # cu121 | and-cuda | system | post117 | cu126 | pypi | cuda12 | cuda12-local | <feed>
     cuda: str  # the toolkit it is built for, "12.1"; a major alone ("12") when the build says only that
     cudnn: Optional[str]  # the cuDNN it needs or brings ("8.1", "9.8", "9", "9.1.0.70"); None: not published
-    cudnn_rule: str  # series: a release of that X[.Y] | at-least: that release or newer of its major | bundled: what it brings
+    cudnn_rule: str  # series: a release of that X[.Y] | at-least: that release or newer of its major | bundled: what it brings | none: needs none
     python: Optional[VersionRange]  # the Pythons it has wheels for; None: not published
     cuda_from: str  # bundled (the wheels bring CUDA and cuDNN) | system (a toolkit and cuDNN to install)
     requirement: str  # what pip installs: "torch==2.1.2", "tensorflow[and-cuda]==2.15.1"
@@ -35,6 +35,7 @@ class Candidate(Record):
     conda: Optional[str] = None  # the conda line the vendor gives for it, when it gives one
     driver_floor: Optional[str] = None  # a driver the framework itself requires beyond its CUDA's (JAX's guide)
     note: Optional[str] = None  # what to do after installing (onnxruntime.preload_dlls())
+    cuda_min: Optional[str] = None  # for a build that names only its CUDA major: the oldest X.Y it runs with (JAX 0.4.17: 12.2)
 
     @property
     def cuda_major(self) -> int:
@@ -51,11 +52,15 @@ class Candidate(Record):
 V = lru_cache(maxsize=None)(Version)
 
 
-def candidates(wanted: Wanted, os_name: str) -> list[Candidate]:
-    """The builds of `wanted.name` on `os_name` (windows | linux) whose release the specifier accepts, newest first."""
-    build = _BUILDERS[wanted.name]
-    found = [c for c in build(os_name) if wanted.accepts(V(c.version)) and _extras_fit(wanted, c)]
-    return found
+def candidates(wanted: Wanted, os_name: str, arch: str = "x86_64") -> list[Candidate]:
+    """The builds of `wanted.name` on `os_name` (windows | linux) and `arch` whose release the specifier accepts, newest
+    first."""
+    found: Iterable[Candidate] = _BUILDERS[wanted.name](os_name)
+    if arch == "aarch64":
+        from cudnn_doctor.planner.arch import on_aarch64
+
+        found = on_aarch64(found)
+    return [c for c in found if wanted.accepts(V(c.version)) and _extras_fit(wanted, c)]
 
 
 def all_candidates(name: str, os_name: str) -> list[Candidate]:
@@ -112,10 +117,7 @@ def _torch(os_name: str) -> Iterator[Candidate]:
 
 
 def _torch_cudnn(row: knowledge.records.TorchRelease, cuda: str) -> Optional[str]:
-    """The PyPI wheel's exact cuDNN pin for its CUDA; for the other variants, the major every variant bundles."""
-    if row.pypi_cudnn and row.pypi_cuda == cuda:
-        return row.pypi_cudnn
-    return row.cudnn_major
+    return row.cudnn_of(cuda)
 
 
 def _torch_is_pypi_default(row: knowledge.records.TorchRelease, cuda: str, os_name: str) -> bool:
@@ -204,6 +206,10 @@ def _onnxruntime(os_name: str) -> Iterator[Candidate]:
                 continue  # a side feed whose pip index the vendor does not publish: no command could reach it
             reach = knowledge.wheel_reach("onnxruntime", os_name, V(version)) if row.feed == "pypi" else None
             feed_options = ("--extra-index-url", row.index_url) if row.feed != "pypi" else ()
+            wheels = _pypi_wheels("onnxruntime-gpu", version, os_name) if row.feed == "pypi" else None
+            if wheels is not None and not wheels[0]:
+                continue  # PyPI has no wheel of that release for this OS
+            python = wheels[1] if wheels else None  # the Pythons PyPI's wheels of that release serve
             if reach is not None and reach.extras:
                 yield Candidate(
                     framework="onnxruntime",
@@ -212,7 +218,7 @@ def _onnxruntime(os_name: str) -> Iterator[Candidate]:
                     cuda=row.cuda,
                     cudnn=row.cudnn,
                     cudnn_rule="bundled",
-                    python=None,
+                    python=python,
                     cuda_from="bundled",
                     requirement=f"onnxruntime-gpu[{reach.extras}]=={version}",
                     pip_options=(),
@@ -227,7 +233,7 @@ def _onnxruntime(os_name: str) -> Iterator[Candidate]:
                     cuda=cuda,
                     cudnn=row.cudnn,
                     cudnn_rule="series",
-                    python=None,
+                    python=python,
                     cuda_from="system",
                     requirement=f"onnxruntime-gpu=={version}",
                     pip_options=feed_options,
@@ -297,30 +303,39 @@ def _paddle_pip(version: str, row: knowledge.records.PaddleBuild) -> tuple[str, 
 # jax -----------------------------------------------------------------------------------------------
 
 
+# jaxlib's CUDA wheels before the plugins (0.4.25 and older) are not on PyPI: JAX's install guide of those releases takes
+# them from this page (https://github.com/jax-ml/jax/blob/jax-v0.4.20/README.md: pip install --upgrade "jax[cuda12_pip]"
+# -f https://storage.googleapis.com/jax-releases/jax_cuda_releases.html)
+JAX_CUDA_RELEASES = "https://storage.googleapis.com/jax-releases/jax_cuda_releases.html"
+
+
 def _jax(os_name: str) -> Iterator[Candidate]:
     if os_name != "linux":
         return
     for version in _releases("jax"):
         for row in knowledge.jax_builds(V(version)):
-            if not row.distribution.startswith("jax-cuda"):
-                continue  # jaxlib+cuda wheels came from Google's find-links page, not PyPI: not planned
             installs, python = _jax_installs(version, row.extra)
             if not installs:
                 continue  # the release has no such extra, or what it pins was never published (jax[cuda13]==0.7.0)
-            yield Candidate(
-                framework="jax",
-                version=version,
-                build=row.extra,
-                cuda=row.cuda,
-                cudnn=row.cudnn,
-                cudnn_rule="at-least",
-                python=python,
-                cuda_from=row.loads_cuda,
-                requirement=f"jax[{row.extra}]=={version}",
-                pip_options=(),
-                source=row.source,
-                driver_floor=row.driver_linux,
-            )
+            options = () if row.distribution.startswith("jax-cuda") else ("-f", JAX_CUDA_RELEASES)
+            system = row.loads_cuda == "system"
+            cudas = [c for c in _system_toolkits(row.cuda, os_name) if not row.cuda_min or V(c) >= V(row.cuda_min)] if system else [row.cuda]
+            for cuda in cudas:
+                yield Candidate(
+                    framework="jax",
+                    version=version,
+                    build=row.extra,
+                    cuda=cuda,
+                    cudnn=row.cudnn,
+                    cudnn_rule="at-least",
+                    python=python,
+                    cuda_from=row.loads_cuda,
+                    requirement=f"jax[{row.extra}]=={version}",
+                    pip_options=options,
+                    source=row.source,
+                    driver_floor=row.driver_linux,
+                    cuda_min=row.cuda_min if not system else None,
+                )
 
 
 def _jax_installs(version: str, extra: str) -> tuple[bool, Optional[VersionRange]]:
@@ -356,6 +371,42 @@ def python_range(requires: Optional[VersionRange], tags: Sequence[str]) -> Optio
     if requires is None or (minors and all(requires.contains(f"3.{minor}") for minor in minors)):
         return VersionRange(tagged) if tagged else None  # Requires-Python says nothing the tags do not
     return VersionRange(f"{requires},{tagged}" if tagged else str(requires))
+
+
+# cupy ----------------------------------------------------------------------------------------------
+
+CUPY_SOURCE = "https://docs.cupy.dev/en/stable/install.html"
+
+
+def _cupy(os_name: str) -> Iterator[Candidate]:
+    """One wheel per CUDA major (cupy-cuda11x, -12x, -13x), from the recorded index. A release whose METADATA offers the
+    `ctk` extra takes CUDA from NVIDIA's wheels (`cupy-cuda12x[ctk]`); otherwise it loads a system toolkit of its major
+    (any minor). CuPy needs no cuDNN: v14 removed cupy.cudnn, v13 uses it only when present."""
+    releases = [
+        (row, int(row.distribution[len("cupy-cuda") : -1]))
+        for distribution in ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x")
+        for row in knowledge.published(distribution)
+    ]
+    for row, major in sorted(releases, key=lambda item: (V(item[0].version), item[1]), reverse=True):
+        tags = row.windows if os_name == "windows" else row.linux
+        if V(row.version).is_prerelease or not tags:
+            continue
+        common = dict(framework="cupy", version=row.version, cudnn=None, python=python_range(row.requires_python, tags), pip_options=())
+        ctk = knowledge.published_extra(row.distribution, row.version, "ctk")
+        if ctk is not None:
+            requirement = f"{row.distribution}[ctk]=={row.version}"
+            source = f"{row.source} ({row.distribution} {row.version} METADATA: Provides-Extra: ctk, {'; '.join(ctk.requires)})"
+            yield Candidate(**common, build="ctk", cuda=str(major), cudnn_rule="none", cuda_from="bundled", requirement=requirement, source=source)
+        for cuda in _system_toolkits(str(major), os_name):
+            yield Candidate(
+                **common,
+                build="system",
+                cuda=cuda,
+                cudnn_rule="none",
+                cuda_from="system",
+                requirement=f"{row.distribution}=={row.version}",
+                source=f"{row.source}; {CUPY_SOURCE} (the CUDA Toolkit is required unless CUDA itself comes from PyPI)",
+            )
 
 
 # the toolkit alone ---------------------------------------------------------------------------------
@@ -416,4 +467,12 @@ def _releases(distribution: str) -> list[str]:
     return sorted(out, key=V, reverse=True)
 
 
-_BUILDERS = {"torch": _torch, "tensorflow": _tensorflow, "onnxruntime": _onnxruntime, "paddle": _paddle, "jax": _jax, "cuda": _toolkits}
+_BUILDERS = {
+    "torch": _torch,
+    "tensorflow": _tensorflow,
+    "onnxruntime": _onnxruntime,
+    "paddle": _paddle,
+    "jax": _jax,
+    "cupy": _cupy,
+    "cuda": _toolkits,
+}

@@ -42,8 +42,10 @@ def steps(stack: Stack, os_name: str, driver: Optional[str], environment: str = 
         commands += [f"conda create -n {environment} python={python}", f"conda activate {environment}"]
     system = next((v for v in stack.chosen if v.needs.toolkit), None)
     if system is not None:
+        downloads.append(Download(f"CUDA Toolkit {system.needs.toolkit}", None, TOOLKIT_ARCHIVE))
+    system = next((v for v in stack.chosen if v.needs.toolkit and v.candidate.cudnn_rule != "none"), None)  # CuPy needs none
+    if system is not None:
         needs = system.needs
-        downloads.append(Download(f"CUDA Toolkit {needs.toolkit}", None, TOOLKIT_ARCHIVE))
         which = f"cuDNN {needs.cudnn}" if needs.cudnn else "cuDNN (a release NVIDIA's support matrix lists)"
         downloads.append(Download(f"{which} for CUDA {system.candidate.cuda}", needs.cudnn_archive, CUDNN_ARCHIVE))
         if needs.cudnn_archive:

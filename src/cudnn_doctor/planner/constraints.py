@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Optional
 
 from cudnn_doctor import knowledge
+from cudnn_doctor.planner.arch import archive_arch
 from cudnn_doctor.planner.candidates import Candidate, V, newest_update
 from cudnn_doctor.planner.request import Request
 from cudnn_doctor.record import Record
@@ -62,7 +63,9 @@ def judge(candidate: Candidate, request: Request, python_hard: bool) -> Verdict:
     reasons += _python_reasons(candidate, request, python_hard)
     reasons += _gpu_reasons(candidate, request)
     reasons += _driver_reasons(candidate, request, needs)
-    if candidate.cuda_from == "system" and not reasons:
+    if candidate.cuda_from == "system" and not reasons and candidate.cudnn_rule == "none":
+        needs = needs._replace(toolkit=toolkit)  # a toolkit, and no cuDNN to install (CuPy)
+    elif candidate.cuda_from == "system" and not reasons:
         known = candidate.cudnn is None or candidate.cudnn_rule == "newest" or knowledge.cudnn_series_known(candidate.cudnn)
         picked = _pick_cudnn(candidate, request) if known else None
         if not known:
@@ -73,7 +76,7 @@ def judge(candidate: Candidate, request: Request, python_hard: bool) -> Verdict:
             reasons.append(Reason("cudnn", f"no {wanted} release for CUDA {candidate.cuda} on {request.package_os} in NVIDIA's support matrix"))
         else:
             full, row = picked
-            archive = knowledge.cudnn_archive_name(full, V(candidate.cuda), request.package_os)
+            archive = knowledge.cudnn_archive_name(full, V(candidate.cuda), request.package_os, archive_arch(request.arch))
             needs = needs._replace(toolkit=toolkit, cudnn=full, cudnn_archive=archive, cudnn_source=row.source)
     return Verdict(candidate, tuple(reasons), needs)
 
@@ -115,8 +118,9 @@ def _cuda_reasons(candidate: Candidate, request: Request) -> list[Reason]:
     elif "." in candidate.cuda:
         fits = V(candidate.cuda).release[:2] == wanted.release[:2]
     else:
-        fits = candidate.cuda_major == wanted.major
-    return [] if fits else [Reason("cuda", f"is built for CUDA {candidate.cuda}, not {request.cuda.text}", candidate.source)]
+        fits = candidate.cuda_major == wanted.major and (candidate.cuda_min is None or wanted >= V(candidate.cuda_min))
+    built = f"{candidate.cuda_min} or newer" if candidate.cuda_min else candidate.cuda
+    return [] if fits else [Reason("cuda", f"is built for CUDA {built}, not {request.cuda.text}", candidate.source)]
 
 
 def _python_reasons(candidate: Candidate, request: Request, hard: bool) -> list[Reason]:

@@ -10,7 +10,7 @@ from packaging.version import Version
 from cudnn_doctor import knowledge
 from cudnn_doctor.errors import UsageError
 from cudnn_doctor.lazyre import regex
-from cudnn_doctor.planner.request import Given, Request, Wanted, parse_framework, parse_version_option
+from cudnn_doctor.planner.request import ARCHES, Given, Request, Wanted, parse_framework, parse_version_option
 
 if TYPE_CHECKING:
     from cudnn_doctor.planner.machine import MachineDefaults
@@ -27,6 +27,7 @@ def build_request(
     cuda: Optional[str] = None,
     fixture: Optional[Path] = None,
     machine: Optional[MachineDefaults] = None,
+    arch: Optional[str] = None,
 ) -> Request:
     """Options first; what they leave open comes from the machine, unless the plan is for another OS.
     `machine`: MachineDefaults already read (tests); otherwise the machine is read only when needed."""
@@ -51,6 +52,12 @@ def build_request(
         driver=Given(driver, "option") if driver else _from(same_machine, defaults, "driver"),
         cuda=Given(cuda, "option") if cuda else None,
     )
+    arch = arch or (defaults.arch if same_machine and defaults is not None else None) or "x86_64"
+    if arch not in ARCHES:
+        raise UsageError(f"--arch {arch!r}: expected one of {', '.join(ARCHES)}")
+    if arch != "x86_64" and request.package_os != "linux":
+        raise UsageError(f"--arch {arch}: only Linux is planned on {arch} (SBSA servers and Jetson boards); NVIDIA's Windows stacks are x86_64")
+    request = request._replace(arch=arch)
     if cuda and not wanted and request.frameworks:
         request = request._replace(frameworks=())  # `--cuda` alone: what that toolkit needs, not the installed frameworks
     return request

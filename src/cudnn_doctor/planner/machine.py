@@ -19,6 +19,7 @@ class MachineDefaults(Record):
     compute_capability: Optional[str]
     python: Optional[str]
     frameworks: tuple[str, ...]  # the planner's names of the GPU frameworks installed in the current Python
+    arch: Optional[str] = None  # x86_64 | aarch64
 
 
 def machine_os(system: System) -> str:
@@ -38,6 +39,7 @@ def read_machine(system: System) -> MachineDefaults:
         gpu.compute_capability if gpu else None,
         python,
         frameworks,
+        system.arch,
     )
 
 

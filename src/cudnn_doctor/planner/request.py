@@ -14,6 +14,7 @@ from cudnn_doctor.record import Record
 from cudnn_doctor.versions import canonical_name as canonicalize_name
 
 OSES = ("windows", "linux", "wsl")
+ARCHES = ("x86_64", "aarch64")
 
 # the names people use for each framework -> the knowledge's framework name
 _ALIASES = {
@@ -30,14 +31,18 @@ _ALIASES = {
     "paddlepaddle-gpu": "paddle",
     "jax": "jax",
     "jaxlib": "jax",
+    "cupy": "cupy",
+    "cupy-cuda11x": "cupy",
+    "cupy-cuda12x": "cupy",
+    "cupy-cuda13x": "cupy",
 }
-FRAMEWORKS = ("torch", "tensorflow", "onnxruntime", "paddle", "jax")
+FRAMEWORKS = ("torch", "tensorflow", "onnxruntime", "paddle", "jax", "cupy")
 
 
 class Wanted(Record):
     """One framework the environment must have, and the releases the user accepts."""
 
-    name: str  # the knowledge's name: torch | tensorflow | onnxruntime | paddle | jax
+    name: str  # the knowledge's name: torch | tensorflow | onnxruntime | paddle | jax | cupy
     specifier: SpecifierSet
     text: str  # as the user wrote it
     extras: frozenset[str] = frozenset()  # tensorflow[and-cuda], jax[cuda12]: restricts the build
@@ -61,6 +66,7 @@ class Request(Record):
     compute_capability: Optional[str] = None
     driver: Optional[Given] = None
     cuda: Optional[Given] = None
+    arch: str = "x86_64"  # x86_64 | aarch64 (Linux only: SBSA servers, Jetson boards)
 
     @property
     def package_os(self) -> str:

@@ -15,6 +15,8 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from cudnn_doctor import knowledge
+from cudnn_doctor.planner import pins
+from cudnn_doctor.planner.arch import JETSON_INDEX, JETSON_SOURCE, cpu_only_reason, jetson
 from cudnn_doctor.planner.candidates import Candidate, V, all_candidates, candidates, toolkit_candidates
 from cudnn_doctor.planner.constraints import OS_NAMES, Reason, Verdict, judge
 from cudnn_doctor.planner.request import Request, Wanted
@@ -88,7 +90,13 @@ class _Search(Record):
 def solve(request: Request) -> Plan:
     search = _search(request)
     alternatives = _alternatives(request, search)
-    return Plan(request, search.stack, _rejections(search), alternatives, search.considered + sum(a.stack is not None for a in alternatives))
+    return Plan(
+        request,
+        search.stack,
+        _rejections(search, request.package_os == "linux"),
+        alternatives,
+        search.considered + sum(a.stack is not None for a in alternatives),
+    )
 
 
 def _wanted(request: Request) -> tuple[Wanted, ...]:
@@ -113,7 +121,9 @@ def _search_once(request: Request, wanted: Sequence[Wanted], python_hard: bool, 
     structural: list[Rejection] = []
     considered = 0
     for want in wanted:
-        found = toolkit_candidates(request.package_os) if want.name == "cuda" else candidates(want, request.package_os)
+        found = toolkit_candidates(request.package_os) if want.name == "cuda" else candidates(want, request.package_os, request.arch)
+        if request.arch == "aarch64" and jetson(request.compute_capability):
+            found = []  # JetPack's CUDA: PyPI's and NVIDIA's SBSA builds do not run there
         if not found:
             structural.append(_no_build(want, request))
         judged = _judge(found, request, python_hard, alone=len(wanted) == 1)
@@ -126,7 +136,7 @@ def _search_once(request: Request, wanted: Sequence[Wanted], python_hard: bool, 
         usable = [sorted(u, key=lambda v: (_release_rank(v), _driver_rank(v, request))) for u in usable]
     conflicts: dict[Candidate, Reason] = {}
     python = request.python.text if python_hard and request.python else None
-    chosen, tried = _combine(usable, python, conflicts)
+    chosen, tried = _combine(usable, python, conflicts, request.package_os == "linux")
     stack = Stack(tuple(chosen), _common_python([v.candidate for v in chosen])) if chosen is not None else None
     return _Search(stack, tuple(verdicts), (), conflicts, considered + tried)
 
@@ -147,8 +157,9 @@ def _judge(found: Sequence[Candidate], request: Request, python_hard: bool, alon
     return tuple(judged)
 
 
-def _combine(usable: list[list[Verdict]], python: Optional[str], conflicts: dict[Candidate, Reason]) -> tuple[Optional[list[Verdict]], int]:
-    """Depth first, newest first: the first complete combination whose members can share one environment."""
+def _combine(usable: list[list[Verdict]], python: Optional[str], conflicts: dict[Candidate, Reason], linux: bool = True) -> tuple[Optional[list[Verdict]], int]:
+    """Depth first, newest first: the first complete combination whose members can share one environment. `linux`: the
+    recorded Requires-Dist (Linux x86_64) are the wheels planned, so their pins are judged too."""
     tried = 0
     path: list[Verdict] = []
 
@@ -158,7 +169,7 @@ def _combine(usable: list[list[Verdict]], python: Optional[str], conflicts: dict
             return True
         for verdict in usable[depth]:
             tried += 1
-            clash = _clash(path, verdict.candidate, python)
+            clash = _clash(path, verdict.candidate, python, linux)
             if clash is not None:
                 conflicts.setdefault(verdict.candidate, clash)
                 continue
@@ -171,7 +182,7 @@ def _combine(usable: list[list[Verdict]], python: Optional[str], conflicts: dict
     return (list(path) if walk(0) else None), tried
 
 
-def _clash(path: list[Verdict], candidate: Candidate, python: Optional[str]) -> Optional[Reason]:
+def _clash(path: list[Verdict], candidate: Candidate, python: Optional[str], linux: bool = True) -> Optional[Reason]:
     """Why `candidate` cannot join the builds already chosen in one environment (None: it can)."""
     for other in (v.candidate for v in path):
         if other.cuda_major != candidate.cuda_major:
@@ -182,9 +193,16 @@ def _clash(path: list[Verdict], candidate: Candidate, python: Optional[str]) -> 
             )
         if other.cuda_from == candidate.cuda_from == "system" and other.cuda != candidate.cuda:
             return Reason("combination", f"needs the CUDA {candidate.cuda} toolkit, {other.label()} CUDA {other.cuda}")
+        pinned = pins.clash(_pins(candidate), _pins(other)) if linux else None
+        if pinned is not None:
+            return Reason("combination", pinned, "https://pypi.org/simple/ (each release's Requires-Dist, recorded)")
     if candidate.python is not None and path and _common_python([v.candidate for v in path] + [candidate], python) is None:
         return Reason("combination", f"shares no Python version with {', '.join(v.candidate.label() for v in path)}")
     return None
+
+
+def _pins(candidate: Candidate) -> tuple[pins.Pin, ...]:
+    return pins.pins(candidate.requirement, candidate.pip_options) if candidate.requirement else ()
 
 
 def _common_python(chosen: Sequence[Candidate], python: Optional[str] = None) -> Optional[str]:
@@ -205,6 +223,17 @@ def _no_build(want: Wanted, request: Request) -> Rejection:
     os_name = request.package_os
     other = "linux" if os_name == "windows" else "windows"
     spec = str(want.specifier) or "(any release)"
+    if request.arch == "aarch64":
+        if jetson(request.compute_capability):
+            text = (
+                f"a Jetson (compute capability {request.compute_capability}) runs JetPack's own CUDA, for which PyPI and NVIDIA's SBSA "
+                f"archives have no build: install from NVIDIA's Jetson index ({JETSON_INDEX}) for your JetPack"
+            )
+            return Rejection(want.name, spec, "", (Reason("arch", text, JETSON_SOURCE),))
+        cpu_only = cpu_only_reason(want.name)
+        if cpu_only is not None or candidates(want, os_name):
+            text, source = cpu_only or ("has no GPU build for Linux aarch64 in the recorded package index", "https://pypi.org/simple/")
+            return Rejection(want.name, spec, "", (Reason("arch", text, source),))
     if candidates(want, other):
         where = "native Windows" if os_name == "windows" else "Linux"
         text = f"has no GPU build for {where}"
@@ -216,10 +245,20 @@ def _no_build(want: Wanted, request: Request) -> Rejection:
     every = all_candidates(want.name, os_name) or all_candidates(want.name, other)
     newest = max((c.version for c in every), key=V, default=None)
     text = f"no release matching {spec!r} in the knowledge" + (f" (newest known: {newest})" if newest else "")
+    if newest and _asks_newer(want, V(newest)):
+        recorded = knowledge.table("published").reviewed
+        text += f"; the data was recorded from the package indexes on {recorded}: `cudnn-doctor kb update` reads them now"
     return Rejection(want.name, spec, "", (Reason("version", text),))
 
 
-def _rejections(search: _Search) -> tuple[Rejection, ...]:
+def _asks_newer(want: Wanted, newest: Version) -> bool:
+    """Whether the specifier admits a release after the newest the data knows (the next patch, minor or major)."""
+    major, minor, patch = (*newest.release, 0, 0)[:3]
+    later = (f"{major}.{minor}.{patch + 1}", f"{major}.{minor + 1}.0", f"{major + 1}.0.0")
+    return any(want.accepts(V(version)) for version in later)
+
+
+def _rejections(search: _Search, linux: bool = True) -> tuple[Rejection, ...]:
     """The builds newer than the chosen ones (every one, when nothing was chosen) and why each was refused;
     patch releases of one minor refused for the same reasons are told once, for the newest of them."""
     if search.structural:
@@ -232,7 +271,7 @@ def _rejections(search: _Search) -> tuple[Rejection, ...]:
             candidate = verdict.candidate
             if candidate in chosen:
                 break
-            reasons = verdict.reasons or ((search.conflicts[candidate],) if candidate in search.conflicts else ())
+            reasons = verdict.reasons or _conflict(search, candidate, linux)
             if not reasons:
                 continue
             key = (candidate.framework, ".".join(candidate.version.split(".")[:2]), candidate.build, tuple(r.text for r in reasons))
@@ -241,6 +280,19 @@ def _rejections(search: _Search) -> tuple[Rejection, ...]:
             seen.add(key)
             out.append(Rejection(candidate.framework, candidate.version, candidate.build, reasons))
     return tuple(out)
+
+
+def _conflict(search: _Search, candidate: Candidate, linux: bool) -> tuple[Reason, ...]:
+    """Why a usable build was left out of the combination: what keeps it from the stack chosen, where one was (the
+    first clash met in the search may be with a build that was not chosen either)."""
+    if candidate not in search.conflicts:
+        return ()
+    if search.stack is not None:
+        others = [v for v in search.stack.chosen if v.candidate.framework != candidate.framework]
+        against_chosen = _clash(others, candidate, None, linux)
+        if against_chosen is not None:
+            return (against_chosen,)
+    return (search.conflicts[candidate],)
 
 
 def _alternatives(request: Request, search: _Search) -> tuple[Alternative, ...]:

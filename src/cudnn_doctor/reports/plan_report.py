@@ -119,6 +119,8 @@ def _stack_lines(stack: Stack, request: Request) -> list[str]:
         cudnn = verdict.needs.cudnn or c.cudnn
         cudnn_text = f"cuDNN {cudnn}{'+' if c.cudnn_rule == 'at-least' and not verdict.needs.cudnn else ''}" if cudnn else "cuDNN (not published)"
         where = "from pip" if c.cuda_from == "bundled" else "to install"
+        if c.cudnn_rule == "none":
+            cudnn_text, where = "no cuDNN needed", ("· CUDA from pip" if c.cuda_from == "bundled" else "· CUDA to install")
         lines.append(f"✓ {c.framework} {c.version} ({c.build}) · CUDA {c.cuda} · {cudnn_text} {where}" + (f" · Python {c.python}" if c.python else ""))
     drivers = stack.drivers("min_driver")
     compat = stack.drivers("min_driver_compat")
@@ -132,7 +134,8 @@ def _stack_lines(stack: Stack, request: Request) -> list[str]:
     if rule["rule"]:
         lines.append(f"    rule used: {rule['rule']}, because {rule['why']}")
     if request.compute_capability:
-        lines.append(f"  GPU: {request.gpu.text if request.gpu else ''} (compute capability {request.compute_capability})")
+        name = request.gpu.text if request.gpu else ""
+        lines.append(f"  GPU: {name}" if request.compute_capability in name else f"  GPU: {name} (compute capability {request.compute_capability})")
     return lines
 
 
@@ -168,13 +171,15 @@ def _rejection_lines(rejected: tuple[Rejection, ...]) -> list[str]:
     for rejection in rejected:
         groups.setdefault((rejection.framework, rejection.version), []).append(rejection)
     lines = []
-    for (framework, version), members in list(groups.items())[:SHOWN_REJECTIONS]:
+    # the releases refused only for being another CUDA than the one asked for tell least: they go last
+    other_cuda = {key: all(any(r.kind == "cuda" for r in m.reasons) for m in members) for key, members in groups.items()}
+    for (framework, version), members in sorted(groups.items(), key=lambda item: other_cuda[item[0]])[:SHOWN_REJECTIONS]:
         kinds: dict[str, list[Rejection]] = {}
         for member in members:
             kinds.setdefault(member.reasons[0].kind, []).append(member)
         parts = []
         for same in kinds.values():
-            builds = ", ".join(r.build for r in same if r.build)
+            builds = ", ".join(dict.fromkeys(r.build for r in same if r.build))  # one build per CUDA toolkit: named once
             parts.append((f"{builds}: " if builds else "") + "; ".join(r.text for r in same[-1].reasons))
         lines.append(f"  {framework} {version}: " + " | ".join(parts))
     if len(groups) > SHOWN_REJECTIONS:
@@ -219,6 +224,7 @@ def _inputs(request: Request) -> dict[str, Any]:
         "driver": given(request.driver),
         "driver_runs_cuda": driver_runs(request),
         "cuda": given(request.cuda),
+        "arch": request.arch,
     }
 
 
@@ -231,7 +237,7 @@ def _given_parts(request: Request) -> list[str]:
     for label, value in (("Python", request.python), ("driver", request.driver), ("GPU", request.gpu), ("CUDA", request.cuda)):
         if value:
             parts.append(f"{label} {value.text}" + (" (this machine)" if value.origin == "machine" else ""))
-    return parts
+    return parts + ([request.arch] if request.arch != "x86_64" else [])
 
 
 def _text(value: Optional[Given]) -> Optional[str]:

@@ -122,3 +122,33 @@ def tree(root: Path) -> dict[str, object]:
             rel = path.relative_to(root).as_posix()
             state[rel] = ("link", os.readlink(path)) if path.is_symlink() else path.read_bytes()
     return state
+
+
+def wheel(folder: Path, version: str = "9.1.0.70", cuda: int = 12, windows: Optional[bool] = None) -> Path:
+    """NVIDIA's pip wheel of cuDNN as pip downloads it (`nvidia_cudnn_cu12-9.1.0.70-py3-none-….whl`): the package
+    nvidia/cudnn/ with its Python files beside include/ and lib/ (Linux) or bin/ and lib/x64 (Windows), and dist-info."""
+    windows = sys.platform == "win32" if windows is None else windows
+    tag = "win_amd64" if windows else "manylinux2014_x86_64"
+    major = version.split(".")[0]
+    dist = f"nvidia_cudnn_cu{cuda}-{version}.dist-info"
+    members = {
+        "nvidia/__init__.py": b"",
+        "nvidia/cudnn/__init__.py": b"",
+        "nvidia/cudnn/include/__init__.py": b"",
+        "nvidia/cudnn/include/cudnn.h": b'#include "cudnn_version.h"\n',
+        "nvidia/cudnn/include/cudnn_version.h": version_header(version).encode(),
+        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: nvidia-cudnn-cu{cuda}\nVersion: {version}\n".encode(),
+        f"{dist}/WHEEL": b"Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-" + tag.encode() + b"\n",
+        f"{dist}/RECORD": b"",
+    }
+    parts = ("graph", "ops", "cnn", "adv", "engines_precompiled", "engines_runtime_compiled", "heuristic")
+    for part in ("",) + tuple(f"_{p}" for p in parts):
+        if windows:
+            name = f"cudnn{part}64_{major}.dll"
+            members[f"nvidia/cudnn/bin/{name}"] = fake_library(name)
+            members[f"nvidia/cudnn/lib/x64/cudnn{part}.lib"] = b"lib"
+        else:
+            name = f"libcudnn{part}.so.{major}"
+            members[f"nvidia/cudnn/lib/{name}"] = fake_library(name)
+    members["nvidia/cudnn/lib/__init__.py"] = b""
+    return write_zip(folder / f"nvidia_cudnn_cu{cuda}-{version}-py3-none-{tag}.whl", members)

@@ -185,3 +185,22 @@ def test_a_framework_newer_than_the_data_says_so_and_how_to_update():
     assert any("cudnn-doctor kb update" in step for step in found.fix)
     assert not findings_of(with_torch("2.15.0"), "knowledge-outdated")
     assert not findings_of(with_torch("2.15.0+cu126"), "knowledge-outdated")
+
+
+def test_a_rule_whose_severity_depends_on_the_case_says_so():
+    """Issue 31: `explain` says when a finding's severity is not its rule's; a finding that takes another severity by its
+    own case (not as a cause raised to its worst symptom) must come from a rule that declares when."""
+    from cudnn_doctor.system.fixture_format import load_fixture
+
+    from .conftest import all_fixture_paths, run
+
+    undeclared = set()
+    for path in all_fixture_paths():
+        findings = run(load_fixture(path)).findings
+        causes = {f.symptom_of for f in findings if f.symptom_of is not None}
+        for index, found in enumerate(findings):
+            rule = RULES[found.id]
+            if found.severity is not rule.severity and index not in causes and not rule.severity_when:
+                undeclared.add((found.id, found.severity.value, path.name))
+    assert not undeclared, sorted(undeclared)[:10]
+    assert {r for r, rule in RULES.items() if rule.severity_when} >= {"cudnn-shadowed", "dependency-missing", "cuda-toolkit-missing"}

@@ -70,7 +70,7 @@ def run_rollback(system: Any, state: Path) -> transaction.UndoReport:
     store = transaction.Store(system, str(state))
     with store.locked():
         if transaction.recover(store):
-            return transaction.UndoReport([], [], [])
+            return transaction.UndoReport([], [], [], [])
         return transaction.rollback_last(store)[1]
 
 

@@ -474,7 +474,7 @@ def test_the_file_is_replaced_whole_and_no_temporary_stays(tmp_path, capsys, mon
     if os.name == "posix":
         assert mode & 0o044, oct(mode)  # readable by others as any file the user writes (mkstemp's 0600 undone)
 
-    def broken(diagnosis, stream):
+    def broken(diagnosis, stream, *when_and_host):
         stream.write("<!DOCTYPE html><p>half")
         raise OSError(28, "No space left on device")
 
@@ -501,6 +501,43 @@ def test_markdown_of_the_pages():
         '<li>See <a href="https://example.com/x">https://example.com/x</a>.</li></ol>'
         "<ul><li>one</li><li>two</li></ul><pre><code>&lt;raw&gt; &amp; more</code></pre><p>plain &amp; text</p>"
     )
+
+
+def _check_page(fixture: Path, **options: Any) -> str:
+    out = io.StringIO()
+    html.render_check(_diagnosis(fixture), out, **options)
+    return out.getvalue()
+
+
+HEALTHY = GALLERY / "wsl-healthy-torch251-cu124.yaml"
+FAILING = GALLERY / "win-cudnn89-archive-folder-copied-whole.yaml"
+
+
+def test_the_header_and_banner_follow_the_verdict_and_say_when_and_where():
+    """Issue 31: a clear healthy banner, a header whose colour follows the verdict, the date and the host."""
+    healthy = _check_page(HEALTHY, when="2026-12-07 00:30 UTC", host="gpu-box")
+    assert '<header class="top verdict-ok">' in healthy and '<div class="banner ok" role="status">✓ Healthy' in healthy
+    assert "checked 2026-12-07 00:30 UTC on gpu-box" in healthy
+    failing = _check_page(FAILING, when="2026-12-07 00:30 UTC")
+    assert '<header class="top verdict-err">' in failing and '<div class="banner err"' in failing and " on " not in failing.split("</p>")[0]
+
+
+def test_each_finding_shows_its_fix_command():
+    page = _check_page(FAILING)
+    assert '<p class="autofix">fix: safe — <code>cudnn-doctor fix cudnn-nested-layout</code></p>' in page
+
+
+def test_redact_leaves_out_the_host_and_the_user(tmp_path, capsys):
+    fixture = tmp_path / "m.yaml"
+    text = FAILING.read_text(encoding="utf-8")
+    document = yaml.safe_load(text)
+    user = document["env"]["USERPROFILE"].rsplit("\\", 1)[-1]  # the profile folder's name: a name the user goes by
+    assert user and f"\\{user}\\" in _check_page(FAILING)
+    page = tmp_path / "check.html"
+    fixture.write_text(text, encoding="utf-8")
+    assert main(["check", "--fixture", str(fixture), "--html", str(page), "--redact"]) == 1
+    capsys.readouterr()
+    assert f"\\{user}\\" not in page.read_text(encoding="utf-8")
 
 
 # ---------------------------------------------------------------- the browser: Debian's chromium through Playwright
@@ -573,3 +610,42 @@ def test_the_report_renders_in_chromium(tmp_path, capsys):
     assert shot.stat().st_size > 10_000
     with capsys.disabled():
         print(f"\nscreenshots: {shot} {print_shot} {check_shot}")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (apt-get install chromium)")
+def test_healthy_failing_fleet_and_markdown_pages_in_chromium(tmp_path, capsys):
+    """Issue 31: each page people share, opened in Chromium and kept as a screenshot: check healthy (a green banner),
+    check failing (a red one), the fleet page, and the markdown report as a Markdown library renders it."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="no playwright (pip install playwright)")
+    from markdown_it import MarkdownIt
+
+    from cudnn_doctor.reports import markdown_report
+
+    pages = {"check-healthy": tmp_path / "healthy.html", "check-failing": tmp_path / "failing.html", "fleet": tmp_path / "fleet.html"}
+    pages["check-healthy"].write_text(_check_page(HEALTHY, when="2026-12-07 00:30 UTC", host="gpu-box"), encoding="utf-8")
+    pages["check-failing"].write_text(_check_page(FAILING, when="2026-12-07 00:30 UTC"), encoding="utf-8")
+    main(["fleet", "--from", str(GALLERY), "--html", str(pages["fleet"])])
+    text = io.StringIO()
+    markdown_report.render(_diagnosis(FAILING), text)
+    body = MarkdownIt("commonmark").enable("table").render(text.getvalue())
+    pages["markdown"] = tmp_path / "markdown.html"
+    pages["markdown"].write_text(f'<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>{body}</body></html>', encoding="utf-8")
+    capsys.readouterr()
+    shots = _artifacts()
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            for name, path in pages.items():
+                page = browser.new_page(viewport={"width": 1280, "height": 800})
+                page.goto(path.as_uri())
+                if name.startswith("check"):
+                    banner = page.locator("div.banner")
+                    colour = banner.evaluate("e => getComputedStyle(e).borderLeftColor")
+                    assert banner.is_visible() and colour == ("rgb(46, 125, 50)" if name == "check-healthy" else "rgb(198, 40, 40)"), (name, colour)
+                if name == "markdown":
+                    assert page.locator("table").is_visible() and page.locator("h4").count() >= 1 and page.locator("ol li").count() >= 1
+                shot = shots / f"html-{name}.png"
+                page.screenshot(path=str(shot), full_page=True)
+                assert shot.stat().st_size > 5_000, name
+        finally:
+            browser.close()

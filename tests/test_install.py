@@ -126,6 +126,29 @@ def test_second_install_is_a_no_op_and_rollback_returns_to_before_the_second(tmp
     assert "rolled-back" in capsys.readouterr().out
 
 
+def test_rollback_says_removed_for_added_files_restored_for_replaced_ones_then_nothing_left(tmp_path, capsys):
+    """Issue 31: the first install's files were added (a rollback removes them), the second's replaced them (a rollback
+    restores them); once every entry is undone, a further rollback says so with exit 0 and history agrees."""
+    target = archives.toolkit(tmp_path / "cuda-12.6")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = archives.native_archive(tmp_path / "a", "8.9.7.29")
+    second = archives.native_archive(tmp_path / "b", "8.9.7.29")  # same names, new bytes
+    main(["install", str(first), "--into", str(target), "--yes"])
+    main(["install", str(second), "--into", str(target), "--yes"])
+    capsys.readouterr()
+    assert main(["rollback"]) == 0
+    said = capsys.readouterr().out.strip().rsplit(": ", 1)[-1]
+    assert said.endswith(" file(s) restored.") and "removed" not in said, said
+    assert main(["rollback"]) == 0
+    said = capsys.readouterr().out.strip().rsplit(": ", 1)[-1]
+    assert said.endswith(" file(s) removed.") and "restored" not in said, said
+    assert main(["rollback"]) == 0
+    assert "Nothing left to undo: the 2 recorded install(s) and fix(es) are rolled back" in capsys.readouterr().out
+    main(["history"])
+    assert capsys.readouterr().out.count("rolled-back") == 2
+
+
 @pytest.mark.parametrize("failing_after", [0, 1, 3, 6])
 def test_a_failure_after_n_files_leaves_the_target_byte_identical(tmp_path, failing_after):
     system = windows_machine()
@@ -184,6 +207,7 @@ def _zip_with(tmp_path, name, data=b"x", link=None):
             info.external_attr = 0o120777 << 16
             data = link.encode()
         archive.writestr(info, data)
+        archive.writestr("cudnn/include/cudnn.h", b"")  # a cuDNN archive in every other way: the hostile member decides
     return path
 
 
@@ -276,6 +300,9 @@ def test_the_plan_names_the_release_it_replaces(tmp_path, capsys):
     assert main(["install", str(path), "--into", str(target), "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "replace" in out and "of cuDNN 8.6.0 (backed up)" in out
+    # the totals close the plan (issue 31): the one header replaced, the rest added, and the size to write
+    total = out.strip().splitlines()[-1]
+    assert total.startswith("Total: ") and "1 to replace (backed up)" in total and " to add" in total and " MB to write" in total, total
     assert "#define CUDNN_MINOR 6" in (target / "include" / "cudnn_version.h").read_text()  # a dry run changes nothing
 
 

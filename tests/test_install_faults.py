@@ -126,7 +126,7 @@ def rollback(system: Any) -> transaction.UndoReport:
     store = transaction.Store(system, STATE)
     with store.locked():
         if transaction.recover(store):
-            return transaction.UndoReport([], [], [])
+            return transaction.UndoReport([], [], [], [])
         return transaction.rollback_last(store)[1]
 
 

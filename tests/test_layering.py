@@ -102,6 +102,7 @@ ALLOWED: dict[str, set[str]] = {
         "watch",  # run's report renders what the failing program's loader did
         "fleet-model",  # fleet's reports render the groups, drift and per-node findings (never a probe or a system)
         "fixes",  # whether `fix` has changes for a finding is its planner's answer, asked with the facts
+        "install",  # rollback's and history's results (issue 31: every command's output is rendered in reports/)
     },
     "install": {
         "untrusted",  # the journal and the history are read back by the hardened reader

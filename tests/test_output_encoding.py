@@ -119,7 +119,7 @@ def test_install_plan_install_and_history_get_ascii_arrows(tmp_path):
     target = archives.toolkit(tmp_path / "cuda-12.6")
     path = archives.native_archive(tmp_path)
     code, out, err = doctor(["history"], tmp_path)
-    assert code == 0 and "No installs recorded." in out, err
+    assert code == 0 and "Nothing recorded: no install or fix yet." in out, err
     code, out, err = doctor(["install", str(path), "--into", str(target), "--dry-run"], tmp_path)
     assert code == 0, err
     assert_fitted(out, err)

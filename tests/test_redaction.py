@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from cudnn_doctor.cli.snapshot import redact_document, user_names
+from cudnn_doctor.privacy import redact_document, user_names
 from cudnn_doctor.system.fixture_format import validate
 
 from .conftest import WINDOWS_BASE, all_fixture_paths, machine, run

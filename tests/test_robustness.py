@@ -552,6 +552,22 @@ def test_which_python_must_be_an_interpreter(tmp_path, capsys, kind):
     assert err.count("\n") == 1 and "--python" in err
 
 
+@pytest.mark.parametrize("name", ["", "   ", "lib\0cudnn"])
+def test_which_needs_a_library_name(tmp_path, capsys, name):
+    """Issue 31: `which ""` is a usage error (exit 2, one line), not a search for nothing."""
+    path = write_fixture(tmp_path, machine(LINUX_BASE))
+    assert main(["which", name, "--fixture", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "library name" in err
+
+
+def test_which_exits_1_when_a_library_or_its_dependency_is_missing(tmp_path, capsys):
+    """Issue 31: a library that is not found, or whose imports are not, is exit 1; one that loads whole is exit 0."""
+    path = write_fixture(tmp_path, machine(LINUX_BASE))
+    assert main(["which", "libcudnn.so.9", "--fixture", str(path)]) == 1
+    capsys.readouterr()
+
+
 def test_which_python_of_the_fixture_is_accepted(tmp_path, capsys):
     path = write_fixture(tmp_path, machine(LINUX_BASE))
     assert main(["which", "libc.so.6", "--python", "/home/dev/.venv/bin/python", "--fixture", str(path)]) in (0, 1)

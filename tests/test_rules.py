@@ -153,3 +153,11 @@ def test_a_rule_can_name_what_it_explains_from_its_own_side():
     }
     linked = link_causes([_finding("new-cause", Severity.WARNING), _finding("symptom")], rules)
     assert linked[1].symptom_of == 0 and "Explained by: new-cause" in linked[1].detail
+
+
+def test_the_summary_says_how_many_findings_fix_can_fix():
+    """Issue 31: the last line counts the findings `cudnn-doctor fix` has changes for (a duplicate PATH entry: safe)."""
+    twice = machine(LINUX_BASE, env={"PATH": "/usr/local/bin:/usr/bin:/usr/bin:/bin"}, files={"/usr/bin/ls": {}, "/bin/sh": {}})
+    last = _report(twice).rstrip().splitlines()[-1]
+    assert " 1 finding(s) `cudnn-doctor fix` can fix." in last, last
+    assert "can fix" not in _report(machine(LINUX_BASE)).rstrip().splitlines()[-1]

@@ -7,8 +7,9 @@ import json
 import yaml
 
 from cudnn_doctor.cli import main
-from cudnn_doctor.cli.snapshot import redact_document, take_snapshot
+from cudnn_doctor.cli.snapshot import take_snapshot
 from cudnn_doctor.diagnose import diagnose
+from cudnn_doctor.privacy import redact_document
 from cudnn_doctor.system.fixture import FixtureSystem
 from cudnn_doctor.system.fixture_format import validate
 from cudnn_doctor.system.live import LiveSystem

@@ -280,7 +280,7 @@ def test_verify_python_relative_path_reaches_the_worker(tmp_path, monkeypatch, c
         raise Stop
 
     monkeypatch.setattr(verifying, "run", fake_run)
-    monkeypatch.setattr(verifying, "installed", lambda system, executable: [])
+    monkeypatch.setattr(verifying, "installed", lambda system, executable: ["torch"])
     with pytest.raises(Stop):
         main(["verify", "--python", relative, "--framework", "torch"])
     assert os.path.isabs(seen["executable"]) and os.path.samefile(seen["executable"], sys.executable)

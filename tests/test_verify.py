@@ -191,6 +191,27 @@ def test_no_gpu_and_an_unknown_gpu():
     assert verdicts["cudnn-active"]["status"] == "pass"  # what needs no datasheet is still judged
 
 
+def test_cpu_only_as_asked_is_a_pass():
+    """Issue 31: `--cpu-only` that ran the CPU baseline did what was asked: exit 0, a ✓, not the no-GPU failure."""
+    no_gpu = {"framework": "torch", "status": "no-gpu", "benchmarks": []}
+    (verdict,) = judge.verdicts(no_gpu, None, LIMITS, None, cpu_only=True)
+    assert (verdict["id"], verdict["status"]) == ("cpu-only", "pass")
+    assert judge.exit_code([{"status": "no-gpu", "verdicts": [verdict]}], None, cpu_only=True) == 0
+    assert judge.exit_code([{"status": "error", "verdicts": []}], None, cpu_only=True) == 1  # it did not run
+    assert judge.exit_code([], None, cpu_only=True) == 1
+
+
+def test_a_framework_not_installed_is_a_usage_error(capsys):
+    """Issue 31: `verify --framework NAME` for a framework the interpreter lacks is one line and exit 2."""
+    import sys
+
+    from cudnn_doctor.cli import main
+
+    assert main(["verify", "--framework", "paddle", "--python", sys.executable]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "--framework paddle: not installed in" in err
+
+
 # history -------------------------------------------------------------------------------------------
 
 
@@ -226,18 +247,19 @@ def run_cli(*args: str, env=None) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
-def test_without_a_gpu_verify_prints_the_cpu_baseline_and_exits_1(tmp_path, monkeypatch):
+def test_cpu_only_prints_the_cpu_baseline_and_exits_0(tmp_path, monkeypatch):
+    """`--cpu-only` ran as asked: exit 0 (issue 31; it was 1, as if the GPU had failed)."""
     jsonschema = pytest.importorskip("jsonschema")
     env = {**__import__("os").environ, "CUDNN_DOCTOR_STATE_DIR": str(tmp_path)}
     done = run_cli("--quick", "--cpu-only", "--framework", "torch", "--format", "json", env=env)
-    assert done.returncode == 1, done.stderr
+    assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)  # nothing but JSON on stdout
     jsonschema.validate(result, SCHEMA)
-    assert result["gpu"] is None and result["frameworks"][0]["status"] == "no-gpu"
+    assert result["gpu"] is None and result["cpu_only"] and result["frameworks"][0]["status"] == "no-gpu"
     assert {b["device"] for b in result["frameworks"][0]["benchmarks"]} == {"cpu"}
     report = tmp_path / "verify.html"
     text = run_cli("--quick", "--cpu-only", "--framework", "torch", "--compare", "--html", str(report), env=env)
-    assert text.returncode == 1 and "No NVIDIA GPU" in text.stdout and "Since the last run" in text.stdout
+    assert text.returncode == 0 and "CPU only, as asked" in text.stdout and "Since the last run" in text.stdout
     page = report.read_text(encoding="utf-8")
     assert "<svg" in page and "conv-guide-b1" in page and "CPU baseline" in page
     assert "cuDNN search order" in page or "Findings" in page  # check's diagnosis follows the figures

@@ -8,7 +8,8 @@ expand), and a kept variable whose name looks like a secret has its value replac
 
 from __future__ import annotations
 
-from typing import Mapping, Optional
+import re
+from typing import Any, Iterable, Mapping, Optional, Union
 
 from cudnn_doctor.lazyre import regex
 
@@ -86,3 +87,82 @@ def kept_persistent(persistent: Optional[Mapping[str, Mapping[str, str]]]) -> Op
     if persistent is None:
         return None
     return {scope: kept_environment(values) for scope, values in persistent.items()}
+
+
+def user_names(env: Mapping[str, str], home: str, login: bool = True) -> list[str]:
+    """Every name this user goes by: USERNAME (Windows), USER and LOGNAME (POSIX), the login (`login`: this process's,
+    for a live machine only), and the last part of each home folder, which can differ from all of them
+    (`C:\\Users\\dev.CORP` for USERNAME `dev`)."""
+    names = [env.get(key, "") for key in ("USERNAME", "USER", "LOGNAME")]
+    if login:
+        import getpass
+
+        try:
+            names.append(getpass.getuser())
+        except (KeyError, OSError, ImportError):  # no name for this uid (a container): the variables above are all there is
+            pass
+    # The home folder, and on Windows HOME too (Git Bash, MSYS and Cygwin set it), which may name another folder.
+    for folder in (home, env.get("HOME", ""), env.get("USERPROFILE", "")):
+        names.append(re.split(r"[\\/]", folder.rstrip("\\/"))[-1] if folder not in ("", "~") else "")
+    return [n for n in dict.fromkeys(names) if n]
+
+
+_GPU_UUID = regex(r"(?i)\b(GPU|MIG)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+# What may stand either side of a user name that is a whole path component or a whole value: a path
+# separator, a PATH list separator, a quote, `=`, white space (a command's output has many lines).
+_EDGE = "\\\\/;:=\"',\\s"
+
+
+def redact_document(document: Any, home: str, user: Union[str, Iterable[str]], host: str = "") -> Any:
+    """Replace the home folder, the user's names, the host name and GPU UUIDs everywhere, keys included.
+
+    On a Windows machine names are compared without regard to case (`C:\\Users\\Alice`, `c:\\users\\alice` and
+    `%HOMEPATH%` `\\Users\\ALICE` are one folder), either slash separates folders, and the 8.3 short name of a long
+    user folder (`ALICEM~1`) goes too. A name is replaced only where it is a whole path component or value, so a
+    folder called `alice-pc-notes` keeps its name and the redacted snapshot replays to the same findings.
+    """
+    windows = (isinstance(document, dict) and document.get("os") == "windows") or "\\" in home or ":" in home[:2]
+    flags = re.IGNORECASE if windows else 0
+    placeholder_home = "C:\\Users\\user" if windows else "/home/user"
+    rules: list[tuple[re.Pattern[str], Any]] = []
+    parts = [p for p in re.split(r"[\\/]+", home.rstrip("\\/")) if p] if home not in ("", "~") else []
+    if len(parts) > 1:
+        separator = r"[\\/]" if windows else "/"
+        lead = separator if home[:1] in "\\/" else ""
+        pattern = lead + separator.join(re.escape(p) for p in parts) + f"(?=$|{separator}|[{_EDGE}])"
+        rules.append((re.compile(pattern, flags), lambda m: _in_style(placeholder_home, m.group(0))))
+    names = [user] if isinstance(user, str) else list(user)
+    for name in sorted({n for n in names if len(n) > 1}, key=len, reverse=True):  # "dev.CORP" before "dev"
+        rules.append((re.compile(f"(?<![^{_EDGE}]){re.escape(name)}(?![^{_EDGE}])", flags), "user"))
+        short = re.sub(r"[\s.]", "", name)[:6]
+        if windows and short and (len(name) > 8 or short != name):
+            rules.append((re.compile(f"(?<![^{_EDGE}]){re.escape(short)}~\\d+(?![^{_EDGE}])", re.IGNORECASE), "user"))
+    if host and len(host) > 1:
+        # whole values only (the snapshot's name, HOSTNAME, COMPUTERNAME, LOGONSERVER's \\\\HOST): a host called "cuda" must not rewrite paths
+        rules.append((re.compile(rf"^(snapshot-|\\\\)?{re.escape(host)}$", re.IGNORECASE), r"\1host"))
+    rules.append((_GPU_UUID, r"\1-00000000-0000-0000-0000-000000000000"))
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            for pattern, replacement in rules:
+                value = pattern.sub(replacement, value)
+            return value
+        if isinstance(value, dict):
+            return {clean(k): clean(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+
+    return clean(document)
+
+
+def _in_style(placeholder: str, found: str) -> str:
+    """The placeholder home with the separator the replaced text used (`C:/Users/user` for `C:/Users/Alice`)."""
+    return placeholder.replace("\\", "/") if "/" in found and "\\" not in found else placeholder
+
+
+def redact_text(text: str, variables: Mapping[str, str], host: Optional[str] = None) -> str:
+    """A report's text with the diagnosed machine's home folder, user names, host and GPU UUIDs replaced (the rules of
+    `snapshot --redact`, read from that machine's own variables: a replayed fixture is redacted for its user)."""
+    home = variables.get("USERPROFILE") or variables.get("HOME") or ""
+    return str(redact_document(text, home, user_names(variables, home, login=False), host or ""))

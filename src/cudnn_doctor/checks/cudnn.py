@@ -315,7 +315,14 @@ def _replace_fix(facts: Facts, cudnn_major: int, cuda_major: int) -> str:
     return f"{rule}: cuDNN {full}, `cudnn-doctor install {archive}` (https://developer.nvidia.com/rdp/cudnn-archive)."
 
 
-@rule("cudnn-shadowed", Severity.WARNING, "An earlier copy of a cuDNN library wins the search", Area.CUDNN, fix_kind="safe")
+@rule(
+    "cudnn-shadowed",
+    Severity.WARNING,
+    "An earlier copy of a cuDNN library wins the search",
+    Area.CUDNN,
+    fix_kind="safe",
+    severity_when="error when the copy found first is unusable (another version or CUDA major)",
+)
 def cudnn_shadowed(facts: Facts) -> Iterator[Finding]:
     """With several copies of a cuDNN library on the search path the first one wins, whatever its version; users install a new cuDNN and keep loading the old one."""
     rules = PathRules(facts.os)

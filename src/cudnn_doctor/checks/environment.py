@@ -53,7 +53,14 @@ def env_stale_session(facts: Facts) -> Iterator[Finding]:
     )
 
 
-@rule("path-missing-dir", Severity.WARNING, "A CUDA-related PATH entry does not exist", Area.ENVIRONMENT, fix_kind="safe")
+@rule(
+    "path-missing-dir",
+    Severity.WARNING,
+    "A CUDA-related PATH entry does not exist",
+    Area.ENVIRONMENT,
+    fix_kind="safe",
+    severity_when="info when the entry does not matter to the GPU stack",
+)
 def path_missing_dir(facts: Facts) -> Iterator[Finding]:
     """An entry left behind by an uninstalled or moved toolkit hides typos and makes the real search order hard to read."""
     entries = [e for e in (*facts.environment.path, *facts.environment.ld_library_path) if e.value and not e.exists and GPU_RELATED.search(e.value)]

@@ -151,6 +151,7 @@ def _skip_missing(facts: Facts, requester: str, name: str) -> bool:
     "A library imports or loads a DLL / shared object that cannot be found",
     Area.ENVIRONMENT,
     fix_kind="unsafe",  # ONNX Runtime's [cuda,cudnn] extras: its pip line, run by `fix --unsafe-fixes`
+    severity_when="warning when the library treats that load as optional (cuDNN 8's libnvrtc.so)",
     explained_by=(
         "framework-cuda-mismatch",
         "cudnn-cuda-mismatch",

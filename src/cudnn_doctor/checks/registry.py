@@ -29,6 +29,9 @@ class Rule(Record):
     # Whether `cudnn-doctor fix` repairs this finding (its planner lives in the fixes layer): "safe" (local, reversible,
     # no package changes), "unsafe" (changes packages, may need the network; `--unsafe-fixes`), or None (manual steps only).
     fix_kind: Optional[str] = None
+    # When a finding of this rule takes another severity than `severity`, by its own case ("error when the copy found
+    # first is unusable"); "" when only a cause's worst symptom raises it (every cause does: checks/causes.py)
+    severity_when: str = ""
 
     @property
     def doc(self) -> str:
@@ -72,13 +75,14 @@ def rule(
     explained_by: Sequence[str] = (),
     explains: Sequence[str] = (),
     fix_kind: Optional[str] = None,
+    severity_when: str = "",
 ) -> Callable[[Check], Check]:
     """Register a check under a stable finding id."""
     if fix_kind is not None and fix_kind not in FIX_KINDS:
         raise ValueError(f"rule {id!r}: fix_kind must be one of {FIX_KINDS} or None, not {fix_kind!r}")
 
     def add(check: Check) -> Check:
-        register(Rule(id, severity, title, area, check, tuple(explained_by), explains=tuple(explains), fix_kind=fix_kind))
+        register(Rule(id, severity, title, area, check, tuple(explained_by), explains=tuple(explains), fix_kind=fix_kind, severity_when=severity_when))
         return check
 
     return add

@@ -25,7 +25,13 @@ def _toolkit_for(facts: Facts, folder: str, os_name: str) -> Optional[Toolkit]:
     return None
 
 
-@rule("cuda-toolkit-missing", Severity.INFO, "No CUDA toolkit is installed", Area.TOOLKIT)
+@rule(
+    "cuda-toolkit-missing",
+    Severity.INFO,
+    "No CUDA toolkit is installed",
+    Area.TOOLKIT,
+    severity_when="error when a framework loads the CUDA runtime from the system",
+)
 def cuda_toolkit_missing(facts: Facts) -> Iterator[Finding]:
     """PyTorch and JAX wheels bring their own CUDA runtime; TensorFlow on Windows, PaddlePaddle and ONNX Runtime load the system's."""
     if facts.toolkits.toolkits:

@@ -38,6 +38,43 @@ _MODULES = {
 }
 
 
+class _ExamplesFormatter(argparse.HelpFormatter):
+    """argparse's own formatter, except that the examples block keeps its lines (one command each)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return text if text.startswith("examples:\n") else super()._fill_text(text, width, indent)
+
+
+# The examples each command's `--help` ends with: what people type most, the first one the plainest.
+EXAMPLES = {
+    "check": (
+        "cudnn-doctor check",
+        "cudnn-doctor check --format markdown > report.md",
+        "cudnn-doctor check --html report.html --ignore path-duplicate-entries",
+    ),
+    "plan": (
+        "cudnn-doctor plan --framework torch",
+        "cudnn-doctor plan --framework 'tensorflow>=2.15' --framework torch --os linux --driver 535.104.05",
+        "cudnn-doctor plan --cuda 12.4 --os windows",
+        "cudnn-doctor plan --framework jax --arch aarch64 --gpu 9.0",
+    ),
+    "verify": ("cudnn-doctor verify", "cudnn-doctor verify --framework torch --quick", "cudnn-doctor verify --cpu-only --format json"),
+    "run": ("cudnn-doctor run -- python train.py", "cudnn-doctor run -- python -c 'import torch; print(torch.cuda.is_available())'"),
+    "snapshot": ("cudnn-doctor snapshot -o machine.yaml --redact", "cudnn-doctor check --fixture machine.yaml"),
+    "fleet": ("cudnn-doctor fleet --from snapshots/", "cudnn-doctor fleet --ray auto --html fleet.html"),
+    "which": ("cudnn-doctor which libcudnn.so.9", "cudnn-doctor which cudnn64_8.dll --python C:\\envs\\tf\\python.exe"),
+    "fix": ("cudnn-doctor fix --dry-run", "cudnn-doctor fix cudnn-shadowed --yes", "cudnn-doctor fix --unsafe-fixes"),
+    "install": (
+        "cudnn-doctor install cudnn-linux-x86_64-9.5.1.17_cuda12-archive.tar.xz --dry-run",
+        "cudnn-doctor install cudnn-windows-x86_64-8.9.7.29_cuda11-archive.zip --into 'C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v11.8'",
+    ),
+    "rollback": ("cudnn-doctor history", "cudnn-doctor rollback"),
+    "history": ("cudnn-doctor history",),
+    "explain": ("cudnn-doctor explain cudnn-shadowed", "cudnn-doctor explain --all"),
+    "kb": ("cudnn-doctor kb status", "cudnn-doctor kb update"),
+}
+
+
 def build_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParser:
     """The parser; given `argv` naming a command, only that command's module is imported (a quicker start)."""
     import importlib
@@ -51,6 +88,9 @@ def build_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParse
     wanted = [_MODULES[named]] if named in _MODULES else list(dict.fromkeys(_MODULES.values()))
     for module in wanted:
         importlib.import_module(f"cudnn_doctor.cli.{module}").configure_parser(commands)
+    for name, command in commands.choices.items():
+        command.formatter_class = _ExamplesFormatter
+        command.epilog = "examples:\n" + "\n".join(f"  {line}" for line in EXAMPLES.get(name, ()))
     return parser
 
 

@@ -38,6 +38,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         entry = entries[0]
         sys.stdout.write(_header(entry) + "\n")
+        if entry["severity_when"]:
+            sys.stdout.write(f"Severity: {entry['severity']}; {entry['severity_when']}.\n")
         if entry["explained_by"]:
             sys.stdout.write(f"Usually explained by: {', '.join(entry['explained_by'])}\n")
         sys.stdout.write(
@@ -71,6 +73,7 @@ def _entry(finding_id: str, rule: Any) -> dict[str, Any]:
     return {
         "id": finding_id,
         "severity": rule.severity.value,
+        "severity_when": getattr(rule, "severity_when", "") or None,
         "area": _text(area),
         "title": rule.title,
         "page": text,
@@ -90,6 +93,7 @@ def _text(value: Any) -> Optional[str]:
 
 
 def _header(entry: dict[str, Any]) -> str:
-    """`id (severity, area): title`."""
-    kind = ", ".join(part for part in (entry["severity"], entry["area"]) if part)
+    """`id (severity, area): title`, and where the case decides the severity, `id (warning or by case, area)`."""
+    severity = f"{entry['severity']} or by case" if entry.get("severity_when") else entry["severity"]
+    kind = ", ".join(part for part in (severity, entry["area"]) if part)
     return f"{entry['id']} ({kind}): {entry['title']}"

@@ -72,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
             print("The persistent environment changed: close and reopen terminals, IDEs and Jupyter so they see it.")
         after = _diagnose(system if args.fixture else open_system(limit=args.framework_timeout), args)
     print(f"Before: {_counts(before)}. After: {_counts(after)}.")
+    for line in _outcomes(plan, before, after):
+        print(line)
     _say_shell_files(plan, expanded)
     return after.exit_code
 
@@ -177,6 +179,27 @@ def _run_commands(system: System, expanded: Expanded, live: bool) -> None:
         if code != 0:
             applied = " (the file and registry changes before it are applied: `cudnn-doctor rollback` undoes them)" if expanded.steps or expanded.env else ""
             raise InputError(f"{' '.join(command.argv)} failed (exit {code}){': ' + said if said else ''}{applied}; to undo what it did: {command.undo}")
+
+
+def _outcomes(plan: FixPlan, before: Diagnosis, after: Diagnosis) -> list[str]:
+    """Per finding fixed, what the re-check found of it, and apart from them the errors that were never this fix's: a
+    fix that worked says so even when another, unrelated error remains."""
+    count_before: dict[str, int] = {}
+    count_after: dict[str, int] = {}
+    for found in before.findings:
+        count_before[found.id] = count_before.get(found.id, 0) + 1
+    for found in after.findings:
+        count_after[found.id] = count_after.get(found.id, 0) + 1
+    fixed = list(dict.fromkeys(f.finding.id for f in plan.fixes))
+    lines = []
+    for finding_id in fixed:
+        was, now = count_before.get(finding_id, 0), count_after.get(finding_id, 0)
+        verdict = "fixed" if now == 0 else "fixed in part" if now < was else "still found"
+        lines.append(f"  {finding_id}: {verdict} ({was} before, {now} after)")
+    others = sorted({f.id for f in after.findings if f.id not in fixed and f.severity.value == "error"})
+    if others:
+        lines.append(f"  not part of this fix, still found: {', '.join(others)} (`cudnn-doctor check` says how to fix them)")
+    return lines
 
 
 def _counts(diagnosis: Diagnosis) -> str:

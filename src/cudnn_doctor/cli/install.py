@@ -45,9 +45,14 @@ def _say_warnings(store: Store) -> None:
 def run_install(args: argparse.Namespace) -> int:
     from cudnn_doctor.install import transaction
     from cudnn_doctor.install.archive import Archive
+    from cudnn_doctor.install.plan import preflight
+    from cudnn_doctor.probes.toolkit import probe_toolkits
     from cudnn_doctor.system import open_system
 
+    started = time.perf_counter()  # the time said at the end is the command's: reading the archive included
     system = open_system()
+    into = str(args.into.resolve()) if args.into else None
+    preflight(system, args.archive, into, args.force, probe_toolkits(system))  # before a byte of the archive is read
     store = transaction.Store(system)
     if args.dry_run:
         archive = Archive(args.archive, opener=xz_stream)  # every member is judged here, in the one pass that reads it
@@ -67,7 +72,7 @@ def run_install(args: argparse.Namespace) -> int:
         with store.spooling(_spool_root(system, args)) as spool:
             archive = Archive(args.archive, spool=spool, opener=xz_stream)  # judged in the one pass that reads it; the bytes land in the spool
             try:
-                target = _install(system, store, archive, args)
+                target = _install(system, store, archive, args, started)
             finally:
                 archive.close()
     return _verify(target) if target is not None else 0
@@ -152,7 +157,7 @@ def _plan_and_print(system: System, archive: Archive, args: argparse.Namespace) 
     return plan, env_changes
 
 
-def _install(system: System, store: Store, archive: Archive, args: argparse.Namespace) -> Optional[str]:
+def _install(system: System, store: Store, archive: Archive, args: argparse.Namespace, started: float) -> Optional[str]:
     """Plan, ask, copy, set up the environment; the target, or None when nothing was installed."""
     from cudnn_doctor.errors import UsageError
     from cudnn_doctor.install import environment, transaction
@@ -172,7 +177,6 @@ def _install(system: System, store: Store, archive: Archive, args: argparse.Name
         lib_dir = next((system.paths.dirname(a.dest) for a in plan.actions if ".so" in system.paths.basename(a.dest)), None)
         if lib_dir is not None:
             notes, command = environment.linux_notes(system, lib_dir)
-    started = time.perf_counter()
     with _progress(plan.bytes_written) as advance:
         transaction.apply(plan, archive, store, progress=advance, after_file=_test_hook(), env_changes=env_changes, ldconfig=command is not None)
     print(f"Installed {len(plan.writes)} files into {plan.target} in {time.perf_counter() - started:.1f} s (rollback: `cudnn-doctor rollback`).")
@@ -200,6 +204,20 @@ def _print_plan(plan: Plan, env_changes: list[EnvChange]) -> None:
         print(visible(f"  {label} {action.dest}{extra}"))
     for change in env_changes:
         print(visible(f"  env     {change.scope} {change.name}: {change.old or '(unset)'} → {change.new}"))
+    print(_totals(plan, env_changes))
+
+
+def _totals(plan: Plan, env_changes: list[EnvChange]) -> str:
+    """`Total: 7 to add, 2 to replace (backed up), 1 already there; 812.3 MB to write; 2 environment change(s).`"""
+    kinds = [action.kind for action in plan.actions]
+    parts = [
+        f"{kinds.count(kind)} {said}"
+        for kind, said in (("add", "to add"), ("link", "link(s) to make"), ("replace", "to replace (backed up)"), ("same", "already there"))
+        if kinds.count(kind)
+    ]
+    size = f"; {plan.bytes_written / 1e6:,.1f} MB to write" if plan.bytes_written else ""
+    env = f"; {len(env_changes)} environment change(s)" if env_changes else ""
+    return f"Total: {', '.join(parts) or 'no file'}{size}{env}."
 
 
 class _progress:
@@ -250,62 +268,21 @@ def _verify(target: str) -> int:
 
 
 def run_rollback(args: argparse.Namespace) -> int:
-    from cudnn_doctor.install import transaction
+    from cudnn_doctor.install.undoing import rollback
+    from cudnn_doctor.reports.install_report import render_rollback
     from cudnn_doctor.system import open_system
 
-    store = transaction.Store(open_system())
-    with store.locked():
-        recovered = transaction.recover(store)
-        _say_warnings(store)
-        if recovered:
-            print(f"cudnn-doctor: {recovered}")
-            return 0
-        entry, report = transaction.rollback_last(store)
-    if entry.get("kind") == "fix":
-        print(f"Rolled back {entry['archive']} ({entry['id']}, {entry['target']}): {len(report.restored)} files restored.")
-    else:
-        print(f"Rolled back install {entry['id']} of {entry['archive']} into {entry['target']}: {len(report.restored)} files restored.")
-    for sentence in entry.get("env_restored") or []:
-        print(f"  {sentence}")
-    for command in entry.get("commands") or []:
-        if isinstance(command, dict) and command.get("undo"):
-            print(f"  the package change is not undone by rollback; to undo it, run: {command['undo']}")
-    if not report.complete:
-        _say(f"cudnn-doctor: {report.summary()}" + ("; run `cudnn-doctor rollback` again once that is fixed" if report.failed else ""))
-        return 1
-    return 0
+    result = rollback(open_system())
+    render_rollback(result, sys.stdout, sys.stderr)
+    return result.exit_code
 
 
 def run_history(args: argparse.Namespace) -> int:
-    """List the installs; reads only (recovery is for install and rollback, which hold the lock)."""
-    from cudnn_doctor.install import transaction
-    from cudnn_doctor.install.environment import describe
+    """List the installs and fixes; reads only."""
+    from cudnn_doctor.install.undoing import history
+    from cudnn_doctor.reports.install_report import render_history
     from cudnn_doctor.system import open_system
 
     system = open_system()
-    store = transaction.Store(system)
-    journal = store.journal()
-    _say_warnings(store)
-    if journal is not None and journal.get("state") == "in-progress":
-        print(
-            f"An install of {journal['archive']} into {journal['target']} is running or was interrupted; "
-            "the next `cudnn-doctor install` or `rollback` finishes or undoes it."
-        )
-    history = store.history()
-    if not history:
-        print("No installs recorded.")
-    for entry in history:
-        started = entry.get("started")
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(started)) if isinstance(started, (int, float)) else "?"
-        if entry.get("kind") == "fix":
-            print(f"{entry['id']}  {when}  {entry['state']:11}  {entry['archive']}  {len(entry['steps'])} file step(s)  in {entry['target']}")
-        else:
-            print(
-                f"{entry['id']}  {when}  {entry['state']:11}  cuDNN {entry.get('version') or '?'}  {len(entry['steps'])} files  {entry['archive']} → {entry['target']}"
-            )
-        for change in entry.get("env") or []:
-            if isinstance(change, dict) and change.get("started", True):
-                print(f"    env {describe(system.paths, change)}")
-        if entry["state"] == transaction.UNFINISHED:
-            print("    its rollback did not finish (a file was in use, or it was stopped): `cudnn-doctor rollback` finishes it")
+    render_history(history(system), system.paths, sys.stdout, sys.stderr)
     return 0

@@ -49,7 +49,13 @@ def run(args: argparse.Namespace) -> int:
     # absolute now, or the child would look for it in the sandbox and fail after the check above passed.
     executable = os.path.abspath(executable)
     wanted = args.framework or ["all"]
-    frameworks = verifying.installed(system, executable) if "all" in wanted else list(dict.fromkeys(wanted))
+    installed = verifying.installed(system, executable)
+    frameworks = installed if "all" in wanted else list(dict.fromkeys(wanted))
+    if not frameworks:
+        raise UsageError(f"no GPU framework is installed in {executable}: install one, or name another interpreter with --python")
+    missing = [name for name in frameworks if name not in installed]
+    if missing:
+        raise UsageError(f"--framework {missing[0]}: not installed in {executable} (installed: {', '.join(installed) or 'no GPU framework'})")
     with verify_report.Progress(sys.stderr) as progress:
         result = verifying.run(system, executable, frameworks, args.quick, progress.start, cpu_only=args.cpu_only)
     if args.compare:
@@ -62,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     if args.html is not None:
         from cudnn_doctor.diagnose import diagnose
 
-        diagnosis = diagnose(system, with_frameworks=False)
+        diagnosis = diagnose(system)  # as `check` diagnoses this machine, its frameworks' own reports included
         html.write(args.html, lambda stream: html.render_verify(result, stream, diagnosis))
         print(f"cudnn-doctor: HTML report written to {args.html}", file=sys.stderr)
     if args.format == "json":

@@ -40,6 +40,8 @@ def _run(args: argparse.Namespace) -> int:
     from cudnn_doctor.reports import which as report
     from cudnn_doctor.system import open_system
 
+    if not args.name.strip() or "\0" in args.name:
+        raise UsageError("which: give a library name (cudnn64_8.dll, libcudnn.so.9) or a path")
     system = open_system(args.fixture)
     executable = args.python or system.current_python()
     if not executable:

@@ -34,8 +34,14 @@ from cudnn_doctor.lazyre import regex
 from cudnn_doctor.record import Record
 from cudnn_doctor.versions import cuda_major_of_dll_number, cudnn_header_version
 
-MAX_TOTAL_BYTES = 64 * 1024**3  # the largest cuDNN release is a few GB uncompressed
-MAX_RATIO = 200  # NVIDIA's libraries compress 2-10x; a bomb compresses hundreds to millions of times
+# Limits, calibrated on NVIDIA's real archives and wheels (tests/test_install_wheels.py reads them): a cuDNN release
+# expands to 1-3 GB (nvidia-cudnn-cu12 9.1.0.70: 1.0 GB from 665 MB, 31 members), its largest member is under 1 GB, and
+# its most compressible one expands about 100x (libcudnn.so.9 of nvidia-cudnn-cu13 9.26.0.51 for aarch64: 99.8x),
+# the archive as a whole 1.5-10x. Bombs are judged by absolute sizes first, then by ratios far beyond those.
+MAX_TOTAL_BYTES = 16 * 1024**3  # what a whole archive may expand to
+MAX_MEMBER_BYTES = 4 * 1024**3  # what one member may expand to
+MAX_RATIO = 500  # a member's expansion over its compressed size (NVIDIA's worst: ~100x)
+MAX_ARCHIVE_RATIO = 200  # the whole archive's expansion over its size on disk (NVIDIA's: 1.5-10x)
 RATIO_FLOOR = 1 << 20  # below this a member (or 64x this, an archive) is too small to be judged by its ratio
 MAX_MEMBERS = 20_000  # a cuDNN release has about 100 files
 SPOOL_MARGIN = 16 << 20  # what the journal and the file system's rounding need beside the spooled files
@@ -87,7 +93,7 @@ class ArchiveInfo:
 
     path: Path
     top: str  # the top folder every member lives under ("" when none)
-    layout: str  # cuda-folder | archive-folder | cudnn9-installer | linux-archive | flat
+    layout: str  # cuda-folder | archive-folder | cudnn9-installer | linux-archive | wheel | flat
     version: Optional[str]
     cuda_major: Optional[int]
     os: Optional[str]  # windows | linux
@@ -176,9 +182,11 @@ class Archive:
                 f"the new files need more than {self._total / 1024**2:,.0f} MB in {self._spool}, which has {self._spool_free / 1024**2:,.0f} MB free: "
                 "free some space; nothing was changed"
             )
+        if size > MAX_MEMBER_BYTES:
+            raise self._refuse(f"{name!r}: a member of {size / 1024**3:,.1f} GB (no cuDNN file is larger than 1 GB)")
         packed = max(self._packed or 0, 1)
-        if self._total > 64 * RATIO_FLOOR and self._total > MAX_RATIO * packed:
-            raise self._refuse(f"an archive that expands more than {MAX_RATIO}x, to {self._total / 1024**2:,.0f} MB at {name!r} (an archive bomb?)")
+        if self._total > 64 * RATIO_FLOOR and self._total > MAX_ARCHIVE_RATIO * packed:
+            raise self._refuse(f"an archive that expands more than {MAX_ARCHIVE_RATIO}x, to {self._total / 1024**2:,.0f} MB at {name!r} (an archive bomb?)")
 
     def _read_tar(self) -> tuple[Member, ...]:
         """Every member in one streaming pass: headers judged for count and size, files read once."""
@@ -299,11 +307,13 @@ class Archive:
                     raise self._refuse(f"link {name!r} → {member.link!r} ({problem})")
             if member.is_file and member.hardlink is None:
                 total += member.size
+                if member.size > MAX_MEMBER_BYTES:
+                    raise self._refuse(f"{name!r}: a member of {member.size / 1024**3:,.1f} GB (no cuDNN file is larger than 1 GB)")
                 if member.size > RATIO_FLOOR and member.size > MAX_RATIO * max(member.compressed, 1) and self.kind == "zip":
                     raise self._refuse(f"{name!r}: it expands {member.size // max(member.compressed, 1)}x (a zip bomb?)")
         if total > MAX_TOTAL_BYTES:
             raise self._refuse(f"an archive that expands to {total / 1024**3:.0f} GB")
-        if self._packed is not None and total > 64 * RATIO_FLOOR and total > MAX_RATIO * max(self._packed, 1):
+        if self._packed is not None and total > 64 * RATIO_FLOOR and total > MAX_ARCHIVE_RATIO * max(self._packed, 1):
             raise self._refuse(f"an archive that expands {total // max(self._packed, 1)}x, to {total / 1024**2:,.0f} MB (an archive bomb?)")
         if not any(_CUDNN_FILE.search(m.name) for m in self._members if m.is_file):
             raise InputError(f"{self.path.name} holds no cuDNN library or header: it is not a cuDNN archive")
@@ -519,12 +529,61 @@ def _clean(name: str) -> str:
     return name.replace("\\", "/").rstrip("/")
 
 
+# NVIDIA's own pip wheel of cuDNN: nvidia_cudnn_cu12-9.1.0.70-py3-none-manylinux2014_x86_64.whl, its files in nvidia/cudnn/
+_WHEEL = regex(r"^nvidia_cudnn_cu(?P<cuda>\d+)-(?P<version>\d+(?:\.\d+){1,3})-[^/]*\.whl$")
+WHEEL_TOP = "nvidia/cudnn"
+
+
+def is_wheel_payload(name: str) -> bool:
+    """A file of a cuDNN wheel that belongs in a toolkit: under nvidia/cudnn/, not the package's Python files."""
+    return name.startswith(WHEEL_TOP + "/") and not name.endswith((".py", ".pyc")) and "/__pycache__/" not in name
+
+
+def named_info(path: Path) -> Optional[ArchiveInfo]:
+    """What the file's name alone says (NVIDIA's archive names, its wheels' names): enough to refuse a wrong archive
+    before reading a byte of it. None for another name."""
+    wheel = _WHEEL.match(path.name)
+    if wheel:
+        tag = path.name.rsplit("-", 1)[-1]
+        os_name = "windows" if tag.startswith("win") else "linux" if "linux" in tag else None
+        arch = "aarch64" if "aarch64" in tag else "x86_64" if ("x86_64" in tag or "amd64" in tag) else None
+        return ArchiveInfo(path, WHEEL_TOP, "wheel", wheel.group("version"), int(wheel.group("cuda")), os_name, arch, ())
+    parsed = knowledge.parse_cudnn_archive_name(path.name)
+    if parsed is None:
+        return None
+    arch = {"sbsa": "aarch64", "x64": "x86_64"}.get(parsed.arch, parsed.arch)
+    return ArchiveInfo(path, "", "named", parsed.version, parsed.cuda_major, parsed.os, arch if arch in ("x86_64", "aarch64") else None, ())
+
+
+def first_names(path: Path, limit: int = 32) -> Optional[list[str]]:
+    """The names of an archive's first members (a zip's directory, a tar's first headers), read without reading the
+    rest; None for a folder or a file that is not a readable archive (the full read says what is wrong with it)."""
+    try:
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as archive:
+                return archive.namelist()[: max(limit, 1000)]
+        names: list[str] = []
+        with tarfile.open(path, "r|*") as archive:
+            for member in archive:
+                names.append(member.name)
+                if len(names) >= limit:
+                    break
+        return names
+    except (OSError, EOFError, tarfile.TarError, zipfile.BadZipFile, lzma.LZMAError, zlib.error):
+        return None
+
+
 def inspect(archive: Archive) -> ArchiveInfo:
     """Find the layout, the cuDNN version, the CUDA major and the platform of an archive."""
     files = [m for m in archive.members if not m.is_dir]
-    top = _common_top(files)
+    wheel = _WHEEL.match(archive.path.name) or (any(m.name.endswith(".dist-info/WHEEL") for m in files) and any(is_wheel_payload(m.name) for m in files))
+    if wheel:
+        files = [m for m in files if is_wheel_payload(m.name)]
+    top = WHEEL_TOP if wheel else _common_top(files)
     rel = [m.name[len(top) + 1 :] if top else m.name for m in files]
-    if any(r.startswith("bin/") and re.match(r"bin/\d+\.x/", r) for r in rel):
+    if wheel:
+        layout = "wheel"
+    elif any(r.startswith("bin/") and re.match(r"bin/\d+\.x/", r) for r in rel):
         layout = "cudnn9-installer"
     elif top.rsplit("/", 1)[-1] == "cuda":
         layout = "cuda-folder"
@@ -535,7 +594,9 @@ def inspect(archive: Archive) -> ArchiveInfo:
     real = [m for m in files if m.is_file]  # a header or library given as a link (dangling, perhaps) is not read
     header = next((m for m in real if m.name.endswith("cudnn_version.h")), None) or next((m for m in real if m.name.endswith("/cudnn.h")), None)
     version = cudnn_header_version(archive.read_text(header, 256 * 1024)) if header is not None else None
-    cuda_major = _cuda_from_names(archive.path.name, top, rel) or _cuda_from_libraries(archive, real)
+    named = _WHEEL.match(archive.path.name)
+    version = version or (named.group("version") if named else None)
+    cuda_major = (int(named.group("cuda")) if named else None) or _cuda_from_names(archive.path.name, top, rel) or _cuda_from_libraries(archive, real)
     os_name = "windows" if any(m.name.lower().endswith(".dll") for m in files) else "linux" if any(".so" in m.name for m in files) else None
     return ArchiveInfo(archive.path, top, layout, version, cuda_major, os_name, _arch(archive, real), archive.members)
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, Optional
 
 from cudnn_doctor.errors import UsageError
 from cudnn_doctor.facts import ToolkitFacts
-from cudnn_doctor.install.archive import Archive, ArchiveInfo, Member, link_problem
+from cudnn_doctor.install.archive import Archive, ArchiveInfo, Member, first_names, is_wheel_payload, link_problem, named_info
 from cudnn_doctor.lazyre import regex
 from cudnn_doctor.system.interface import System
 from cudnn_doctor.versions import cudnn_header_version
@@ -92,6 +93,21 @@ def choose_target(system: System, info: ArchiveInfo, toolkits: ToolkitFacts, int
     return preferred[0].root
 
 
+def preflight(system: System, path: Path, into: Optional[str], force: bool, toolkits: ToolkitFacts) -> None:
+    """The refusals that need only the archive's name and its first members, made before it is read (a 2 GB .tar.xz
+    takes minutes): not a cuDNN archive, another OS or architecture, a target that is not a toolkit, a CUDA major that
+    no toolkit here (or not the one named) has."""
+    if system.is_dir(str(path)):
+        return  # an extracted folder: read whole, which is quick
+    info = named_info(path)
+    if info is None:
+        names = first_names(path)
+        if names is not None and not any("cudnn" in name.lower() for name in names):
+            raise UsageError(f"{path.name} holds no cuDNN file among its first {len(names)} members: it is not a cuDNN archive")
+        info = ArchiveInfo(path, "", "unnamed", None, None, None, None, ())
+    choose_target(system, info, toolkits, into, force)
+
+
 def _is_system_folder(path: str) -> bool:
     text = path.replace("\\", "/").lower()
     return any(part in text for part in SYSTEM_FOLDERS)
@@ -108,6 +124,10 @@ def _looks_like_toolkit(system: System, path: str) -> bool:
 def destination(system: System, info: ArchiveInfo, member: Member, target: str, cuda_major: Optional[int]) -> Optional[str]:
     """The path a member belongs at in the toolkit, or None for files that stay out (LICENSE, other CUDA majors)."""
     rules = system.paths
+    if info.layout == "wheel" and not is_wheel_payload(member.name):
+        return None  # the wheel's metadata and Python files stay out of the toolkit
+    if info.top and not member.name.startswith(info.top + "/"):
+        return None
     rel = member.name[len(info.top) + 1 :] if info.top else member.name
     installer = _INSTALLER_SUB.match(rel)
     if installer:

@@ -640,12 +640,18 @@ def _failure(error: BaseException, report: UndoReport, os_name: str) -> CudnnDoc
 IN_USE = "in use by"
 
 
+class NothingToUndo(CudnnDoctorError):
+    """`rollback` with no install or fix left in place: a state to report, not an error (exit 0)."""
+
+
 class UndoReport(Record):
-    """What an undo did: files put back, files changed since (left alone), files it could not restore."""
+    """What an undo did: files put back, files changed since (left alone), files it could not restore, and the files
+    the install or fix had added, which the undo deleted."""
 
     restored: list[str]
     changed: list[str]
     failed: list[tuple[str, str]]
+    removed: list[str]
 
     @property
     def complete(self) -> bool:
@@ -659,7 +665,13 @@ class UndoReport(Record):
             parts.append(f"{len(self.failed)} file(s) could not be restored: " + ", ".join(f"{p} ({why})" for p, why in self.failed[:5]))
         if self.in_use:
             parts.append("close the programs that have them loaded (Python, Jupyter, the IDE)")
-        return "; ".join(parts) or f"{len(self.restored)} file(s) restored"
+        return "; ".join(parts) or self.done()
+
+    def done(self) -> str:
+        """`12 file(s) removed, 3 restored`: deleted what was added, put back what was replaced."""
+        said = [f"{len(self.removed)} file(s) removed"] if self.removed else []
+        said += [f"{len(self.restored)} {'restored' if said else 'file(s) restored'}"] if self.restored or not said else []
+        return ", ".join(said)
 
     @property
     def in_use(self) -> bool:
@@ -738,7 +750,7 @@ def undo(
     `undo_actions(steps)`); `said` collects a sentence per environment change. Every write stays inside the
     real path its step recorded (`within`, `home`; an install's steps: `root`, the target's real path).
     """
-    report = UndoReport([], [], [])
+    report = UndoReport([], [], [], [])
     sentences = undo_environment(system, env, report.failed)
     if said is not None:
         said.extend(sentences)
@@ -763,7 +775,7 @@ def undo(
                 report.changed.append(dest)
             elif action == "remove" or (action == "legacy" and not step.get("backup") and step.get("kind") in ("add", "link")):
                 _discard(system, dest)
-                report.restored.append(dest)
+                report.removed.append(dest)
             elif action in ("restore", "legacy") and step.get("backup"):
                 expected = step["old"] if action == "restore" else identity(system, step["backup"])
                 if _copy(system, step["backup"], dest + TEMP_SUFFIX) != expected:
@@ -867,7 +879,11 @@ def _rollback_last(store: Store) -> tuple[dict[str, Any], UndoReport]:
     history = store.history()
     entry = next((h for h in reversed(history) if h.get("state") in ("installed", UNFINISHED)), None)
     if entry is None:
-        raise InputError("nothing to roll back: no install is recorded")
+        raise NothingToUndo(
+            f"Nothing left to undo: the {len(history)} recorded install(s) and fix(es) are rolled back (`cudnn-doctor history` lists them)."
+            if history
+            else "Nothing to undo: no install or fix is recorded."
+        )
     steps = [dict(s, started=True) for s in entry["steps"] if s.get("started", True)]
     actions = undo_actions(system, steps)
     problems = missing_backups(system, steps, actions)

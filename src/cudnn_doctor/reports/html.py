@@ -41,6 +41,13 @@ _CSS = """
 body { margin: 0; font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #202124; background: #f6f7f9; }
 main { max-width: 1120px; margin: 0 auto; padding: 20px 28px 40px; background: #fff; }
 header.top { border-bottom: 3px solid var(--gpu); margin-bottom: 12px; padding-bottom: 8px; }
+header.top.verdict-ok { border-bottom-color: var(--ok); } header.top.verdict-warn { border-bottom-color: var(--warn); }
+header.top.verdict-err { border-bottom-color: var(--err); }
+.banner { margin: 10px 0 14px; padding: 10px 14px; border-radius: 6px; font-weight: 600; border-left: 6px solid; }
+.banner.ok { background: #e8f5e9; border-color: var(--ok); color: var(--ok); }
+.banner.warn { background: #fff4e0; border-color: var(--warn); color: var(--warn); }
+.banner.err { background: #fdecea; border-color: var(--err); color: var(--err); }
+p.autofix { margin: 4px 0 0; font-size: 0.92em; }
 h1 { font-size: 1.6em; margin: 0 0 4px; }
 h2.part { font-size: 1.45em; border-bottom: 3px solid var(--gpu); margin-top: 40px; }
 h2 { font-size: 1.25em; margin: 28px 0 10px; padding-bottom: 4px; border-bottom: 1px solid var(--line); }
@@ -97,18 +104,21 @@ footer { max-width: 1120px; margin: 0 auto; padding: 8px 28px; color: var(--mute
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 
-def _document(title: str, subtitle: str, toc: list[tuple[str, str]], body: Iterable[str]) -> str:
+def _document(title: str, subtitle: str, toc: list[tuple[str, str]], body: Iterable[str], verdict: Optional[tuple[str, str]] = None) -> str:
+    """The page; `verdict`: (ok | warn | err, its sentence), which colours the header and heads the page as a banner."""
     from cudnn_doctor import __version__
 
     links = "".join(f'<a href="#{esc(anchor)}">{esc(name)}</a>' for anchor, name in toc)
+    state = f" verdict-{verdict[0]}" if verdict else ""
+    banner = f'<div class="banner {verdict[0]}" role="status">{esc(verdict[1])}</div>\n' if verdict else ""
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n'
         f"<title>{esc(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n<main>\n"
-        f'<header class="top"><h1>{esc(title)}</h1><p class="sub">{subtitle}</p>'
-        f'<nav class="toc">{links}</nav></header>\n' + "\n".join(body) + "\n</main>\n"
+        f'<header class="top{state}"><h1>{esc(title)}</h1><p class="sub">{subtitle}</p>'
+        f'<nav class="toc">{links}</nav></header>\n' + banner + "\n".join(body) + "\n</main>\n"
         f"<footer>cudnn-doctor {esc(__version__)} · a self-contained report: it loads nothing from the network.</footer>\n"
         "</body></html>\n"
     )
@@ -117,10 +127,23 @@ def _document(title: str, subtitle: str, toc: list[tuple[str, str]], body: Itera
 # ---------------------------------------------------------------- check: summary, findings, search order, pages
 
 
-def render_check(diagnosis: Diagnosis, stream: TextIO) -> None:
-    """The whole `check` report: machine summary, findings with fix steps, cuDNN search order per framework, pages."""
+def render_check(diagnosis: Diagnosis, stream: TextIO, when: Optional[str] = None, host: Optional[str] = None) -> None:
+    """The whole `check` report: machine summary, findings with fix steps, cuDNN search order per framework, pages;
+    headed by the verdict, when the check ran (`when`) and on which machine (`host`, left out when redacted)."""
     sections = list(_check_sections(diagnosis))
-    stream.write(_document("cudnn-doctor check", esc(_verdict_line(diagnosis.findings)), _CHECK_TOC, sections))
+    subtitle = _verdict_line(diagnosis.findings) + (f" · checked {when}" if when else "") + (f" on {host}" if host else "")
+    stream.write(_document("cudnn-doctor check", esc(subtitle), _CHECK_TOC, sections, _check_verdict(diagnosis.findings)))
+
+
+def _check_verdict(findings: list[Finding]) -> tuple[str, str]:
+    """The banner: healthy, warnings only, or errors, counted as the terminal counts them (causes)."""
+    causes, _ = _grouped(findings)
+    worst = [f.severity for _, f in causes]
+    if Severity.ERROR in worst:
+        return "err", f"✗ {worst.count(Severity.ERROR)} problem(s) stop the GPU stack from working as intended: see each fix below."
+    if Severity.WARNING in worst:
+        return "warn", f"! It works, with {worst.count(Severity.WARNING)} warning(s) worth fixing."
+    return "ok", "✓ Healthy: the driver, CUDA, cuDNN and the frameworks found are consistent; nothing to fix."
 
 
 _CHECK_TOC = [("summary", "Machine"), ("findings", "Findings"), ("search-order", "cuDNN search order"), ("pages", "Finding pages")]
@@ -128,7 +151,7 @@ _CHECK_TOC = [("summary", "Machine"), ("findings", "Findings"), ("search-order",
 
 def _check_sections(diagnosis: Diagnosis) -> Iterator[str]:
     yield _summary_section(diagnosis)
-    yield _findings_section(diagnosis.findings)
+    yield _findings_section(diagnosis.findings, diagnosis.facts)
     yield _search_order_section(diagnosis.facts)
     yield _pages_section(diagnosis.findings)
 
@@ -184,13 +207,13 @@ def _summary_section(diagnosis: Diagnosis) -> str:
     )
 
 
-def _findings_section(findings: list[Finding]) -> str:
+def _findings_section(findings: list[Finding], facts: Optional[Facts] = None) -> str:
     if not findings:
         return '<section id="findings"><h2>Findings</h2><p class="none">No issues found!</p></section>'
     causes, symptoms = _grouped(findings)
     return (
         '<section id="findings"><h2>Findings</h2><div class="findings">'
-        + "".join(_finding(f, symptoms.get(i, []), _anchor(f, causes[:n])) for n, (i, f) in enumerate(causes))
+        + "".join(_finding(f, symptoms.get(i, []), _anchor(f, causes[:n]), _fix_line(f, facts)) for n, (i, f) in enumerate(causes))
         + f'</div><p class="sub">{_inline("`cudnn-doctor check --ignore ID` hides a finding; each finding has its page at the end.")}</p></section>'
     )
 
@@ -205,7 +228,14 @@ def _anchor(found: Finding, before: list[tuple[int, Finding]]) -> str:
     return f"finding-{found.id}" + (f"-{seen + 1}" if seen else "")
 
 
-def _finding(found: Finding, symptoms: list[Finding], anchor: str) -> str:
+def _fix_line(found: Finding, facts: Optional[Facts]) -> Optional[str]:
+    """`fix: safe — cudnn-doctor fix ID`, where `fix` has changes for this finding (as the terminal says it)."""
+    from cudnn_doctor.reports.terminal import _fix_line as terminal_fix_line
+
+    return terminal_fix_line(found, facts) if facts is not None else None
+
+
+def _finding(found: Finding, symptoms: list[Finding], anchor: str, automatic: Optional[str] = None) -> str:
     severity = found.severity  # a cause carries the severity of its worst symptom (checks.causes)
     parts = [
         f'<article class="finding {severity.value}" id="{esc(anchor)}" data-id="{esc(found.id)}">',
@@ -214,6 +244,8 @@ def _finding(found: Finding, symptoms: list[Finding], anchor: str) -> str:
     ]
     if found.fix:
         parts.append('<ol class="fix">' + "".join(f"<li>{_inline(step)}</li>" for step in found.fix) + "</ol>")
+    if automatic:
+        parts.append(f'<p class="autofix">{_inline(automatic)}</p>')
     if symptoms:
         items = "".join(f'<li data-id="{esc(s.id)}">{_page_link(s.id)} ({esc(s.severity.value)}): {esc(s.detail)}</li>' for s in symptoms)
         parts.append(f'<div class="symptoms">The same cause also shows as:<ul>{items}</ul></div>')

@@ -119,6 +119,7 @@ def _lines(diagnosis: Diagnosis, verbose: bool, marks: dict = MARKS) -> Iterable
     for found in findings:
         if found.symptom_of is not None:
             symptoms.setdefault(found.symptom_of, []).append(found)
+    fixable = 0
     for index, found in enumerate(findings):
         if found.symptom_of is not None:
             continue
@@ -130,6 +131,7 @@ def _lines(diagnosis: Diagnosis, verbose: bool, marks: dict = MARKS) -> Iterable
             yield [(f"    {number}. {step}", "")]
         automatic = _fix_line(found, diagnosis.facts)
         if automatic:
+            fixable += 1
             yield [(f"    {automatic}", "")]
         if symptoms.get(index):
             yield [("    The same cause also shows as:", "")]
@@ -141,7 +143,8 @@ def _lines(diagnosis: Diagnosis, verbose: bool, marks: dict = MARKS) -> Iterable
     errors = causes.count(Severity.ERROR)
     warnings = causes.count(Severity.WARNING)
     tail = f" ({len(findings) - len(causes)} more finding(s) shown as their symptoms)" if len(causes) < len(findings) else ""
-    yield [(f"{errors} error(s), {warnings} warning(s){tail}. `--ignore ID` hides one; `explain ID` says more; `-v` shows every fact.", "")]
+    fixing = f" {fixable} finding(s) `cudnn-doctor fix` can fix." if fixable else ""
+    yield [(f"{errors} error(s), {warnings} warning(s){tail}.{fixing} `--ignore ID` hides one; `explain ID` says more; `-v` shows every fact.", "")]
 
 
 def _one_line(text: str, width: int = 160) -> str:

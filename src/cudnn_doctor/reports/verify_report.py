@@ -61,7 +61,7 @@ def _rate(bench: dict[str, Any]) -> str:
 
 def text_lines(result: dict[str, Any]) -> list[str]:
     lines = [f"Verify in {result['python']}" + (" (quick)" if result.get("quick") else ""), ""]
-    lines += _gpu_line(result.get("gpu"))
+    lines += ["CPU only, as asked (--cpu-only): no GPU was used."] if result.get("cpu_only") else _gpu_line(result.get("gpu"))
     if not result["frameworks"]:
         lines.append(f"✗ No framework to verify in {result['python']}: install one (python -m pip install torch), or pass --python")
     for framework in result["frameworks"]:
@@ -91,7 +91,11 @@ def text_lines(result: dict[str, Any]) -> list[str]:
             lines.append(f"  {row['framework']} {row['id']}: {row['before_s'] * 1000:.2f} → {row['after_s'] * 1000:.2f} ms ({factor:.2f}× {change})")
     elif result.get("compare") is not None:
         lines += ["", "No earlier run on this GPU to compare with."]
-    lines += ["", "Result: " + ("the GPU and cuDNN accelerate as they should." if result["exit_code"] == 0 else "see the ✗ lines above.")]
+    if result.get("cpu_only"):
+        verdict = "the CPU baseline ran, as asked; run without --cpu-only to test the GPU."
+    else:
+        verdict = "the GPU and cuDNN accelerate as they should."
+    lines += ["", "Result: " + (verdict if result["exit_code"] == 0 else "see the ✗ lines above.")]
     return lines
 
 

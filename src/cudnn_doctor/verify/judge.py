@@ -96,11 +96,18 @@ def _low_rate_hint(state: Optional[Mapping[str, Any]]) -> str:
 
 
 def verdicts(
-    report: Mapping[str, Any], peak: Optional[Peak], limits: Mapping[str, Threshold], state: Optional[Mapping[str, Any]] = None
+    report: Mapping[str, Any],
+    peak: Optional[Peak],
+    limits: Mapping[str, Threshold],
+    state: Optional[Mapping[str, Any]] = None,
+    cpu_only: bool = False,
 ) -> list[dict[str, Any]]:
     """One verdict per check the figures allow, in the order a reader asks: does it run, is it right, is it fast."""
     benchmarks = report.get("benchmarks", [])
     out: list[dict[str, Any]] = []
+    if report.get("status") == "no-gpu" and cpu_only:
+        out.append({"id": "cpu-only", "status": "pass", "text": f"{report['framework']} ran the CPU baseline, as asked (--cpu-only)"})
+        return out
     if report.get("status") == "no-gpu":
         out.append({"id": "no-gpu", "status": "fail", "text": f"no NVIDIA GPU visible to {report['framework']}: only the CPU baseline ran"})
         return out
@@ -165,8 +172,12 @@ def _peaks(benchmarks: list[dict[str, Any]], peak: Optional[Peak], limits: Mappi
     return out
 
 
-def exit_code(frameworks: list[Mapping[str, Any]], gpu: Optional[Mapping[str, Any]]) -> int:
-    """0 when a GPU ran every framework asked and no verdict failed; 1 otherwise (no GPU included)."""
+def exit_code(frameworks: list[Mapping[str, Any]], gpu: Optional[Mapping[str, Any]], cpu_only: bool = False) -> int:
+    """0 when a GPU ran every framework asked (with `cpu_only`: the CPU, as asked) and no verdict failed; 1 otherwise
+    (no GPU included)."""
+    if cpu_only:
+        ran = all(f["status"] in ("ok", "no-gpu") for f in frameworks)
+        return 0 if frameworks and ran and not any(v["status"] == "fail" for f in frameworks for v in f["verdicts"]) else 1
     if gpu is None or not frameworks:
         return 1
     for framework in frameworks:

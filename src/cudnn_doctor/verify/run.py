@@ -71,7 +71,7 @@ def run(
             "smoke": report.get("smoke", []),
             "benchmarks": judge.rates(report.get("benchmarks", []), peak),
         }
-        framework["verdicts"] = judge.verdicts(framework, peak, limits, gpu)
+        framework["verdicts"] = judge.verdicts(framework, peak, limits, gpu, cpu_only)
         out.append(framework)
     now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
     return {
@@ -80,7 +80,8 @@ def run(
         "time": now.isoformat().replace("+00:00", "Z"),
         "python": executable,
         "quick": quick,
-        "exit_code": judge.exit_code(out, gpu),
+        "cpu_only": cpu_only,
+        "exit_code": judge.exit_code(out, gpu, cpu_only),
         "gpu": gpu,
         "frameworks": out,
         "compare": None,

@@ -106,13 +106,16 @@ def test_linux_tar_xz_keeps_symlink_chains_and_checksums(tmp_path, capsys):
     assert "Installed" in out and "LD_LIBRARY_PATH" in out
 
 
-@live_install
-def test_second_install_is_a_no_op_and_rollback_returns_to_before_the_second(tmp_path, capsys):
-    target = archives.toolkit(tmp_path / "cuda-12.6")
+def _two_releases(tmp_path):
+    """A toolkit and two archives of one release: the same names, new bytes."""
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    first = archives.native_archive(tmp_path / "a", "8.9.7.29")
-    second = archives.native_archive(tmp_path / "b", "8.9.7.29")  # same names, new bytes
+    return archives.toolkit(tmp_path / "cuda-12.6"), archives.native_archive(tmp_path / "a", "8.9.7.29"), archives.native_archive(tmp_path / "b", "8.9.7.29")
+
+
+@live_install
+def test_second_install_is_a_no_op_and_rollback_returns_to_before_the_second(tmp_path, capsys):
+    target, first, second = _two_releases(tmp_path)
     main(["install", str(first), "--into", str(target), "--yes"])
     after_first = archives.tree(target)
     capsys.readouterr()
@@ -126,14 +129,11 @@ def test_second_install_is_a_no_op_and_rollback_returns_to_before_the_second(tmp
     assert "rolled-back" in capsys.readouterr().out
 
 
+@live_install
 def test_rollback_says_removed_for_added_files_restored_for_replaced_ones_then_nothing_left(tmp_path, capsys):
     """Issue 31: the first install's files were added (a rollback removes them), the second's replaced them (a rollback
     restores them); once every entry is undone, a further rollback says so with exit 0 and history agrees."""
-    target = archives.toolkit(tmp_path / "cuda-12.6")
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    first = archives.native_archive(tmp_path / "a", "8.9.7.29")
-    second = archives.native_archive(tmp_path / "b", "8.9.7.29")  # same names, new bytes
+    target, first, second = _two_releases(tmp_path)
     main(["install", str(first), "--into", str(target), "--yes"])
     main(["install", str(second), "--into", str(target), "--yes"])
     capsys.readouterr()

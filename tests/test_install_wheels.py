@@ -12,6 +12,7 @@ from cudnn_doctor.install import archive as archive_module
 from cudnn_doctor.install.archive import Archive, inspect
 
 from . import archives
+from .conftest import live_install
 
 WINDOWS = sys.platform == "win32"
 
@@ -28,6 +29,7 @@ def test_a_wheel_is_read_as_cudnn_of_its_cuda_major(tmp_path, windows):
     assert (info.layout, info.top, info.version, info.cuda_major, info.os) == ("wheel", "nvidia/cudnn", "9.1.0", 12, "windows" if windows else "linux")
 
 
+@live_install
 def test_a_wheel_installs_its_libraries_and_headers_and_nothing_else(tmp_path, capsys):
     target = archives.toolkit(tmp_path / "cuda-12.6")
     before = set(archives.tree(target))

@@ -343,7 +343,7 @@ def test_a_live_install_writes_hkcu_environment_and_rollback_restores_it(tmp_pat
     assert main(["rollback"]) == 0
     after = user_environment()
     assert after.get("Path") == old_path and after.get("CUDNN_HOME") == old_home  # deleted when they did not exist
-    assert "restored" in capsys.readouterr().out
+    assert " file(s) removed." in capsys.readouterr().out  # the files the install added (issue 31: removed, not "restored")
 
 
 @pytest.mark.skipif(sys.platform != "win32", reason="the real user32 broadcast")

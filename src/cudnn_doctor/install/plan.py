@@ -82,9 +82,8 @@ def choose_target(system: System, info: ArchiveInfo, toolkits: ToolkitFacts, int
     matching = [t for t in toolkits.toolkits if info.cuda_major is None or (t.parsed_version and t.parsed_version.release[0] == info.cuda_major)]
     if not matching:
         installed = ", ".join(f"CUDA {t.version} at {t.root}" for t in toolkits.toolkits) or "no CUDA toolkit"
-        raise UsageError(
-            f"{info.path.name} is built for CUDA {info.cuda_major}, and this machine has {installed}; install that toolkit first or pass --into DIR"
-        )
+        built = f"is built for CUDA {info.cuda_major}" if info.cuda_major is not None else "needs a CUDA toolkit"
+        raise UsageError(f"{info.path.name} {built}, and this machine has {installed}; install that toolkit first or pass --into DIR")
     preferred = (
         [t for t in matching if t.root == toolkits.path_toolkit]
         or [t for t in matching if any(rules.same(v, t.root) for _, v in toolkits.variables)]
@@ -105,6 +104,8 @@ def preflight(system: System, path: Path, into: Optional[str], force: bool, tool
         if names is not None and not any("cudnn" in name.lower() for name in names):
             raise UsageError(f"{path.name} holds no cuDNN file among its first {len(names)} members: it is not a cuDNN archive")
         info = ArchiveInfo(path, "", "unnamed", None, None, None, None, ())
+    if info.cuda_major is None and into is None:
+        return  # which toolkit fits is known once the archive is read (its libraries name their CUDA)
     choose_target(system, info, toolkits, into, force)
 
 

@@ -215,18 +215,12 @@ def pip_install(executable: str, requirements: Sequence[str], options: Sequence[
     redirect. A build from a side feed whose version PyPI also serves is installed as the planner does
     (`planner.commands.pip_lines`): from the feed alone without dependencies, then the same pin for them, joined by `&&`."""
     words = [_quote(r) for r in requirements]
-    steps = _feed_steps(requirements[0], tuple(options)) if requirements else [tuple(options)]
+    steps = [tuple(options)]
+    if requirements and "--extra-index-url" in options:  # only then is the planner's rule loaded (`check`'s start)
+        from cudnn_doctor.planner.commands import pip_option_sets
+
+        steps = pip_option_sets(requirements[0], tuple(options))
     return " && ".join(" ".join([f'"{executable}" -m pip install', *words, *step]) for step in steps)
-
-
-def _feed_steps(requirement: str, options: tuple[str, ...]) -> list[tuple[str, ...]]:
-    """The option sets of each pip line the planner gives for `requirement` (one, unless a side feed makes it two)."""
-    if "--extra-index-url" not in options:
-        return [options]
-    from cudnn_doctor.planner.commands import pip_lines
-
-    lines = pip_lines(requirement, options)
-    return [tuple(line.split(f'"{requirement}"', 1)[1].split()) for line in lines]
 
 
 def _quote(requirement: str) -> str:

@@ -184,16 +184,13 @@ def _run_commands(system: System, expanded: Expanded, live: bool) -> None:
 def _outcomes(plan: FixPlan, before: Diagnosis, after: Diagnosis) -> list[str]:
     """Per finding fixed, what the re-check found of it, and apart from them the errors that were never this fix's: a
     fix that worked says so even when another, unrelated error remains."""
-    count_before: dict[str, int] = {}
-    count_after: dict[str, int] = {}
-    for found in before.findings:
-        count_before[found.id] = count_before.get(found.id, 0) + 1
-    for found in after.findings:
-        count_after[found.id] = count_after.get(found.id, 0) + 1
+    from collections import Counter
+
+    count_before, count_after = Counter(f.id for f in before.findings), Counter(f.id for f in after.findings)
     fixed = list(dict.fromkeys(f.finding.id for f in plan.fixes))
     lines = []
     for finding_id in fixed:
-        was, now = count_before.get(finding_id, 0), count_after.get(finding_id, 0)
+        was, now = count_before[finding_id], count_after[finding_id]
         verdict = "fixed" if now == 0 else "fixed in part" if now < was else "still found"
         lines.append(f"  {finding_id}: {verdict} ({was} before, {now} after)")
     others = sorted({f.id for f in after.findings if f.id not in fixed and f.severity.value == "error"})

@@ -45,8 +45,7 @@ def on_aarch64(found: Iterable[Candidate]) -> Iterator[Candidate]:
         if candidate.framework == "cuda":
             yield candidate
             continue
-        framework = knowledge.framework(candidate.framework)
-        if framework is not None and framework.aarch64_cpu_only:
+        if cpu_only_reason(candidate.framework) is not None:
             continue
         release = _release(candidate)
         if release is None or not release.aarch64 or candidate.pip_options:
@@ -61,10 +60,8 @@ def on_aarch64(found: Iterable[Candidate]) -> Iterator[Candidate]:
 
 def cpu_only_reason(name: str) -> Optional[tuple[str, str]]:
     """(why, source) where the vendor says a framework's Linux aarch64 wheels have no GPU support."""
-    framework = knowledge.framework(name)
-    if framework is None or not framework.aarch64_cpu_only:
-        return None
-    return "has no GPU build for Linux aarch64", framework.aarch64_cpu_only
+    said = knowledge.framework(name).aarch64_cpu_only
+    return ("has no GPU build for Linux aarch64", said) if said else None
 
 
 def _release(candidate: Candidate) -> Optional[PublishedRelease]:

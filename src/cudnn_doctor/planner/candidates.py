@@ -105,7 +105,7 @@ def _torch(os_name: str) -> Iterator[Candidate]:
                     version=version,
                     build=f"cu{tag}",
                     cuda=cuda,
-                    cudnn=_torch_cudnn(row, cuda),
+                    cudnn=row.cudnn_of(cuda),
                     cudnn_rule="bundled",
                     python=row.python_on(os_name),
                     cuda_from="bundled",
@@ -114,10 +114,6 @@ def _torch(os_name: str) -> Iterator[Candidate]:
                     source=row.source,
                     conda=_torch_conda(row, version, cuda),
                 )
-
-
-def _torch_cudnn(row: knowledge.records.TorchRelease, cuda: str) -> Optional[str]:
-    return row.cudnn_of(cuda)
 
 
 def _torch_is_pypi_default(row: knowledge.records.TorchRelease, cuda: str, os_name: str) -> bool:

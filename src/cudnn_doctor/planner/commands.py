@@ -43,11 +43,11 @@ def steps(stack: Stack, os_name: str, driver: Optional[str], environment: str = 
     system = next((v for v in stack.chosen if v.needs.toolkit), None)
     if system is not None:
         downloads.append(Download(f"CUDA Toolkit {system.needs.toolkit}", None, TOOLKIT_ARCHIVE))
-    system = next((v for v in stack.chosen if v.needs.toolkit and v.candidate.cudnn_rule != "none"), None)  # CuPy needs none
-    if system is not None:
-        needs = system.needs
+    with_cudnn = next((v for v in stack.chosen if v.needs.toolkit and v.candidate.cudnn_rule != "none"), None)  # CuPy needs none
+    if with_cudnn is not None:
+        needs = with_cudnn.needs
         which = f"cuDNN {needs.cudnn}" if needs.cudnn else "cuDNN (a release NVIDIA's support matrix lists)"
-        downloads.append(Download(f"{which} for CUDA {system.candidate.cuda}", needs.cudnn_archive, CUDNN_ARCHIVE))
+        downloads.append(Download(f"{which} for CUDA {with_cudnn.candidate.cuda}", needs.cudnn_archive, CUDNN_ARCHIVE))
         if needs.cudnn_archive:
             commands.append(f"cudnn-doctor install {needs.cudnn_archive}")
         if os_name == "windows" and needs.cudnn and knowledge.zlibwapi_required(V(needs.cudnn)):
@@ -64,13 +64,19 @@ def steps(stack: Stack, os_name: str, driver: Optional[str], environment: str = 
 
 
 def pip_lines(requirement: str, options: tuple[str, ...]) -> list[str]:
-    """The pip lines that install exactly the build planned. A build from a side feed (`--extra-index-url FEED`) whose
-    version PyPI also serves (ONNX Runtime's CUDA 12 builds of 1.17-1.18, PyPI's being CUDA 11.8) would let pip take
-    either: it is installed from the feed alone without its dependencies, then the same pin, already met, brings those."""
+    """The pip lines that install exactly the build planned (`pip_option_sets`)."""
+    return [pip_line(requirement, step) for step in pip_option_sets(requirement, options)]
+
+
+def pip_option_sets(requirement: str, options: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The index options of each pip line that installs exactly the build planned. A build from a side feed
+    (`--extra-index-url FEED`) whose version PyPI also serves (ONNX Runtime's CUDA 12 builds of 1.17-1.18, PyPI's being
+    CUDA 11.8) would let pip take either: it is installed from the feed alone without its dependencies, then the same
+    pin, already met, brings those."""
     feed = options[options.index("--extra-index-url") + 1] if "--extra-index-url" in options[:-1] else None
     if feed is None or not _on_pypi(requirement):
-        return [pip_line(requirement, options)]
-    return [pip_line(requirement, ("--index-url", feed, "--no-deps")), pip_line(requirement, ())]
+        return [options]
+    return [("--index-url", feed, "--no-deps"), ()]
 
 
 def _on_pypi(requirement: str) -> bool:

@@ -93,9 +93,5 @@ def clash(mine: tuple[Pin, ...], theirs: tuple[Pin, ...]) -> Optional[str]:
             for a, b in ((pin, other), (other, pin)):
                 version = exact(a.specifier)
                 if version is not None and not b.specifier.contains(version, prereleases=True):
-                    return f"{_where(pin)} requires {pin.text}, {_where(other)} {other.text}: pip cannot install both"
+                    return f"{pin.via} requires {pin.text}, {other.via} {other.text}: pip cannot install both"
     return None
-
-
-def _where(pin: Pin) -> str:
-    return pin.via.split(" -> ")[0] if " -> " not in pin.via else pin.via

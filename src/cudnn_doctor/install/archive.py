@@ -576,7 +576,8 @@ def first_names(path: Path, limit: int = 32) -> Optional[list[str]]:
 def inspect(archive: Archive) -> ArchiveInfo:
     """Find the layout, the cuDNN version, the CUDA major and the platform of an archive."""
     files = [m for m in archive.members if not m.is_dir]
-    wheel = _WHEEL.match(archive.path.name) or (any(m.name.endswith(".dist-info/WHEEL") for m in files) and any(is_wheel_payload(m.name) for m in files))
+    named = _WHEEL.match(archive.path.name)  # NVIDIA's wheel name says its cuDNN release and CUDA major
+    wheel = named or (any(m.name.endswith(".dist-info/WHEEL") for m in files) and any(is_wheel_payload(m.name) for m in files))
     if wheel:
         files = [m for m in files if is_wheel_payload(m.name)]
     top = WHEEL_TOP if wheel else _common_top(files)
@@ -594,7 +595,6 @@ def inspect(archive: Archive) -> ArchiveInfo:
     real = [m for m in files if m.is_file]  # a header or library given as a link (dangling, perhaps) is not read
     header = next((m for m in real if m.name.endswith("cudnn_version.h")), None) or next((m for m in real if m.name.endswith("/cudnn.h")), None)
     version = cudnn_header_version(archive.read_text(header, 256 * 1024)) if header is not None else None
-    named = _WHEEL.match(archive.path.name)
     version = version or (named.group("version") if named else None)
     cuda_major = (int(named.group("cuda")) if named else None) or _cuda_from_names(archive.path.name, top, rel) or _cuda_from_libraries(archive, real)
     os_name = "windows" if any(m.name.lower().endswith(".dll") for m in files) else "linux" if any(".so" in m.name for m in files) else None

@@ -267,7 +267,7 @@ def test_the_fix_plan_shows_a_folder_with_a_newline_or_bidi_character_escaped(mo
 
     system = linux(LD_LIBRARY_PATH=f"/opt/cuda-9\n\u202ex/lib64:{CUDA_LIB}", XDG_CONFIG_HOME="/home/dev/c\u2028fg")
     monkeypatch.setattr("cudnn_doctor.system.open_system", lambda fixture=None, limit=None: system)
-    monkeypatch.setenv("CUDNN_DOCTOR_STATE_DIR", STATE)
+    monkeypatch.setattr(system, "state_dir", lambda: STATE)  # the described machine's own state folder
     main(["fix", "--dry-run", "--no-frameworks", "path-missing-dir"])
     out = capsys.readouterr().out
     assert "drop /opt/cuda-9\\x0a\\u202ex/lib64" in out and "\u202e" not in out and "\u2028" not in out

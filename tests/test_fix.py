@@ -406,7 +406,7 @@ def test_an_ineffective_variable_on_linux_keeps_its_manual_steps():
 
 def cli(monkeypatch, system: Any, *argv: str) -> int:
     monkeypatch.setattr("cudnn_doctor.system.open_system", lambda fixture=None, limit=None: system)
-    monkeypatch.setenv("CUDNN_DOCTOR_STATE_DIR", WIN_STATE if system.os == "windows" else LINUX_STATE)
+    monkeypatch.setattr(system, "state_dir", lambda: WIN_STATE if system.os == "windows" else LINUX_STATE)  # the described machine's own state folder
     return main(list(argv))
 
 
@@ -542,7 +542,7 @@ def test_an_unsafe_fix_runs_its_commands_in_order_and_history_keeps_the_undo(mon
 
     monkeypatch.setattr(system, "run", run)
     monkeypatch.setattr("cudnn_doctor.system.open_system", lambda fixture=None, limit=None: system)
-    monkeypatch.setenv("CUDNN_DOCTOR_STATE_DIR", WIN_STATE)
+    monkeypatch.setattr(system, "state_dir", lambda: WIN_STATE)  # the described machine's own state folder
     assert main(["fix", "--unsafe-fixes", "--yes"]) == 1  # the fixture's torch stays a CPU build
     pips = [argv[1:4] for argv in ran if argv[1:3] == ["-m", "pip"]]
     assert pips == [["-m", "pip", "uninstall"], ["-m", "pip", "install"]]

@@ -204,7 +204,7 @@ def test_an_archive_gone_from_disk_keeps_the_manual_steps_and_says_so(tmp_path, 
     assert f"the archive {path} that installed cuDNN 8.5.0 into {WIN_TK} is not on disk any more" in why["cudnn-header-missing"]
     assert "is not on disk any more" in why["cudnn-import-lib-missing"]
     monkeypatch.setattr("cudnn_doctor.system.open_system", lambda fixture=None, limit=None: system)
-    monkeypatch.setenv("CUDNN_DOCTOR_STATE_DIR", WIN_STATE)
+    monkeypatch.setattr(system, "state_dir", lambda: WIN_STATE)  # the described machine's own state folder
     assert main(["fix", "--dry-run", "--no-frameworks"]) == 0
     out = capsys.readouterr().out
     assert "not fixed: cudnn-header-missing: the archive" in out and "is not on disk any more: follow its steps" in out
@@ -249,7 +249,7 @@ def test_the_fix_command_restores_rechecks_and_rollback_undoes(tmp_path, monkeyp
     system, _ = windows_case(tmp_path)
     before = snapshot(system, WIN_STATE)
     monkeypatch.setattr("cudnn_doctor.system.open_system", lambda fixture=None, limit=None: system)
-    monkeypatch.setenv("CUDNN_DOCTOR_STATE_DIR", WIN_STATE)
+    monkeypatch.setattr(system, "state_dir", lambda: WIN_STATE)  # the described machine's own state folder
     main(["fix", "--yes", "--no-frameworks"])
     out = capsys.readouterr().out
     assert "fix cudnn-header-missing (safe)" in out and "fix cudnn-import-lib-missing (safe)" in out
@@ -420,7 +420,7 @@ def test_the_shell_function_gives_what_the_plan_shows(tmp_path, value, drop, rep
 def test_the_fix_command_says_how_env_sh_takes_effect_and_never_claims_a_clean_recheck(monkeypatch, capsys):
     system = linux_path_machine()
     monkeypatch.setattr("cudnn_doctor.system.open_system", lambda fixture=None, limit=None: system)
-    monkeypatch.setenv("CUDNN_DOCTOR_STATE_DIR", LINUX_STATE)
+    monkeypatch.setattr(system, "state_dir", lambda: LINUX_STATE)  # the described machine's own state folder
     main(["fix", "--yes", "--no-frameworks", "path-missing-dir", "path-duplicate-entries"])
     out = capsys.readouterr().out
     assert "add  . ~/.config/cudnn-doctor/env.sh  to ~/.bashrc" in out
@@ -502,7 +502,7 @@ def test_the_extras_fix_command_says_network_and_undo_and_runs_pip(monkeypatch, 
         return CommandResult(0, "ok", "")
 
     monkeypatch.setattr("cudnn_doctor.system.open_system", lambda fixture=None, limit=None: system)
-    monkeypatch.setenv("CUDNN_DOCTOR_STATE_DIR", LINUX_STATE)
+    monkeypatch.setattr(system, "state_dir", lambda: LINUX_STATE)  # the described machine's own state folder
     assert main(["fix", "--dry-run", "--unsafe-fixes"]) == 0
     out = capsys.readouterr().out
     assert "fix cudnn-missing (unsafe)" in out

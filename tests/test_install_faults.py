@@ -208,7 +208,7 @@ def test_a_fault_at_every_operation_of_rollback_recovers(archive_path, crash):
 def cli(monkeypatch, system: Any, *argv: str) -> int:
     """Run the real command line against a fixture machine (the Windows code paths, on any host)."""
     monkeypatch.setattr("cudnn_doctor.system.open_system", lambda fixture=None: system)
-    monkeypatch.setenv("CUDNN_DOCTOR_STATE_DIR", STATE)
+    monkeypatch.setattr(system, "state_dir", lambda: STATE)  # the described machine's own state folder
     return main(list(argv))
 
 

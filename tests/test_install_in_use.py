@@ -61,7 +61,7 @@ def archive_path(tmp_path_factory) -> Path:
 def cli(monkeypatch, capsys, system: Any, *argv: str) -> tuple[int, str]:
     """The real command line against the fixture machine: (exit code, stderr)."""
     monkeypatch.setattr("cudnn_doctor.system.open_system", lambda fixture=None: system)
-    monkeypatch.setenv("CUDNN_DOCTOR_STATE_DIR", STATE)
+    monkeypatch.setattr(system, "state_dir", lambda: STATE)  # the described machine's own state folder
     capsys.readouterr()
     code = main(list(argv))
     return code, capsys.readouterr().err

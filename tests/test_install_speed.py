@@ -13,9 +13,9 @@ import pytest
 
 from cudnn_doctor.binaries import scan
 from cudnn_doctor.cli import main
-from cudnn_doctor.cli.install import xz_stream
 from cudnn_doctor.install import transaction
 from cudnn_doctor.install.archive import Archive, inspect
+from cudnn_doctor.system.xz import xz_stream
 
 from . import archives
 from .conftest import live_install

@@ -86,7 +86,7 @@ def test_a_cuda_major_no_toolkit_has_is_refused_from_the_name(tmp_path, monkeypa
     """cuDNN for CUDA 11 where no CUDA 11 toolkit is installed: said from the wheel's name, before it is read."""
     from cudnn_doctor.facts import ToolkitFacts
 
-    monkeypatch.setattr("cudnn_doctor.probes.toolkit.probe_toolkits", lambda system: ToolkitFacts())
+    monkeypatch.setattr("cudnn_doctor.install.installing.probe_toolkits", lambda system: ToolkitFacts())
     path = archives.wheel(tmp_path, "9.1.0.70", 11)
     _never_read(monkeypatch)
     assert main(["install", str(path), "--yes"]) == 2

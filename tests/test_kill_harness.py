@@ -120,18 +120,18 @@ def run_command(system: Any, argv: list[str], changes: list[Any], state: Path) -
     """The real `cudnn-doctor` command line on `system`; `fix` is given its plan (the diagnosis of a live toolkit
     needs a live CUDA install: what is under test is what `fix --yes` does once it has a plan)."""
     from cudnn_doctor import cli
-    from cudnn_doctor.cli import fix as fix_command
     from cudnn_doctor.findings import Finding, Severity
     from cudnn_doctor.fixes import FixPlan, PlannedFix
 
     finding = Finding("cudnn-nested-layout", Severity.ERROR, "a cuDNN archive copied whole into the toolkit", "test")
     diagnosis = SimpleNamespace(findings=[finding], facts=None, exit_code=1)
-    import cudnn_doctor.fixes
+    import cudnn_doctor.diagnose
+    import cudnn_doctor.fixes.applying
     import cudnn_doctor.system
 
     cudnn_doctor.system.open_system = lambda *a, **k: system  # type: ignore[assignment]
-    fix_command._diagnose = lambda *a, **k: diagnosis  # type: ignore[assignment]
-    cudnn_doctor.fixes.plan_fixes = lambda *a, **k: FixPlan((PlannedFix(finding, "safe", tuple(changes)),), ())  # type: ignore[assignment]
+    cudnn_doctor.diagnose.diagnose = lambda *a, **k: diagnosis  # type: ignore[assignment]
+    cudnn_doctor.fixes.applying.plan_fixes = lambda *a, **k: FixPlan((PlannedFix(finding, "safe", tuple(changes)),), ())  # type: ignore[assignment]
     os.environ["CUDNN_DOCTOR_STATE_DIR"] = str(state)
     return cli.main(argv)
 

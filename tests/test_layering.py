@@ -51,6 +51,8 @@ LAYER_OF = {
     "cudnn_doctor.reports": "reports",
     "cudnn_doctor.install": "install",
     "cudnn_doctor.fixes": "fixes",  # what `fix` would change, planned from facts and findings only (never the machine)
+    "cudnn_doctor.install.installing": "operations",  # `install` as a library call: preflight, plan, apply, re-check
+    "cudnn_doctor.fixes.applying": "operations",  # `fix` as a library call: diagnose, plan, apply, re-diagnose
     "cudnn_doctor.planner": "planner",
     "cudnn_doctor.planner.machine": "planner-inputs",
     "cudnn_doctor.planner.inputs": "planner-inputs",
@@ -103,6 +105,7 @@ ALLOWED: dict[str, set[str]] = {
         "fleet-model",  # fleet's reports render the groups, drift and per-node findings (never a probe or a system)
         "fixes",  # whether `fix` has changes for a finding is its planner's answer, asked with the facts
         "install",  # rollback's and history's results (issue 31: every command's output is rendered in reports/)
+        "operations",  # install's and fix's results: the commands compute, the reports speak
     },
     "install": {
         "untrusted",  # the journal and the history are read back by the hardened reader
@@ -113,6 +116,9 @@ ALLOWED: dict[str, set[str]] = {
         "knowledge",  # NVIDIA's archive names say the CUDA an archive was built for
         "fixes",  # a fix's changes (data) are made concrete and applied in the install's transaction
     },
+    # A command that changes the machine, as a library call: it wires the pipeline (diagnose, probes) to the
+    # transaction (install) and the fix planner, through a System; it prints nothing (the reports do).
+    "operations": {"install", "fixes", "diagnose", "probes", "interface", "facts", "findings"},
     # A fix is planned from the finding and the facts (rule metadata from checks), never by reading the machine.
     "fixes": {"facts", "findings", "checks"},
     # verify runs its worker through a System and judges the figures with the knowledge (peaks, thresholds).

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from cudnn_doctor.findings import Area, Finding, Severity
+from cudnn_doctor.reports import run_report
 from cudnn_doctor.watch import errors, explain, trace
 
 LINUX = sys.platform.startswith("linux")
@@ -197,6 +198,28 @@ def test_findings_that_name_the_library_come_first_then_those_of_its_part_of_the
     assert [f.id for f in result.findings] == ["cudnn-sublibrary-missing", "cudnn-version-mismatch"]
     assert [s.name for s in result.failed] == ["libcudnn_graph.so.9"]
     assert not explain.explain(0, "all good\n", [TRACE], [naming]).worth_telling  # a clean run: nothing to say
+
+
+def test_each_known_error_says_what_to_do_with_the_library_it_names():
+    """Every error in the catalogue has a next step, shown under it whatever `check` finds; NAME becomes the file."""
+    assert all(known.next_step and known.areas for known in errors.PATTERNS)
+    [found] = errors.scan("OSError: libcudnn_cnn_infer.so.8: cannot open shared object file: No such file or directory")
+    assert found.next_step.startswith("`cudnn-doctor which libcudnn_cnn_infer.so.8` shows where the loader looks")
+    [dll] = errors.scan("ImportError: DLL load failed while importing _C: The specified module could not be found. C:\\cuda\\bin\\cudnn64_8.dll")
+    assert dll.next_step.startswith("`cudnn-doctor which cudnn64_8.dll`")
+    [cpu] = errors.scan("AssertionError: Torch not compiled with CUDA enabled")
+    assert "`cudnn-doctor plan --framework torch`" in cpu.next_step
+    told = "\n".join(run_report.lines(explain.explain(1, "AssertionError: Torch not compiled with CUDA enabled", [], []), ["python", "x.py"]))
+    assert "  ✗ this PyTorch is a CPU-only build: AssertionError: Torch not compiled with CUDA enabled\n    → install a CUDA build of PyTorch" in told
+
+
+def test_a_build_error_brings_the_frameworks_reports_and_the_driver_findings():
+    """A CPU build or a build without code for the GPU is judged with the frameworks' reports (the finding with the
+    exact pip line comes from them), and a machine with no usable GPU says so too."""
+    no_gpu = Finding("no-nvidia-gpu", Severity.ERROR, "no GPU", "NVML could not be loaded", area=Area.DRIVER)
+    cpu = explain.explain(1, "AssertionError: Torch not compiled with CUDA enabled", [], [no_gpu])
+    assert cpu.about_frameworks and [f.id for f in cpu.findings] == ["no-nvidia-gpu"]
+    assert not explain.explain(1, "OSError: libcudnn.so.9: cannot open shared object file", [], []).about_frameworks
 
 
 # live programs ---------------------------------------------------------------------------------------

@@ -237,7 +237,7 @@ class FullDisk(Faulty):
 
 def cli(monkeypatch, system: Any, *argv: str) -> int:
     monkeypatch.setattr("cudnn_doctor.system.open_system", lambda fixture=None, limit=None: system)
-    monkeypatch.setenv("CUDNN_DOCTOR_STATE_DIR", WIN_STATE)
+    monkeypatch.setattr(system, "state_dir", lambda: WIN_STATE)  # the described machine's own state folder
     return main(list(argv))
 
 

@@ -18,13 +18,14 @@ def diagnose_text(text: str) -> None:
     """Print the diagnosis for an error text when it names a known GPU-stack error (nothing otherwise)."""
     from cudnn_doctor.watch.explain import explain
 
-    if not explain(1, text, (), ()).worth_telling:
+    first = explain(1, text, (), ())
+    if not first.worth_telling:
         return
     from cudnn_doctor.diagnose import diagnose
     from cudnn_doctor.reports import run_report
     from cudnn_doctor.system.live import LiveSystem
 
-    findings = diagnose(LiveSystem(), with_frameworks=False).findings
+    findings = diagnose(LiveSystem(), with_frameworks=first.about_frameworks).findings
     run_report.render(explain(1, text, (), findings), [sys.argv[0] if sys.argv and sys.argv[0] else "python"], sys.stderr, hook=True)
 
 
@@ -36,7 +37,9 @@ def install() -> None:
         try:
             diagnose_text("".join(traceback.format_exception(kind, value, tb)))
         except Exception as failure:  # the diagnosis must never hide the user's own error
-            print(f"cudnn-doctor hook: no diagnosis ({type(failure).__name__}: {failure})", file=sys.stderr)
+            from cudnn_doctor.reports import messages
+
+            messages.note(f"hook: no diagnosis ({type(failure).__name__}: {failure})", sys.stderr)
 
     sys.excepthook = hook
     shell = _ipython()
@@ -60,7 +63,9 @@ def main(argv: list[str]) -> int:
     import runpy
 
     if not argv:
-        print("usage: python -m cudnn_doctor.hook SCRIPT [ARGS...]", file=sys.stderr)
+        from cudnn_doctor.reports import messages
+
+        messages.error("usage: python -m cudnn_doctor.hook SCRIPT [ARGS...]", sys.stderr)
         return 2
     sys.argv = list(argv)
     install()

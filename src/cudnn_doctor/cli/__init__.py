@@ -123,21 +123,26 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         sys.stdout.flush()  # a closed pipe or a full disk shows here, not in a traceback at interpreter exit
         return code
     except CudnnDoctorError as error:
-        message = str(error).replace("\r", "\\r").replace("\n", "\\n")  # one line, whatever a path or key holds
-        print(f"cudnn-doctor: error: {message}", file=sys.stderr)
+        from cudnn_doctor.reports import messages
+
+        messages.error(str(error), sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:
         from cudnn_doctor.system.child import kill_all
 
         kill_all()  # children lead their own process groups: the terminal's Ctrl-C did not reach them
-        print("cudnn-doctor: interrupted", file=sys.stderr)
+        from cudnn_doctor.reports import messages
+
+        messages.note("interrupted", sys.stderr)
         return 130
     except BrokenPipeError:  # `cudnn-doctor check | head`: the reader left, which is fine
         _discard(sys.stdout)
         return 0
     except _OutputFailed as failed:
         _discard(sys.stdout)
-        print(f"cudnn-doctor: error: cannot write to standard output: {failed.error.strerror or failed.error}", file=sys.stderr)
+        from cudnn_doctor.reports import messages
+
+        messages.error(f"cannot write to standard output: {failed.error.strerror or failed.error}", sys.stderr)
         return 2
     finally:
         _flush_or_discard(sys.stdout)  # what an error left unwritten: never a traceback at interpreter exit

@@ -60,7 +60,9 @@ def run(args: argparse.Namespace) -> int:
 
         terminal.render(diagnosis, sys.stdout, verbose=args.verbose, color=not args.no_color)
     if args.html is not None:
-        sys.stderr.write(f"cudnn-doctor: HTML report written to {args.html}\n")
+        from cudnn_doctor.reports import messages
+
+        messages.note(f"HTML report written to {args.html}", sys.stderr)
     return diagnosis.exit_code
 
 

@@ -71,5 +71,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         fleet.render_text(report, sys.stdout)
     if args.html is not None:
-        sys.stderr.write(f"cudnn-doctor: HTML report written to {args.html}\n")
+        from cudnn_doctor.reports import messages
+
+        messages.note(f"HTML report written to {args.html}", sys.stderr)
     return report.exit_code

@@ -20,18 +20,18 @@ def configure_parser(commands: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from cudnn_doctor.knowledge import update
-    from cudnn_doctor.reports import kb_report, write_json
+    from cudnn_doctor.reports import kb_report, write_json, write_lines
 
     if args.action == "update":
         result = update.update()
         if args.format == "json":
             write_json(sys.stdout, kb_report.update_json(result), indent=2)
         else:
-            sys.stdout.writelines(line + "\n" for line in kb_report.update_lines(result))
+            write_lines(sys.stdout, kb_report.update_lines(result))
         return 1 if result.error else 0
     state = update.status()
     if args.format == "json":
         write_json(sys.stdout, kb_report.status_json(state), indent=2)
     else:
-        sys.stdout.writelines(line + "\n" for line in kb_report.status_lines(state))
+        write_lines(sys.stdout, kb_report.status_lines(state))
     return 0

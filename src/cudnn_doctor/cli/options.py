@@ -9,8 +9,13 @@ from pathlib import Path
 from cudnn_doctor.errors import UsageError
 
 
+def add_fixture_option(parser: argparse.ArgumentParser, help: str) -> None:
+    """`--fixture FILE`: the command runs on the machine a fixture describes, exactly as on this one."""
+    parser.add_argument("--fixture", type=Path, metavar="FILE", help=help)
+
+
 def add_system_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--fixture", type=Path, metavar="FILE", help="diagnose the machine described by a machine-fixture/1 file instead of this one")
+    add_fixture_option(parser, "diagnose the machine described by a machine-fixture/1 file instead of this one")
     parser.add_argument("--no-frameworks", action="store_true", help="do not import the GPU frameworks (faster; fewer facts)")
     add_timeout_option(parser)
     add_knowledge_option(parser)

@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         from cudnn_doctor.reports import run_report
         from cudnn_doctor.system.live import LiveSystem
 
-        findings = diagnose(LiveSystem(), with_frameworks=False).findings
+        findings = diagnose(LiveSystem(), with_frameworks=explanation.about_frameworks).findings  # a build's error: its report too
         run_report.render(explain(done.returncode, done.stderr_tail, done.traces, findings), command, sys.stderr)
     return exit_status(done.returncode)  # a death by signal N is 128+N, as a shell gives it (not 256-N)
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from cudnn_doctor.cli.options import add_timeout_option
 from cudnn_doctor.errors import InputError, UsageError
@@ -42,17 +41,16 @@ def take_snapshot(with_frameworks: bool = True, framework_timeout: float = 60.0,
 
 
 def run(args: argparse.Namespace) -> int:
-    import codecs
+    from cudnn_doctor.reports import messages, snapshot_report
 
     if args.output is not None:
         _check_output(args.output, args.force)  # before the probes run: a refusal costs nothing
     document = take_snapshot(not args.no_frameworks, args.framework_timeout, args.redact)
     if args.output is None:
-        encoding = getattr(sys.stdout, "encoding", None) or "ascii"
-        sys.stdout.write(_serialize(document, None, unicode=codecs.lookup(encoding).name == "utf-8"))
+        snapshot_report.render(document, sys.stdout)
         return 0
-    _write_new(args.output, _serialize(document, args.output), args.force)
-    print(f"wrote {args.output}", file=sys.stderr)
+    _write_new(args.output, snapshot_report.serialize(document, json_format=args.output.suffix.lower() == ".json"), args.force)
+    messages.note(f"wrote {args.output}", sys.stderr)
     return 0
 
 
@@ -88,19 +86,3 @@ def _write_new(output: Path, text: str, force: bool) -> None:
     finally:
         if os.path.lexists(temporary):
             os.unlink(temporary)
-
-
-def _serialize(document: dict[str, Any], output: Optional[Path], unicode: bool = True) -> str:
-    """YAML or JSON text of the document. Strings that came from undecodable bytes (surrogate escapes) are
-    written as `\\udcXX` escapes, which both formats read back to the same string: nothing is lost."""
-    if output is not None and output.suffix.lower() == ".json":
-        return json.dumps(document, indent=2) + "\n"
-    import yaml
-
-    class _Dumper(yaml.SafeDumper):
-        """No anchors or aliases in a snapshot: fixture loading refuses them (an alias bomb is a denial of service)."""
-
-        def ignore_aliases(self, data: Any) -> bool:
-            return True
-
-    return yaml.dump(document, Dumper=_Dumper, sort_keys=False, allow_unicode=unicode, width=1000)

@@ -32,7 +32,7 @@ def configure_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cudnn_doctor.reports import verify_report
+    from cudnn_doctor.reports import messages, verify_report
     from cudnn_doctor.system.live import LiveSystem
     from cudnn_doctor.verify import history
     from cudnn_doctor.verify import run as verifying
@@ -64,13 +64,13 @@ def run(args: argparse.Namespace) -> int:
         try:
             history.append(system, result)
         except OSError as error:  # the figures are still shown; only the record is lost
-            print(f"cudnn-doctor: warning: verify history not written: {error}", file=sys.stderr)
+            messages.warning(f"verify history not written: {error}", sys.stderr)
     if args.html is not None:
         from cudnn_doctor.diagnose import diagnose
 
         diagnosis = diagnose(system)  # as `check` diagnoses this machine, its frameworks' own reports included
         html.write(args.html, lambda stream: html.render_verify(result, stream, diagnosis))
-        print(f"cudnn-doctor: HTML report written to {args.html}", file=sys.stderr)
+        messages.note(f"HTML report written to {args.html}", sys.stderr)
     if args.format == "json":
         verify_report.render_json(result, sys.stdout)
     else:

@@ -34,7 +34,6 @@ from cudnn_doctor.errors import CudnnDoctorError, InputError
 from cudnn_doctor.install.archive import Archive, library_problem
 from cudnn_doctor.install.environment import undo_environment
 from cudnn_doctor.install.plan import Action, EnvChange, Plan, sha256_of
-from cudnn_doctor.paths import state_dir
 from cudnn_doctor.record import Record
 from cudnn_doctor.system.interface import System, registry_kind
 
@@ -117,7 +116,7 @@ class Store:
 
     def __init__(self, system: System, root: Optional[str] = None) -> None:
         self.system = system
-        self.root = system.paths.norm(root or state_dir())
+        self.root = system.paths.norm(root or system.state_dir())
         self.journal_path = system.paths.join(self.root, "journal.jsonl")
         self.history_path = system.paths.join(self.root, "history.json")
         self.lock_path = system.paths.join(self.root, "lock")

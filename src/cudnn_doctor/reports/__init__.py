@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, TextIO
+from typing import Any, Iterable, TextIO
 
 
 def write_json(out: TextIO, value: Any, **options: Any) -> None:
@@ -11,3 +11,7 @@ def write_json(out: TextIO, value: Any, **options: Any) -> None:
     import json
 
     out.write(json.dumps(value, **options) + "\n")
+
+
+def write_lines(out: TextIO, lines: Iterable[str]) -> None:
+    out.writelines(line + "\n" for line in lines)

@@ -1,13 +1,15 @@
-"""What `rollback` and `history` say (issue 31: every command's output is rendered here, not in the command line)."""
+"""What `install`, `rollback` and `history` say, on a terminal and as JSON: the commands compute, this module speaks."""
 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, TextIO
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, TextIO
 
 from cudnn_doctor.paths import PathRules
 
 if TYPE_CHECKING:
+    from cudnn_doctor.install.installing import Installed, Proposal
     from cudnn_doctor.install.undoing import History, Rollback
 
 
@@ -64,3 +66,145 @@ def render_history(result: History, paths: PathRules, out: TextIO, err: TextIO) 
                 out.write(f"    env {describe(paths, change)}\n")
         if entry["state"] == UNFINISHED:
             out.write("    its rollback did not finish (a file was in use, or it was stopped): `cudnn-doctor rollback` finishes it\n")
+
+
+def show_install_plan(proposal: Proposal, out: TextIO, err: TextIO) -> None:
+    """The plan the user confirms: names from the archive with their control and bidi characters escaped (`visible`)."""
+    from cudnn_doctor.reports.encoding import visible
+
+    for warning in proposal.warnings:
+        err.write(f"cudnn-doctor: warning: {warning}\n")
+    if proposal.recovered:
+        err.write(f"cudnn-doctor: {proposal.recovered}\n")
+    if proposal.interrupted:
+        err.write(f"cudnn-doctor: an install into {proposal.interrupted} is running or was interrupted; the next install or rollback finishes or undoes it\n")
+    plan, info = proposal.plan, proposal.plan.archive
+    out.write(
+        visible(f"cuDNN {info.version or '?'} for CUDA {info.cuda_major or '?'} ({info.os or '?'} {info.arch or '?'}, layout {info.layout}) → {plan.target}")
+        + "\n"
+    )
+    for action in plan.actions:
+        label = {"add": "add    ", "replace": "replace", "same": "same   ", "link": "link   "}[action.kind]
+        extra = f" → {action.member.link}" if action.kind == "link" else f" ({action.member.size:,} bytes)"
+        if action.kind == "replace":
+            replaced = f"{action.replaced_size:,} bytes" if action.replaced_size is not None else "a link"
+            extra += f", replacing {replaced} of cuDNN {plan.replaced_version or '(unknown release)'} (backed up)"
+        out.write(visible(f"  {label} {action.dest}{extra}") + "\n")
+    for change in proposal.env_changes:
+        out.write(visible(f"  env     {change.scope} {change.name}: {change.old or '(unset)'} → {change.new}") + "\n")
+    out.write(install_totals(proposal) + "\n")
+    if proposal.nothing_to_do:
+        out.write("Nothing to do: every file is already installed.\n")
+    out.flush()
+
+
+def install_totals(proposal: Proposal) -> str:
+    """`Total: 7 to add, 2 to replace (backed up), 1 already there; 812.3 MB to write; 2 environment change(s).`"""
+    plan = proposal.plan
+    kinds = [action.kind for action in plan.actions]
+    parts = [
+        f"{kinds.count(kind)} {said}"
+        for kind, said in (("add", "to add"), ("link", "link(s) to make"), ("replace", "to replace (backed up)"), ("same", "already there"))
+        if kinds.count(kind)
+    ]
+    size = f"; {plan.bytes_written / 1e6:,.1f} MB to write" if plan.bytes_written else ""
+    env = f"; {len(proposal.env_changes)} environment change(s)" if proposal.env_changes else ""
+    return f"Total: {', '.join(parts) or 'no file'}{size}{env}."
+
+
+def render_installed(result: Installed, out: TextIO) -> None:
+    """After the plan (shown before the question): what was done, then what the re-check found in the toolkit."""
+    if result.declined:
+        out.write("Nothing changed.\n")
+    if not result.applied:
+        return
+    plan = result.proposal.plan
+    where = "" if result.live else ", on the fixture machine in memory only"
+    out.write(f"Installed {len(plan.writes)} files into {plan.target}{where} in {result.seconds:.1f} s (rollback: `cudnn-doctor rollback`).\n")
+    if result.proposal.env_changes:  # written in the transaction, after the files, journaled: rollback and recovery undo them too
+        out.write("The persistent environment changed: close and reopen terminals, IDEs and Jupyter so they see it.\n")
+    for note in result.notes:
+        out.write(note + "\n")
+    if not result.findings:
+        out.write("Verified: the cuDNN checks find nothing wrong in the toolkit.\n")
+    for found in result.findings:
+        out.write(f"{found.severity.value}: {found.id}: {found.detail}\n")
+
+
+@contextmanager
+def progress_bar(total: int) -> Iterator[Optional[Callable[[int], None]]]:
+    """A transient progress bar of the bytes copied, on a terminal (rich); nothing otherwise."""
+    import sys
+
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
+    with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn(), transient=True) as bar:
+        task = bar.add_task("copying", total=total)
+        yield lambda n: bar.update(task, advance=n)
+
+
+# --format json: one object per command, each with its schema name (reports/changes.schema.json) -----------------
+
+
+def install_json(result: Installed) -> dict[str, Any]:
+    plan, info = result.proposal.plan, result.proposal.plan.archive
+    return {
+        "schema": "cudnn-doctor-install/1",
+        "exit_code": result.exit_code,
+        "archive": {"path": str(info.path), "version": info.version, "cuda_major": info.cuda_major, "os": info.os, "arch": info.arch, "layout": info.layout},
+        "target": plan.target,
+        "replaced_version": plan.replaced_version,
+        "actions": [{"kind": a.kind, "dest": a.dest, "size": a.member.size, "link": a.member.link, "replaced_size": a.replaced_size} for a in plan.actions],
+        "env_changes": [{"scope": c.scope, "name": c.name, "old": c.old, "new": c.new} for c in result.proposal.env_changes],
+        "bytes_to_write": plan.bytes_written,
+        "dry_run": result.dry_run,
+        "applied": result.applied,
+        "live": result.live,
+        "seconds": round(result.seconds, 3),
+        "notes": list(result.notes),
+        "warnings": list(result.proposal.warnings),
+        "recovered": result.proposal.recovered,
+        "findings": [f.to_json() for f in result.findings],
+    }
+
+
+def rollback_json(result: Rollback) -> dict[str, Any]:
+    entry, report = result.entry or {}, result.report
+    return {
+        "schema": "cudnn-doctor-rollback/1",
+        "exit_code": result.exit_code,
+        "warnings": list(result.warnings),
+        "recovered": result.recovered,
+        "nothing_to_undo": result.nothing,
+        "undone": None if report is None else {"id": entry.get("id"), "kind": entry.get("kind") or "install", "target": entry.get("target")},
+        "removed": [] if report is None else list(report.removed),
+        "restored": [] if report is None else list(report.restored),
+        "changed_since": [] if report is None else list(report.changed),
+        "failed": [] if report is None else [list(f) for f in report.failed],
+        "complete": True if report is None else report.complete,
+    }
+
+
+def history_json(result: History) -> dict[str, Any]:
+    return {
+        "schema": "cudnn-doctor-history/1",
+        "exit_code": 0,
+        "warnings": list(result.warnings),
+        "in_progress": None if result.in_progress is None else {"archive": result.in_progress.get("archive"), "target": result.in_progress.get("target")},
+        "entries": [
+            {
+                "id": e.get("id"),
+                "kind": e.get("kind") or "install",
+                "state": e.get("state"),
+                "started": e.get("started"),
+                "what": e.get("archive"),
+                "version": e.get("version"),
+                "target": e.get("target"),
+                "files": len(e.get("steps") or []),
+            }
+            for e in result.entries
+        ],
+    }

@@ -24,6 +24,7 @@ def lines(explanation: Explanation, command: Sequence[str], hook: bool = False) 
         out = [f"cudnn-doctor run: `{shown}` printed a GPU-stack error."]
     for match in explanation.errors:
         out.append(f"  ✗ {match.says}: {match.text}")
+        out.append(f"    → {match.next_step}")
     for search in explanation.failed:
         out += _search_lines(search)
     if explanation.findings:

@@ -7,8 +7,10 @@ diagnosis replayed from a fixture takes exactly the code path it takes live.
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
-from typing import Any, BinaryIO, Callable, Collection, ContextManager, Iterator, Mapping, Optional, Sequence
+from pathlib import Path
+from typing import IO, Any, BinaryIO, Callable, Collection, ContextManager, Iterator, Mapping, Optional, Sequence
 
 from cudnn_doctor.binaries import BinaryInfo
 from cudnn_doctor.paths import PathRules
@@ -101,6 +103,7 @@ class System(ABC):
     os: str
     arch: str
     wsl: bool
+    live = False  # this computer, not a machine described by a fixture: only it runs programs and installs for real
 
     @property
     def paths(self) -> PathRules:
@@ -286,6 +289,25 @@ class System(ABC):
         as it comes, and its last `keep` bytes kept. With `trace_loader` on Linux the dynamic loader's own trace
         (LD_DEBUG=libs,files) goes to private files, returned one per process. Raises OSError when it cannot start."""
         raise NotImplementedError("a described machine runs no programs: run needs the live machine")
+
+    def run_shown(self, argv: Sequence[str]) -> CommandResult:
+        """A command the user asked for (an unsafe fix's pip or conda): live, its output shows as it runs and no time
+        limit cuts a download short; a described machine answers it as `run` does."""
+        return self.run(argv, timeout=3600)
+
+    def state_dir(self) -> str:
+        """Where the doctor keeps its journal, backups and history on this machine. A described machine keeps them
+        inside itself (in memory), where the user's state folder would be."""
+        env, rules = self.env(), self.paths
+        if rules.windows:
+            local = env.get("LOCALAPPDATA") or rules.join(env.get("USERPROFILE") or "C:\\Users\\user", "AppData", "Local")
+            return rules.join(local, "cudnn-doctor")
+        return rules.join(env.get("HOME") or "/root", ".local", "state", "cudnn-doctor")
+
+    def xz_reader(self, path: Path) -> ContextManager[Optional[IO[bytes]]]:
+        """The decompressed bytes of the local .xz file `path`, read beside the hashing and writing (live: `xz -dc` in
+        another process); None where no such reader is at hand, and Python's lzma decompresses instead."""
+        return contextlib.nullcontext(None)
 
     def gpu_state(self) -> Optional[list[dict[str, Any]]]:
         """Live: each GPU's clocks, power and throttle reasons now (NVML), None where they cannot be read."""

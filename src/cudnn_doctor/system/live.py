@@ -15,7 +15,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Collection, ContextManager, Iterator, Mapping, Optional, Sequence
+from typing import IO, Any, BinaryIO, Callable, Collection, ContextManager, Iterator, Mapping, Optional, Sequence
 
 from cudnn_doctor.binaries import BinaryInfo, read_binary
 from cudnn_doctor.system import lockfile, nvml, pyenv
@@ -63,6 +63,8 @@ _MAPPED = "_mapped"  # framework_probe.MAPPED: the loader check its fork answere
 
 class LiveSystem(System):
     """The machine the doctor runs on."""
+
+    live = True
 
     runs_concurrently = True  # `run` may be called from two threads at once (FolderIndex.prefetch)
     lists_with_scandir = True  # list_dir's paths are os.path.join(folder, name), realpath the OS's (FolderIndex shares listings)
@@ -474,6 +476,24 @@ class LiveSystem(System):
             if stat.S_ISCHR(mode) or stat.S_ISREG(mode):  # only looked at, never opened
                 found.append(path)
         return tuple(found)
+
+    def run_shown(self, argv: Sequence[str]) -> CommandResult:
+        import subprocess
+
+        try:
+            return CommandResult(subprocess.run(list(argv), check=False).returncode)
+        except OSError as error:
+            return CommandResult(None, stderr=error.strerror or str(error), not_found=True)
+
+    def state_dir(self) -> str:
+        from cudnn_doctor.paths import state_dir
+
+        return state_dir()
+
+    def xz_reader(self, path: Path) -> ContextManager[Optional[IO[bytes]]]:
+        from cudnn_doctor.system.xz import xz_stream
+
+        return xz_stream(path)
 
     def run_passthrough(self, argv: Sequence[str], trace_loader: bool, keep: int = 1 << 20) -> PassThrough:
         from cudnn_doctor.system.passthrough import run_passthrough

@@ -25,6 +25,11 @@ class Explanation(Record):
     findings: tuple[Finding, ...]  # `check`'s findings that bear on them
 
     @property
+    def about_frameworks(self) -> bool:
+        """An error of a framework's build (a CPU build, no code for the GPU): `check` then needs the frameworks' reports."""
+        return any("frameworks" in m.areas for m in self.errors)
+
+    @property
     def worth_telling(self) -> bool:
         """A failure or a known error: the wrapper says nothing after a clean run."""
         return bool(self.errors or self.failed) or (self.returncode != 0 and bool(self.findings))
@@ -52,7 +57,7 @@ def explain(returncode: int, stderr: str, traces: Sequence[str], findings: Itera
     if returncode == 0 and not matches:
         return Explanation(returncode, (), (), ())  # a clean run: searches a program tries and survives are its business
     names = named | {s.name.rsplit("/", 1)[-1].lower() for s in failed}
-    areas = {m.area for m in matches} | {area_of(s.name) for s in failed} | {area_of(m.library) for m in matches}
+    areas = {a for m in matches for a in m.areas} | {area_of(s.name) for s in failed} | {area_of(m.library) for m in matches}
     return Explanation(returncode, matches, failed, tuple(_bearing(findings, names, areas - {None})))
 
 

@@ -42,6 +42,51 @@ def _user_environment_kept() -> Any:
     restore_user_environment(saved)
 
 
+# Markers of tests that may touch this machine (run them with `-m live`, `-m slow`, …); every other test is a unit
+# test, and the tripwire below fails it when it builds a live system or starts a process. The fast lane leaves them out:
+#     pytest -m "not live and not slow and not network"
+MACHINE_MARKERS = ("live", "slow", "network", "gpu")
+TRIPWIRE_RECORD = os.environ.get("CUDNN_DOCTOR_TRIPWIRE_RECORD")  # a file: list the offenders there instead of failing
+
+
+class MachineTouched(AssertionError):
+    """A unit test reached the machine: mark it `live` (or keep it to fixtures and in-memory systems)."""
+
+
+@pytest.fixture(autouse=True)
+def _unit_tests_stay_off_the_machine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The tripwire (after cibuildwheel's `mock_protection`): a test not marked with one of MACHINE_MARKERS may not build
+    a LiveSystem, start a process or fork. Fixtures of a wider scope (a module's venv) are set up before it and stay free."""
+    if any(request.node.get_closest_marker(name) for name in MACHINE_MARKERS):
+        yield
+        return
+    import subprocess
+
+    from cudnn_doctor.system.live import LiveSystem
+
+    node = request.node.nodeid
+
+    def tripped(what: str) -> None:
+        if TRIPWIRE_RECORD:
+            with open(TRIPWIRE_RECORD, "a", encoding="utf-8") as record:
+                record.write(f"{node}\t{what}\n")
+            return
+        raise MachineTouched(f"a unit test {what}: mark it @pytest.mark.live, or give it a fixture machine")
+
+    def guard(original: Any, what: str) -> Any:
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            tripped(what)
+            return original(*args, **kwargs)
+
+        return guarded
+
+    monkeypatch.setattr(LiveSystem, "__init__", guard(LiveSystem.__init__, "built a LiveSystem"))
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", guard(subprocess.Popen._execute_child, "started a process"))  # type: ignore[attr-defined]
+    if hasattr(os, "fork"):
+        monkeypatch.setattr(os, "fork", guard(os.fork, "forked"))
+    yield
+
+
 def link_real_file(source: Path, link: Path) -> None:
     """`link` names the real binary `source` without copying it (some are 200 MB): a hard link, else a copy. Never a
     symbolic link: a fixture's `source` that leads out of its folder through one is refused (a fixture never reads the host)."""

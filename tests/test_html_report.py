@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from cudnn_doctor.cli import main
-from cudnn_doctor.reports import html
+from cudnn_doctor.reports import html, html_check
 from cudnn_doctor.system.fixture_format import load_fixture
 
 from .conftest import GALLERY, REPO, gallery_paths, run, shared_fixture_paths
@@ -186,7 +186,7 @@ def test_search_order_table_follows_the_emulated_load(fixture):
     blocks = tree.find("section", id="search-order").find_all("div", class_="resolution")
     assert [b.attrs["data-framework"] for b in blocks] == [r.framework for r in diagnosis.facts.resolutions]
     for block, resolution in zip(blocks, diagnosis.facts.resolutions):
-        step = html._front_step(resolution)
+        step = html_check._front_step(resolution)
         if step is None:
             assert not block.find_all("table", class_="search-order")
             continue

@@ -358,6 +358,6 @@ def test_the_default_state_folder_is_local_not_roaming(monkeypatch):
     import ntpath
 
     monkeypatch.delenv("CUDNN_DOCTOR_STATE_DIR")
-    folder = transaction.state_dir()
+    folder = LiveSystem().state_dir()
     assert ntpath.basename(folder) == "cudnn-doctor"
     assert ntpath.normcase(ntpath.dirname(folder)) == ntpath.normcase(os.environ["LOCALAPPDATA"]), folder

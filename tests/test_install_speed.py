@@ -13,6 +13,7 @@ import pytest
 
 from cudnn_doctor.binaries import scan
 from cudnn_doctor.cli import main
+from cudnn_doctor.install import apply as apply_module
 from cudnn_doctor.install import transaction
 from cudnn_doctor.install.archive import Archive, inspect
 from cudnn_doctor.system.xz import xz_stream
@@ -78,8 +79,8 @@ def test_the_install_renames_spooled_files_and_leaves_no_spool(tmp_path, monkeyp
     target = archives.toolkit(tmp_path / "cuda-12.6")
     path = archives.linux_tar(tmp_path / "cudnn-linux-x86_64-8.9.7.29_cuda12-archive.tar.xz")
     copied: list[str] = []
-    real_copy = transaction._copy_member
-    monkeypatch.setattr(transaction, "_copy_member", lambda *a, **k: copied.append(a[2].member.name) or real_copy(*a, **k))
+    real_copy = apply_module._copy_member
+    monkeypatch.setattr(apply_module, "_copy_member", lambda *a, **k: copied.append(a[2].member.name) or real_copy(*a, **k))
     modes = _count_tar_opens(monkeypatch)
     assert main(["install", str(path), "--into", str(target), "--yes"]) in (0, 1)
     assert copied == []  # every file was renamed from the spool, none read from the archive again

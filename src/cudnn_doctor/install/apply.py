@@ -54,7 +54,7 @@ def apply(
         raise FileInUse(held, "install", "run the install again; nothing was changed")
     txid = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
     real_target = system.realpath(plan.target)
-    header = {
+    header: dict[str, Any] = {
         "journal": 1,
         "id": txid,
         "archive": str(plan.archive.path),
@@ -98,7 +98,7 @@ def apply_env(store: Store, change: dict[str, Any], index: int) -> None:
     name = next((k for k in values if k.upper() == change["name"].upper()), change["name"])
     old = values.get(name)
     old_kind = system.persistent_env_kind(change["scope"], name) if old is not None else None
-    event = {
+    event: dict[str, Any] = {
         "started": True,
         "name": name,
         "existed": old is not None,

@@ -57,7 +57,7 @@ def apply_fix(
     held = held_files(system, [p for s in steps for p in (s.dest, s.source if s.kind == "move" else None) if p and s.kind != "rmdir" and present(system, p)])
     if held:
         raise FileInUse(held, "fix", "run the fix again; nothing was changed")
-    header = {
+    header: dict[str, Any] = {
         "journal": 1,
         "id": txid,
         "kind": "fix",

@@ -16,7 +16,7 @@ import contextlib
 import functools
 import re
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Literal, Optional, TypeVar, cast, overload
 
 from packaging.version import Version
 
@@ -41,9 +41,10 @@ class _Overlay(Record):
 
 _overlay: Optional[_Overlay] = None
 _LOOKUPS: list[Any] = []
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
-def _lookup(function: Any) -> Any:
+def _lookup(function: _F) -> _F:
     """A lookup whose answer depends only on its arguments and the tables: kept until the tables change
     (`overlay`), because the planner asks the same few questions hundreds of times per plan."""
     by_key = functools.lru_cache(maxsize=4096)(lambda key, args, kwargs: function(*args, **dict(kwargs)))
@@ -57,7 +58,7 @@ def _lookup(function: Any) -> Any:
 
     cached.cache_clear = by_key.cache_clear  # type: ignore[attr-defined]
     _LOOKUPS.append(cached)
-    return cached
+    return cast(_F, cached)  # functools.wraps: the same function, answers kept
 
 
 _parsed = functools.lru_cache(maxsize=None)(Version)  # a version string's parse, which never changes
@@ -65,7 +66,7 @@ lookup = _lookup  # for lookups outside this module (the planner's) that read on
 
 
 def _tables_changed() -> None:
-    table.cache_clear()
+    _table.cache_clear()
     for cached in _LOOKUPS:
         cached.cache_clear()
 
@@ -85,7 +86,8 @@ def shipped_document() -> dict[str, Any]:
     import json
 
     with open(SHIPPED, encoding="utf-8") as handle:
-        return json.load(handle)
+        document: dict[str, Any] = json.load(handle)
+    return document
 
 
 @functools.cache
@@ -109,10 +111,38 @@ def _shipped_table(name: str) -> Any:
     return schema.build(name, shipped_document()[name], f"{name}.yaml")
 
 
-@functools.cache
+@overload
+def table(name: Literal["published"]) -> records.PublishedTable: ...
+@overload
+def table(name: Literal["cuda_driver"]) -> records.CudaDriverTable: ...
+@overload
+def table(name: Literal["cuda_libraries"]) -> records.CudaLibrariesTable: ...
+@overload
+def table(name: Literal["cudnn"]) -> records.CudnnTable: ...
+@overload
+def table(name: Literal["cuda_wheels"]) -> records.CudaWheelsTable: ...
+@overload
+def table(name: Literal["environment"]) -> records.EnvironmentTable: ...
+@overload
+def table(name: Literal["frameworks"]) -> records.FrameworksTable: ...
+@overload
+def table(name: Literal["gpus"]) -> records.GpusTable: ...
+@overload
+def table(name: Literal["libraries"]) -> records.LibrariesTable: ...
+@overload
+def table(name: Literal["tensorflow"]) -> records.TensorflowTable: ...
+@overload
+def table(name: Literal["torch"]) -> records.TorchTable: ...
+@overload
+def table(name: str) -> Any: ...
 def table(name: str) -> Any:
     """One table as its typed record (`records.TorchTable` for "torch"): the shipped rows, the user's `kb update` over
     them, and the rows of a `--kb` file over both under `overlay`."""
+    return _table(name)
+
+
+@functools.cache
+def _table(name: str) -> Any:
     shipped = _updated(name, _shipped_table(name))
     if _overlay is None or name not in _overlay.tables:
         return shipped
@@ -170,7 +200,8 @@ def update_overlay(force: bool = False) -> Optional[_Overlay]:
                 _UPDATE["overlay"] = read_overlay(path)
             except InputError as error:
                 _UPDATE["problem"] = str(error)
-    return _UPDATE["overlay"]
+    found: Optional[_Overlay] = _UPDATE["overlay"]
+    return found
 
 
 def update_problem() -> Optional[str]:
@@ -725,9 +756,8 @@ def cudnn_min_compute_capability(row: records.CudnnSupport) -> Optional[tuple[st
     if row.cc_min is not None:
         return row.cc_min, row.source
     major, first = Version(row.cuda).major, _first_release(row)
-    older = [r for r in table("cudnn").support if r.cc_min is not None and Version(r.cuda).major == major and _first_release(r) < first]
-    best = max(older, key=lambda r: Version(r.cc_min), default=None)
-    return (best.cc_min, best.source) if best else None
+    older = [(r.cc_min, r.source) for r in table("cudnn").support if r.cc_min is not None and Version(r.cuda).major == major and _first_release(r) < first]
+    return max(older, key=lambda floor: Version(floor[0]), default=None)
 
 
 @_lookup

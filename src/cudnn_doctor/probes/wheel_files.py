@@ -74,7 +74,7 @@ class WheelFiles:
     def binary(self, *parts: str) -> Optional[tuple[BinaryInfo, str]]:
         path = self.find(*parts)
         info = self.system.binary(path) if path else None
-        return (info, path) if info is not None and info.format is not None else None
+        return (info, path) if path is not None and info is not None and info.format is not None else None
 
     def requirements(self, distribution: str, wanted: Optional[Callable[[str], bool]] = None) -> tuple[tuple[WheelRequirement, ...], Optional[str]]:
         """The Requires-Dist of an installed distribution that apply on this machine, with the extra that asks for each;

@@ -61,6 +61,14 @@ _MARKER = "@@cudnn-doctor-report@@"
 _MAPPED = "_mapped"  # framework_probe.MAPPED: the loader check its fork answered
 
 
+def _winreg() -> Any:
+    """The winreg module (Windows only; the tests' stand-in on other hosts). Any: mypy checks the code as Linux's
+    (pyproject.toml), whose winreg stubs have none of these names."""
+    import winreg
+
+    return winreg
+
+
 class LiveSystem(System):
     """The machine the doctor runs on."""
 
@@ -104,7 +112,7 @@ class LiveSystem(System):
     def persistent_env(self) -> Optional[dict[str, dict[str, str]]]:
         if self.os != "windows":
             return None
-        import winreg  # Windows only
+        winreg = _winreg()
 
         result: dict[str, dict[str, str]] = {}
         for scope, (hive, subkey) in _REGISTRY_KEYS.items():
@@ -224,7 +232,7 @@ class LiveSystem(System):
     def persistent_env_kind(self, scope: str, name: str) -> Optional[str]:
         if self.os != "windows":
             return None
-        import winreg
+        winreg = _winreg()
 
         hive, subkey = _REGISTRY_KEYS[scope]
         try:
@@ -237,7 +245,7 @@ class LiveSystem(System):
     def set_persistent_env(self, scope: str, name: str, value: Optional[str], kind: Optional[str] = None) -> None:
         if self.os != "windows":
             raise NotImplementedError("the persistent environment is a Windows registry feature")
-        import winreg
+        winreg = _winreg()
 
         hive, subkey = _REGISTRY_KEYS[scope]
         with winreg.OpenKey(getattr(winreg, hive), subkey, 0, winreg.KEY_READ | winreg.KEY_SET_VALUE) as key:
@@ -256,7 +264,7 @@ class LiveSystem(System):
             winreg.SetValueEx(key, name, 0, winreg.REG_EXPAND_SZ if kind == REG_EXPAND_SZ else winreg.REG_SZ, value)
 
     def broadcast_environment_change(self) -> None:
-        if self.os != "windows":
+        if self.os != "windows" or sys.platform != "win32":  # one question; mypy reads the second (its Windows-only ctypes)
             return
         import ctypes
 

@@ -1,8 +1,8 @@
-"""`Record`: a `typing.NamedTuple` that costs a twentieth as much to define.
+"""`Record`: a `typing.NamedTuple` that is much cheaper to define.
 
 `typing.NamedTuple` builds every class through `collections.namedtuple`, which compiles a
-`__new__` from source text and type-checks each annotation: about 140 µs a class, 15 ms of
-`check`'s start for the project's ~150 kinds of fact, row and finding (issue 15). A Record is
+`__new__` from source text and type-checks each annotation, for each of the project's ~150 kinds
+of fact, row and finding at `check`'s start (the figures: docs/speed.md). A Record is
 the same thing: a tuple subclass with fields by name and position, defaults, `_fields`,
 `_field_defaults`, `_make`, `_replace`, `_asdict`, the same repr, equality, hashing and pickling;
 its class is made by one plain `type()` call and all Records share one `__new__`. A test holds

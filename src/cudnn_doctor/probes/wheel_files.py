@@ -168,7 +168,7 @@ def _called(func: ast.AST) -> Optional[str]:
 def requirements_of(metadata: str, environment: dict[str, str], wanted: Optional[Callable[[str], bool]] = None) -> Iterable[WheelRequirement]:
     """Each `Requires-Dist` header whose markers hold here: once per extra that asks for it, or with extra None.
     With `wanted`, a line whose leading name it rejects is skipped before it is parsed: packaging.requirements
-    (markers, tokenizer, tags: ~10 ms to import) loads only when a wanted line is there."""
+    (markers, tokenizer, tags: a heavy import) loads only when a wanted line is there."""
     lines = []
     for line in metadata.splitlines():
         if not line.strip():

@@ -39,7 +39,7 @@ _ARCH_NAMES = {"amd64": "x86_64", "x86_64": "x86_64", "arm64": "aarch64", "aarch
 
 
 def _machine() -> str:
-    """platform.machine() without importing platform (~1 ms) where os.uname() says the same (every POSIX system)."""
+    """platform.machine() without importing platform where os.uname() says the same (every POSIX system)."""
     if hasattr(os, "uname"):
         return os.uname().machine
     import platform
@@ -191,7 +191,7 @@ class LiveSystem(System):
 
     def nvml(self) -> Optional[dict[str, Any]]:
         if self._nvml_cache is None:
-            self._nvml_cache = (nvml.query(),)  # ctypes: importing pynvml costs ~7 ms inside check, 16 ms alone
+            self._nvml_cache = (nvml.query(),)  # ctypes: pynvml is a heavy import (docs/speed.md)
         return self._nvml_cache[0]
 
     def binary(self, path: str) -> Optional[BinaryInfo]:

@@ -7,8 +7,9 @@ import copy
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 
@@ -27,6 +28,39 @@ SHARED_FIXTURES = Path(os.environ.get("CUDNN_DOCTOR_SHARED_FIXTURES") or REPO.pa
 # Downloaded NVIDIA and framework wheels, outside the repository (their binaries are never committed);
 # the Windows lane points its Windows Python at the host suite's copy.
 TEST_CACHE = Path(os.environ.get("CUDNN_DOCTOR_TEST_CACHE") or Path.home() / ".cache" / "cudnn-doctor-tests")
+# The doctor's own state (journals, backups, verify history, `kb update`'s data) of this test process: never the user's,
+# and never another run's or another xdist worker's (each imports this file). A test that needs another sets its own.
+os.environ.setdefault("CUDNN_DOCTOR_STATE_DIR", tempfile.mkdtemp(prefix="cudnn-doctor-test-state-"))
+
+
+@contextlib.contextmanager
+def cached(name: str) -> Iterator[Path]:
+    """The folder TEST_CACHE/`name`, held under a file lock while the caller looks at it and builds it if it must: two
+    runs at once (or two xdist workers) never build one entry twice, nor use one half-built. Name an entry by what it
+    holds (a hash of its requirements), so that a run that needs other contents makes another, never rebuilds this one."""
+    import filelock
+
+    folder = TEST_CACHE / name
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with filelock.FileLock(str(folder) + ".lock", timeout=3600):
+        yield folder
+
+
+def keep(target: Path, data: bytes) -> None:
+    """Write a cached file whole or not at all: a run killed half-way, or one reading at the same time, never sees a
+    truncated library (the bytes go to a file of this process's own, renamed into place)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f"{target.name}.{os.getpid()}.part")
+    partial.write_bytes(data)
+    partial.replace(target)
+
+
+def content_name(*parts: str) -> str:
+    """A short, stable name for a cache entry made of `parts` (requirements, the interpreter's version)."""
+    import hashlib
+
+    return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()[:12]
+
 
 # A live install on Windows writes the user's Path in HKCU\\Environment: there, only in the Windows lane's throwaway Wine prefix.
 live_install = pytest.mark.skipif(
@@ -36,10 +70,111 @@ live_install = pytest.mark.skipif(
 
 @pytest.fixture(autouse=True)
 def _user_environment_kept() -> Any:
-    """Windows: whatever a test's live install or rollback wrote in HKCU\\Environment is put back (no-op elsewhere)."""
+    """Windows: whatever a test's live install or rollback wrote in HKCU\\Environment is put back (no-op elsewhere). The
+    host is asked here, before the test: one that pretends to be Windows (sys.platform patched) is not."""
+    if sys.platform != "win32":
+        yield
+        return
     saved = user_environment()
     yield
     restore_user_environment(saved)
+
+
+# Markers of tests that may touch this machine (run them with `-m live`, `-m slow`, …); every other test is a unit
+# test, and the tripwire below fails it when it builds a live system or starts a process. The fast lane leaves them out:
+#     pytest -m "not live and not slow and not network"
+MACHINE_MARKERS = ("live", "slow", "network", "gpu")
+TRIPWIRE_RECORD = os.environ.get("CUDNN_DOCTOR_TRIPWIRE_RECORD")  # a file: list the offenders there instead of failing
+
+
+# Modules whose unit tests replay described machines only (FixtureSystem, in memory: the path rules are the fixture's,
+# never the host's) or read the shipped knowledge: they run alike on every host, so the Windows lane leaves their unit
+# tests to the Linux one (.ci/windows: -m "not host_independent"); their tests marked live still run there. A module
+# that writes host files, reads host binaries or branches on the host stays out of this list.
+HOST_INDEPENDENT = {
+    "test_builds",
+    "test_checks",
+    "test_cuda_tags",
+    "test_cudnn_checks",
+    "test_domain_rules",
+    "test_driver_libraries",
+    "test_findings_baseline",
+    "test_fix",
+    "test_fix_facts",
+    "test_fixture_mutations",
+    "test_fixture_system",
+    "test_gallery_fixes",
+    "test_kb_update",
+    "test_knowledge_cuda_gpus",
+    "test_knowledge_cudnn",
+    "test_knowledge_gaps",
+    "test_knowledge_gpus_legacy",
+    "test_knowledge_peaks",
+    "test_lazyre",
+    "test_machines",
+    "test_markdown_report",
+    "test_nvidia_smi",
+    "test_output_in_reports",
+    "test_ownership",
+    "test_plan",
+    "test_plan_facts",
+    "test_plan_install_together",
+    "test_plan_request",
+    "test_plan_toolkits",
+    "test_record",
+    "test_rule_pages",
+    "test_rules",
+    "test_toolkit_checks",
+    "test_unclaimed_cudnn",
+    "test_undo_exact",
+    "test_visible_devices",
+    "test_wheel_files",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        module = item.nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
+        if module in HOST_INDEPENDENT and not any(item.get_closest_marker(name) for name in MACHINE_MARKERS):
+            item.add_marker(pytest.mark.host_independent)
+
+
+class MachineTouched(AssertionError):
+    """A unit test reached the machine: mark it `live` (or keep it to fixtures and in-memory systems)."""
+
+
+@pytest.fixture(autouse=True)
+def _unit_tests_stay_off_the_machine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The tripwire (after cibuildwheel's `mock_protection`): a test not marked with one of MACHINE_MARKERS may not build
+    a LiveSystem, start a process or fork. Fixtures of a wider scope (a module's venv) are set up before it and stay free."""
+    if any(request.node.get_closest_marker(name) for name in MACHINE_MARKERS):
+        yield
+        return
+    import subprocess
+
+    from cudnn_doctor.system.live import LiveSystem
+
+    node = request.node.nodeid
+
+    def tripped(what: str) -> None:
+        if TRIPWIRE_RECORD:
+            with open(TRIPWIRE_RECORD, "a", encoding="utf-8") as record:
+                record.write(f"{node}\t{what}\n")
+            return
+        raise MachineTouched(f"a unit test {what}: mark it @pytest.mark.live, or give it a fixture machine")
+
+    def guard(original: Any, what: str) -> Any:
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            tripped(what)
+            return original(*args, **kwargs)
+
+        return guarded
+
+    monkeypatch.setattr(LiveSystem, "__init__", guard(LiveSystem.__init__, "built a LiveSystem"))
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", guard(subprocess.Popen._execute_child, "started a process"))  # type: ignore[attr-defined]
+    if hasattr(os, "fork"):
+        monkeypatch.setattr(os, "fork", guard(os.fork, "forked"))
+    yield
 
 
 def link_real_file(source: Path, link: Path) -> None:

@@ -16,7 +16,7 @@ import pytest
 
 from cudnn_doctor.knowledge import pypi
 
-from .conftest import TEST_CACHE
+from .conftest import TEST_CACHE, keep
 
 
 def wheel_member(project: str, version: str, filename_part: str, member: str) -> Path:
@@ -45,14 +45,6 @@ def wheel_members(project: str, version: str, filename_part: str, wanted: Callab
     if not members:
         pytest.skip(f"the wheel of {project} {version} has no such member")
     for name, data in members.items():
-        _keep(folder / name, data)
-    _keep(listing, "\n".join(every).encode("utf-8"))
+        keep(folder / name, data)
+    keep(listing, "\n".join(every).encode("utf-8"))
     return [folder / n for n in members]
-
-
-def _keep(target: Path, data: bytes) -> None:
-    """Write a cached file whole or not at all (a run killed half-way leaves no truncated library behind)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(target.name + ".part")
-    partial.write_bytes(data)
-    partial.replace(target)

@@ -14,7 +14,7 @@ import yaml
 from cudnn_doctor.binaries import read_binary
 from cudnn_doctor.system.fixture import FixtureSystem
 
-from .conftest import TEST_CACHE
+from .conftest import TEST_CACHE, cached, keep
 
 CACHE = TEST_CACHE
 needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None or sys.platform != "linux", reason="needs gcc on Linux")
@@ -25,20 +25,19 @@ def _wheel_member(platform_tags: list[str], member: str) -> Path:
     target = CACHE / Path(member).name
     if target.exists():
         return target
-    folder = CACHE / "wheels" / platform_tags[0]
-    folder.mkdir(parents=True, exist_ok=True)
-    if not list(folder.glob("*.whl")):
-        command = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "--python-version", "3.11", "-d", str(folder)]
-        for tag in platform_tags:
-            command += ["--platform", tag]
-        try:
-            done = subprocess.run([*command, "nvidia-cuda-runtime-cu12==12.9.79"], capture_output=True, text=True, timeout=180)
-        except subprocess.TimeoutExpired:
-            pytest.skip("the package registry did not answer in time")
-        if done.returncode != 0:
-            pytest.skip(f"cannot download nvidia-cuda-runtime-cu12 from the package registry: {done.stderr.strip().splitlines()[-1:]}")
+    with cached(f"wheels/{platform_tags[0]}") as folder:  # under a lock: one download, whoever is first
+        if not list(folder.glob("*.whl")):
+            command = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "--python-version", "3.11", "-d", str(folder)]
+            for tag in platform_tags:
+                command += ["--platform", tag]
+            try:
+                done = subprocess.run([*command, "nvidia-cuda-runtime-cu12==12.9.79"], capture_output=True, text=True, timeout=180)
+            except subprocess.TimeoutExpired:
+                pytest.skip("the package registry did not answer in time")
+            if done.returncode != 0:
+                pytest.skip(f"cannot download nvidia-cuda-runtime-cu12 from the package registry: {done.stderr.strip().splitlines()[-1:]}")
     with zipfile.ZipFile(next(folder.glob("*.whl"))) as wheel:
-        target.write_bytes(wheel.read(member))
+        keep(target, wheel.read(member))
     return target
 
 
@@ -60,6 +59,7 @@ def test_real_nvidia_elf_file():
     assert "libc.so.6" in info.imports and "libcuda.so.1" in info.loads
 
 
+@pytest.mark.live
 @needs_gcc
 def test_gcc_built_elf_with_runpath_rpath_and_a_dlopen_string(tmp_path):
     source = tmp_path / "x.c"
@@ -98,6 +98,7 @@ def test_empty_truncated_and_foreign_files_never_raise(tmp_path):
     assert read_binary(str(tmp_path / "missing.so")).format is None
 
 
+@pytest.mark.live
 @needs_gcc
 def test_fixture_source_reads_real_bytes_and_explicit_fields_win(tmp_path):
     source = tmp_path / "b.c"

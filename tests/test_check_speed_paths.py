@@ -80,6 +80,7 @@ def _fixture_samples() -> list:
     return [p for p in (linux_one, windows_one) if p is not None]
 
 
+@pytest.mark.live
 @pytest.mark.parametrize("fixture", _fixture_samples(), ids=lambda p: p.name)
 def test_check_on_a_fixture_imports_none_of_the_slow_modules(fixture):
     loaded = _modules_after("check", "--no-frameworks", "--fixture", str(fixture))
@@ -97,6 +98,7 @@ def _fix_kinds_found(*argv: str) -> list:
     return [RULES[f["id"]].fix_kind if f["id"] in RULES else None for f in json.loads(done.stdout)["findings"]]
 
 
+@pytest.mark.live
 @pytest.mark.parametrize("fmt", ["terminal", "json"])
 @pytest.mark.parametrize("fixture", _machines()[:8], ids=lambda p: p.name)
 def test_fixes_load_only_for_a_finding_whose_rule_has_a_fix(fixture, fmt):
@@ -110,12 +112,14 @@ def test_fixes_load_only_for_a_finding_whose_rule_has_a_fix(fixture, fmt):
         assert fixable or not loaded
 
 
+@pytest.mark.live
 def test_check_on_this_machine_builds_no_table_and_imports_none_of_the_slow_modules():
     loaded = _modules_after("check", "--no-frameworks")
     assert "cudnn_doctor.diagnose" in loaded
     assert sorted(set(NEVER_LIVE) & loaded) == []
 
 
+@pytest.mark.live
 def test_the_tests_above_would_see_a_slow_module(tmp_path):
     """A user's --kb rows are checked against the schema: that run imports it, and the same check says so."""
     kb = tmp_path / "kb.yaml"
@@ -235,6 +239,7 @@ def test_wanted_requirements_are_those_of_the_full_parse():
     assert len(wanted) == 4 and len(everything) > len(wanted)
 
 
+@pytest.mark.live
 def test_no_wanted_line_no_packaging_requirements():
     other = re.sub("(?i)nvidia|cuda", "other", _TORCH_METADATA).replace("Requires-Dist: ???\n", "")  # a line without a name is parsed
     code = (
@@ -257,6 +262,7 @@ def _live_index(shared: bool) -> FolderIndex:
     return FolderIndex(LiveSystem() if shared else Unshared())
 
 
+@pytest.mark.live
 @pytest.mark.skipif(sys.platform == "win32", reason="Linux folders")
 def test_a_folder_listed_under_another_name_gives_what_listing_it_gives(tmp_path):
     real = tmp_path / "usr" / "lib"
@@ -309,6 +315,7 @@ def test_the_quick_guard_fails_only_beyond_twice_the_recorded_ratio():
     assert bench.guard(11.0, recorded=5.0)[0] == 1 and bench.guard(9.0, recorded=5.0)[0] == 0
 
 
+@pytest.mark.live
 def test_the_benchmark_describes_the_machine():
     description = _check_speed().machine()
     assert " cores; " in description and "Python " in description
@@ -353,6 +360,7 @@ print("modules", len([m for m in sys.modules if m.startswith("cudnn_doctor")]), 
 """
 
 
+@pytest.mark.live
 def test_check_compiles_no_pattern_while_importing_its_modules():
     """Every module `check` imports (~100) used to compile its patterns at import, ~70 of them, most unused."""
     argv = ["check", "--no-frameworks"] + [str(p) for p in _fixture_samples()[:1] for p in ("--fixture", p)]

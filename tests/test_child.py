@@ -68,6 +68,7 @@ def _cleanup(path: Path) -> None:
             pass
 
 
+@pytest.mark.live
 @LINUX
 @pytest.mark.parametrize("session", ["same-group", "new-session"])
 @pytest.mark.parametrize("ending", ["hang", "exit"])
@@ -91,6 +92,7 @@ def test_grandchild_holding_the_output_never_holds_up_the_call(tmp_path, session
     assert gone, "the grandchild holding stdout/stderr outlived the call"
 
 
+@pytest.mark.live
 @LINUX
 def test_framework_probe_that_hangs_in_a_grandchild(tmp_path, monkeypatch):
     site = tmp_path / "site"
@@ -119,6 +121,7 @@ def test_framework_probe_that_hangs_in_a_grandchild(tmp_path, monkeypatch):
     assert gone, "the framework's grandchild outlived the probe"
 
 
+@pytest.mark.live
 @LINUX
 @pytest.mark.parametrize("ending", ["exit", "hang"])
 def test_the_pool_place_is_given_back_when_the_child_has_ended_not_after_its_leftovers_are_looked_for(monkeypatch, ending):
@@ -138,6 +141,7 @@ def test_the_pool_place_is_given_back_when_the_child_has_ended_not_after_its_lef
     assert order == (["ended", "scan"] if ending == "exit" else ["scan"])
 
 
+@pytest.mark.live
 @LINUX
 def test_descendants_follow_parent_ids_across_sessions():
     """`_tree` finds a grandchild that left its parent's session, and nothing under a pid without children."""

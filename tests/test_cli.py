@@ -137,6 +137,7 @@ def test_a_bad_kb_file_is_one_line_exit_2(tmp_path, capsys, command):
     assert err == f"cudnn-doctor: error: {mine}: torch.releases[0] (version 2.15): unknown key 'pyton' (did you mean 'python'?)\n"
 
 
+@pytest.mark.live
 def test_console_script_and_module_entry_points(tmp_path):
     """Both ways in; the console script wherever the installer put it (the Windows lane imports the checkout and has none)."""
     path = write(tmp_path, machine(LINUX_BASE))
@@ -151,6 +152,7 @@ def test_console_script_and_module_entry_points(tmp_path):
         assert "cudnn-doctor check" in done.stdout
 
 
+@pytest.mark.live
 @pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="this machine has an NVIDIA driver")
 def test_live_check_on_a_machine_without_gpu(capsys):
     code, out, _ = cli(["check", "--no-frameworks", "--format", "json"], capsys)
@@ -159,6 +161,7 @@ def test_live_check_on_a_machine_without_gpu(capsys):
     assert "no-nvidia-gpu" in {f["id"] for f in report["findings"]}
 
 
+@pytest.mark.live
 @pytest.mark.skipif(shutil.which("nvcc") is None or shutil.which("nvidia-smi") is not None, reason="needs the development machine: nvcc, no driver")
 def test_live_check_shows_the_toolkit(capsys):
     code, out, _ = cli(["check", "--no-frameworks", "--no-color"], capsys)
@@ -189,6 +192,7 @@ def test_machine_fixture_through_the_cli(capsys, path, install):
     assert any(install in step for step in finding["fix"]), finding["fix"]
 
 
+@pytest.mark.live
 def test_readme_samples_are_the_real_output(capsys, monkeypatch):
     """The README's samples run gallery machines (or only options) from any clone, and every line they show is one the
     command really prints, in its order (issue 31: the quick start shows real output, shortened)."""

@@ -310,6 +310,7 @@ def test_a_bundling_framework_loading_only_its_own_cudnn_has_no_cuda_finding():
 # --- the front's release read from its code -------------------------------------------------------
 
 
+@pytest.mark.live
 @needs_gcc
 @pytest.mark.parametrize("optimise", ["-O0", "-O2"])
 def test_the_release_a_front_formats_its_sub_library_names_with(tmp_path, optimise):

@@ -16,6 +16,7 @@ from cudnn_doctor.checks import RULES, pages
 from .conftest import REPO
 
 
+@pytest.mark.live
 def test_the_site_builds_strict_with_a_page_per_finding(tmp_path: Path):
     pytest.importorskip("mkdocs")
     pytest.importorskip("material")

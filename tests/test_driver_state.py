@@ -290,6 +290,7 @@ def test_the_container_variable_is_kept_in_reports():
     }
 
 
+@pytest.mark.live
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX device files")
 def test_live_device_files_sees_character_devices_it_never_opens():
     """`stat` answers for files and folders only; the device files are looked at through their own call."""

@@ -98,6 +98,7 @@ def test_no_section_headers_is_read_as_pyelftools_reads_it(tmp_path):
     assert quick == elf.read_elf_with_pyelftools(str(path))
 
 
+@pytest.mark.live
 def test_reading_a_library_does_not_import_pyelftools():
     code = "import sys; from cudnn_doctor.binaries import read_binary; info = read_binary(sys.executable); print(info.format, 'elftools' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": str(REPO / "src")})

@@ -45,6 +45,7 @@ def _embeddable(root: Path, pth: str, pth_name: str = "python311._pth") -> Path:
 # A layout read from disk ----------------------------------------------------------------------
 
 
+@pytest.mark.live
 def test_only_the_folders_its_pth_file_names_count(tmp_path):
     """The embeddable zip's own `._pth` comments out `import site`: Lib\\site-packages is then invisible."""
     exe = _embeddable(tmp_path / "python_embeded", "python311.zip\r\n.\r\n../packages\r\n\r\n# Uncomment to run site.main() automatically\r\n#import site\r\n")
@@ -54,6 +55,7 @@ def test_only_the_folders_its_pth_file_names_count(tmp_path):
     assert (info.version, info.kind, info.packages) == ("3.11", "embedded", {"onnxruntime-gpu": "1.31.1"})
 
 
+@pytest.mark.live
 def test_import_site_adds_its_site_packages_after_the_named_folders(tmp_path):
     """ComfyUI's portable build: `import site` in the `._pth` file; a folder named there comes first on sys.path."""
     exe = _embeddable(tmp_path / "python_embeded", "python311.zip\n.\n../packages  # vendored\nimport site\n")
@@ -64,6 +66,7 @@ def test_import_site_adds_its_site_packages_after_the_named_folders(tmp_path):
     assert info.kind == "embedded" and info.packages == {"torch": "2.5.1", "numpy": "1.26.4"}
 
 
+@pytest.mark.live
 def test_without_a_pth_file_the_same_folder_is_a_system_interpreter(tmp_path):
     exe = _embeddable(tmp_path / "python", "", pth_name="unrelated.txt")
     _dist(tmp_path / "python" / "Lib" / "site-packages", "torch", "2.5.1")
@@ -103,6 +106,7 @@ def test_site_folders_are_recognised_however_the_path_ends(path):
 # A real interpreter under a ._pth file (Windows; POSIX from Python 3.11) ------------------------------
 
 
+@pytest.mark.live
 @pytest.mark.parametrize("import_site", [False, True])
 def test_python_info_is_what_the_embedded_interpreter_itself_sees(tmp_path, import_site):
     root = tmp_path / "python_embeded"
@@ -119,6 +123,7 @@ def test_python_info_is_what_the_embedded_interpreter_itself_sees(tmp_path, impo
     assert info.kind == "embedded" and info.version == ".".join(map(str, sys.version_info[:3]))
 
 
+@pytest.mark.live
 def test_the_doctor_running_in_an_embedded_interpreter_reads_what_it_imports_from(tmp_path):
     """The current interpreter's distributions come from its own sys.path: under a `._pth` file, every
     folder named there counts, not only those called site-packages."""
@@ -134,6 +139,7 @@ def test_the_doctor_running_in_an_embedded_interpreter_reads_what_it_imports_fro
     assert kind == "embedded" and packages == seen and packages["onnxruntime-gpu"] == "1.31.1"
 
 
+@pytest.mark.live
 def test_a_framework_is_probed_from_the_pth_folders_whatever_pythonpath_says(tmp_path, monkeypatch):
     """The child runs the interpreter as the user's program does: a stand-in on PYTHONPATH is not what it imports."""
     for folder, version in (("packages", "1.31.1"), ("elsewhere", "0.0.1")):

@@ -113,6 +113,7 @@ def cases(draw: st.DrawFn) -> tuple[str, list[str], tuple[str, ...], bool]:
     return draw(st.sampled_from(("LD_LIBRARY_PATH", "PATH"))), entries, tuple(dict.fromkeys(key(d) for d in dropped)), draw(st.booleans())
 
 
+@pytest.mark.live
 @pytest.mark.parametrize("name", SHELLS)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(case=cases())
@@ -180,6 +181,7 @@ def written(system: FixtureSystem, file: str = ENV_SH) -> bytes:
     return system.open_read(file).read()
 
 
+@pytest.mark.live
 @pytest.mark.parametrize("name", SHELLS)
 def test_env_sh_own_path_with_a_newline_is_no_command(tmp_path, name):
     """The file's path (XDG_CONFIG_HOME) holding a newline and a command: before, it stood in a comment, where its
@@ -208,6 +210,7 @@ def test_the_source_line_quotes_only_what_needs_it():
     assert shell_word("/etc/x'y", {"HOME": "/home/dev"}) == "'/etc/x'\"'\"'y'"
 
 
+@pytest.mark.live
 @pytest.mark.parametrize("separator", SEPARATORS)
 def test_a_later_fix_keeps_an_earlier_line_whose_folder_holds_a_line_separator(tmp_path, separator):
     """Before, the reader split the file with str.splitlines(): a folder holding U+2028 (or \\x1c, \\x85, ...) cut its
@@ -230,6 +233,7 @@ def test_a_later_fix_keeps_an_earlier_line_whose_folder_holds_a_line_separator(t
     assert sourced(program, second, "LD_LIBRARY_PATH", ld.encode(), cwd) == CUDA_LIB.encode()
 
 
+@pytest.mark.live
 @pytest.mark.parametrize("name", SHELLS)
 def test_a_folder_that_is_not_utf8_is_dropped_by_its_own_bytes(tmp_path, name):
     """Before, the write of env.sh encoded the text strictly: a folder that is not UTF-8 (a surrogate escape, as

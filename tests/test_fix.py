@@ -248,6 +248,7 @@ def test_linux_shadowing_copy_goes_with_its_links():
     assert system.link_target(f"{LINUX_STATE}/quarantine/20261205-000000-abcdef/opt/cudnn-8.1.1/lib64/libcudnn.so.8") == "libcudnn.so.8.1.1"
 
 
+@pytest.mark.slow  # exhaustive: every operation, every file (the slow lane)
 @pytest.mark.parametrize("crash", [False, True], ids=["fails-once", "killed"])
 @pytest.mark.parametrize("name", ["win-system32", "win-nested", "linux-system-dir", "linux-nested"])
 def test_a_fault_at_every_operation_of_a_fix_leaves_the_machine_as_before(name, crash):
@@ -551,6 +552,7 @@ def test_an_unsafe_fix_runs_its_commands_in_order_and_history_keeps_the_undo(mon
     assert "to undo it, run: " in capsys.readouterr().out
 
 
+@pytest.mark.live
 @pytest.mark.skipif(sys.platform == "win32", reason="Wine makes no symbolic links (os.symlink succeeds and leaves nothing)")
 def test_a_fix_on_the_live_file_system_moves_links_as_links_and_rolls_back(tmp_path):
     """The same transaction on real files: os.replace moves, a link stays a link, rollback gives back every byte and folder."""

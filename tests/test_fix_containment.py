@@ -25,7 +25,7 @@ from cudnn_doctor.fixes import MoveFile, MoveTree
 from cudnn_doctor.install import transaction
 from cudnn_doctor.install.fix import expand
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="symbolic links: Wine makes none (os.symlink succeeds and leaves nothing)")
+pytestmark = [pytest.mark.live, pytest.mark.skipif(sys.platform == "win32", reason="symbolic links: Wine makes none (os.symlink succeeds and leaves nothing)")]
 
 
 def state_of(root: Path) -> dict[str, Any]:

@@ -153,6 +153,7 @@ def test_only_the_missing_files_are_planned(tmp_path):
     assert dests == [f"{LINUX_TK}/include/cudnn.h", f"{LINUX_TK}/include/cudnn_version.h"]  # the other cudnn_*.h are still there
 
 
+@pytest.mark.slow  # exhaustive: every operation, every file (the slow lane)
 @pytest.mark.parametrize("crash", [False, True], ids=["fails-once", "killed"])
 def test_a_fault_at_every_operation_of_the_restore_leaves_the_machine_as_before_or_fixed(tmp_path, crash):
     make, state, _ = CASES["windows"]
@@ -310,6 +311,7 @@ def with_env(system: FixtureSystem, values: dict[str, str]) -> FixtureSystem:
     return other
 
 
+@pytest.mark.live
 def test_linux_path_fixes_write_one_managed_env_sh_that_a_new_shell_sources_clean(tmp_path):
     system = linux_path_machine()
     assert {"path-missing-dir", "path-duplicate-entries"} <= ids_of(system)
@@ -330,6 +332,7 @@ def test_linux_path_fixes_write_one_managed_env_sh_that_a_new_shell_sources_clea
     assert snapshot(system, LINUX_STATE) == before  # env.sh and the folders made for it are gone
 
 
+@pytest.mark.live
 def test_a_second_fix_rewrites_the_managed_file_and_keeps_the_first_ones_variables(tmp_path):
     system = linux_path_machine()
     fix(system, LINUX_STATE, {"path-duplicate-entries"})
@@ -368,6 +371,7 @@ def test_xdg_config_home_is_respected_and_a_relative_one_ignored():
     assert {c.file for c in plan_of(linux_path_machine(XDG_CONFIG_HOME="cfg"), LINUX_STATE).changes} == {ENV_SH}
 
 
+@pytest.mark.live
 def test_env_sh_only_removes_folders_and_never_freezes_this_shells_value(tmp_path):
     """An activated environment's folder, or a folder another rc file adds later, is neither written into env.sh
     nor lost by a shell that sources it: the file names only the folders it drops."""
@@ -379,6 +383,7 @@ def test_env_sh_only_removes_folders_and_never_freezes_this_shells_value(tmp_pat
     assert sourced(elsewhere, tmp_path)["PATH"] == f"/home/dev/go/bin:{LINUX_TK}/bin:/usr/bin"
 
 
+@pytest.mark.live
 @pytest.mark.parametrize(
     "value, drop, repeats",
     [
@@ -515,6 +520,7 @@ def test_the_extras_fix_command_says_network_and_undo_and_runs_pip(monkeypatch, 
     assert "to undo it, run: " in capsys.readouterr().out
 
 
+@pytest.mark.live
 @pytest.mark.skipif(sys.platform == "win32", reason="a Linux shell and loader path")
 def test_live_env_sh_fix_a_new_bash_that_sources_it_is_clean_and_rollback_removes_it(tmp_path):
     """The real command on this machine, in a private HOME: the written env.sh, sourced by a real bash, gives a

@@ -251,6 +251,7 @@ def _html(report) -> str:
     return stream.getvalue()
 
 
+@pytest.mark.live
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (apt-get install chromium)")
 def test_the_fleet_page_of_1000_nodes_in_chromium(tmp_path):
     """The page opens, the search box filters the rows (its script runs under the CSP), a screenshot is kept."""
@@ -289,6 +290,7 @@ def test_the_fleet_page_of_1000_nodes_in_chromium(tmp_path):
     assert shot.stat().st_size > 10_000 and filtered.stat().st_size > 10_000
 
 
+@pytest.mark.live
 def test_a_node_snapshot_through_another_interpreter():
     """`--python EXE`: the interpreter named takes the snapshot and hands it back as JSON, a valid machine fixture."""
     from cudnn_doctor.fleet.node import _snapshot_in
@@ -299,6 +301,7 @@ def test_a_node_snapshot_through_another_interpreter():
     assert Checker().from_document("here", document).status == OK
 
 
+@pytest.mark.live
 @pytest.mark.skipif(sys.platform == "win32", reason="a shell script stands in for the interpreter")
 def test_a_failing_interpreter_is_one_line(tmp_path):
     """What the interpreter said last (the exception line of its traceback) is the node's error."""

@@ -53,6 +53,7 @@ def cluster():
         made.shutdown()
 
 
+@pytest.mark.live
 def test_a_local_cluster_with_drift_a_dead_node_and_a_slow_one(cluster, capsys):
     second = cluster.add_node(**_node(**_env(HEALTHY)))
     drifting = cluster.add_node(**_node(**_env(OLD_DRIVER)))

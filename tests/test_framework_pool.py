@@ -68,6 +68,7 @@ def _pythons(count: int) -> tuple[PythonEnv, ...]:
     return tuple(PythonEnv(sys.executable, "3", "venv", index == 0, {"onnxruntime": "1.16.3"}) for index in range(count))
 
 
+@pytest.mark.live
 def test_imports_of_many_environments_run_at_most_cpu_count_at_once(site, tmp_path, monkeypatch):
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     _counting_import(site, tmp_path, 0.5)
@@ -79,6 +80,7 @@ def test_imports_of_many_environments_run_at_most_cpu_count_at_once(site, tmp_pa
     assert max(seen) == 2  # and the pool is used: two at a time
 
 
+@pytest.mark.live
 def test_the_pool_has_at_least_one_place(site, tmp_path, monkeypatch):
     monkeypatch.setattr(os, "cpu_count", lambda: None)  # os.cpu_count() may not know
     _counting_import(site, tmp_path, 0.1)
@@ -87,6 +89,7 @@ def test_the_pool_has_at_least_one_place(site, tmp_path, monkeypatch):
     assert max(int(line) for line in (tmp_path / "seen").read_text().split()) == 1
 
 
+@pytest.mark.live
 def test_an_interpreter_that_timed_out_is_not_asked_again(site, tmp_path, monkeypatch):
     monkeypatch.setattr(os, "cpu_count", lambda: 1)  # the second import waits for the first one's place
     starts = tmp_path / "starts"
@@ -100,6 +103,7 @@ def test_an_interpreter_that_timed_out_is_not_asked_again(site, tmp_path, monkey
     assert system.mapped_libraries(sys.executable, ["libc.so.6"]) is None  # nor does the loader check start it
 
 
+@pytest.mark.live
 @linux_fork
 def test_the_framework_child_answers_the_loader_check_as_a_child_of_its_own_would(site, monkeypatch):
     _onnxruntime(site, "")
@@ -121,6 +125,7 @@ def test_the_framework_child_answers_the_loader_check_as_a_child_of_its_own_woul
         system.mapped_libraries(sys.executable, names[:1])
 
 
+@pytest.mark.live
 @linux_fork
 def test_the_forked_loads_are_not_seen_by_the_import(site, tmp_path):
     """The fork is taken before the import: a library it loads is not in the framework's process."""
@@ -134,6 +139,7 @@ def test_the_forked_loads_are_not_seen_by_the_import(site, tmp_path):
     assert libz not in maps.read_text()
 
 
+@pytest.mark.live
 def test_the_framework_child_imports_nothing_a_light_framework_does_not(site):
     """Every environment pays what the probe script imports on top of the framework: `import json` (re, enum,
     functools) and `import signal` (enum) were 10-15 ms of a 0.23 s child. Only these few may come on top."""

@@ -18,6 +18,8 @@ from cudnn_doctor.system.live import LiveSystem
 
 from .interpreters import pth_interpreter
 
+pytestmark = pytest.mark.live  # every test here touches this machine
+
 
 class Target(NamedTuple):
     python: str  # the interpreter whose frameworks are probed

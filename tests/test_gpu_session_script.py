@@ -25,6 +25,7 @@ def test_it_runs_the_project_from_its_source_with_the_machines_python():
     assert "venv" not in text  # a virtual environment would hide the machine's own frameworks
 
 
+@pytest.mark.live
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_the_script_parses():
     assert subprocess.run(["bash", "-n", str(SCRIPT)], check=False).returncode == 0

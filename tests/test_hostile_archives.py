@@ -257,6 +257,7 @@ def machine(tmp_path: Path) -> tuple[Path, Path]:
 PLATFORM_CASES = WINDOWS_CASES if WINDOWS else LINUX_CASES
 
 
+@pytest.mark.live
 @pytest.mark.parametrize(("build", "message", "suffix"), [case[1:] for case in CASES + PLATFORM_CASES], ids=[case[0] for case in CASES + PLATFORM_CASES])
 def test_hostile_archive_is_refused_and_nothing_changes(tmp_path, capsys, build, message, suffix):
     parent, target = machine(tmp_path)
@@ -276,6 +277,7 @@ def test_there_are_at_least_thirty_hostile_archives_of_both_kinds():
     assert {suffix for *_, suffix in CASES} >= {".zip", ".tar.xz", ".tar.gz"}
 
 
+@pytest.mark.live
 @pytest.mark.skipif(WINDOWS, reason="Wine makes no symbolic links (os.symlink succeeds and leaves nothing)")
 def test_a_link_in_the_target_that_leads_out_is_never_written_through(tmp_path, capsys):
     """The toolkit's own lib64 is a link to a folder outside it: the archive's libraries would land there."""
@@ -293,6 +295,7 @@ def test_a_link_in_the_target_that_leads_out_is_never_written_through(tmp_path, 
     assert tree_hash(parent) == before
 
 
+@pytest.mark.live
 @live_install
 def test_a_hard_link_is_installed_as_a_copy_of_the_file_it_names(tmp_path):
     _, target = machine(tmp_path)
@@ -307,6 +310,7 @@ def test_a_hard_link_is_installed_as_a_copy_of_the_file_it_names(tmp_path):
     assert not copy.is_symlink() and copy.read_bytes() == library
 
 
+@pytest.mark.live
 @pytest.mark.skipif(WINDOWS, reason="a Windows install refuses links (the win-link-inside case)")
 def test_links_that_stay_inside_once_installed_are_kept(tmp_path):
     """NVIDIA's own chains (libcudnn.so -> libcudnn.so.9 -> libcudnn.so.9.1.0) and a climb that stays in the toolkit."""

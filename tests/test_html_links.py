@@ -10,7 +10,7 @@ from pathlib import Path
 
 from cudnn_doctor.checks import links
 from cudnn_doctor.diagnose import diagnose
-from cudnn_doctor.reports import html
+from cudnn_doctor.reports import html, html_page
 from cudnn_doctor.system.fixture import FixtureSystem
 
 from .conftest import WINDOWS_BASE, machine
@@ -37,7 +37,7 @@ def test_a_url_in_a_path_entry_is_text_in_the_report():
 
 
 def test_the_doctors_own_urls_stay_links():
-    assert html._inline("Install it from https://developer.nvidia.com/cuda-downloads and see https://evil.example/a.") == (
+    assert html_page.inline("Install it from https://developer.nvidia.com/cuda-downloads and see https://evil.example/a.") == (
         'Install it from <a href="https://developer.nvidia.com/cuda-downloads">https://developer.nvidia.com/cuda-downloads</a> and see https://evil.example/a.'
     )
     assert links.chosen_url("https://download.pytorch.org/whl/cu121")  # the knowledge's template

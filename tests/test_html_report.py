@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from cudnn_doctor.cli import main
-from cudnn_doctor.reports import html
+from cudnn_doctor.reports import html, html_charts, html_check
 from cudnn_doctor.system.fixture_format import load_fixture
 
 from .conftest import GALLERY, REPO, gallery_paths, run, shared_fixture_paths
@@ -186,7 +186,7 @@ def test_search_order_table_follows_the_emulated_load(fixture):
     blocks = tree.find("section", id="search-order").find_all("div", class_="resolution")
     assert [b.attrs["data-framework"] for b in blocks] == [r.framework for r in diagnosis.facts.resolutions]
     for block, resolution in zip(blocks, diagnosis.facts.resolutions):
-        step = html._front_step(resolution)
+        step = html_check._front_step(resolution)
         if step is None:
             assert not block.find_all("table", class_="search-order")
             continue
@@ -356,7 +356,7 @@ def test_one_chart_per_kind_with_bars_that_follow_the_numbers():
     peak = _bars(tree, "peak")
     assert sorted(peak) == ["bf16", "fp16", "fp32", "tf32"]
     line = tree.find("svg", data_chart="peak").find("line", class_="reference")
-    full = float(line.attrs["x1"]) - html._LABEL  # the 100 % line's distance from the bars' start
+    full = float(line.attrs["x1"]) - html_charts._LABEL  # the 100 % line's distance from the bars' start
     assert peak["bf16"][0][1] / full == pytest.approx(0.736, rel=0.01)
     assert peak["fp32"][0][1] > peak["bf16"][0][1]  # 81.6 % against 73.6 %
 
@@ -400,9 +400,9 @@ def test_throttle_reasons_and_a_peak_above_the_datasheet():
     tree = parse(_verify_html(result)).root
     assert "throttle reasonsHwSlowdown, SwPowerCap" in tree.find("table", class_="gpu-state").clean()
     peak = _bars(tree, "peak")
-    line = float(tree.find("svg", data_chart="peak").find("line", class_="reference").attrs["x1"]) - html._LABEL
+    line = float(tree.find("svg", data_chart="peak").find("line", class_="reference").attrs["x1"]) - html_charts._LABEL
     assert peak["fp32"][0][1] > line  # past the 100 % line, still on the chart
-    assert peak["fp32"][0][1] == pytest.approx(html._TRACK, rel=0.01)  # the scale grew to hold it
+    assert peak["fp32"][0][1] == pytest.approx(html_charts._TRACK, rel=0.01)  # the scale grew to hold it
 
 
 def test_the_comparison_with_the_last_run():
@@ -552,6 +552,7 @@ def _artifacts() -> Path:
 CHROMIUM = shutil.which("chromium")
 
 
+@pytest.mark.live
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (apt-get install chromium)")
 def test_the_report_renders_in_chromium(tmp_path, capsys):
     """The findings, the search-order table and each chart are visible with a size; a screenshot is kept."""
@@ -612,6 +613,7 @@ def test_the_report_renders_in_chromium(tmp_path, capsys):
         print(f"\nscreenshots: {shot} {print_shot} {check_shot}")
 
 
+@pytest.mark.live
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (apt-get install chromium)")
 def test_healthy_failing_fleet_and_markdown_pages_in_chromium(tmp_path, capsys):
     """Issue 31: each page people share, opened in Chromium and kept as a screenshot: check healthy (a green banner),

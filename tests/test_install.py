@@ -92,6 +92,7 @@ def test_windows_layouts_land_in_bin_include_and_lib_x64(tmp_path, layout, versi
     assert not any(name.endswith(("license", ".cudnn-doctor-tmp")) for name in files)
 
 
+@pytest.mark.live
 @pytest.mark.skipif(WINDOWS, reason="a Linux archive: Windows refuses it (test_refusals)")
 def test_linux_tar_xz_keeps_symlink_chains_and_checksums(tmp_path, capsys):
     path = archives.linux_tar(tmp_path / "cudnn-linux-x86_64-8.9.7.29_cuda12-archive.tar.xz")
@@ -113,6 +114,7 @@ def _two_releases(tmp_path):
     return archives.toolkit(tmp_path / "cuda-12.6"), archives.native_archive(tmp_path / "a", "8.9.7.29"), archives.native_archive(tmp_path / "b", "8.9.7.29")
 
 
+@pytest.mark.live
 @live_install
 def test_second_install_is_a_no_op_and_rollback_returns_to_before_the_second(tmp_path, capsys):
     target, first, second = _two_releases(tmp_path)
@@ -129,6 +131,7 @@ def test_second_install_is_a_no_op_and_rollback_returns_to_before_the_second(tmp
     assert "rolled-back" in capsys.readouterr().out
 
 
+@pytest.mark.live
 @live_install
 def test_rollback_says_removed_for_added_files_restored_for_replaced_ones_then_nothing_left(tmp_path, capsys):
     """Issue 31: the first install's files were added (a rollback removes them), the second's replaced them (a rollback
@@ -168,6 +171,7 @@ def test_a_failure_after_n_files_leaves_the_target_byte_identical(tmp_path, fail
     assert transaction.Store(system, STATE).journal()["state"] == "rolled-back"
 
 
+@pytest.mark.live
 @live_install
 def test_kill_9_mid_copy_is_rolled_back_by_the_next_run(tmp_path, state):
     """SIGKILL on POSIX; on Windows Popen.kill() is TerminateProcess, as Task Manager's End task."""
@@ -211,6 +215,7 @@ def _zip_with(tmp_path, name, data=b"x", link=None):
     return path
 
 
+@pytest.mark.live
 @pytest.mark.parametrize(
     ("name", "link", "message"),
     [
@@ -228,6 +233,7 @@ def test_hostile_members_are_refused_before_anything_is_written(tmp_path, name, 
     assert message in capsys.readouterr().err and archives.tree(target) == before
 
 
+@pytest.mark.live
 def test_zip_bomb_and_truncated_archives_are_refused(tmp_path, capsys):
     bomb = tmp_path / "bomb.zip"
     with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive:
@@ -241,6 +247,7 @@ def test_zip_bomb_and_truncated_archives_are_refused(tmp_path, capsys):
     assert "corrupt or truncated" in err or "is not a .zip" in err, err
 
 
+@pytest.mark.live
 def test_refusals(tmp_path):
     path = archives.write_zip(tmp_path / "cudnn-8.9.7.29_cuda12-archive.zip", archives.windows_members("8.9.7.29", 12))
     info = inspect(Archive(path))
@@ -293,6 +300,7 @@ def test_cuda_major_from_the_old_name_or_from_the_cublas_the_ops_library_loads(t
     assert inspect(Archive(archives.write_zip(tmp_path / "renamed.zip", members))).cuda_major == 12
 
 
+@pytest.mark.live
 def test_the_plan_names_the_release_it_replaces(tmp_path, capsys):
     target = archives.toolkit(tmp_path / "cuda-12.6")
     (target / "include" / "cudnn_version.h").write_text(archives.version_header("8.6.0.163"))
@@ -311,6 +319,7 @@ def _installed(target: Path) -> dict:
     return {path: data for path, data in archives.tree(target).items() if not path.startswith(transaction.SPOOL_PREFIX)}
 
 
+@pytest.mark.live
 @live_install
 def test_one_install_at_a_time_and_history_changes_nothing_while_one_runs(tmp_path, state):
     """A second terminal: `history` only reads (it used to "recover" the install under way), install and rollback wait their turn."""
@@ -342,6 +351,7 @@ def test_one_install_at_a_time_and_history_changes_nothing_while_one_runs(tmp_pa
     assert store.journal()["state"] == "committed" and (target / LIBRARY).is_file()
 
 
+@pytest.mark.live
 def test_the_state_lock_refuses_a_second_holder_and_is_free_again_after(tmp_path):
     """Busy, not "cannot write ...lock": under Wine a held msvcrt lock reports errno 0, which filelock took for a failure."""
     path = str(tmp_path / "lock")

@@ -209,6 +209,7 @@ def test_a_fault_anywhere_in_an_install_with_environment_changes_recovers_the_re
     assert "before" in seen
 
 
+@pytest.mark.slow  # exhaustive: every operation, every file (the slow lane)
 @pytest.mark.parametrize("crash", [False, True], ids=["fails-once", "killed"])
 def test_an_interrupted_rollback_finishes_restoring_the_registry(archive_path, crash):
     clean = prepared(START)
@@ -270,6 +271,7 @@ class FakeWinreg:
         return name, value, kind
 
 
+@pytest.mark.live
 def test_the_live_registry_writes_a_new_path_as_reg_expand_sz_and_keeps_an_existing_type(monkeypatch):
     import sys
 

@@ -145,6 +145,7 @@ def count_operations(run) -> int:
     return system.count
 
 
+@pytest.mark.slow  # exhaustive: every operation, every file (the slow lane)
 @pytest.mark.parametrize("crash", [False, True], ids=["fails-once", "killed"])
 def test_a_fault_at_every_operation_of_install_recovers(archive_path, crash):
     before = tree(windows_machine(), TARGET)
@@ -179,6 +180,7 @@ def test_a_fault_at_every_operation_of_install_recovers(archive_path, crash):
     print(f"\ninstall: {total} fault points, {'killed' if crash else 'failed once'}: {recovered}")
 
 
+@pytest.mark.slow  # exhaustive: every operation, every file (the slow lane)
 @pytest.mark.parametrize("crash", [False, True], ids=["fails-once", "killed"])
 def test_a_fault_at_every_operation_of_rollback_recovers(archive_path, crash):
     before = tree(windows_machine(), TARGET)
@@ -277,6 +279,7 @@ def test_rollback_with_a_missing_or_altered_backup_changes_nothing(monkeypatch, 
         assert tree(system, TARGET) == installed
 
 
+@pytest.mark.live
 @live_install
 def test_rollback_removes_the_folders_the_install_created(tmp_path, monkeypatch):
     monkeypatch.setenv("CUDNN_DOCTOR_STATE_DIR", str(tmp_path / "state"))

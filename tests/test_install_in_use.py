@@ -470,6 +470,7 @@ def test_for_real_rollback_with_a_loaded_dll_changes_nothing(tmp_path, monkeypat
     assert native_tree(target) == before and not temp_files(target, tmp_path)
 
 
+@pytest.mark.live
 @pytest.mark.skipif(sys.platform == "win32", reason="on Windows the live check is the real one above")
 def test_the_live_system_asks_nothing_on_linux():
     """Linux renames over a file in use safely: the live System never reports one."""

@@ -10,6 +10,8 @@ import tarfile
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from cudnn_doctor.cli import main
 from cudnn_doctor.reports.encoding import visible
 
@@ -44,6 +46,7 @@ def _with_member(path: Path, name: str) -> Path:
     return other
 
 
+@pytest.mark.live
 def test_the_plan_shows_a_member_name_with_bidi_and_c1_characters_escaped(tmp_path, capsys):
     """Before, the name went to the terminal raw: U+202E reversed the rest of the line the user confirms."""
     target = archives.toolkit(tmp_path / "cuda-12.6")

@@ -13,6 +13,7 @@ import pytest
 
 from cudnn_doctor.binaries import scan
 from cudnn_doctor.cli import main
+from cudnn_doctor.install import apply as apply_module
 from cudnn_doctor.install import transaction
 from cudnn_doctor.install.archive import Archive, inspect
 from cudnn_doctor.system.xz import xz_stream
@@ -43,6 +44,7 @@ def _count_tar_opens(monkeypatch) -> list[str]:
     return modes
 
 
+@pytest.mark.live
 @pytest.mark.parametrize("xz", [True, False], ids=["xz-process", "python-lzma"])
 def test_a_tar_is_read_once_as_a_stream_for_listing_version_machine_and_hashes(tmp_path, monkeypatch, xz):
     path = archives.linux_tar(tmp_path / "cudnn-linux-x86_64-8.9.7.29_cuda12-archive.tar.xz")
@@ -72,14 +74,15 @@ def test_the_cuda_major_is_read_from_the_ops_library_in_the_same_pass(tmp_path, 
     assert [m for m in modes if m.startswith("r|")] == [modes[1]] and len(modes) == 2, modes
 
 
+@pytest.mark.live
 @pytest.mark.skipif(WINDOWS, reason="a Linux archive")
 @live_install
 def test_the_install_renames_spooled_files_and_leaves_no_spool(tmp_path, monkeypatch):
     target = archives.toolkit(tmp_path / "cuda-12.6")
     path = archives.linux_tar(tmp_path / "cudnn-linux-x86_64-8.9.7.29_cuda12-archive.tar.xz")
     copied: list[str] = []
-    real_copy = transaction._copy_member
-    monkeypatch.setattr(transaction, "_copy_member", lambda *a, **k: copied.append(a[2].member.name) or real_copy(*a, **k))
+    real_copy = apply_module._copy_member
+    monkeypatch.setattr(apply_module, "_copy_member", lambda *a, **k: copied.append(a[2].member.name) or real_copy(*a, **k))
     modes = _count_tar_opens(monkeypatch)
     assert main(["install", str(path), "--into", str(target), "--yes"]) in (0, 1)
     assert copied == []  # every file was renamed from the spool, none read from the archive again
@@ -89,6 +92,7 @@ def test_the_install_renames_spooled_files_and_leaves_no_spool(tmp_path, monkeyp
     assert main(["rollback"]) == 0
 
 
+@pytest.mark.live
 @pytest.mark.skipif(WINDOWS, reason="a Linux archive")
 @live_install
 def test_a_spool_left_by_a_killed_run_is_removed_by_the_next_rollback(tmp_path, state):
@@ -103,6 +107,7 @@ def test_a_spool_left_by_a_killed_run_is_removed_by_the_next_rollback(tmp_path, 
     assert archives.tree(target) == before and not left.exists() and not (state / "spool.txt").exists()
 
 
+@pytest.mark.live
 def test_a_spool_note_never_removes_a_folder_of_another_name(tmp_path, state):
     precious = tmp_path / "precious"
     precious.mkdir()
@@ -173,6 +178,7 @@ def _elf_heads() -> list[tuple[str, bytes]]:
     return heads + [(f"e_machine {m}", elf(m)) for m in (3, 40, 62, 183, 243)]
 
 
+@pytest.mark.slow  # exhaustive: every operation, every file (the slow lane)
 def test_the_machine_of_an_elf_library_is_read_as_pyelftools_reads_it():
     import io
 
@@ -219,6 +225,7 @@ def test_the_hashing_thread_hashes_what_one_thread_would():
     assert outs[0].getvalue() == outs[1].getvalue() == b"".join(blocks)
 
 
+@pytest.mark.live
 @pytest.mark.skipif(WINDOWS, reason="a Linux archive")
 @live_install
 def test_a_spool_that_would_not_fit_is_refused_before_it_fills_the_disk(tmp_path, monkeypatch, capsys):

@@ -29,6 +29,7 @@ def test_a_wheel_is_read_as_cudnn_of_its_cuda_major(tmp_path, windows):
     assert (info.layout, info.top, info.version, info.cuda_major, info.os) == ("wheel", "nvidia/cudnn", "9.1.0", 12, "windows" if windows else "linux")
 
 
+@pytest.mark.live
 @live_install
 def test_a_wheel_installs_its_libraries_and_headers_and_nothing_else(tmp_path, capsys):
     target = archives.toolkit(tmp_path / "cuda-12.6")
@@ -82,6 +83,7 @@ def _never_read(monkeypatch):
     monkeypatch.setattr("cudnn_doctor.install.archive.Archive.__init__", refuse)
 
 
+@pytest.mark.live
 def test_a_cuda_major_no_toolkit_has_is_refused_from_the_name(tmp_path, monkeypatch, capsys):
     """cuDNN for CUDA 11 where no CUDA 11 toolkit is installed: said from the wheel's name, before it is read."""
     from cudnn_doctor.facts import ToolkitFacts
@@ -93,6 +95,7 @@ def test_a_cuda_major_no_toolkit_has_is_refused_from_the_name(tmp_path, monkeypa
     assert "is built for CUDA 11, and this machine has no CUDA toolkit" in capsys.readouterr().err
 
 
+@pytest.mark.live
 def test_a_target_that_is_not_a_toolkit_is_refused_before_the_archive_is_read(tmp_path, monkeypatch, capsys):
     (tmp_path / "somewhere").mkdir()
     path = archives.wheel(tmp_path, "9.1.0.70", 12)
@@ -101,6 +104,7 @@ def test_a_target_that_is_not_a_toolkit_is_refused_before_the_archive_is_read(tm
     assert "is not a CUDA toolkit folder" in capsys.readouterr().err
 
 
+@pytest.mark.live
 def test_a_large_archive_that_is_not_cudnn_is_refused_in_under_a_second(tmp_path, monkeypatch, capsys):
     """Its first members name no cuDNN file: refused without reading the 256 MB behind them."""
     import io

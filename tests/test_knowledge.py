@@ -49,6 +49,7 @@ def test_each_section_checks_exactly_its_record_fields():
             assert set(section.label) <= set(section.fields), (name, section_name)
 
 
+@pytest.mark.live
 def test_a_run_loads_the_tables_without_pyyaml():
     code = "import sys; from cudnn_doctor import knowledge; [knowledge.table(n) for n in knowledge.schema.TABLES]; print('yaml' in sys.modules)"
     done = subprocess.run(

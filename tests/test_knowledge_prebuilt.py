@@ -7,6 +7,8 @@ import pickle
 import subprocess
 import sys
 
+import pytest
+
 from cudnn_doctor import knowledge
 from cudnn_doctor.knowledge import generate, prebuilt, records, schema
 
@@ -83,6 +85,7 @@ def test_a_version_range_pickles_as_its_text():
     assert "3.11" in back and "3.12" not in back
 
 
+@pytest.mark.live
 def test_a_run_loads_the_tables_without_the_schema_or_json():
     code = "import sys; from cudnn_doctor import knowledge; [knowledge.table(n) for n in knowledge._prebuilt()]; print(sorted(m for m in ('json', 'cudnn_doctor.knowledge.schema') if m in sys.modules))"
     env = {**os.environ, "PYTHONPATH": str(generate.DATA.parents[2])}

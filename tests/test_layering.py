@@ -246,6 +246,7 @@ def test_an_unknown_module_of_the_package_is_reported():
 REPORTS = sorted(name for name in MODULES if layer_of(name) == "reports")
 
 
+@pytest.mark.live
 @pytest.mark.parametrize("module", REPORTS)
 def test_a_report_loads_no_probe_and_no_system(module):
     """Rendering a diagnosis (a saved one, say) must not pay for, or depend on, the machinery that made it."""
@@ -263,6 +264,7 @@ def _env() -> dict[str, str]:
     return env
 
 
+@pytest.mark.live
 def test_the_report_test_would_see_a_probe():
     """The subprocess probe above is not vacuous: importing the library entry point does load the probes."""
     code = textwrap.dedent("""

@@ -98,6 +98,7 @@ def test_whole_strings_message_tails_and_run_time_patterns_are_names(tmp_path):
     assert _scan(tmp_path, b"\x14nvcuda.dll\x00cudnn64_%d.dll\x00Xcudnn64_9.dll\x00cufft64_11.dll.bak", "pe") == ["cudnn64_%d.dll", "nvcuda.dll"]
 
 
+@pytest.mark.live
 @needs_gcc
 def test_gcc_built_library_with_a_try_list_an_imported_member_and_a_format(tmp_path):
     stub = tmp_path / "libcudart.so.13"

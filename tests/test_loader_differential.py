@@ -20,7 +20,10 @@ import pytest
 from cudnn_doctor.loader.resolve import Resolver
 from cudnn_doctor.system.live import LiveSystem
 
-pytestmark = pytest.mark.skipif(sys.platform != "linux" or shutil.which("gcc") is None or shutil.which("ldd") is None, reason="needs Linux with gcc and ldd")
+pytestmark = [
+    pytest.mark.live,
+    pytest.mark.skipif(sys.platform != "linux" or shutil.which("gcc") is None or shutil.which("ldd") is None, reason="needs Linux with gcc and ldd"),
+]
 LAYOUTS = 60
 DIRS = ("d0", "d1", "d2", "d3")
 

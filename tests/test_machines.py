@@ -119,6 +119,7 @@ def test_shared_yardstick_present_when_ci_runs():
     assert all(_expect(path) for path in SHARED), "a shared fixture without an expected diagnosis"
 
 
+@pytest.mark.live
 @pytest.mark.parametrize("ci", [True, False], ids=["CI", "developer"])
 def test_missing_yardstick_fails_only_under_ci(tmp_path, ci):
     env = {k: v for k, v in os.environ.items() if k != "CI"}

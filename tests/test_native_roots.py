@@ -156,6 +156,7 @@ def test_a_framework_package_is_not_rooted_twice():
 needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None or sys.platform == "win32", reason="needs gcc to build ELF files")
 
 
+@pytest.mark.live
 @needs_gcc
 def test_live_walk_and_the_names_cache(tmp_path, monkeypatch):
     """Live: the walk finds the native files (not in __pycache__ or dist-info), cuda_names reads the

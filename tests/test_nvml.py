@@ -13,7 +13,7 @@ import pytest
 
 from .conftest import REPO
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux") or shutil.which("gcc") is None, reason="builds a Linux .so with gcc")
+pytestmark = [pytest.mark.live, pytest.mark.skipif(not sys.platform.startswith("linux") or shutil.which("gcc") is None, reason="builds a Linux .so with gcc")]
 
 # Two GPUs; knobs through the environment, read at each call: STUB_NVML_FAIL_INIT=1 makes nvmlInit fail,
 # STUB_NVML_FAIL=<entry point> makes that call fail, STUB_NVML_LOG=<file> gets "init" / "shutdown" lines.

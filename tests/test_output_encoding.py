@@ -55,6 +55,7 @@ def assert_fitted(out: str, err: str, json_out: bool = False) -> None:
 WINDOWS_MACHINES = [p for p in gallery_paths() if p.name.startswith("win-")]
 
 
+@pytest.mark.live
 @pytest.mark.parametrize("path", gallery_paths(), ids=lambda p: p.stem)
 def test_check_to_a_cp1252_pipe_or_file_writes_ascii_marks(tmp_path, path):
     sink = "file" if len(path.stem) % 2 else "pipe"
@@ -69,6 +70,7 @@ def test_check_to_a_cp1252_pipe_or_file_writes_ascii_marks(tmp_path, path):
     assert "[OK]" not in utf8_out  # a stream that can write the symbols keeps them
 
 
+@pytest.mark.live
 @pytest.mark.parametrize("path", WINDOWS_MACHINES, ids=lambda p: p.stem)
 def test_check_json_to_cp1252_is_the_same_document(tmp_path, path):
     code, out, err = doctor(["check", "--fixture", str(path), "--format", "json"], tmp_path, sink="file")
@@ -85,6 +87,7 @@ def _subcommands() -> list[str]:
     return [""] + sorted(choices)
 
 
+@pytest.mark.live
 @pytest.mark.parametrize("command", _subcommands())
 def test_every_help_survives_cp1252(tmp_path, command):
     code, out, err = doctor([*command.split(), "--help"], tmp_path)
@@ -95,6 +98,7 @@ def test_every_help_survives_cp1252(tmp_path, command):
         assert "NVIDIA driver -> CUDA -> cuDNN" in out
 
 
+@pytest.mark.live
 def test_which_tree_gets_ascii_arrows(tmp_path):
     path = next(p for p in WINDOWS_MACHINES if "zlibwapi-missing" in p.name)
     code, out, err = doctor(["which", "--fixture", str(path), "cudnn64_8.dll"], tmp_path, sink="file")
@@ -103,6 +107,7 @@ def test_which_tree_gets_ascii_arrows(tmp_path):
     assert "<- used" in out and "search order:" in out
 
 
+@pytest.mark.live
 def test_explain_pages_get_ascii_arrows(tmp_path):
     page = next(p for p in sorted(PAGES.glob("*.md")) if "→" in p.read_text(encoding="utf-8"))
     code, out, err = doctor(["explain", page.stem], tmp_path)
@@ -114,6 +119,7 @@ def test_explain_pages_get_ascii_arrows(tmp_path):
     assert_fitted(out, err)
 
 
+@pytest.mark.live
 @live_install
 def test_install_plan_install_and_history_get_ascii_arrows(tmp_path):
     target = archives.toolkit(tmp_path / "cuda-12.6")
@@ -133,6 +139,7 @@ def test_install_plan_install_and_history_get_ascii_arrows(tmp_path):
     assert f"-> {target}" in out
 
 
+@pytest.mark.live
 def test_an_error_naming_an_unwritable_path_is_one_fitted_line(tmp_path):
     missing = tmp_path / "machine→é.yaml"
     code, out, err = doctor(["check", "--fixture", str(missing)], tmp_path, encoding="ascii")

@@ -135,6 +135,7 @@ def test_the_real_nvidia_and_onnxruntime_dlls_are_read_without_pefile():
     assert peheader.read_pe_quickly(str(cudart)).version.startswith("6.14.11.")
 
 
+@pytest.mark.slow  # exhaustive: every operation, every file (the slow lane)
 @pytest.mark.skipif(not WINE, reason="Wine is not installed here")
 def test_the_struct_reader_says_what_pefile_says_on_wines_dlls():
     quick = sum(_same(path) for path in WINE)
@@ -214,6 +215,7 @@ def test_damaged_copies_are_read_as_pefile_reads_them(tmp_path):
             assert peheader.read_pe_quickly(str(path)) == reference and reference.error, label
 
 
+@pytest.mark.slow  # exhaustive: every operation, every file (the slow lane)
 def test_randomly_damaged_headers_and_tables_are_read_as_pefile_reads_them(tmp_path):
     """Bytes changed at random (seeded) in the headers and the import and resource directories: whichever reader
     answers, the answer is pefile's."""
@@ -264,6 +266,7 @@ def test_an_old_address_based_delay_table_is_left_to_pefile(tmp_path):
     assert pe.read_pe(str(path)) == pe.read_pe_with_pefile(str(path))
 
 
+@pytest.mark.live
 def test_reading_a_pe_file_does_not_import_pefile():
     path = _sample()
     code = "import sys; from cudnn_doctor.binaries import read_binary; info = read_binary(sys.argv[1]); print(info.format, 'pefile' in sys.modules)"
@@ -272,6 +275,7 @@ def test_reading_a_pe_file_does_not_import_pefile():
     assert done.stdout.split() == ["pe", "False"]
 
 
+@pytest.mark.live
 def test_pefile_is_imported_only_for_an_irregular_file(tmp_path):
     path = tmp_path / "truncated.dll"
     shutil.copyfile(_sample(), path)

@@ -8,6 +8,7 @@ import secrets
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from cudnn_doctor.privacy import REDACTED, kept_environment, kept_persistent
@@ -19,6 +20,7 @@ def _run(*argv: str, env: dict) -> str:
     return done.stdout
 
 
+@pytest.mark.live
 def test_tokens_in_the_shell_reach_neither_the_json_report_nor_the_snapshot(tmp_path):
     token, secret, cuda_secret = (f"ghp_{secrets.token_hex(8)}", secrets.token_hex(8), secrets.token_hex(8))
     env = dict(

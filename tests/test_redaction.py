@@ -115,6 +115,7 @@ def test_windows_machines_with_the_name_in_every_casing_replay_redacted_to_the_s
     assert _summary(clean) == _summary(document), stem
 
 
+@pytest.mark.live
 def test_snapshot_redact_takes_the_names_from_the_environment_and_the_home_folder(tmp_path, monkeypatch):
     """The live CLI: USERNAME, LOGNAME and the home folder's last part all go, not only the login's name."""
     from cudnn_doctor.cli import main

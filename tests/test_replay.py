@@ -312,6 +312,7 @@ def _ids_and_severities(diagnosis: Diagnosis) -> list[tuple[str, str]]:
     return sorted((f.id, f.severity.value) for f in diagnosis.findings)
 
 
+@pytest.mark.live
 def test_live_and_replay_agree_on_this_machine_with_its_frameworks():
     """The environment the suite runs in, frameworks imported: whatever is installed here, the replay says the same."""
     live = diagnose(LiveSystem())
@@ -321,6 +322,7 @@ def test_live_and_replay_agree_on_this_machine_with_its_frameworks():
     assert replayed.facts.resolutions == live.facts.resolutions
 
 
+@pytest.mark.live
 @pytest.mark.skipif(sys.platform == "win32", reason="symbolic links and ELF files")
 def test_live_and_replay_agree_on_a_built_cuda_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A toolkit behind two links, a cuDNN that is no binary, an empty one, a listed link into another folder: live and replayed alike."""

@@ -152,6 +152,7 @@ def test_framework_timeout_must_be_a_positive_finite_number(tmp_path, capsys, co
     assert not (tmp_path / "snapshot.yaml").exists()
 
 
+@pytest.mark.live
 @LINUX
 def test_run_child_kills_the_whole_tree_at_its_deadline(tmp_path):
     from cudnn_doctor.system.child import run_child
@@ -211,6 +212,7 @@ def _hung_machine(root: Path) -> dict[str, str]:
     return env
 
 
+@pytest.mark.live
 @LINUX
 @pytest.mark.parametrize("command", [["check"], ["snapshot"]])
 def test_hung_interpreters_and_tools_do_not_hold_up_the_run(tmp_path, command):
@@ -240,6 +242,7 @@ def test_hung_interpreters_and_tools_do_not_hold_up_the_run(tmp_path, command):
 # 10. Special files -------------------------------------------------------------------------
 
 
+@pytest.mark.live
 @POSIX
 def test_fifo_named_nvcc_on_path_does_not_block_check(tmp_path):
     folder = tmp_path / "bin"
@@ -252,6 +255,7 @@ def test_fifo_named_nvcc_on_path_does_not_block_check(tmp_path):
     assert json.loads(done.stdout)["facts"]["toolkits"]["nvcc_on_path"] is None  # a FIFO is no compiler
 
 
+@pytest.mark.live
 @POSIX
 def test_live_system_opens_only_regular_files(tmp_path):
     from cudnn_doctor.system.live import LiveSystem
@@ -289,6 +293,7 @@ def _special(tmp_path: Path, kind: str) -> str:
     return kind
 
 
+@pytest.mark.live
 @POSIX
 @pytest.mark.parametrize(
     ("kind", "message"),
@@ -348,6 +353,7 @@ def test_one_hop_budget_for_the_whole_path():
         assert system.stat("/d/top/f0") is None
 
 
+@pytest.mark.live
 @POSIX
 def test_check_on_a_fixture_with_link_loops_on_every_search_path(tmp_path):
     files = {
@@ -398,6 +404,7 @@ pythons:
 """
 
 
+@pytest.mark.live
 @POSIX
 @pytest.mark.parametrize("args", [["--format", "json"], ["-v", "--no-color"]])
 def test_yaml_alias_bomb_is_refused_quickly(tmp_path, args):
@@ -431,6 +438,7 @@ def test_yaml_aliases_are_bounded_not_banned(tmp_path):
 # 12. Output ----------------------------------------------------------------------------------
 
 
+@pytest.mark.live
 @pytest.mark.parametrize("encoding", ["cp1252", "ascii", "latin-1"])
 @pytest.mark.parametrize("verbose", [False, True])
 def test_text_report_on_any_output_encoding(tmp_path, encoding, verbose):
@@ -451,12 +459,14 @@ def test_text_report_on_any_output_encoding(tmp_path, encoding, verbose):
         assert "nvcc on PATH: /usr/local/bin/nvcc -> /usr/local/cuda-12.4/bin/nvcc" in text
 
 
+@pytest.mark.live
 def test_text_report_keeps_its_marks_on_utf8(tmp_path):
     done = doctor(["check", "--fixture", str(write_fixture(tmp_path, machine(LINUX_BASE))), "--no-color"], env={**os.environ, "PYTHONIOENCODING": "utf-8"})
     assert done.returncode == 0
     assert "[\u2713] NVIDIA driver and GPU" in done.stdout
 
 
+@pytest.mark.live
 @LINUX
 @pytest.mark.parametrize("args", [["--no-color"], ["--format", "json"], ["-v", "--no-color"]])
 def test_full_disk_on_stdout_is_one_line_exit_2(tmp_path, args):
@@ -468,6 +478,7 @@ def test_full_disk_on_stdout_is_one_line_exit_2(tmp_path, args):
     assert "Exception ignored" not in done.stderr
 
 
+@pytest.mark.live
 @POSIX
 @pytest.mark.parametrize("args", [["--no-color"], ["-v", "--no-color"], ["--format", "json"]])
 def test_closed_pipe_on_stdout_is_quiet(tmp_path, args):
@@ -482,6 +493,7 @@ def test_closed_pipe_on_stdout_is_quiet(tmp_path, args):
     assert done.stderr == "", done.stderr
 
 
+@pytest.mark.live
 @POSIX
 @pytest.mark.parametrize("suffix", [".yaml", ".json"])
 def test_snapshot_of_a_non_utf8_environment_writes_and_replays(tmp_path, suffix):
@@ -537,6 +549,7 @@ def test_nvidia_smi_table_is_still_understood():
 # 14. Command-line values --------------------------------------------------------------------
 
 
+@pytest.mark.live
 @pytest.mark.parametrize("kind", ["missing", "directory", "fixture-unknown"])
 def test_which_python_must_be_an_interpreter(tmp_path, capsys, kind):
     args = ["which", "libcudart.so.12"]

@@ -135,6 +135,7 @@ print(json.dumps({"whole": whole, "double": double, "found": [(m.library, m.text
 """
 
 
+@pytest.mark.live
 def test_scanning_one_50_mb_line_is_linear_and_well_under_a_second():
     done = subprocess.run([sys.executable, "-c", _SCAN_TIMING], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -225,6 +226,7 @@ def test_a_build_error_brings_the_frameworks_reports_and_the_driver_findings():
 # live programs ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.live
 @needs_glibc
 def test_a_python_script_that_cannot_load_a_cudnn_library(tmp_path: Path):
     (tmp_path / "lib").mkdir()
@@ -241,6 +243,7 @@ def test_a_python_script_that_cannot_load_a_cudnn_library(tmp_path: Path):
     assert f"LD_LIBRARY_PATH: {tmp_path / 'lib'}" in added  # the real search, from the loader's trace
 
 
+@pytest.mark.live
 @needs_cc
 def test_a_native_program_that_dlopens_a_missing_cudnn_name(tmp_path: Path):
     source = tmp_path / "probe.c"
@@ -255,6 +258,7 @@ def test_a_native_program_that_dlopens_a_missing_cudnn_name(tmp_path: Path):
     assert f"found no libcudnn_graph.so.9 (loaded with dlopen by {tmp_path / 'probe'})" in done.stderr
 
 
+@pytest.mark.live
 @needs_cc
 def test_a_library_whose_dependency_is_missing_names_the_dependency_and_who_needs_it(tmp_path: Path):
     (tmp_path / "dep.c").write_text("int dep(void) { return 1; }\n")
@@ -273,6 +277,7 @@ def test_a_library_whose_dependency_is_missing_names_the_dependency_and_who_need
     assert f"found no libcublasLt.so.12 (needed by {tmp_path / 'libtop.so'})" in done.stderr
 
 
+@pytest.mark.live
 def test_a_program_that_succeeds_passes_through_untouched(tmp_path: Path):
     script = tmp_path / "ok.py"
     script.write_text("import sys\nprint('out')\nprint('err', file=sys.stderr)\n")
@@ -282,12 +287,14 @@ def test_a_program_that_succeeds_passes_through_untouched(tmp_path: Path):
     assert (seven.returncode, seven.stderr) == (7, "")  # a failure with nothing of the GPU stack: the exit code, nothing added
 
 
+@pytest.mark.live
 def test_bad_commands_are_one_line_and_exit_2(tmp_path: Path):
     for args in (["run"], ["run", "--"], ["run", "--", str(tmp_path / "no-such-program")]):
         done = doctor(*args, cwd=tmp_path)
         assert done.returncode == 2 and done.stderr.count("\n") == 1, (args, done.stderr)
 
 
+@pytest.mark.live
 @needs_glibc
 def test_the_hook_diagnoses_an_uncaught_error_inside_the_interpreter(tmp_path: Path):
     script = tmp_path / "notebook_cell.py"
@@ -302,6 +309,7 @@ def test_the_hook_diagnoses_an_uncaught_error_inside_the_interpreter(tmp_path: P
     assert plain.returncode == 1 and "cudnn-doctor hook:" not in plain.stderr  # (a clone in a folder called cudnn-doctor is in the traceback)
 
 
+@pytest.mark.live
 def test_a_50_mb_line_on_stderr_passes_through_and_run_returns_at_once(tmp_path: Path):
     program = "import sys; sys.stderr.write('a' * 50_000_000); sys.exit(1)"
     with open(tmp_path / "err", "wb") as err:
@@ -313,6 +321,7 @@ def test_a_50_mb_line_on_stderr_passes_through_and_run_returns_at_once(tmp_path:
     assert elapsed < 20, elapsed  # seconds, where the old scan of the 1 MiB it keeps took hours
 
 
+@pytest.mark.live
 @posix_only
 def test_run_returns_when_the_program_exits_though_a_background_child_holds_its_stderr(tmp_path: Path):
     marker = tmp_path / "marker"
@@ -331,6 +340,7 @@ def test_run_returns_when_the_program_exits_though_a_background_child_holds_its_
     assert (tmp_path / "err").read_bytes() == b"early\nlate\n"  # its stderr still reaches ours
 
 
+@pytest.mark.live
 @posix_only
 @pytest.mark.parametrize("name", ["SIGSEGV", "SIGTERM", "SIGKILL"])
 def test_a_death_by_signal_is_128_plus_n_as_a_shell_says(tmp_path: Path, name: str):
@@ -353,6 +363,7 @@ time.sleep(60)
 """
 
 
+@pytest.mark.live
 @posix_only
 @pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP", "SIGINT", "default"])
 def test_a_signal_to_run_reaches_the_program_and_the_trace_folder_is_removed(tmp_path: Path, name: str):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
 
 from cudnn_doctor.cli import main
@@ -19,6 +20,7 @@ def _summary(diagnosis):
     return sorted((f.id, f.severity.value) for f in diagnosis.findings)
 
 
+@pytest.mark.live
 def test_replaying_a_snapshot_gives_the_live_findings():
     live = diagnose(LiveSystem(), with_frameworks=False)
     document = validate(json.loads(json.dumps(take_snapshot(with_frameworks=False))))
@@ -28,6 +30,7 @@ def test_replaying_a_snapshot_gives_the_live_findings():
     assert replayed.facts.driver == live.facts.driver
 
 
+@pytest.mark.live
 def test_snapshot_cli_writes_a_valid_fixture(tmp_path, capsys):
     out = tmp_path / "machine.yaml"
     assert main(["snapshot", "--no-frameworks", "--redact", "-o", str(out)]) == 0

@@ -15,6 +15,7 @@ from cudnn_doctor.system.live import LiveSystem
 HEADER = b'{"id": "20261206-000000-abcdef", "archive": "/a.tar.xz", "target": "/t", "steps": []}\n'
 
 
+@pytest.mark.live
 @pytest.mark.parametrize(
     ("name", "data"),
     [
@@ -31,6 +32,7 @@ def test_a_hostile_state_file_is_one_line_naming_it(tmp_path, name, data):
         store.journal() if name.endswith("jsonl") else store.history()
 
 
+@pytest.mark.live
 @pytest.mark.skipif(sys.platform == "win32", reason="a POSIX file name of arbitrary bytes")
 @pytest.mark.parametrize("tail", [b"a\nb", b"caf\xe9", b"x\xe2\x80\xa8y"])
 def test_the_spool_note_keeps_the_folder_name_as_its_bytes(tmp_path, tail):

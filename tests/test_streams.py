@@ -113,6 +113,7 @@ def normal_codes() -> dict[str, int]:
     return {}
 
 
+@pytest.mark.live
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name", list(COMMANDS))
 def test_a_closed_or_broken_stream_gives_no_traceback_and_a_sensible_exit_code(

@@ -55,6 +55,7 @@ def test_windows_toolkits_from_default_folder_and_variables():
     assert [t.on_path for t in sorted(facts.toolkits, key=lambda t: t.root)] == [False, True]
 
 
+@pytest.mark.live
 @needs_nvcc
 def test_live_toolkit_on_this_machine():
     facts = probe_toolkits(LiveSystem())

@@ -57,6 +57,7 @@ def _special(tmp_path: Path, kind: str) -> str:
     return kind  # /dev/zero
 
 
+@pytest.mark.live
 @POSIX
 @pytest.mark.parametrize(("kind", "message"), [("fifo", "not a regular file"), ("/dev/zero", "not a regular file"), ("bomb", "alias")])
 def test_kb_fifo_dev_zero_and_alias_bomb_are_one_line_exit_2_at_once(tmp_path, kind, message):
@@ -126,6 +127,7 @@ def test_a_hostile_fixture_is_one_line_exit_2(tmp_path, capsys, name, text, mess
     assert message in err
 
 
+@pytest.mark.live
 @POSIX
 @pytest.mark.parametrize("kind", ["fifo", "bomb", "huge"])
 def test_the_fixture_reader_stays_hardened(tmp_path, kind):
@@ -258,6 +260,7 @@ def test_an_archive_that_is_both_a_tar_and_a_zip_is_refused(tmp_path, name):
 # verify --python with a relative path ---------------------------------------------------------------------
 
 
+@pytest.mark.live
 def test_verify_python_relative_path_reaches_the_worker(tmp_path, monkeypatch, capsys):
     """Before: the check passed (relative to the current folder), then the worker, run in a sandbox folder, could not start."""
     import sys
@@ -360,6 +363,7 @@ def test_random_bytes_are_a_document_or_one_line_input_error(data):
 # verify's history file ------------------------------------------------------------------------------------
 
 
+@pytest.mark.live
 def test_a_hostile_line_in_the_verify_history_is_skipped(tmp_path, monkeypatch):
     """Before: a line nested 100,000 deep ended `verify --compare` in a RecursionError traceback."""
     from cudnn_doctor.system.live import LiveSystem

@@ -101,6 +101,7 @@ def test_summary_is_the_median_and_relative_spread():
     assert worker.summary([1.0, 3.0, 2.0]) == (2.0, 1.0)
 
 
+@pytest.mark.live
 @pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
 def test_the_worker_times_the_cpu_baseline_in_a_child_and_reports_progress():
     lines: list[str] = []
@@ -114,6 +115,7 @@ def test_the_worker_times_the_cpu_baseline_in_a_child_and_reports_progress():
     assert lines == ["1/2 conv-guide-b1 on the CPU", "2/2 matmul-1024-fp32 on the CPU"]
 
 
+@pytest.mark.live
 def test_a_script_longer_than_a_windows_command_line_still_runs():
     """Windows caps a command line at 32,767 characters and the worker is longer: the source goes in a file."""
     source = "# padding\n" * 4000 + "import sys\nprint('ran', sys.argv[1:])\n"
@@ -122,6 +124,7 @@ def test_a_script_longer_than_a_windows_command_line_still_runs():
     assert done.returncode == 0 and done.stdout.strip() == "ran ['a b', 'c']"
 
 
+@pytest.mark.live
 def test_a_framework_without_benchmarks_is_unsupported_and_one_that_cannot_import_is_not_installed(capsys):
     done = LiveSystem().run_script(sys.executable, verifying.worker_source(), [json.dumps({"framework": "mxnet"})], 60)
     assert json.loads(done.stdout.rpartition(verifying.MARKER)[2].strip())["status"] == "unsupported"
@@ -201,6 +204,7 @@ def test_cpu_only_as_asked_is_a_pass():
     assert judge.exit_code([], None, cpu_only=True) == 1
 
 
+@pytest.mark.live
 def test_a_framework_not_installed_is_a_usage_error(capsys):
     """Issue 31: `verify --framework NAME` for a framework the interpreter lacks is one line and exit 2."""
     import sys
@@ -215,6 +219,7 @@ def test_a_framework_not_installed_is_a_usage_error(capsys):
 # history -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.live
 def test_history_compares_with_the_last_run_on_the_same_gpu(tmp_path, monkeypatch):
     monkeypatch.setenv("CUDNN_DOCTOR_STATE_DIR", str(tmp_path))
     system = LiveSystem()
@@ -246,6 +251,7 @@ def run_cli(*args: str, env=None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "cudnn_doctor", "verify", *args], capture_output=True, text=True, env=env, timeout=300)
 
 
+@pytest.mark.live
 @pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
 def test_cpu_only_prints_the_cpu_baseline_and_exits_0(tmp_path, monkeypatch):
     """`--cpu-only` ran as asked: exit 0 (issue 31; it was 1, as if the GPU had failed)."""
@@ -265,6 +271,7 @@ def test_cpu_only_prints_the_cpu_baseline_and_exits_0(tmp_path, monkeypatch):
     assert "cuDNN search order" in page or "Findings" in page  # check's diagnosis follows the figures
 
 
+@pytest.mark.live
 def test_a_missing_interpreter_is_one_line_and_exit_2(tmp_path):
     done = run_cli("--python", str(tmp_path / "nope" / "python"))
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "no such interpreter" in done.stderr

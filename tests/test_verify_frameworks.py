@@ -1,7 +1,7 @@
 """`verify` for TensorFlow, JAX, PaddlePaddle and ONNX Runtime: the worker's shared helpers here, and each
 framework's real CPU run in a venv of their CPU builds.
 
-The venv is built once in ~/.cache/cudnn-doctor-tests/venvs/verify-frameworks (CUDNN_DOCTOR_TEST_CACHE
+The venv is built once, under a lock, in ~/.cache/cudnn-doctor-tests/venvs/verify-frameworks-HASH (CUDNN_DOCTOR_TEST_CACHE
 moves it), outside the repository; the tests that need it skip when the package registry cannot be
 reached. Each framework's convolution is checked against a plain-Python one on a small input whose
 height and width differ, so a layout mistake (NHWC taken for NCHW, OIHW for HWIO) fails.
@@ -21,13 +21,12 @@ import pytest
 from cudnn_doctor.system.live import LiveSystem
 from cudnn_doctor.verify import run as verifying
 
-from .conftest import TEST_CACHE
+from .conftest import cached, content_name
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((ROOT / "src/cudnn_doctor/reports/verify.schema.json").read_text(encoding="utf-8"))
-VENV = TEST_CACHE / "venvs" / "verify-frameworks"
 REQUIREMENTS = ("jax[cpu]", "tensorflow-cpu", "paddlepaddle", "onnxruntime", "onnx")
-STAMP = VENV / "cudnn-doctor-requirements.txt"  # written once every requirement is installed
+VENV_NAME = f"venvs/verify-frameworks-{content_name(sys.version, *REQUIREMENTS)}"  # another set of requirements: another venv
 FRAMEWORKS = ("tensorflow", "jax", "paddle", "onnxruntime")
 
 
@@ -149,17 +148,18 @@ def _pip(python: Path, *args: str) -> None:
 @pytest.fixture(scope="session")
 def framework_python() -> Path:
     """A venv with the CPU builds of the four frameworks (and onnx), built once and reused."""
-    python = VENV / "bin" / "python"
     if sys.platform == "win32":
         pytest.skip("the framework venv is a Linux/macOS venv")
-    if python.exists() and STAMP.is_file() and STAMP.read_text(encoding="utf-8").split() == list(REQUIREMENTS):
-        return python
-    base = Path(getattr(sys, "_base_executable", sys.executable))
-    made = subprocess.run([str(base), "-m", "venv", "--clear", str(VENV)], capture_output=True, text=True, timeout=300)
-    if made.returncode != 0:
-        pytest.skip(f"cannot create a venv with {base}: {made.stderr.strip().splitlines()[-1:]}")
-    _pip(python, *REQUIREMENTS)
-    STAMP.write_text("\n".join(REQUIREMENTS) + "\n", encoding="utf-8")
+    with cached(VENV_NAME) as venv:
+        python, stamp = venv / "bin" / "python", venv / "cudnn-doctor-requirements.txt"  # the stamp: every requirement installed
+        if python.exists() and stamp.is_file():
+            return python
+        base = Path(getattr(sys, "_base_executable", sys.executable))
+        made = subprocess.run([str(base), "-m", "venv", "--clear", str(venv)], capture_output=True, text=True, timeout=300)
+        if made.returncode != 0:
+            pytest.skip(f"cannot create a venv with {base}: {made.stderr.strip().splitlines()[-1:]}")
+        _pip(python, *REQUIREMENTS)
+        stamp.write_text("\n".join(REQUIREMENTS) + "\n", encoding="utf-8")
     return python
 
 

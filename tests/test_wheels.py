@@ -324,6 +324,7 @@ def test_no_wheel_is_offered_for_a_cuda_release_that_has_none():
     assert knowledge.wheel_providing("libcudnn.so.9", "linux", 12).distribution == "nvidia-cudnn-cu12"
 
 
+@pytest.mark.live
 @pytest.mark.parametrize("before, after", [(None, "/w/a:/w/b"), ("", "/w/a:/w/b"), ("/old", "/w/a:/w/b:/old")])
 def test_the_ld_library_path_line_leaves_no_empty_entry(before, after):
     """An empty entry (`A:` with the variable unset) is the current folder to the loader: the line never makes one."""

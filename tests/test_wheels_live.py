@@ -23,13 +23,10 @@ import pytest
 
 from cudnn_doctor.binaries import BinaryInfo, read_binary
 
-from .conftest import TEST_CACHE
+from .conftest import cached, content_name
 
 pytestmark = [pytest.mark.network, pytest.mark.skipif(sys.platform != "linux", reason="the live venvs are Linux venvs")]
 
-CACHE = TEST_CACHE
-VENVS = CACHE / "venvs"
-DEPS = CACHE / "doctor-deps"  # the doctor's own dependencies, for running it under the venv's interpreter
 SRC = Path(__file__).resolve().parents[1] / "src"
 ORT = "onnxruntime-gpu==1.31.1"
 CUDA_ITEM = "needs issue 9's item on ONNX Runtime's CUDA version (build_and_package_info.py, the provider's DT_NEEDED): the doctor still takes CUDA {said} from its table, the provider needs CUDA {real}"
@@ -50,24 +47,29 @@ def _pip(python: Path, *args: str, timeout: float = 1800) -> None:
 
 
 def _venv(name: str, requirement: str) -> Path:
-    """The venv `name` with `requirement` installed, built once."""
-    folder = VENVS / name
-    python = folder / "bin" / "python"
-    if not list(folder.glob("lib/python*/site-packages/onnxruntime_gpu-*.dist-info")):
+    """The venv `name` with `requirement` installed, built once (under a lock, named by what it holds)."""
+    with cached(f"venvs/{name}-{content_name(sys.version, requirement)}") as folder:
+        python, stamp = folder / "bin" / "python", folder / "cudnn-doctor-requirements.txt"
+        if python.exists() and stamp.is_file():
+            return python
         base = Path(getattr(sys, "_base_executable", sys.executable))
         made = subprocess.run([str(base), "-m", "venv", "--clear", str(folder)], capture_output=True, text=True, timeout=300)
         if made.returncode != 0:
             pytest.skip(f"cannot create a venv with {base}: {made.stderr.strip().splitlines()[-1:]}")
         _pip(python, requirement)
+        stamp.write_text(requirement + "\n", encoding="utf-8")
     return python
 
 
 def _deps() -> Path:
-    if not (DEPS / "elftools").is_dir():
-        text = (SRC.parent / "pyproject.toml").read_text(encoding="utf-8")  # tomllib is 3.11+; the list is one simple array
-        dependencies = re.findall(r'"([^"]+)"', text.split("dependencies = [", 1)[1].split("]", 1)[0])
-        _pip(Path(sys.executable), "--target", str(DEPS), *dependencies, timeout=600)
-    return DEPS
+    """The doctor's own dependencies, installed once (under a lock) for running it under a venv's interpreter."""
+    text = (SRC.parent / "pyproject.toml").read_text(encoding="utf-8")  # tomllib is 3.11+; the list is one simple array
+    dependencies = re.findall(r'"([^"]+)"', text.split("dependencies = [", 1)[1].split("]", 1)[0])
+    with cached(f"doctor-deps-{content_name(sys.version, *dependencies)}") as folder:
+        if not (folder / "cudnn-doctor-requirements.txt").is_file():
+            _pip(Path(sys.executable), "--target", str(folder), *dependencies, timeout=600)
+            (folder / "cudnn-doctor-requirements.txt").write_text("\n".join(dependencies) + "\n", encoding="utf-8")
+    return folder
 
 
 def _site(python: Path) -> Path:
@@ -230,19 +232,18 @@ def test_the_wheel_table_matches_a_downloaded_cuda13_runtime_wheel(platform):
 
     from cudnn_doctor import knowledge
 
-    folder = CACHE / "wheels" / platform / "nvidia-cuda-runtime-13.0.96"
-    wheels = list(folder.glob("*.whl"))
-    if not wheels:
-        folder.mkdir(parents=True, exist_ok=True)
-        command = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "--python-version", "3.11", "--platform", platform]
-        tags = ["--platform", "manylinux2014_x86_64", "--platform", "manylinux_2_17_x86_64"] if platform.startswith("manylinux") else []
-        try:
-            done = subprocess.run([*command, *tags, "-d", str(folder), "nvidia-cuda-runtime==13.0.96"], capture_output=True, text=True, timeout=300)
-        except subprocess.TimeoutExpired:
-            pytest.skip("the package registry did not answer in time")
+    with cached(f"wheels/{platform}/nvidia-cuda-runtime-13.0.96") as folder:  # under a lock: one download, whoever is first
         wheels = list(folder.glob("*.whl"))
-        if done.returncode != 0 or not wheels:
-            pytest.skip("cannot download nvidia-cuda-runtime 13.0.96 from the package registry")
+        if not wheels:
+            command = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "--python-version", "3.11", "--platform", platform]
+            tags = ["--platform", "manylinux2014_x86_64", "--platform", "manylinux_2_17_x86_64"] if platform.startswith("manylinux") else []
+            try:
+                done = subprocess.run([*command, *tags, "-d", str(folder), "nvidia-cuda-runtime==13.0.96"], capture_output=True, text=True, timeout=300)
+            except subprocess.TimeoutExpired:
+                pytest.skip("the package registry did not answer in time")
+            wheels = list(folder.glob("*.whl"))
+            if done.returncode != 0 or not wheels:
+                pytest.skip("cannot download nvidia-cuda-runtime 13.0.96 from the package registry")
     os_name = "windows" if platform.startswith("win") else "linux"
     with zipfile.ZipFile(wheels[0]) as wheel:
         members = [m for m in wheel.namelist() if re.search(r"\.(dll|so(\.\d+)*)$", m) and "cudart" in m]

@@ -17,6 +17,7 @@ from .conftest import GALLERY, SHARED_FIXTURES
 needs_gcc = pytest.mark.skipif(sys.platform != "linux" or shutil.which("gcc") is None, reason="needs gcc on Linux")
 
 
+@pytest.mark.live
 @needs_gcc
 def test_which_resolves_and_confirms_with_a_real_load(tmp_path, monkeypatch, capsys):
     (tmp_path / "x.c").write_text("int x(void) { return 1; }\n")

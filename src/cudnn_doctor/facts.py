@@ -103,7 +103,7 @@ class PythonEnv(Record):
 
 class PathEntry(Record):
     variable: str
-    index: int
+    index: int  # type: ignore[assignment]  # a field named like tuple.index, which it hides on purpose (as typing.NamedTuple allows)
     value: str
     exists: bool
 

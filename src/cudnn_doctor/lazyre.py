@@ -10,7 +10,11 @@ no extra cost per call, which `re.search(PATTERN, ...)` (a cache lookup per call
 from __future__ import annotations
 
 import re
-from typing import Any, AnyStr, Generic
+import sys
+from typing import TYPE_CHECKING, Any, AnyStr, Callable, Generic, Iterator, Mapping, Optional, Union, overload
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
 
 # What a compiled pattern offers that callers use; anything else is an error, as it would be on re.Pattern.
 _DELEGATED = frozenset(("search", "match", "fullmatch", "finditer", "findall", "sub", "subn", "split", "scanner", "pattern", "flags", "groups", "groupindex"))
@@ -20,7 +24,7 @@ class LazyPattern(Generic[AnyStr]):
     """A pattern and its flags, compiled by `re.compile` when one of the compiled pattern's attributes is first asked for."""
 
     def __init__(self, pattern: AnyStr, flags: int = 0) -> None:
-        self.source = pattern
+        self.source: AnyStr = pattern
         self.source_flags = flags
 
     def compiled(self) -> re.Pattern[AnyStr]:
@@ -36,6 +40,66 @@ class LazyPattern(Generic[AnyStr]):
             raise AttributeError(f"{type(self).__name__!s} has no attribute {name!r}")
         self.compiled()
         return self.__dict__[name]
+
+    if TYPE_CHECKING:  # the compiled pattern's attributes, as re.Pattern types them (at run time __getattr__ finds them)
+        pattern: AnyStr
+        flags: int
+        groups: int
+        groupindex: Mapping[str, int]
+
+        @overload
+        def search(self: LazyPattern[str], string: str, pos: int = 0, endpos: int = sys.maxsize) -> Optional[re.Match[str]]: ...
+        @overload
+        def search(self: LazyPattern[bytes], string: ReadableBuffer, pos: int = 0, endpos: int = sys.maxsize) -> Optional[re.Match[bytes]]: ...
+        def search(self, string: Any, pos: int = 0, endpos: int = sys.maxsize) -> Any: ...
+
+        @overload
+        def match(self: LazyPattern[str], string: str, pos: int = 0, endpos: int = sys.maxsize) -> Optional[re.Match[str]]: ...
+        @overload
+        def match(self: LazyPattern[bytes], string: ReadableBuffer, pos: int = 0, endpos: int = sys.maxsize) -> Optional[re.Match[bytes]]: ...
+        def match(self, string: Any, pos: int = 0, endpos: int = sys.maxsize) -> Any: ...
+
+        @overload
+        def fullmatch(self: LazyPattern[str], string: str, pos: int = 0, endpos: int = sys.maxsize) -> Optional[re.Match[str]]: ...
+        @overload
+        def fullmatch(self: LazyPattern[bytes], string: ReadableBuffer, pos: int = 0, endpos: int = sys.maxsize) -> Optional[re.Match[bytes]]: ...
+        def fullmatch(self, string: Any, pos: int = 0, endpos: int = sys.maxsize) -> Any: ...
+
+        @overload
+        def finditer(self: LazyPattern[str], string: str, pos: int = 0, endpos: int = sys.maxsize) -> Iterator[re.Match[str]]: ...
+        @overload
+        def finditer(self: LazyPattern[bytes], string: ReadableBuffer, pos: int = 0, endpos: int = sys.maxsize) -> Iterator[re.Match[bytes]]: ...
+        def finditer(self, string: Any, pos: int = 0, endpos: int = sys.maxsize) -> Any: ...
+
+        @overload
+        def findall(self: LazyPattern[str], string: str, pos: int = 0, endpos: int = sys.maxsize) -> list[Any]: ...
+        @overload
+        def findall(self: LazyPattern[bytes], string: ReadableBuffer, pos: int = 0, endpos: int = sys.maxsize) -> list[Any]: ...
+        def findall(self, string: Any, pos: int = 0, endpos: int = sys.maxsize) -> Any: ...
+
+        @overload
+        def split(self: LazyPattern[str], string: str, maxsplit: int = 0) -> list[Any]: ...
+        @overload
+        def split(self: LazyPattern[bytes], string: ReadableBuffer, maxsplit: int = 0) -> list[Any]: ...
+        def split(self, string: Any, maxsplit: int = 0) -> Any: ...
+
+        @overload
+        def sub(self: LazyPattern[str], repl: Union[str, Callable[[re.Match[str]], str]], string: str, count: int = 0) -> str: ...
+        @overload
+        def sub(
+            self: LazyPattern[bytes], repl: Union[ReadableBuffer, Callable[[re.Match[bytes]], ReadableBuffer]], string: ReadableBuffer, count: int = 0
+        ) -> bytes: ...
+        def sub(self, repl: Any, string: Any, count: int = 0) -> Any: ...
+
+        @overload
+        def subn(self: LazyPattern[str], repl: Union[str, Callable[[re.Match[str]], str]], string: str, count: int = 0) -> tuple[str, int]: ...
+        @overload
+        def subn(
+            self: LazyPattern[bytes], repl: Union[ReadableBuffer, Callable[[re.Match[bytes]], ReadableBuffer]], string: ReadableBuffer, count: int = 0
+        ) -> tuple[bytes, int]: ...
+        def subn(self, repl: Any, string: Any, count: int = 0) -> Any: ...
+
+        def scanner(self, string: Any, pos: int = 0, endpos: int = sys.maxsize) -> Any: ...
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (LazyPattern, (self.source, self.source_flags))

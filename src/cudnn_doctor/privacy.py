@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Mapping, Optional, Union
 
-from cudnn_doctor.lazyre import regex
+from cudnn_doctor.lazyre import LazyPattern, regex
 
 REDACTED = "<redacted>"
 # Prefixes of the variables that CUDA, cuDNN, the frameworks, the loader and Python environments read.
@@ -124,7 +124,7 @@ def redact_document(document: Any, home: str, user: Union[str, Iterable[str]], h
     windows = (isinstance(document, dict) and document.get("os") == "windows") or "\\" in home or ":" in home[:2]
     flags = re.IGNORECASE if windows else 0
     placeholder_home = "C:\\Users\\user" if windows else "/home/user"
-    rules: list[tuple[re.Pattern[str], Any]] = []
+    rules: list[tuple[Union[re.Pattern[str], LazyPattern[str]], Any]] = []
     parts = [p for p in re.split(r"[\\/]+", home.rstrip("\\/")) if p] if home not in ("", "~") else []
     if len(parts) > 1:
         separator = r"[\\/]" if windows else "/"

@@ -1,8 +1,8 @@
-"""`Record`: a `typing.NamedTuple` that costs a twentieth as much to define.
+"""`Record`: a `typing.NamedTuple` that is much cheaper to define.
 
 `typing.NamedTuple` builds every class through `collections.namedtuple`, which compiles a
-`__new__` from source text and type-checks each annotation: about 140 µs a class, 15 ms of
-`check`'s start for the project's ~150 kinds of fact, row and finding (issue 15). A Record is
+`__new__` from source text and type-checks each annotation, for each of the project's ~150 kinds
+of fact, row and finding at `check`'s start (the figures: docs/speed.md). A Record is
 the same thing: a tuple subclass with fields by name and position, defaults, `_fields`,
 `_field_defaults`, `_make`, `_replace`, `_asdict`, the same repr, equality, hashing and pickling;
 its class is made by one plain `type()` call and all Records share one `__new__`. A test holds
@@ -16,7 +16,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable
 
 try:  # the C field accessor `collections.namedtuple` itself uses
-    from _collections import _tuplegetter
+    from _collections import _tuplegetter  # type: ignore[import-not-found]  # a private module typeshed leaves out
 except ImportError:  # PyPy and other Pythons without it
 
     def _tuplegetter(index: int, doc: str) -> Any:
@@ -39,6 +39,8 @@ def _annotated_names(namespace: dict[str, Any]) -> tuple[str, ...]:
 class _RecordType(type):
     """Turns the annotated names of a class body into fields, as `typing.NamedTuple` does."""
 
+    _fields: tuple[str, ...]  # every class it makes has them (Record's are empty)
+
     def __new__(mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any) -> _RecordType:
         if not any(isinstance(base, _RecordType) for base in bases) or any(isinstance(base, _RecordType) and base._fields for base in bases):
             return super().__new__(mcls, name, bases, namespace, **kwargs)  # Record itself, or a plain subclass of a record
@@ -55,44 +57,48 @@ class _RecordType(type):
         return super().__new__(mcls, name, bases, namespace, **kwargs)
 
 
-class Record(tuple, metaclass=_RecordType):  # type: ignore[misc]
-    """Subclass it and annotate the fields, as with `typing.NamedTuple`."""
+if TYPE_CHECKING:  # what type checkers see: the same class, field for field
+    from typing import NamedTuple as Record
+else:  # what runs
 
-    __slots__ = ()
-    _fields: ClassVar[tuple[str, ...]] = ()
-    _field_defaults: ClassVar[dict[str, Any]] = {}
-    _trailing_defaults: ClassVar[tuple[Any, ...]] = ()  # the defaults in field order: they are the last fields
+    class Record(tuple, metaclass=_RecordType):
+        """Subclass it and annotate the fields, as with `typing.NamedTuple`."""
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-        if not kwargs:  # the common calls, without a loop: every field given, or the last ones left to their defaults
-            missing = len(cls._fields) - len(args)
-            if missing == 0:
-                return tuple.__new__(cls, args)
-            if 0 < missing <= len(cls._trailing_defaults):
-                return tuple.__new__(cls, args + cls._trailing_defaults[-missing:])
-        return tuple.__new__(cls, _bound(cls, args, kwargs))
+        __slots__ = ()
+        _fields: ClassVar[tuple[str, ...]] = ()
+        _field_defaults: ClassVar[dict[str, Any]] = {}
+        _trailing_defaults: ClassVar[tuple[Any, ...]] = ()  # the defaults in field order: they are the last fields
 
-    @classmethod
-    def _make(cls, iterable: Iterable[Any]) -> Any:
-        values = tuple.__new__(cls, iterable)
-        if len(values) != len(cls._fields):
-            raise TypeError(f"Expected {len(cls._fields)} arguments, got {len(values)}")
-        return values
+        def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+            if not kwargs:  # the common calls, without a loop: every field given, or the last ones left to their defaults
+                missing = len(cls._fields) - len(args)
+                if missing == 0:
+                    return tuple.__new__(cls, args)
+                if 0 < missing <= len(cls._trailing_defaults):
+                    return tuple.__new__(cls, args + cls._trailing_defaults[-missing:])
+            return tuple.__new__(cls, _bound(cls, args, kwargs))
 
-    def _replace(self, **changes: Any) -> Any:
-        values = self._make(map(changes.pop, self._fields, self))
-        if changes:
-            raise ValueError(f"Got unexpected field names: {list(changes)!r}")
-        return values
+        @classmethod
+        def _make(cls, iterable: Iterable[Any]) -> Any:
+            values = tuple.__new__(cls, iterable)
+            if len(values) != len(cls._fields):
+                raise TypeError(f"Expected {len(cls._fields)} arguments, got {len(values)}")
+            return values
 
-    def _asdict(self) -> dict[str, Any]:
-        return dict(zip(self._fields, self))
+        def _replace(self, **changes: Any) -> Any:
+            values = self._make(map(changes.pop, self._fields, self))
+            if changes:
+                raise ValueError(f"Got unexpected field names: {list(changes)!r}")
+            return values
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(f'{field}={value!r}' for field, value in zip(self._fields, self))})"
+        def _asdict(self) -> dict[str, Any]:
+            return dict(zip(self._fields, self))
 
-    def __getnewargs__(self) -> tuple[Any, ...]:
-        return tuple(self)
+        def __repr__(self) -> str:
+            return f"{type(self).__name__}({', '.join(f'{field}={value!r}' for field, value in zip(self._fields, self))})"
+
+        def __getnewargs__(self) -> tuple[Any, ...]:
+            return tuple(self)
 
 
 def _bound(cls: type[Record], args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
@@ -114,7 +120,3 @@ def _bound(cls: type[Record], args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
     if kwargs:
         raise TypeError(f"{cls.__name__}.__new__() got an unexpected keyword argument '{next(iter(kwargs))}'")
     return values
-
-
-if TYPE_CHECKING:  # what type checkers see: the same class, field for field
-    from typing import NamedTuple as Record

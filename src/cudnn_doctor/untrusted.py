@@ -227,7 +227,7 @@ def _loaders() -> tuple[Any, Any]:
                 return _int_value(super().construct_yaml_int(node), str(node.value), line)  # type: ignore[misc]
 
         def strict(base: Any) -> Any:
-            loader = type(f"Strict{base.__name__}", (Limits, base), {})
+            loader: Any = type(f"Strict{base.__name__}", (Limits, base), {})  # a yaml loader class, made here
             loader.add_constructor("tag:yaml.org,2002:int", Limits.construct_yaml_int)
             return loader
 

@@ -1,5 +1,5 @@
 """ELF files: DT_NEEDED, DT_SONAME, DT_RUNPATH, DT_RPATH and the machine, read with `struct` (elfheader.py),
-or with `pyelftools` (a 40 ms import) for any file that reader leaves to it."""
+or with `pyelftools` (a heavy import: docs/speed.md) for any file that reader leaves to it."""
 
 from __future__ import annotations
 

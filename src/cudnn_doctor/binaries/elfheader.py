@@ -1,4 +1,5 @@
-"""The few ELF header fields the doctor reads, with `struct`: importing pyelftools costs ~40 ms, reading them ~0.1.
+"""The few ELF header fields the doctor reads, with `struct`: importing pyelftools costs a hundred times more than
+reading them (docs/speed.md).
 
 What `elf.read_elf` and `versioned.front_release` need: the machine, the section headers (name, type,
 offset, size, address, link) and the dynamic section's DT_NEEDED, DT_SONAME, DT_RUNPATH and DT_RPATH,

@@ -1,5 +1,5 @@
 """PE files: import table (and delay imports), machine type, FileVersion resource, read with `struct`
-(peheader.py), or with `pefile` (an 11 ms import, ~5 ms a file) for any file that reader leaves to it."""
+(peheader.py), or with `pefile` (a heavy import, and slow per file: docs/speed.md) for any file that reader leaves to it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The few PE fields the doctor reads, with `struct`: importing pefile costs ~11 ms and parsing a file with it ~5.
+"""The few PE fields the doctor reads, with `struct`: importing pefile, and parsing a file with it, cost far more
+(docs/speed.md).
 
 What `pe.read_pe` needs: the machine, the import and delay-import DLL names (in pefile's order), the
 FileVersion of the first VS_FIXEDFILEINFO and the file ranges of the .rdata/.data sections. Only the

@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import mmap
 import os
-from typing import Optional
+from typing import Any, Optional
 
 from cudnn_doctor.binaries.state_json import read_state_json, write_state_json
 from cudnn_doctor.lazyre import regex
@@ -107,7 +107,7 @@ class _ScanCache:
     def _load(self) -> dict[str, str]:
         if self._files is None:
             self._files = {}
-            document = read_state_json(FILE, 16 << 20)
+            document: Any = read_state_json(FILE, 16 << 20)  # any JSON: a shape other than the cache's is caught below
             try:
                 files, names = document["files"], document["names"]
                 if isinstance(files, dict) and isinstance(names, dict):

@@ -7,7 +7,7 @@ cause are linked so the report says the cause once, with the rest as its symptom
 
 from __future__ import annotations
 
-from typing import Collection
+from typing import Collection, Iterable
 
 from cudnn_doctor.checks import cudnn, driver, environment, frameworks, libraries, toolkit  # noqa: F401 - registers rules
 from cudnn_doctor.checks.causes import link_causes
@@ -57,10 +57,10 @@ def run_checks(facts: Facts, ignore: Collection[str] = ()) -> list[Finding]:
     return link_causes(kept, RULES)
 
 
-def _once(findings) -> list[Finding]:
+def _once(findings: Iterable[Finding]) -> list[Finding]:
     """The same finding said twice (two routes to one fact) is said once."""
     seen: set[tuple[str, str]] = set()
-    unique = []
+    unique: list[Finding] = []
     for found in findings:
         if (found.id, found.detail) not in seen:
             seen.add((found.id, found.detail))

@@ -7,7 +7,7 @@ import re
 from typing import Iterator, Optional
 
 from cudnn_doctor import knowledge
-from cudnn_doctor.facts import Facts, FrameworkBuild, LoadStep
+from cudnn_doctor.facts import Facts, FrameworkBuild, LoadStep, SystemLibraries
 from cudnn_doctor.findings import Area
 from cudnn_doctor.lazyre import regex
 from cudnn_doctor.paths import PathRules, prepend_ld_library_path
@@ -20,9 +20,9 @@ _CUDNN_FRONT = regex(r"^(libcudnn\.so(\.\d+)*|cudnn64_\d+\.dll)$", re.IGNORECASE
 STALE_SESSION = "env:stale-session"  # the cause key of everything a restarted terminal would fix
 
 
-def system_builds(facts: Facts) -> Iterator[FrameworkBuild]:
+def system_builds(facts: Facts) -> Iterator[tuple[FrameworkBuild, SystemLibraries]]:
     """GPU builds that load CUDA and cuDNN from the system, with the names they ask for."""
-    return (b for b in facts.builds if b.system_libraries is not None)
+    return ((b, b.system_libraries) for b in facts.builds if b.system_libraries is not None)
 
 
 def lookup(facts: Facts, build: FrameworkBuild, name: Optional[str]) -> Optional[LoadStep]:

@@ -19,7 +19,7 @@ from cudnn_doctor.record import Record
 if TYPE_CHECKING:  # the planner is imported when a fix asks it, not by every `check`
     from cudnn_doctor.planner.commands import Steps
     from cudnn_doctor.planner.constraints import Verdict
-    from cudnn_doctor.planner.request import Request, Wanted
+    from cudnn_doctor.planner.request import Given, Request, Wanted
     from cudnn_doctor.planner.solver import Plan, Stack
 
 FRAMEWORKS = ("torch", "tensorflow", "onnxruntime", "paddle", "jax", "cupy")  # planner.request.FRAMEWORKS, kept in step by a test
@@ -57,11 +57,13 @@ def machine_request(
 ) -> Request:
     """The planner's request for this machine and the interpreter `executable` (`os_name`: "wsl" plans WSL2 on this
     Windows; `cuda`: an installed toolkit's X.Y the build must be made for)."""
+    from cudnn_doctor.planner.request import Request
+
     gpu = facts.driver.gpus[0] if facts.driver.gpus else None
     driver = machine_driver(facts)
     python = facts.python(executable)
     python_xy = ".".join(python.version.split(".")[:2]) if python and python.parsed_version else None
-    return _request(
+    return Request(
         frameworks=tuple(wanted),
         os=os_name or ("wsl" if facts.wsl else facts.os),
         python=_given(python_xy, python_origin) if python_xy else None,
@@ -283,7 +285,9 @@ def toolkit_now(facts: Facts) -> Optional[str]:
     driver = machine_driver(facts)
     if not driver:
         return None
-    request = _request(frameworks=(), os="wsl" if facts.wsl else facts.os, driver=_given(driver, "machine"))
+    from cudnn_doctor.planner.request import Request
+
+    request = Request(frameworks=(), os="wsl" if facts.wsl else facts.os, driver=_given(driver, "machine"))
     stack = _solve(request).stack
     return stack.chosen[0].candidate.version if stack else None
 
@@ -313,13 +317,7 @@ def _solve(request: Request) -> Plan:
     return solve(request)
 
 
-def _request(**fields: object) -> Request:
-    from cudnn_doctor.planner.request import Request
-
-    return Request(**fields)
-
-
-def _given(text: str, origin: str) -> object:
+def _given(text: str, origin: str) -> Given:
     from cudnn_doctor.planner.request import Given
 
     return Given(text, origin)

@@ -51,10 +51,12 @@ def _flattened(findings: list[Finding]) -> list[Finding]:
     """A symptom of a symptom is a symptom of that one's cause: every report lists symptoms under causes only."""
 
     def cause_of(index: int) -> int:
-        seen = set()
-        while findings[index].symptom_of is not None and index not in seen:
+        seen: set[int] = set()
+        cause = findings[index].symptom_of
+        while cause is not None and index not in seen:
             seen.add(index)
-            index = findings[index].symptom_of
+            index = cause
+            cause = findings[index].symptom_of
         return index
 
     return [

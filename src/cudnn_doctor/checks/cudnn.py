@@ -44,21 +44,22 @@ from cudnn_doctor.versions import parse_version
 )
 def cudnn_missing(facts: Facts) -> Iterator[Finding]:
     """TensorFlow, PaddlePaddle and ONNX Runtime load cuDNN by name from the system; without it every convolution runs on the CPU or fails."""
-    for build in system_builds(facts):
+    for build, libraries in system_builds(facts):
         said = [f.library for f in build.load_failures if is_cudnn_front(f.library)]
         told = next((u.message for u in build.unloadable if u.part == "cudnn"), None)  # "Cannot load cudnn shared library": no file named
-        found = lookup(facts, build, build.system_libraries.cudnn)
+        found = lookup(facts, build, libraries.cudnn)
         missing = found is not None and found.winner is None and not build.sees_gpu
         if not said and not missing and told is None:
             continue
-        name = said[0] if said else build.system_libraries.cudnn
+        name = said[0] if said else libraries.cudnn
         if name is None:
             continue  # no file named and no major known: nothing to look for or install by name
         detail = f"{build.name} {build.version} in {build.executable} cannot load {name}"
         detail += " (its own log says so)." if said else f' (its own log says: "{told}").' if told else "."
         if told and found is not None and found.winner is not None:
             detail += f" The emulated search finds {found.winner}, but the framework's own load of it failed."
-        fix, causes = [], []
+        fix: list[str] = []
+        causes: list[Optional[str]] = []
         holder = held_by(facts, build, name)
         if found is not None and found.winner is None:
             detail += f" Searched: {'; '.join(found.searched[:8])}{'; …' if len(found.searched) > 8 else ''}."
@@ -137,7 +138,7 @@ def cudnn_version_mismatch(facts: Facts) -> Iterator[Finding]:
         bad = loaded is not None and want is not None and (loaded.release[0] != want.major or (want.minimum is not None and loaded < want.minimum))
         root = lookup(facts, build, build.system_libraries.cudnn) if build.system_libraries else None
         others = _only_other_majors(facts, build, want) if (root is None or root.winner is None) and not (root and root.elsewhere) else []
-        if others:
+        if others and want is not None:  # others are looked for only when a major is wanted
             yield _other_majors_finding(facts, build, want, others)
             continue
         if not bad and not logged:
@@ -149,9 +150,7 @@ def cudnn_version_mismatch(facts: Facts) -> Iterator[Finding]:
         if logged:
             detail += f" Its log says: loaded {logged.loaded}, compiled with {logged.compiled}"
             detail += f", needs at least {logged.minimum}." if logged.minimum else "."
-        good = [
-            i for i in facts.cudnn if want and i.major == want.major and release(i.version) and (want.minimum is None or release(i.version) >= want.minimum)
-        ]
+        good = [i for i in facts.cudnn if want and i.major == want.major and _at_least(release(i.version), want.minimum)]
         fix = (
             [f"Put {good[0].folder} (cuDNN {good[0].version}) first on the search path, or remove the older copy {step.winner if step else ''}."]
             if good
@@ -175,6 +174,11 @@ def cudnn_version_mismatch(facts: Facts) -> Iterator[Finding]:
         )
 
 
+def _at_least(version: Optional[Version], minimum: Optional[Version]) -> bool:
+    """A release is known and not below `minimum` (any known one when there is none)."""
+    return version is not None and (minimum is None or version >= minimum)
+
+
 def _planned_cudnn_line(facts: Facts, build: FrameworkBuild, want: Optional[Wanted], beside: str = "") -> Optional[str]:
     """The exact cuDNN release and archive the planner gives the installed release (for the installed toolkit of its CUDA
     major where the build allows it), when it is of the major and at least the version the build needs."""
@@ -188,7 +192,7 @@ def _planned_cudnn_line(facts: Facts, build: FrameworkBuild, want: Optional[Want
         if option is not None:
             break
     planned = parse_version(option.verdict.needs.cudnn) if option is not None and option.verdict.needs.cudnn else None
-    if planned is None or planned.release[0] != want.major or (want.minimum is not None and planned < want.minimum):
+    if option is None or planned is None or planned.release[0] != want.major or (want.minimum is not None and planned < want.minimum):
         return None
     needs, candidate = option.verdict.needs, option.verdict.candidate
     how = f"`cudnn-doctor install {needs.cudnn_archive}`" if needs.cudnn_archive else "its archive"
@@ -254,7 +258,7 @@ def cudnn_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
         wrong: dict[str, tuple[CudnnInstall, list[str]]] = {}
         for step in cudnn_steps(resolution):
             install, _ = owner(facts, step.winner)
-            if install is not None and install.cuda_major is not None and install.cuda_major != major:
+            if install is not None and step.winner is not None and install.cuda_major is not None and install.cuda_major != major:
                 wrong.setdefault(install.folder, (install, []))[1].append(step.winner)
         if not wrong:
             continue
@@ -290,7 +294,7 @@ def _toolkit_mismatches(facts: Facts, judged: set[str]) -> Iterator[Finding]:
     for install in facts.cudnn:
         toolkit = facts.toolkits.by_root(install.toolkit)
         version = toolkit.parsed_version if toolkit else None
-        if install.folder in judged or install.cuda_major is None or version is None or version.release[0] == install.cuda_major:
+        if install.folder in judged or install.cuda_major is None or toolkit is None or version is None or version.release[0] == install.cuda_major:
             continue
         major = version.release[0]
         yield finding(
@@ -402,7 +406,7 @@ def cudnn_partial_install(facts: Facts) -> Iterator[Finding]:
 @rule("cudnn-mixed-versions", Severity.ERROR, "cuDNN libraries from different releases are combined", Area.CUDNN)
 def cudnn_mixed_versions(facts: Facts) -> Iterator[Finding]:
     """The front library and its sub-libraries must come from one release; mixed, they fail with undefined symbols or CUDNN_STATUS_VERSION_MISMATCH."""
-    reported = set()
+    reported: set[str] = set()
     for resolution, build in every_resolution(facts):
         if build is None and resolution.framework != PROCESS:
             continue

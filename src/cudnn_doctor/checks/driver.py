@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Sequence
 
 from packaging.version import InvalidVersion, Version
 
@@ -178,8 +178,8 @@ def _requirements(facts: Facts, os_name: str) -> Iterator[_Need]:
     for toolkit in facts.toolkits.toolkits:
         version = toolkit.parsed_version
         rule = knowledge.driver_rule(version, os_name, knowledge.COMPILE if toolkit.has_nvcc else knowledge.RUN) if version else None
-        if rule is not None:
-            yield _Need(f"CUDA toolkit {toolkit.version} at {toolkit.root}", version, rule)  # type: ignore[arg-type]
+        if rule is not None and version is not None:
+            yield _Need(f"CUDA toolkit {toolkit.version} at {toolkit.root}", version, rule)
     for build in facts.builds:
         cuda = build.cuda_version
         if cuda is None or build.gpu_build is False:
@@ -269,7 +269,7 @@ def driver_too_old(facts: Facts) -> Iterator[Finding]:
     kept = _keep_driver_lines(facts, _unmet_builds(facts, unmet), any(n.who.startswith("CUDA toolkit") for n in unmet))
     if kept:
         fix += kept
-    elif driver.cuda:
+    elif driver.cuda and driver.cuda_version is not None:
         fix.append(f"Or install builds made for {_runnable(driver.cuda_version, installed, os_name)}, which this driver runs.")
     yield finding(
         "driver-too-old",
@@ -296,15 +296,15 @@ def driver_too_old(facts: Facts) -> Iterator[Finding]:
     )
 
 
-def _unmet_builds(facts: Facts, unmet: list) -> list[FrameworkBuild]:
+def _unmet_builds(facts: Facts, unmet: list[_Need]) -> list[FrameworkBuild]:
     """The framework builds among what the driver is too old for (the toolkits are told apart by `who`)."""
     whos = {need.who for need in unmet}
     return [b for b in facts.builds if _who(b) in whos]
 
 
 def _who(build: FrameworkBuild) -> str:
-    cuda = build.cuda_version
-    return f"{build.name} {build.version} (built for CUDA {major_minor(cuda)}, {build.cuda.said}) in {build.executable}" if cuda else ""
+    cuda, known = build.cuda_version, build.cuda  # cuda_version is known's version: both or neither
+    return f"{build.name} {build.version} (built for CUDA {major_minor(cuda)}, {known.said}) in {build.executable}" if cuda and known else ""
 
 
 def _keep_driver_lines(facts: Facts, builds: list[FrameworkBuild], toolkit: bool) -> list[str]:
@@ -350,7 +350,7 @@ def _runnable(driver_cuda: Version, installed: Optional[Version], os_name: str) 
     return f"CUDA {major_minor(driver_cuda)} or older"
 
 
-def _supported_by_arch_list(cc: Version, arch_list: list[str]) -> bool:
+def _supported_by_arch_list(cc: Version, arch_list: Sequence[str]) -> bool:
     """SASS for sm_XY runs on X.Z with Z >= Y; PTX for compute_XY is JIT-compiled for anything >= X.Y."""
     major, minor = cc.release[0], (cc.release + (0,))[1]
     for arch in arch_list:
@@ -368,13 +368,13 @@ def _supported_by_arch_list(cc: Version, arch_list: list[str]) -> bool:
 @rule("gpu-arch-unsupported", Severity.ERROR, "A build has no code for this GPU's architecture", Area.DRIVER)
 def gpu_arch_unsupported(facts: Facts) -> Iterator[Finding]:
     """A framework or toolkit built without kernels for the GPU's compute capability fails with "no kernel image is available"."""
-    gpus = [g for g in facts.driver.gpus if g.compute_capability]
+    gpus = [(g, g.compute_capability) for g in facts.driver.gpus if g.compute_capability]  # with the capability each has
     for build in facts.builds:
-        bad: list[Gpu] = [g for g in gpus if build.arch_list and not _supported_by_arch_list(Version(g.compute_capability), build.arch_list)]
+        bad: list[tuple[Gpu, str]] = [(g, cc) for g, cc in gpus if build.arch_list and not _supported_by_arch_list(Version(cc), build.arch_list)]
         said = build.no_kernel_complaint
         if not bad and not said:
             continue
-        names = ", ".join(f"{g.name} (sm_{g.compute_capability.replace('.', '')})" for g in bad) or "this GPU"
+        names = ", ".join(f"{g.name} (sm_{cc.replace('.', '')})" for g, cc in bad) or "this GPU"
         if build.arch_list:
             detail = f"{build.name} {build.version} in {build.executable} has kernels for {' '.join(build.arch_list)}, none of which runs on {names}."
         else:
@@ -385,14 +385,14 @@ def gpu_arch_unsupported(facts: Facts) -> Iterator[Finding]:
             "gpu-arch-unsupported",
             detail,
             ARCH_FIXES.get(build.name, _generic_arch_fix)(facts, build),
-            {"framework": build.name, "arch_list": list(build.arch_list), "gpus": [g.name for g in bad]},
+            {"framework": build.name, "arch_list": list(build.arch_list), "gpus": [g.name for g, _ in bad]},
         )
     for toolkit in facts.toolkits.toolkits:
         version = toolkit.parsed_version
         floor = knowledge.cuda_min_compute_capability(version.release[0]) if version else None
-        if floor is None:
+        if version is None or floor is None:
             continue
-        old = [g for g in gpus if Version(g.compute_capability) < floor[0]]
+        old = [g for g, cc in gpus if Version(cc) < floor[0]]
         if old:
             yield finding(
                 "gpu-arch-unsupported",

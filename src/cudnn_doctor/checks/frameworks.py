@@ -283,9 +283,9 @@ def framework_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
     toolkits = facts.toolkits.toolkits
     if not toolkits:
         return  # cuda-toolkit-missing explains it
-    for build in system_builds(facts):
-        cuda, cudart = build.cuda_version, build.system_libraries.cudart
-        if cuda is None or cudart is None:
+    for build, libraries in system_builds(facts):
+        cuda, cudart, known = build.cuda_version, libraries.cudart, build.cuda  # cuda_version is known's version: both or neither
+        if cuda is None or cudart is None or known is None:
             continue
         found = lookup(facts, build, cudart)
         if found is None or found.winner is not None or build.sees_gpu:
@@ -299,14 +299,14 @@ def framework_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
         fix += [other] if other else [OTHER_BUILDS[build.name]] if build.name in OTHER_BUILDS else []
         yield finding(
             "framework-cuda-mismatch",
-            f"{build.name} {build.version} was built for CUDA {major_minor(cuda)} ({build.cuda.said}) and loads {cudart}, "
+            f"{build.name} {build.version} was built for CUDA {major_minor(cuda)} ({known.said}) and loads {cudart}, "
             f"but the machine has {present}, which does not provide it.",
             fix,
             {
                 "framework": build.name,
                 "built_for": str(cuda),
-                "known_from": build.cuda.how,
-                "evidence": build.cuda.source,
+                "known_from": known.how,
+                "evidence": known.source,
                 "needs": cudart,
                 "installed": [t.version for t in toolkits],
             },

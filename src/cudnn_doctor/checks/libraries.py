@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator, Optional, Sequence
+from typing import Collection, Iterator, Optional, Sequence
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.checks._cudnn import every_resolution, library_release, owner
@@ -42,7 +42,7 @@ def _bad_files(facts: Facts, problem: str) -> dict[str, str]:
     return found
 
 
-def _files_area(files) -> Area:
+def _files_area(files: Collection[str]) -> Area:
     """cuDNN when any of the files is cuDNN's, else where the first one belongs."""
     areas = [area_of_library(f) for f in files]
     return Area.CUDNN if Area.CUDNN in areas else areas[0]
@@ -55,6 +55,7 @@ def _cudnn_archive_tail(facts: Facts, build: Optional[FrameworkBuild], name: str
         return ""
     rules = PathRules(facts.os)
     install = next((i for i in facts.cudnn if rules.same(rules.dirname(requester), i.folder)), None)
+    release: Optional[str]
     if install is not None:
         release, cuda = install.version or str(install.major), str(install.cuda_major) if install.cuda_major else None
     else:
@@ -63,14 +64,14 @@ def _cudnn_archive_tail(facts: Facts, build: Optional[FrameworkBuild], name: str
     return f", or run {install_archive(facts, release, cuda)}"
 
 
-def _reinstall_commands(facts: Facts, files) -> list[str]:
+def _reinstall_commands(facts: Facts, files: Collection[str]) -> list[str]:
     """The install command of each cuDNN installation a broken file belongs to (other files come from their installer)."""
     rules = PathRules(facts.os)
     owners = {i.folder: i for i in facts.cudnn for f in files if is_cudnn(f) and rules.same(rules.dirname(f), i.folder)}
     return list(dict.fromkeys(install_archive(facts, i.version or str(i.major), str(i.cuda_major) if i.cuda_major else None) for i in owners.values()))
 
 
-def _file_causes(facts: Facts, files) -> list[str]:
+def _file_causes(facts: Facts, files: Collection[str]) -> list[str]:
     """A broken file of a cuDNN installation is that installation's problem: one key per folder."""
     rules = PathRules(facts.os)
     return [cudnn_key(facts, rules.dirname(f)) for f in files if is_cudnn(f)]
@@ -247,7 +248,7 @@ def _missing(
         detail += f' {build.name}\'s own log agrees: "{_sentence(said)}".'  # type: ignore[union-attr]
     if optional:
         detail += " The library treats this load as optional: only the algorithms or operators that need it fail."
-    fix = []
+    fix: list[str] = []
     holder = next((h for h in (held_by(facts, build, m) for m in members) if h is not None), None) if build is not None else None
     causes = list(_dependency_causes(facts, build, members, requesters))
     wheel = build is not None and any(knowledge.wheel_providing(m, facts.os) for m in members)

@@ -52,7 +52,7 @@ def explanations(rules: dict[str, Rule]) -> dict[str, set[str]]:
 
 def has_fix_kind(found: Finding) -> bool:
     """Whether `fix` may have changes for this finding at all: only then do reports import `cudnn_doctor.fixes`
-    (its dataclasses and planners cost ~15 ms of import on `check`)."""
+    (its dataclasses and planners are a large import for `check`'s start)."""
     rule = RULES.get(found.id)
     return rule is not None and rule.fix_kind is not None
 

@@ -36,19 +36,19 @@ def cuda_toolkit_missing(facts: Facts) -> Iterator[Finding]:
     """PyTorch and JAX wheels bring their own CUDA runtime; TensorFlow on Windows, PaddlePaddle and ONNX Runtime load the system's."""
     if facts.toolkits.toolkits:
         return
-    stranded = [b for b in system_builds(facts) if b.system_libraries.cudart and _not_found(facts, b, b.system_libraries.cudart)]
+    stranded = [(b, libraries.cudart) for b, libraries in system_builds(facts) if libraries.cudart and _not_found(facts, b, libraries.cudart)]
     if stranded:
-        build = stranded[0]
+        build, cudart = stranded[0]
         version = _release_wanted(build)
         yield finding(
             "cuda-toolkit-missing",
-            f"{build.name} {build.version} loads the CUDA {version} runtime ({build.system_libraries.cudart}) from the system, and no CUDA toolkit is installed.",
+            f"{build.name} {build.version} loads the CUDA {version} runtime ({cudart}) from the system, and no CUDA toolkit is installed.",
             [
                 f"Install a CUDA {version} toolkit from https://developer.nvidia.com/cuda-toolkit-archive and make sure its bin (Windows) or lib64 (Linux) folder is on the library search path."
             ],
-            {"needs": build.system_libraries.cudart},
+            {"needs": cudart},
             severity=Severity.ERROR,
-            causes=[cuda_key(b.cuda_major) for b in stranded] + [build_key(b) for b in stranded],
+            causes=[cuda_key(b.cuda_major) for b, _ in stranded] + [build_key(b) for b, _ in stranded],
         )
     else:
         yield finding(
@@ -59,7 +59,7 @@ def cuda_toolkit_missing(facts: Facts) -> Iterator[Finding]:
         )
 
 
-def _not_found(facts: Facts, build, name: str) -> bool:
+def _not_found(facts: Facts, build: FrameworkBuild, name: str) -> bool:
     step = lookup(facts, build, name)
     return step is None or step.winner is None
 
@@ -74,14 +74,14 @@ def _not_found(facts: Facts, build, name: str) -> bool:
 )
 def cuda_libs_not_found(facts: Facts) -> Iterator[Finding]:
     """TensorFlow (on Windows up to 2.10, on Linux without [and-cuda]), PaddlePaddle and ONNX Runtime load cudart, cuBLAS and friends by name; if the loader cannot find them the GPU is silently unused."""
-    for build in system_builds(facts):
-        cudart = build.system_libraries.cudart
+    for build, libraries in system_builds(facts):
+        cudart = libraries.cudart
         said = [f.library for f in build.load_failures if is_cuda_library(f.library)]
         found = lookup(facts, build, cudart)
         missing = found is not None and found.winner is None
         if not said and not missing:
             continue
-        names = said or [cudart]
+        names = (said or [cudart]) if cudart else said  # without `said`, `missing`: the loader looked for cudart, so it is named
         detail = f"{build.name} {build.version} in {build.executable} cannot load {', '.join(names)}."
         if said:
             detail += " It says so itself in its log."
@@ -105,7 +105,7 @@ def cuda_libs_not_found(facts: Facts) -> Iterator[Finding]:
                 f"Install a CUDA {version} toolkit (https://developer.nvidia.com/cuda-toolkit-archive) and put its "
                 f"{'bin folder on PATH' if facts.os == 'windows' else 'lib64 folder on LD_LIBRARY_PATH'}."
             )
-            pip = install_fixes(facts, build, [n for n in dict.fromkeys([*names, *(x for x in (cudart, build.system_libraries.cublas) if x)])])
+            pip = install_fixes(facts, build, [n for n in dict.fromkeys([*names, *(x for x in (cudart, libraries.cublas) if x)])])
             if extras_missing(facts, build):
                 causes.append(wheels_key(build))
             reach = knowledge.wheel_reach(build.name, facts.os, build.parsed_version)
@@ -127,7 +127,7 @@ def nvcc_not_on_path(facts: Facts) -> Iterator[Finding]:
         return
     best = max(with_nvcc, key=lambda t: t.parsed_version or 0)
     detail = f"CUDA {best.version} is installed at {best.root}, but no nvcc is on PATH."
-    causes: list = []
+    causes: list[Optional[str]] = []
     if facts.os == "windows":
         step, stale = reach_folder_fix(facts, best.bin_dir)
         fix, causes = [step], [stale or _nvcc_key(best.bin_dir)]
@@ -195,9 +195,9 @@ def _pointed_at(facts: Facts) -> Iterator[tuple[Toolkit, str, str]]:
                 yield toolkit, f"{alias} links to", alias
     for name, value in facts.toolkits.variables:
         if name.upper() in ("CUDA_PATH", "CUDA_HOME") and not value_problems(name, value, facts.os)[0]:
-            toolkit = _toolkit_for(facts, value, facts.os)
-            if toolkit is not None:
-                yield toolkit, f"{name} names", value
+            named = _toolkit_for(facts, value, facts.os)
+            if named is not None:
+                yield named, f"{name} names", value
     for build in facts.builds:
         if build.cuda_version is None:
             continue

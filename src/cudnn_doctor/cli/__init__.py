@@ -108,8 +108,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             if getattr(sys, name) is None:  # closed or absent: read nothing, write nowhere, the exit code unchanged
                 setattr(sys, name, stand_ins.enter_context(open(os.devnull, mode, encoding="utf-8")))  # noqa: SIM115 - closed by the stack
         _tolerate_unencodable(sys.stdout)
-        sys.stdout = _Output(sys.stdout)  # type: ignore[assignment]
-        sys.stderr = _Errors(sys.stderr)  # type: ignore[assignment]  # warnings and errors may carry → or a path the code page lacks
+        sys.stdout = _Output(sys.stdout)
+        sys.stderr = _Errors(sys.stderr)  # warnings and errors may carry → or a path the code page lacks
         arguments = sys.argv[1:] if argv is None else list(argv)
         parser = build_parser(arguments)
         args = parser.parse_args(arguments)  # --help and --version print here: fitted too
@@ -221,7 +221,7 @@ class _Errors(FittedStream):
 
 def _tolerate_unencodable(stream: object) -> None:
     """The real stdout writes "?" for a character its encoding lacks (cp1252 has no →) instead of raising."""
-    if stream is sys.__stdout__ and getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+    if stream is sys.__stdout__ and stream is not None and getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
         stream.reconfigure(errors="replace")
 
 

@@ -108,10 +108,10 @@ class ManagedExport(Record):
 
 def _distinct(*kinds: Any) -> None:
     """Two kinds of change with equal fields are still two changes: `MoveFile(p) != MoveTree(p)`, as with the frozen
-    dataclasses these were (Records load without dataclasses' ~3 ms of import and exec on `check`'s path)."""
+    dataclasses these were (Records load without dataclasses' import and exec on `check`'s path)."""
 
     def equal(self: tuple, other: object) -> bool:
-        return type(self) is type(other) and tuple.__eq__(self, other)  # type: ignore[arg-type]
+        return type(self) is type(other) and tuple.__eq__(self, other)
 
     def unequal(self: tuple, other: object) -> bool:
         return not equal(self, other)

@@ -194,7 +194,8 @@ def _linux_exports(facts: Facts, names: Collection[str], drop: Callable[[PathEnt
         if not entries or entries[0].variable not in names:
             continue
         seen: set[str] = set()
-        kept, dropped = [], []
+        kept: list[str] = []
+        dropped: list[str] = []
         for entry in entries:
             (dropped if drop(entry, seen) else kept).append(entry.value)
             if entry.value:

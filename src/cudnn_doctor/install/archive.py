@@ -506,7 +506,7 @@ def binary_machine(head: bytes) -> Optional[tuple[str, Optional[str]]]:
         if head[:2] == b"MZ":
             offset = int.from_bytes(head[0x3C:0x40], "little") if len(head) >= 0x40 else -1
             if not 0 <= offset <= len(head) - 24 or head[offset : offset + 4] != b"PE\0\0":
-                return ("pe", None)  # a DOS stub only: pefile would refuse it (and its failure path runs gc.collect(), 25 ms)
+                return ("pe", None)  # a DOS stub only: pefile would refuse it (and its failure path runs gc.collect(), a slow one)
             import pefile
 
             try:

@@ -58,7 +58,7 @@ def expand(system: System, changes: Sequence[Change], quarantine: str) -> Expand
     env: list[EnvChange] = []
     commands: list[RunCommand] = []
     archives: dict[str, Archive] = {}
-    exports: dict[str, dict[str, str]] = {}
+    exports: dict[str, dict[str, ManagedExport]] = {}
     notes: list[str] = []
 
     def move(source: str, dest: Optional[str], within: Optional[str] = None, home: Optional[str] = None) -> None:

@@ -138,15 +138,18 @@ def _propose(
     into: Optional[str],
     force: bool,
     set_cudnn_home: bool,
-    **state: object,
+    warnings: tuple[str, ...] = (),
+    recovered: Optional[str] = None,
+    interrupted: Optional[str] = None,
 ) -> Proposal:
     info = inspect(archive)
     target = choose_target(system, info, toolkits, into, force)
     toolkit = toolkits.by_root(target)
-    major = parse_version(toolkit.version).release[0] if toolkit and toolkit.version else None
+    parsed = parse_version(toolkit.version) if toolkit and toolkit.version else None
+    major = parsed.release[0] if parsed is not None else None
     plan = make_plan(system, archive, info, target, major)
     env_changes = environment.windows_changes(system, target, set_cudnn_home) if system.os == "windows" else []
-    return Proposal(plan, tuple(env_changes), **state)  # type: ignore[arg-type]
+    return Proposal(plan, tuple(env_changes), warnings, recovered, interrupted)
 
 
 def _spool_root(system: System, into: Optional[str], toolkits: ToolkitFacts) -> Optional[str]:

@@ -1,7 +1,7 @@
 """The typed tables as the generator built them from knowledge.json, pickled: what a run loads first.
 
 Building a table from the JSON checks every row against the schema (regular expressions, version
-parses): about 12 ms for the tables a `check` needs, against under 2 ms to unpickle them. The
+parses), several times what unpickling them costs (docs/speed.md). The
 JSON stays the reviewed artifact and the truth: the pickle is used only while it was built from
 exactly this knowledge.json (size and CRC-32 match) with records of exactly these fields;
 otherwise, or when it cannot be read, a run builds from the JSON as before (slower, never wrong).
@@ -18,7 +18,7 @@ from typing import Any, Optional
 from cudnn_doctor.knowledge import records
 
 try:
-    from _pickle import loads as _loads  # the C unpickler alone: the pickle module's own import is ~1 ms of Python
+    from _pickle import loads as _loads  # the C unpickler alone: the pickle module's own import is Python code to run
 except ImportError:  # another implementation than CPython
     from pickle import loads as _loads
 

@@ -67,7 +67,7 @@ def _get(url: str, headers: Optional[dict[str, str]] = None, timeout: float = _T
     if not url.startswith(("https://", "http://127.0.0.1:", "http://localhost:")):
         raise ValueError(f"not an HTTPS URL: {url}")
     with urllib.request.urlopen(request, timeout=timeout) as response:
-        data = response.read(_LIMIT + 1)
+        data: bytes = response.read(_LIMIT + 1)
     if len(data) > _LIMIT:
         raise ValueError(f"{url}: more than {_LIMIT} bytes")
     return data
@@ -230,7 +230,8 @@ def _metadata(wheels: dict[str, dict[str, Any]], name: str, version: str, machin
 def read(path: Path = SOURCE) -> dict[str, Any]:
     """The recorded source."""
     with gzip.open(path, "rb") as data:
-        return json.loads(data.read())
+        document: dict[str, Any] = json.loads(data.read())
+    return document
 
 
 def published_rows(document: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:

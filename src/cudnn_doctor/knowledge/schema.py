@@ -126,7 +126,7 @@ def _list_of(item: Convert, what: str) -> Convert:
 
 def _one_of(*choices: str) -> Convert:
     def convert(value: Any) -> str:
-        if value in choices:
+        if isinstance(value, str) and value in choices:
             return value
         raise _Bad("expected one of " + ", ".join(choices))
 
@@ -188,7 +188,7 @@ def _release(text: str) -> tuple[int, ...]:
 class Section(Record):
     """One section of a table: its row record, how each field is checked, and (for lists) the row key."""
 
-    record: type
+    record: type[Any]  # the row's record class (records.TorchRelease): its _fields, _field_defaults and constructor
     fields: dict[str, Convert]
     key: Optional[Callable[[Any], Hashable]]  # None: a single row, not a list
     label: tuple[str, ...] = ()  # the fields that name a row in messages
@@ -222,18 +222,18 @@ class Section(Record):
         return f" ({', '.join(parts)})" if parts else ""
 
 
-def _rows(record: type, fields: dict[str, Convert], key: Callable[[Any], Hashable], *label: str) -> Section:
+def _rows(record: type[Any], fields: dict[str, Convert], key: Callable[[Any], Hashable], *label: str) -> Section:
     return Section(record, {**fields, **_PROVENANCE}, key, label)
 
 
-def _single(record: type, fields: dict[str, Convert]) -> Section:
+def _single(record: type[Any], fields: dict[str, Convert]) -> Section:
     return Section(record, {**fields, **_PROVENANCE}, None)
 
 
 class Table(Record):
     """A data file: its record and its sections in file order."""
 
-    record: type
+    record: type[Any]  # the table's record class (records.TorchTable)
     sections: dict[str, Section]
     check: Optional[Callable[[Any, str], None]] = None  # invariants across rows
 
@@ -298,7 +298,7 @@ def _check_cudnn(table: r.CudnnTable, where: str) -> None:
             raise KnowledgeError(f"{where}: support ({row.versions}, cuda {row.cuda}): toolkits {row.toolkits} does not serve CUDA {row.cuda}")
 
 
-_LIBRARY_NAME = {"cuda": _version, "windows": _text, "linux": _text}
+_LIBRARY_NAME: dict[str, Convert] = {"cuda": _version, "windows": _text, "linux": _text}
 
 _TAGS = _list_of(_text, "Python tags such as cp311")
 
@@ -618,7 +618,8 @@ def _section(section: Section, name: str, raw: Any, where: str) -> Any:
             raise KnowledgeError(f"{where}: {name}: {bad}") from None
     if not isinstance(raw, list):
         raise KnowledgeError(f"{where}: {name}: expected a list of rows, got {_shown(raw)}")
-    rows, seen = [], {}
+    rows: list[Any] = []
+    seen: dict[Hashable, int] = {}
     for index, item in enumerate(raw):
         try:
             row = section.convert(item)

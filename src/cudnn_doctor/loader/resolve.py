@@ -167,12 +167,12 @@ class Resolver:
         Unversioned `.so` names found by a scan are fallback spellings (development links): a
         miss there is optional. A try-list is optional when all its members are; one with an
         imported member is that import's business."""
-        deps = [((name,), "import", False) for name in binary.imports]
+        deps: list[tuple[tuple[str, ...], str, bool]] = [((name,), "import", False) for name in binary.imports]
         loads = list(binary.loads)
         if not binary.loads_complete:
             name = self.system.paths.name_key(self.system.paths.basename(path))
             soname = self.system.paths.name_key(binary.soname) if binary.soname else None
-            extra = self._known_loads.get(name) or (self._known_loads.get(soname) if soname else None) or []
+            extra: Sequence[str] = self._known_loads.get(name) or (self._known_loads.get(soname) if soname else None) or []
             loads += [n for n in extra if n not in loads]
         imported = {family(self.system.paths.name_key(n)) for n in binary.imports}
         for names in group_loads(loads):
@@ -241,7 +241,8 @@ class Resolver:
                         winner, winner_binary = path, binary
                     elif self.windows or problem.kind not in SKIPPED_BY_LD_SO:
                         stopped = path  # the first file of that name is taken, broken or not (ld.so: "file too short")
-        provided, elsewhere = None, ()
+        provided: Optional[str] = None
+        elsewhere: tuple[str, ...] = ()
         if winner is None and not candidates:
             if self._driver_provided.match(name):
                 provided, elsewhere = self._driver_name(name, searched)

@@ -9,7 +9,7 @@ per toolkit minor of that major, so that choosing the toolkit is part of the sea
 from __future__ import annotations
 
 from functools import cache, lru_cache
-from typing import Iterable, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Iterable, Iterator, Optional, Sequence, TypedDict
 
 from packaging.version import InvalidVersion, Version
 
@@ -47,6 +47,21 @@ class Candidate(Record):
 
     def label(self) -> str:
         return f"{self.framework} {self.version} {self.build}"
+
+
+if TYPE_CHECKING:  # for the checker only: nothing to build at run time
+
+    class _Common(TypedDict):
+        """The fields every build of one release shares (they go to `Candidate` as keywords)."""
+
+        framework: str
+        version: str
+        cudnn: Optional[str]
+        python: Optional[VersionRange]
+        pip_options: tuple[str, ...]
+
+    class _TensorflowCommon(_Common):
+        cuda: str
 
 
 V = lru_cache(maxsize=None)(Version)
@@ -131,11 +146,8 @@ def _torch_index(version: str, tag: str, row: knowledge.records.TorchRelease, cu
     if _torch_is_pypi_default(row, cuda, os_name):
         return ()
     if V(version) < V("1.11"):
-        return (
-            ("-f", knowledge.table("torch").find_links.url)
-            if hasattr(knowledge.table("torch"), "find_links")
-            else ("-f", "https://download.pytorch.org/whl/torch_stable.html")
-        )
+        find_links = getattr(knowledge.table("torch"), "find_links", None)  # a table that names the page; the shipped one does not
+        return ("-f", find_links.url) if find_links is not None else ("-f", "https://download.pytorch.org/whl/torch_stable.html")
     return ("--index-url", knowledge.torch_index_url(V(cuda)))
 
 
@@ -151,7 +163,7 @@ def _tensorflow(os_name: str) -> Iterator[Candidate]:
     for row in sorted((r for r in table.tested_builds if r.os == os_name), key=lambda r: V(r.version), reverse=True):
         for version in _series(row.version, row.patch):
             package = _tensorflow_package(V(version))
-            common = dict(framework="tensorflow", version=version, cuda=row.cuda, cudnn=row.cudnn, python=row.python, pip_options=())
+            common: _TensorflowCommon = dict(framework="tensorflow", version=version, cuda=row.cuda, cudnn=row.cudnn, python=row.python, pip_options=())
             source = _and_cuda_source(package, version) if os_name == "linux" else None
             if source is not None:  # the pip route first: the wheels bring CUDA and cuDNN
                 yield Candidate(
@@ -201,7 +213,7 @@ def _onnxruntime(os_name: str) -> Iterator[Candidate]:
             if row.feed != "pypi" and not row.index_url:
                 continue  # a side feed whose pip index the vendor does not publish: no command could reach it
             reach = knowledge.wheel_reach("onnxruntime", os_name, V(version)) if row.feed == "pypi" else None
-            feed_options = ("--extra-index-url", row.index_url) if row.feed != "pypi" else ()
+            feed_options = ("--extra-index-url", row.index_url) if row.feed != "pypi" and row.index_url else ()  # a side feed has one (above)
             wheels = _pypi_wheels("onnxruntime-gpu", version, os_name) if row.feed == "pypi" else None
             if wheels is not None and not wheels[0]:
                 continue  # PyPI has no wheel of that release for this OS
@@ -387,7 +399,7 @@ def _cupy(os_name: str) -> Iterator[Candidate]:
         tags = row.windows if os_name == "windows" else row.linux
         if V(row.version).is_prerelease or not tags:
             continue
-        common = dict(framework="cupy", version=row.version, cudnn=None, python=python_range(row.requires_python, tags), pip_options=())
+        common: _Common = dict(framework="cupy", version=row.version, cudnn=None, python=python_range(row.requires_python, tags), pip_options=())
         ctk = knowledge.published_extra(row.distribution, row.version, "ctk")
         if ctk is not None:
             requirement = f"{row.distribution}[ctk]=={row.version}"
@@ -410,6 +422,9 @@ def _cupy(os_name: str) -> Iterator[Candidate]:
 
 def _toolkits(os_name: str) -> Iterator[Candidate]:
     for full in _newest_updates():
+        release = knowledge.toolkit_release(V(full))
+        if release is None:  # never: each is a row of the same table
+            continue
         yield Candidate(
             framework="cuda",
             version=full,
@@ -421,7 +436,7 @@ def _toolkits(os_name: str) -> Iterator[Candidate]:
             cuda_from="system",
             requirement="",
             pip_options=(),
-            source=knowledge.toolkit_release(V(full)).source,
+            source=release.source,
         )
 
 

@@ -179,7 +179,7 @@ def _newest_cudnn(cuda: str, os_name: str, wanted: Optional[str], rule: str, cc_
         if not _cudnn_fits(wanted, rule, full):
             continue
         floor = knowledge.cudnn_min_compute_capability(row) if cc is not None else None
-        if floor is not None and cc < V(floor[0]):
+        if floor is not None and cc is not None and cc < V(floor[0]):
             continue
         return full, row
     return None

@@ -44,11 +44,11 @@ def build_request(
     if os_name is None:
         raise UsageError("--os is needed: the machine's OS could not be read")
     request = Request(
-        frameworks=wanted if (wanted or not same_machine) else tuple(parse_framework(name) for name in defaults.frameworks),
+        frameworks=wanted if (wanted or not same_machine or defaults is None) else tuple(parse_framework(name) for name in defaults.frameworks),
         os=os_name,
         python=Given(python, "option") if python else _from(same_machine, defaults, "python"),
         gpu=Given(gpu_name, "option") if gpu_name else _from(same_machine, defaults, "gpu"),
-        compute_capability=capability if gpu else (defaults.compute_capability if same_machine else None),
+        compute_capability=capability if gpu else (defaults.compute_capability if same_machine and defaults is not None else None),
         driver=Given(driver, "option") if driver else _from(same_machine, defaults, "driver"),
         cuda=Given(cuda, "option") if cuda else None,
     )

@@ -105,9 +105,8 @@ def _wanted(request: Request) -> tuple[Wanted, ...]:
 
 def _search(request: Request, low_driver: bool = False) -> _Search:
     wanted = _wanted(request)
-    machine_python = request.python is not None and request.python.origin != "option"
     result = _search_once(request, wanted, request.python is not None, low_driver)
-    if result.stack is None and machine_python:
+    if result.stack is None and request.python is not None and request.python.origin != "option":
         # the machine's Python is a preference: a new environment can have another one
         soft = _search_once(request, wanted, False, low_driver)
         if soft.stack is not None:

@@ -8,7 +8,21 @@ from __future__ import annotations
 
 from typing import Callable, Optional, TypeVar
 
-from cudnn_doctor.facts import DriverFacts, DriverState, EnvironmentFacts, Facts, ProbeFailure, ToolkitFacts
+from cudnn_doctor.facts import (
+    Confirmation,
+    CudnnInstall,
+    DriverFacts,
+    DriverState,
+    EnvironmentFacts,
+    Facts,
+    FrameworkBuild,
+    InstalledWheel,
+    PackageOwner,
+    ProbeFailure,
+    PythonEnv,
+    Resolution,
+    ToolkitFacts,
+)
 from cudnn_doctor.loader.driver import driver_files as probe_driver_files
 from cudnn_doctor.loader.index import FolderIndex
 from cudnn_doctor.probes.builds import probe_builds
@@ -43,7 +57,7 @@ def run_probes(system: System, with_frameworks: bool = True, framework_timeout: 
 
     index = FolderIndex(system)
     index.prefetch()  # the loader cache (`ldconfig -p`) is read while the probes below run
-    pythons = guarded("pythons", lambda: probe_pythons(system), ())
+    pythons: tuple[PythonEnv, ...] = guarded("pythons", lambda: probe_pythons(system), ())
     # the framework imports take seconds: they run in the background while everything else is probed
     pool = None
     if with_frameworks and pythons:
@@ -54,20 +68,20 @@ def run_probes(system: System, with_frameworks: bool = True, framework_timeout: 
     driver = guarded("driver", lambda: probe_driver(system), DriverFacts(None))
     toolkits = guarded("toolkits", lambda: probe_toolkits(system), ToolkitFacts())
     environment = guarded("environment", lambda: probe_environment(system), EnvironmentFacts())
-    wsl_driver = guarded("wsl", lambda: probe_linux_driver_in_wsl(system), ())
-    wsl_packages = guarded("wsl packages", lambda: probe_linux_driver_packages(system, wsl_driver), ()) if wsl_driver else ()
-    driver_files = guarded("driver files", lambda: probe_driver_files(system, index), ())
+    wsl_driver: tuple[str, ...] = guarded("wsl", lambda: probe_linux_driver_in_wsl(system), ())
+    wsl_packages: tuple[PackageOwner, ...] = guarded("wsl packages", lambda: probe_linux_driver_packages(system, wsl_driver), ()) if wsl_driver else ()
+    driver_files: tuple[str, ...] = guarded("driver files", lambda: probe_driver_files(system, index), ())
     driver_state = guarded("driver state", lambda: probe_driver_state(system, driver, driver_files), DriverState())
-    cudnn = guarded("cudnn", lambda: probe_cudnn(system, toolkits, pythons, index), ())
+    cudnn: tuple[CudnnInstall, ...] = guarded("cudnn", lambda: probe_cudnn(system, toolkits, pythons, index), ())
     if reports is not None and pool is not None:
         if while_waiting is not None:
             while_waiting()
         pythons = guarded("frameworks", reports.result, pythons)
         pool.shutdown()
-    builds = guarded("builds", lambda: probe_builds(pythons, system.os, system), ())
-    resolutions = guarded("loader", lambda: probe_resolutions(system, pythons, builds, toolkits, index, cudnn, driver_files), ())
-    wheels = guarded("wheels", lambda: probe_wheels(system, pythons), ())
-    confirmations = guarded("loader check", lambda: probe_confirmations(system, resolutions), ()) if with_frameworks else ()
+    builds: tuple[FrameworkBuild, ...] = guarded("builds", lambda: probe_builds(pythons, system.os, system), ())
+    resolutions: tuple[Resolution, ...] = guarded("loader", lambda: probe_resolutions(system, pythons, builds, toolkits, index, cudnn, driver_files), ())
+    wheels: tuple[InstalledWheel, ...] = guarded("wheels", lambda: probe_wheels(system, pythons), ())
+    confirmations: tuple[Confirmation, ...] = guarded("loader check", lambda: probe_confirmations(system, resolutions), ()) if with_frameworks else ()
     return Facts(
         system.os,
         system.arch,

@@ -252,7 +252,8 @@ def _tensorflow(source: _Source) -> Fields:
     report = source.report
     info = report.get("build_info") or {}
     stated, path, short = source.build_file("tensorflow", "python", "platform", "build_info.py")
-    built = stated.get("build_info") if isinstance(stated.get("build_info"), dict) else {}
+    stated_info = stated.get("build_info")
+    built: dict[str, Any] = stated_info if isinstance(stated_info, dict) else {}
     fields = _files_say(source, None)
     if "built_with_cuda" in report:
         fields["gpu_build"] = bool(report["built_with_cuda"])
@@ -342,8 +343,9 @@ def _jax(source: _Source) -> Fields:
     fields: Fields = {"cuda_said": [], "cudnn_said": []}
     if plugin is not None:
         fields = _files_say(source._replace(distribution=plugin, package=source.python.packages[plugin]), None)
-        major = cuda_text(cuda_in_tag(plugin, "jax-plugin"))  # type: ignore[arg-type]
-        fields["cuda_said"].insert(0, Known(major, DIST_METADATA, None, f"{plugin} {source.python.packages[plugin]} is installed"))
+        plugin_cuda = cuda_in_tag(plugin, "jax-plugin")  # never None: the plugin was chosen for it
+        if plugin_cuda is not None:
+            fields["cuda_said"].insert(0, Known(cuda_text(plugin_cuda), DIST_METADATA, None, f"{plugin} {source.python.packages[plugin]} is installed"))
     if "devices" in source.report and source.imported:
         fields["gpu_build"] = plugin is not None or tag is not None or _sees_gpu(source.report)
     elif plugin is not None or tag is not None:
@@ -411,10 +413,10 @@ def _files_say(source: _Source, library: Optional[tuple[str, ...]]) -> Fields:
         fields["cuda_said"] += [_known(cuda, LIBRARY_IMPORTS)] if cuda else []
         fields["cudnn_said"] += [_known(cudnn, LIBRARY_IMPORTS)] if cudnn else []
     if source.distribution:
-        requirements, path = source.files.requirements(source.distribution, _nvidia_or_toolkit)
+        requirements, metadata = source.files.requirements(source.distribution, _nvidia_or_toolkit)
         nvidia = tuple(r for r in requirements if _nvidia_or_toolkit(r.name))
         fields["nvidia_requirements"] = nvidia
-        cuda, cudnn = requirement_majors(nvidia, path or "", f"{source.distribution} {source.package}")
+        cuda, cudnn = requirement_majors(nvidia, metadata or "", f"{source.distribution} {source.package}")
         fields["cuda_said"] += [_known(cuda, DIST_METADATA)] if cuda else []
         fields["cudnn_said"] += [_known(cudnn, DIST_METADATA)] if cudnn else []
     return fields

@@ -85,8 +85,8 @@ def probe_cudnn(system: System, toolkits: ToolkitFacts, pythons: tuple[PythonEnv
 
     owned = PackageOwnership(system, wanted=lambda package: "cudnn" in package)  # only cuDNN's lists are worth reading
     installs = []
-    for folder, toolkit, nested in folders.values():
-        installs += _installs_in(system, folder, toolkit, nested, owned, index)
+    for folder, root, nested in folders.values():
+        installs += _installs_in(system, folder, root, nested, owned, index)
     return tuple(installs)
 
 
@@ -107,8 +107,8 @@ def _other_folders(system: System, pythons: tuple[PythonEnv, ...], index: Folder
         yield from {rules.dirname(path) for name, path in index.cache.items() if name.startswith("libcudnn")}
     for python in pythons:
         for site in site_packages(system, python):
-            for sub in (("nvidia", "cudnn", "bin"), ("nvidia", "cudnn", "lib"), ("torch", "lib")):
-                yield rules.join(site, *sub)
+            for parts in (("nvidia", "cudnn", "bin"), ("nvidia", "cudnn", "lib"), ("torch", "lib")):
+                yield rules.join(site, *parts)
         prefix = python_prefix(system, python.executable)
         yield rules.join(prefix, "Library", "bin") if rules.windows else rules.join(prefix, "lib")
     for variable in ("PATH",) if rules.windows else ("PATH", "LD_LIBRARY_PATH"):
@@ -137,9 +137,13 @@ def _installs_in(system: System, folder: str, toolkit: Optional[str], nested: Op
         match = pattern.match(rules.basename(path))
         if legacy is None and (not match or (not rules.windows and match.group(3))):  # Linux: one entry per library, under its SONAME
             continue
-        part, major = ("", legacy.major) if legacy else ((match.group(1) or "").lower(), int(match.group(2)))
         if legacy:
+            part, major = "", legacy.major
             named_for_cuda[major] = legacy
+        elif match:
+            part, major = (match.group(1) or "").lower(), int(match.group(2))
+        else:  # never: a name that is not legacy matched (above)
+            continue
         info: Optional[FileInfo] = system.stat(path)
         if info is None:
             continue

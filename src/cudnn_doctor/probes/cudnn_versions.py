@@ -100,7 +100,7 @@ def _wheel(system: System, folder: str, major: int) -> Optional[Distribution]:
         text = system.read_text(rules.join(entry.path, "METADATA"), limit=16 * 1024) or ""
         version = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.lower().startswith("version:")), None)
         cuda = cuda_of_digits(match.group(1))  # nvidia_cudnn_cu12: CUDA 12; nvidia_cudnn_cu116: CUDA 11.6
-        if _of_major(version, major):
+        if version is not None and _of_major(version, major):
             found.add(Distribution(f"nvidia-cudnn-cu{match.group(1)}", version, cuda.release[0] if cuda else None, DIST_INFO))
     return found.pop() if len(found) == 1 else None  # two releases over one folder: the files say which won
 

@@ -21,7 +21,7 @@ _MEMORY = regex(r"(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
 
 
 class SmiGpu(Record):
-    index: int
+    index: int  # type: ignore[assignment]  # a field named like tuple.index, which it hides on purpose (as typing.NamedTuple allows)
     name: str
     memory_mib: Optional[int] = None
     compute_capability: Optional[str] = None

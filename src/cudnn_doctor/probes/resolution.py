@@ -165,7 +165,7 @@ def _lowest(system: System, candidates: list[str]) -> str:
 
     def imports_another(path: str) -> bool:
         binary = system.binary(path)
-        return bool(binary) and any(rules.name_key(name) in others[path] for name in binary.imports)
+        return binary is not None and any(rules.name_key(name) in others[path] for name in binary.imports)
 
     return next((path for path in candidates if not imports_another(path)), candidates[0])
 

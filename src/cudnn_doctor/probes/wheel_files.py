@@ -74,7 +74,7 @@ class WheelFiles:
     def binary(self, *parts: str) -> Optional[tuple[BinaryInfo, str]]:
         path = self.find(*parts)
         info = self.system.binary(path) if path else None
-        return (info, path) if info is not None and info.format is not None else None
+        return (info, path) if path is not None and info is not None and info.format is not None else None
 
     def requirements(self, distribution: str, wanted: Optional[Callable[[str], bool]] = None) -> tuple[tuple[WheelRequirement, ...], Optional[str]]:
         """The Requires-Dist of an installed distribution that apply on this machine, with the extra that asks for each;
@@ -168,7 +168,7 @@ def _called(func: ast.AST) -> Optional[str]:
 def requirements_of(metadata: str, environment: dict[str, str], wanted: Optional[Callable[[str], bool]] = None) -> Iterable[WheelRequirement]:
     """Each `Requires-Dist` header whose markers hold here: once per extra that asks for it, or with extra None.
     With `wanted`, a line whose leading name it rejects is skipped before it is parsed: packaging.requirements
-    (markers, tokenizer, tags: ~10 ms to import) loads only when a wanted line is there."""
+    (markers, tokenizer, tags: a heavy import) loads only when a wanted line is there."""
     lines = []
     for line in metadata.splitlines():
         if not line.strip():

@@ -142,7 +142,7 @@ def _node(node: NodeResult, group: Any) -> dict[str, Any]:
 
 
 def _finding(found: Finding) -> dict[str, Any]:
-    document = {"id": found.id, "severity": found.severity.value, "area": found.area.value, "title": found.title, "detail": found.detail}
+    document: dict[str, Any] = {"id": found.id, "severity": found.severity.value, "area": found.area.value, "title": found.title, "detail": found.detail}
     if found.symptom_of is not None:
         document["symptom_of"] = found.symptom_of
     return document

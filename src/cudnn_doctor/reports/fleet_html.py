@@ -15,7 +15,7 @@ from typing import Iterable, Optional, TextIO
 
 from cudnn_doctor.fleet.model import FIELD_TITLES, OK, STACK_FIELDS, FleetReport, Group, NodeResult
 from cudnn_doctor.reports.fleet import verdict
-from cudnn_doctor.reports.html import _CSS, _badge, esc
+from cudnn_doctor.reports.html_page import CSS, badge, esc
 
 OPEN_LIMIT = 200  # a group of more nodes starts closed: the page opens fast, the summary line says what it holds
 
@@ -106,7 +106,7 @@ def _head(report: FleetReport) -> str:
         '<html lang="en"><head><meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n'
-        f"<title>{title}</title>\n<style>{_CSS}{_FLEET_CSS}</style>\n</head>\n<body>\n<main>\n"
+        f"<title>{title}</title>\n<style>{CSS}{_FLEET_CSS}</style>\n</head>\n<body>\n<main>\n"
         f'<header class="top"><h1>{title}</h1><p class="sub">{esc(verdict(report))}</p><nav class="toc">{toc}</nav></header>\n'
     )
 
@@ -142,7 +142,7 @@ def _row(node: NodeResult) -> str:
         state = f'<span class="badge error">{esc(node.status)}</span>'
         said = esc(node.error or "")
     else:
-        state = _badge(node.worst)
+        state = badge(node.worst)
         said = ", ".join(f'<code title="{esc(f.title)}">{esc(f.id)}</code>' for f in node.findings if f.symptom_of is None) or "no issues"
     return f'<tr class="node" data-status="{esc(node.status)}"><td>{esc(node.node)}</td><td>{state}</td><td>{said}</td></tr>'
 

@@ -91,7 +91,7 @@ def text_lines(plan: Plan) -> list[str]:
     request = plan.request
     lines = [f"Plan for {_wanted(request)} on {OS_TITLES[request.os]}" + "".join(f" · {part}" for part in _given_parts(request))]
     runs = driver_runs(request)
-    if runs:
+    if runs and request.driver is not None:  # runs: known only for a given driver
         lines.append(f"  Driver {request.driver.text} runs CUDA toolkits up to {runs} (newer ones need a newer driver).")
     lines.append("")
     if plan.stack is None:
@@ -197,7 +197,7 @@ def _alternative_text(change: str, stack: Stack, request: Request) -> str:
         return f"use WSL2: {what}"
     if change == "python":
         return f"use Python {stack.python}: {what}"
-    if change == "cuda":
+    if change == "cuda" and request.cuda is not None:  # an alternative of another CUDA is only looked for when one was asked for
         return f"use CUDA {stack.cuda} instead of {request.cuda.text}: {what}"
     return f"use {what}"
 

@@ -157,7 +157,7 @@ def _fix_line(found: Finding, facts: Facts) -> Optional[str]:
     from cudnn_doctor.checks.registry import has_fix_kind
 
     if not has_fix_kind(found):
-        return None  # no rule fix: the planners (dataclasses, ~15 ms of import) stay unloaded
+        return None  # no rule fix: the planners (dataclasses, a large import) stay unloaded
     from cudnn_doctor.fixes import fix_line
 
     return fix_line(found, facts)

@@ -18,6 +18,7 @@ import locale
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 from typing import Any, Callable, Mapping, Optional, Sequence
@@ -77,7 +78,11 @@ def run_child(
     `ended` is called when the child has exited on its own, before what it left running is looked for and its
     output read: a pool gives its place to the next child there. Not at a deadline: the caller first notes that
     the program hung (so that no import waiting for the place starts it again), then gives the place back."""
-    options: dict = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP | subprocess.CREATE_NO_WINDOW} if _WINDOWS else {"start_new_session": True}
+    options: dict[str, Any]
+    if _WINDOWS and sys.platform == "win32":  # one question: mypy reads the second (Windows-only flags)
+        options = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP | subprocess.CREATE_NO_WINDOW}
+    else:
+        options = {"start_new_session": True}
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         tagged = {**(os.environ if env is None else env), TAG: os.urandom(16).hex()}  # inherited by what the child starts
         process = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=cwd, env=tagged, **options)
@@ -143,7 +148,7 @@ def _kill_tree(process: subprocess.Popen, running: _Running, alive: bool) -> Non
     """Kill the child's whole tree; after a normal exit, only what it left running (its group, its job, its tag)."""
     if running.job is not None:
         running.job.kill()  # every process the child started, whether or not its parent still runs
-    elif _WINDOWS:
+    elif _WINDOWS and sys.platform == "win32":  # one question: mypy reads the second (a Windows-only flag)
         if alive:
             try:
                 subprocess.run(

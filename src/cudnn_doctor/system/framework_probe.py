@@ -6,7 +6,7 @@ dict as a Python literal (`repr`, read back with `ast.literal_eval`) after a mar
 anything the framework prints to stdout stays above it, and its stderr (TensorFlow's
 dso_loader lines, cuDNN errors) is read by the caller as `log`. Beyond the framework it imports
 only os, sys and warnings (and select and time to wait for the fork below): `import json` (re,
-enum, functools) took 9-12 ms of a 0.23 s child, paid once per environment, where a light
+enum, functools) was a noticeable part of a child, paid once per environment, where a light
 framework never loads it.
 
 Where the OS can fork, it also answers the loader check (map_probe.py, whose source comes as the
@@ -130,7 +130,7 @@ def _fork_map(map_source, names):
 
 def _map_answer(pending):
     """The text the fork wrote; None when it wrote nothing or took more than MAP_WAIT (then it is killed)."""
-    import select  # no `import signal`: its enum import (4-5 ms) would be most of what the loader check costs here
+    import select  # no `import signal`: its enum import would be most of what the loader check costs here
     import time
 
     pid, read = pending

@@ -39,7 +39,7 @@ _ARCH_NAMES = {"amd64": "x86_64", "x86_64": "x86_64", "arm64": "aarch64", "aarch
 
 
 def _machine() -> str:
-    """platform.machine() without importing platform (~1 ms) where os.uname() says the same (every POSIX system)."""
+    """platform.machine() without importing platform where os.uname() says the same (every POSIX system)."""
     if hasattr(os, "uname"):
         return os.uname().machine
     import platform
@@ -59,6 +59,14 @@ _REGISTRY_KEYS = {
 }
 _MARKER = "@@cudnn-doctor-report@@"
 _MAPPED = "_mapped"  # framework_probe.MAPPED: the loader check its fork answered
+
+
+def _winreg() -> Any:
+    """The winreg module (Windows only; the tests' stand-in on other hosts). Any: mypy checks the code as Linux's
+    (pyproject.toml), whose winreg stubs have none of these names."""
+    import winreg
+
+    return winreg
 
 
 class LiveSystem(System):
@@ -104,7 +112,7 @@ class LiveSystem(System):
     def persistent_env(self) -> Optional[dict[str, dict[str, str]]]:
         if self.os != "windows":
             return None
-        import winreg  # Windows only
+        winreg = _winreg()
 
         result: dict[str, dict[str, str]] = {}
         for scope, (hive, subkey) in _REGISTRY_KEYS.items():
@@ -183,7 +191,7 @@ class LiveSystem(System):
 
     def nvml(self) -> Optional[dict[str, Any]]:
         if self._nvml_cache is None:
-            self._nvml_cache = (nvml.query(),)  # ctypes: importing pynvml costs ~7 ms inside check, 16 ms alone
+            self._nvml_cache = (nvml.query(),)  # ctypes: pynvml is a heavy import (docs/speed.md)
         return self._nvml_cache[0]
 
     def binary(self, path: str) -> Optional[BinaryInfo]:
@@ -224,7 +232,7 @@ class LiveSystem(System):
     def persistent_env_kind(self, scope: str, name: str) -> Optional[str]:
         if self.os != "windows":
             return None
-        import winreg
+        winreg = _winreg()
 
         hive, subkey = _REGISTRY_KEYS[scope]
         try:
@@ -237,7 +245,7 @@ class LiveSystem(System):
     def set_persistent_env(self, scope: str, name: str, value: Optional[str], kind: Optional[str] = None) -> None:
         if self.os != "windows":
             raise NotImplementedError("the persistent environment is a Windows registry feature")
-        import winreg
+        winreg = _winreg()
 
         hive, subkey = _REGISTRY_KEYS[scope]
         with winreg.OpenKey(getattr(winreg, hive), subkey, 0, winreg.KEY_READ | winreg.KEY_SET_VALUE) as key:
@@ -256,7 +264,7 @@ class LiveSystem(System):
             winreg.SetValueEx(key, name, 0, winreg.REG_EXPAND_SZ if kind == REG_EXPAND_SZ else winreg.REG_SZ, value)
 
     def broadcast_environment_change(self) -> None:
-        if self.os != "windows":
+        if self.os != "windows" or sys.platform != "win32":  # one question; mypy reads the second (its Windows-only ctypes)
             return
         import ctypes
 

@@ -1,4 +1,4 @@
-"""NVML through ctypes: the driver and GPU facts `check` reads, without importing pynvml (16 ms alone, ~7 ms inside `check`; issue 15).
+"""NVML through ctypes: the driver and GPU facts `check` reads, without importing pynvml (a heavy import: docs/speed.md).
 
 Only the calls LiveSystem.nvml needs, under the entry points, buffer sizes and library paths nvidia-ml-py
 (pynvml) uses, so both read the same answers; `verify`'s clocks and power keep pynvml. ctypes is imported

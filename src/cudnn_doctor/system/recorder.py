@@ -56,9 +56,10 @@ class RecordingSystem(System):
                 return None
             budget[0] -= 1
             self._files[candidate] = {"link": target}
-            candidate = self._resolve(rules.norm(target if rules.is_abs(target) else rules.join(folder, target)), budget)
-            if candidate is None:
+            resolved = self._resolve(rules.norm(target if rules.is_abs(target) else rules.join(folder, target)), budget)
+            if resolved is None:
                 return None
+            candidate = resolved
         self._resolved[path] = candidate
         return candidate
 

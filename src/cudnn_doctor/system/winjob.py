@@ -29,7 +29,7 @@ KILLED_EXIT_CODE = 1  # what TerminateJobObject gives every process in the job, 
 
 @functools.cache
 def _structures() -> dict[str, Any]:
-    """The ctypes structures, defined on first use: ctypes' import (~2 ms) is for Windows runs, not every child."""
+    """The ctypes structures, defined on first use: ctypes' import is for Windows runs, not every child."""
     import ctypes
 
     class JOBOBJECT_BASIC_LIMIT_INFORMATION(ctypes.Structure):

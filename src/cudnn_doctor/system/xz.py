@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import subprocess
+import sys
 import tarfile
 from pathlib import Path
 from typing import IO, Iterator, Optional
@@ -42,6 +43,7 @@ def _widen_pipe(descriptor: int) -> None:
     try:
         import fcntl
 
-        fcntl.fcntl(descriptor, fcntl.F_SETPIPE_SZ, 1 << 20)  # type: ignore[attr-defined]
+        if sys.version_info >= (3, 10):  # F_SETPIPE_SZ is Python 3.10's (before it: AttributeError, as on macOS)
+            fcntl.fcntl(descriptor, fcntl.F_SETPIPE_SZ, 1 << 20)
     except (ImportError, AttributeError, OSError):
         pass

@@ -6,7 +6,7 @@ knowledge): no machine is read here, so every verdict is tested on recorded figu
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.record import Record
@@ -172,7 +172,7 @@ def _peaks(benchmarks: list[dict[str, Any]], peak: Optional[Peak], limits: Mappi
     return out
 
 
-def exit_code(frameworks: list[Mapping[str, Any]], gpu: Optional[Mapping[str, Any]], cpu_only: bool = False) -> int:
+def exit_code(frameworks: Sequence[Mapping[str, Any]], gpu: Optional[Mapping[str, Any]], cpu_only: bool = False) -> int:
     """0 when a GPU ran every framework asked (with `cpu_only`: the CPU, as asked) and no verdict failed; 1 otherwise
     (no GPU included)."""
     if cpu_only:

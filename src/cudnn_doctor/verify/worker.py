@@ -215,7 +215,7 @@ class Backend:
     back as a numpy fp32 array in NCHW, so every framework's result is compared in one layout."""
 
     name = "?"
-    skips = ()  # (variant, why the framework cannot run it)
+    skips = ()  # type: tuple[tuple[str, str], ...]  # (variant, why the framework cannot run it); a comment: this runs on any Python
     notes = ()  # what the framework said while being probed (a list per instance where used)
 
     def facts(self):

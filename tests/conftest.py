@@ -94,6 +94,7 @@ TRIPWIRE_RECORD = os.environ.get("CUDNN_DOCTOR_TRIPWIRE_RECORD")  # a file: list
 HOST_INDEPENDENT = {
     "test_builds",
     "test_checks",
+    "test_code_size",
     "test_cuda_tags",
     "test_cudnn_checks",
     "test_domain_rules",

@@ -274,3 +274,40 @@ def test_the_report_test_would_see_a_probe():
     """)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=_env())
     assert "cudnn_doctor.probes" in json.loads(done.stdout)
+
+
+# The machine behind one seam (issue 32): `os`, `shutil`, `subprocess` and `open()` belong in system/. These modules
+# still reach them and are the remaining work; no other may start (a module that stops drops its line).
+HOST_API_USERS = {
+    "binaries": "reads headers of files on this host (binaries/__init__, elf, peheader, scan, state_json, versioned)",
+    "cli": "parses and dispatches: stream set-up, snapshot's output file, verify's interpreter check",
+    "fleet": "a node's snapshot through another interpreter; the node script run there",
+    "install": "the archive and its spool are local files (archive, files, journal); ldconfig and euid (environment)",
+    "knowledge": "the shipped data files, the generator, `kb update`'s download and its state file",
+    "paths": "the state folder's location ($CUDNN_DOCTOR_STATE_DIR)",
+    "reports": "the HTML file written whole (html_page), the terminal's width (terminal)",
+    "untrusted": "the one hardened reader of user-given files",
+    "verify": "the worker runs in the target interpreter",
+}
+
+
+def _reaches_host(source: str) -> bool:
+    import ast
+
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] in ("os", "shutil", "subprocess") for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in ("os", "shutil", "subprocess"):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "open":
+            return True
+    return False
+
+
+def test_only_the_system_and_the_listed_parts_reach_the_host():
+    reaching = {
+        name for name, module in MODULES.items() if not name.startswith("cudnn_doctor.system") and _reaches_host(module.path.read_text(encoding="utf-8"))
+    }
+    parts = {name.split(".")[1] if name.count(".") else name for name in reaching}
+    assert parts <= set(HOST_API_USERS), f"new code reaching os/shutil/subprocess/open outside system/: {sorted(parts - set(HOST_API_USERS))}"
+    assert set(HOST_API_USERS) <= parts, f"no longer reaching the host (drop their lines): {sorted(set(HOST_API_USERS) - parts)}"

@@ -143,7 +143,7 @@ def test_the_forked_loads_are_not_seen_by_the_import(site, tmp_path):
 def test_the_framework_child_imports_nothing_a_light_framework_does_not(site):
     """Every environment pays what the probe script imports on top of the framework: `import json` (re, enum,
     functools) and `import signal` (enum) were 10-15 ms of a 0.23 s child. Only these few may come on top."""
-    from cudnn_doctor.system.live import _script
+    from cudnn_doctor.system.live_processes import _script
 
     _onnxruntime(site, "")
     libz = Path(ctypes.util.find_library("z") or "libz.so.1").name

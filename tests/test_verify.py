@@ -301,7 +301,7 @@ def test_on_a_gpu_verify_runs_every_case_and_cudnn_beats_cudnn_off(tmp_path):
 
 def test_nvml_state_reads_clocks_power_and_throttle_reasons(monkeypatch):
     """The live System's NVML reading, against a stand-in pynvml that answers like NVML (power in milliwatts)."""
-    from cudnn_doctor.system import live
+    from cudnn_doctor.system import live_gpu as live
 
     class FakeNvml:
         NVML_CLOCK_SM, NVML_CLOCK_MEM = 1, 2

@@ -197,6 +197,7 @@ def _windows_process_ended(pid: int, within: float) -> bool:
         kernel32.CloseHandle(handle)
 
 
+@pytest.mark.live
 @WINDOWS
 @pytest.mark.parametrize("ending", ["hang", "exit"])
 def test_windows_grandchild_holding_the_output_dies_with_the_job(tmp_path, ending):
@@ -219,6 +220,7 @@ def test_windows_grandchild_holding_the_output_dies_with_the_job(tmp_path, endin
     assert ended and not marker.exists(), "the grandchild holding stdout/stderr outlived the call"
 
 
+@pytest.mark.live
 @WINDOWS
 def test_windows_children_are_put_in_a_job():
     """Where Windows (or Wine) refuses the job, run_child falls back to taskkill: the lane must see the job made."""

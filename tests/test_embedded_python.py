@@ -159,6 +159,7 @@ def test_a_framework_is_probed_from_the_pth_folders_whatever_pythonpath_says(tmp
     assert report["version"] == "1.31.1" and report["providers"][0] == "CUDAExecutionProvider"
 
 
+@pytest.mark.live
 @pytest.mark.skipif(pyenv.pth_file(Path(sys.executable)) is None, reason="the running interpreter has no ._pth file (the Windows lane's has)")
 def test_the_running_embeddable_interpreter(tmp_path):
     info = LiveSystem().python_info(sys.executable)

@@ -362,6 +362,7 @@ def test_the_state_lock_refuses_a_second_holder_and_is_free_again_after(tmp_path
         pass
 
 
+@pytest.mark.live
 @pytest.mark.skipif(not WINDOWS, reason="Windows' per-user application data")
 def test_the_default_state_folder_is_local_not_roaming(monkeypatch):
     """Backups can be gigabytes: they belong in %LOCALAPPDATA%, which a roaming profile does not copy around."""

@@ -316,6 +316,7 @@ def _set_user_values(values: dict[str, Optional[tuple[str, int]]]) -> None:
                 winreg.SetValueEx(key, name, 0, value[1], value[0])
 
 
+@pytest.mark.live
 @wine_registry
 @pytest.mark.parametrize("before", ["unset", "REG_SZ", "REG_EXPAND_SZ"])
 def test_a_live_install_writes_hkcu_environment_and_rollback_restores_it(tmp_path, monkeypatch, capsys, before):
@@ -348,6 +349,7 @@ def test_a_live_install_writes_hkcu_environment_and_rollback_restores_it(tmp_pat
     assert " file(s) removed." in capsys.readouterr().out  # the files the install added (issue 31: removed, not "restored")
 
 
+@pytest.mark.live
 @pytest.mark.skipif(sys.platform != "win32", reason="the real user32 broadcast")
 def test_the_environment_broadcast_returns_promptly():
     """SendMessageTimeoutW with SMTO_ABORTIFHUNG and 5 s: a hung top-level window (or Wine's desktop) cannot block the install."""

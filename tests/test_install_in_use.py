@@ -406,6 +406,7 @@ def temp_files(*roots: Path) -> list[str]:
     return [str(p) for root in roots for p in root.rglob(f"*{transaction.TEMP_SUFFIX}")]
 
 
+@pytest.mark.live
 @windows_only
 @live_install
 def test_for_real_install_onto_a_loaded_dll_is_refused_and_leaves_nothing(tmp_path, monkeypatch, capsys):
@@ -438,6 +439,7 @@ def test_for_real_install_onto_a_loaded_dll_is_refused_and_leaves_nothing(tmp_pa
     assert main(["rollback"]) == 0 and native_tree(target) == before
 
 
+@pytest.mark.live
 @windows_only
 @live_install
 def test_for_real_rollback_with_a_loaded_dll_changes_nothing(tmp_path, monkeypatch, capsys):

@@ -23,7 +23,6 @@ REQUIREMENTS = [
     "packaging>=22",
     "PyYAML>=6",
     "rich>=13",
-    "nvidia-ml-py>=12",
     "pefile>=2023.2.7",
     "pyelftools>=0.29",
     "platformdirs>=3",

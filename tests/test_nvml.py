@@ -100,6 +100,39 @@ int nvmlDeviceGetUUID(void *handle, char *uuid, unsigned int size) {
     int i = device(handle);
     return i < 0 || fails("nvmlDeviceGetUUID") ? 2 : text(uuid, size, uuids[i]);
 }
+/* verify's GPU state: clocks in MHz (1 = SM, 2 = memory), power in mW (the first GPU refuses its limit, as many
+   boards do: NVML_ERROR_NOT_SUPPORTED), the clock-event reasons as a bit mask */
+int nvmlDeviceGetClockInfo(void *handle, int type, unsigned int *clock) {
+    int i = device(handle);
+    if (i < 0 || fails("nvmlDeviceGetClockInfo")) return 2;
+    *clock = type == 1 ? (i ? 1755 : 1395) : (i ? 2619 : 9751);
+    return 0;
+}
+int nvmlDeviceGetMaxClockInfo(void *handle, int type, unsigned int *clock) {
+    int i = device(handle);
+    if (i < 0 || fails("nvmlDeviceGetMaxClockInfo")) return 2;
+    *clock = i ? 1980 : 2100;
+    return 0;
+}
+int nvmlDeviceGetPowerUsage(void *handle, unsigned int *milliwatts) {
+    int i = device(handle);
+    if (i < 0 || fails("nvmlDeviceGetPowerUsage")) return 2;
+    *milliwatts = i ? 91500 : 350250;
+    return 0;
+}
+int nvmlDeviceGetEnforcedPowerLimit(void *handle, unsigned int *milliwatts) {
+    int i = device(handle);
+    if (i < 0) return 2;
+    if (i == 0 || fails("nvmlDeviceGetEnforcedPowerLimit")) return 3;
+    *milliwatts = 700000;
+    return 0;
+}
+int nvmlDeviceGetCurrentClocksThrottleReasons(void *handle, unsigned long long *reasons) {
+    int i = device(handle);
+    if (i < 0 || fails("nvmlDeviceGetCurrentClocksThrottleReasons")) return 2;
+    *reasons = i ? 0x44ULL : 0x1ULL;
+    return 0;
+}
 """
 
 EXPECTED = {
@@ -183,6 +216,67 @@ for case, knobs in json.loads(sys.argv[1]).items():
 print(json.dumps(answers))
 """
 
+# verify's GPU state: the ctypes binding against what LiveSystem read with pynvml before (call for call), each call
+# failing in turn.
+STATE = r"""
+import json, os, sys
+from cudnn_doctor.system import nvml
+import pynvml
+
+def number(call, *args):
+    try:
+        return call(*args)
+    except Exception:
+        return None
+
+def with_pynvml():
+    try:
+        pynvml.nvmlInit()
+    except Exception:
+        return None
+    try:
+        states = []
+        for index in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            name = pynvml.nvmlDeviceGetName(handle)
+            draw, limit = number(pynvml.nvmlDeviceGetPowerUsage, handle), number(pynvml.nvmlDeviceGetEnforcedPowerLimit, handle)
+            bits = number(pynvml.nvmlDeviceGetCurrentClocksThrottleReasons, handle)
+            states.append({
+                "name": name.decode() if isinstance(name, bytes) else name,
+                "clocks_mhz": {
+                    "sm": number(pynvml.nvmlDeviceGetClockInfo, handle, pynvml.NVML_CLOCK_SM),
+                    "sm_max": number(pynvml.nvmlDeviceGetMaxClockInfo, handle, pynvml.NVML_CLOCK_SM),
+                    "memory": number(pynvml.nvmlDeviceGetClockInfo, handle, pynvml.NVML_CLOCK_MEM),
+                },
+                "power_w": {"draw": draw / 1000.0 if draw is not None else None, "limit": limit / 1000.0 if limit is not None else None},
+                "throttle_reasons": [r for bit, r in nvml.THROTTLE_BITS.items() if bits and int(bits) & bit],
+            })
+        return states
+    except Exception:
+        return None
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:
+            pass
+
+answers = {}
+for case, knobs in json.loads(sys.argv[1]).items():
+    os.environ.pop("STUB_NVML_FAIL", None)
+    os.environ.update(knobs)
+    answers[case] = {"ctypes": nvml.gpu_state(), "pynvml": with_pynvml()}
+print(json.dumps(answers))
+"""
+
+STATE_CALLS = (
+    "nvmlDeviceGetClockInfo",
+    "nvmlDeviceGetMaxClockInfo",
+    "nvmlDeviceGetPowerUsage",
+    "nvmlDeviceGetEnforcedPowerLimit",
+    "nvmlDeviceGetCurrentClocksThrottleReasons",
+    "nvmlDeviceGetName",
+)
+
 CASES = {"plain": {}, "init fails": {"STUB_NVML_FAIL_INIT": "1"}, **{f"{call} fails": {"STUB_NVML_FAIL": call} for call in CALLS}}
 
 
@@ -224,6 +318,27 @@ def test_ctypes_reads_what_pynvml_reads_and_shuts_every_session_down(full, tmp_p
     assert answers["nvmlShutdown fails"]["ctypes"] == EXPECTED  # the facts were read before
     for call in CALLS[2:-1]:  # any GPU call failing: NVML is not to be believed
         assert answers[f"{call} fails"]["ctypes"] is None, call
+
+
+def test_the_gpu_state_verify_shows_is_what_pynvml_reads(full, tmp_path):
+    pytest.importorskip("pynvml")
+    cases = {"plain": {}, **{f"{call} fails": {"STUB_NVML_FAIL": call} for call in STATE_CALLS}}
+    done = subprocess.run(
+        [sys.executable, "-c", STATE, json.dumps(cases)], capture_output=True, text=True, env=_environment(full, tmp_path / "calls.log"), timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    answers = json.loads(done.stdout.strip().splitlines()[-1])
+    for case, answer in answers.items():
+        assert answer["ctypes"] == answer["pynvml"], case
+    first, second = answers["plain"]["ctypes"]
+    assert first == {
+        "name": "NVIDIA GeForce RTX 3090",
+        "clocks_mhz": {"sm": 1395, "sm_max": 2100, "memory": 9751},
+        "power_w": {"draw": 350.25, "limit": None},
+        "throttle_reasons": ["gpu_idle"],
+    }
+    assert second["power_w"] == {"draw": 91.5, "limit": 700.0} and second["throttle_reasons"] == ["sw_power_cap", "hw_thermal_slowdown"]
+    assert answers["nvmlDeviceGetName fails"]["ctypes"] is None  # a GPU that cannot be named: NVML is not to be believed
 
 
 def test_a_driver_without_the_cuda_version_call_leaves_the_key_out(tmp_path):

@@ -1,15 +1,16 @@
 """NVML through ctypes: the driver and GPU facts `check` reads, without importing pynvml (a heavy import: docs/speed.md).
 
-Only the calls LiveSystem.nvml needs, under the entry points, buffer sizes and library paths nvidia-ml-py
-(pynvml) uses, so both read the same answers; `verify`'s clocks and power keep pynvml. ctypes is imported
-inside the functions: a run on a fixture never loads it.
+Only the calls the doctor needs (the facts `check` reads; the clocks, power and throttle reasons `verify` reads),
+under the entry points, buffer sizes and library paths nvidia-ml-py (pynvml) uses, so both read the same answers
+(tests/test_nvml.py compares them call for call). ctypes is imported inside the functions: a run on a fixture never
+loads it.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Optional
+from typing import Any, Callable, Optional, TypeVar
 
 SUCCESS = 0  # NVML_SUCCESS
 DRIVER_VERSION_BUFFER_SIZE = 80  # NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE
@@ -57,6 +58,20 @@ def query(library: Optional[Any] = None) -> Optional[dict[str, Any]]:
     """Driver version, CUDA driver version (left out where the driver lacks the call) and each GPU's name,
     compute capability, memory and UUID; None whenever NVML cannot start or any of these calls fails.
     Every session that started is shut down, whatever happened inside it."""
+    return _in_session(_facts, library)
+
+
+def gpu_state(library: Optional[Any] = None) -> Optional[list[dict[str, Any]]]:
+    """Each GPU's clocks (MHz), power (W) and active clock-event (throttle) reasons, what `verify` reads beside its
+    figures; a reading NVML refuses (power on many boards) is None; None when NVML cannot start or count the GPUs."""
+    return _in_session(_states, library)
+
+
+_T = TypeVar("_T")
+
+
+def _in_session(read: Callable[[Any], _T], library: Optional[Any]) -> Optional[_T]:
+    """`read(library)` inside an NVML session, shut down whatever happened; None when it cannot start or `read` fails."""
     library = load() if library is None else library
     if library is None:
         return None
@@ -67,7 +82,7 @@ def query(library: Optional[Any] = None) -> Optional[dict[str, Any]]:
     if not started:
         return None
     try:
-        return _facts(library)
+        return read(library)
     except Exception:  # NvmlError, a missing entry point, a name that is not UTF-8
         return None
     finally:
@@ -119,3 +134,58 @@ def _facts(library: Any) -> dict[str, Any]:
             }
         )
     return report
+
+
+CLOCK_SM, CLOCK_MEM = 1, 2  # nvmlClockType_t: NVML_CLOCK_SM, NVML_CLOCK_MEM
+# nvmlClocksEventReason* (formerly nvmlClocksThrottleReason*), nvml.h: the bits `verify` names.
+THROTTLE_BITS = {
+    0x1: "gpu_idle",
+    0x2: "applications_clocks_setting",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
+    0x100: "display_clock_setting",
+}
+
+
+def _states(library: Any) -> list[dict[str, Any]]:
+    import ctypes
+
+    count = ctypes.c_uint()
+    _call(library, "nvmlDeviceGetCount_v2", ctypes.byref(count))
+    states = []
+    for index in range(count.value):
+        handle = ctypes.c_void_p()
+        _call(library, "nvmlDeviceGetHandleByIndex_v2", ctypes.c_uint(index), ctypes.byref(handle))
+        name = ctypes.create_string_buffer(DEVICE_NAME_BUFFER_SIZE)
+        _call(library, "nvmlDeviceGetName", handle, name, ctypes.c_uint(DEVICE_NAME_BUFFER_SIZE))
+        draw, limit = _number(library, "nvmlDeviceGetPowerUsage", handle), _number(library, "nvmlDeviceGetEnforcedPowerLimit", handle)
+        reasons = _number(library, "nvmlDeviceGetCurrentClocksThrottleReasons", handle, wide=True)
+        states.append(
+            {
+                "name": name.value.decode(),
+                "clocks_mhz": {
+                    "sm": _number(library, "nvmlDeviceGetClockInfo", handle, CLOCK_SM),
+                    "sm_max": _number(library, "nvmlDeviceGetMaxClockInfo", handle, CLOCK_SM),
+                    "memory": _number(library, "nvmlDeviceGetClockInfo", handle, CLOCK_MEM),
+                },
+                "power_w": {"draw": draw / 1000.0 if draw is not None else None, "limit": limit / 1000.0 if limit is not None else None},
+                "throttle_reasons": [reason for bit, reason in THROTTLE_BITS.items() if reasons and reasons & bit],
+            }
+        )
+    return states
+
+
+def _number(library: Any, name: str, handle: Any, *args: int, wide: bool = False) -> Optional[int]:
+    """One unsigned answer (milliwatts, MHz, a bit mask), None where the call is missing or refused (not supported)."""
+    import ctypes
+
+    value = ctypes.c_ulonglong() if wide else ctypes.c_uint()
+    try:
+        _call(library, name, handle, *(ctypes.c_int(a) for a in args), ctypes.byref(value))
+    except (AttributeError, NvmlError):
+        return None
+    return int(value.value)

@@ -30,10 +30,13 @@ from cudnn_doctor.system.fixture_format import validate
 from .conftest import TEST_CACHE
 
 PYTHONS = [p for p in os.environ.get("CUDNN_DOCTOR_WINE_PYTHONS", "").split(":") if p]
-pytestmark = pytest.mark.skipif(
-    not PYTHONS or shutil.which("wine") is None or not os.environ.get("WINEPREFIX"),
-    reason="the Windows lane (.ci/windows) sets CUDNN_DOCTOR_WINE_PYTHONS and WINEPREFIX",
-)
+pytestmark = [
+    pytest.mark.live,
+    pytest.mark.skipif(
+        not PYTHONS or shutil.which("wine") is None or not os.environ.get("WINEPREFIX"),
+        reason="the Windows lane (.ci/windows) sets CUDNN_DOCTOR_WINE_PYTHONS and WINEPREFIX",
+    ),
+]
 WHEELS = {  # pinned: the lane's files are the same on every run
     "nvidia-cuda-runtime-cu12": "12.9.79",
     "nvidia-cuda-nvcc-cu12": "12.9.86",

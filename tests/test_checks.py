@@ -11,7 +11,7 @@ from cudnn_doctor.checks import RULES
 from cudnn_doctor.checks.driver import _supported_by_arch_list
 from cudnn_doctor.findings import Severity
 
-from .conftest import LINUX_BASE, WINDOWS_BASE, findings_of, ids, machine
+from .conftest import LINUX_BASE, WINDOWS_BASE, findings_of, ids, machine, run
 
 CUDA = "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA"
 
@@ -204,3 +204,19 @@ def test_a_rule_whose_severity_depends_on_the_case_says_so():
                 undeclared.add((found.id, found.severity.value, path.name))
     assert not undeclared, sorted(undeclared)[:10]
     assert {r for r, rule in RULES.items() if rule.severity_when} >= {"cudnn-shadowed", "dependency-missing", "cuda-toolkit-missing"}
+
+
+def test_an_interpreter_whose_version_is_no_version_plans_without_a_python():
+    """A snapshot's interpreter version that is no version (a damaged record: 'nvidia-cuda-runtime-cu12') leaves the
+    plan without a Python constraint; it never reaches the planner as one (found by tests/test_fixture_mutations.py)."""
+    python = {
+        "executable": "/home/dev/.venv/bin/python",
+        "version": "nvidia-cuda-runtime-cu12",
+        "current": True,
+        "kind": "venv",
+        "packages": {"torch": "2.5.1+cpu"},
+        "frameworks": {"torch": {"version": "2.5.1+cpu", "cuda": None, "cuda_available": False}},
+    }
+    found = run(machine(LINUX_BASE, pythons=[python])).findings
+    assert "torch-cpu-build" in {f.id for f in found}
+    assert [f.detail for f in found if f.id == "doctor-internal-error"] == []

@@ -62,7 +62,8 @@ def machine_request(
     gpu = facts.driver.gpus[0] if facts.driver.gpus else None
     driver = machine_driver(facts)
     python = facts.python(executable)
-    python_xy = ".".join(python.version.split(".")[:2]) if python and python.parsed_version else None
+    parsed = python.parsed_version if python else None
+    python_xy = ".".join(str(part) for part in parsed.release[:2]) if parsed is not None and len(parsed.release) >= 2 else None
     return Request(
         frameworks=tuple(wanted),
         os=os_name or ("wsl" if facts.wsl else facts.os),

@@ -8,7 +8,7 @@ import pytest
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.binaries import arch_of_machine, machine_of_arch, read_binary
-from cudnn_doctor.install.archive import binary_machine, library_problem
+from cudnn_doctor.install.archive_info import binary_machine, library_problem
 from cudnn_doctor.loader.resolve import Resolver
 from cudnn_doctor.system.fixture import FixtureSystem
 from cudnn_doctor.system.recorder import RecordingSystem

@@ -15,7 +15,8 @@ from cudnn_doctor.binaries import scan
 from cudnn_doctor.cli import main
 from cudnn_doctor.install import apply as apply_module
 from cudnn_doctor.install import transaction
-from cudnn_doctor.install.archive import Archive, inspect
+from cudnn_doctor.install.archive import Archive
+from cudnn_doctor.install.archive_info import inspect
 from cudnn_doctor.system.xz import xz_stream
 
 from . import archives
@@ -185,7 +186,7 @@ def test_the_machine_of_an_elf_library_is_read_as_pyelftools_reads_it():
     from elftools.elf.elffile import ELFFile
 
     from cudnn_doctor.binaries import ELF_MACHINES
-    from cudnn_doctor.install.archive import binary_machine
+    from cudnn_doctor.install.archive_info import binary_machine
 
     for name, head in _elf_heads():
         if head[:4] != b"\x7fELF":

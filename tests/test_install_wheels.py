@@ -9,7 +9,8 @@ import pytest
 
 from cudnn_doctor.cli import main
 from cudnn_doctor.install import archive as archive_module
-from cudnn_doctor.install.archive import Archive, inspect
+from cudnn_doctor.install.archive import Archive
+from cudnn_doctor.install.archive_info import inspect
 
 from . import archives
 from .conftest import live_install

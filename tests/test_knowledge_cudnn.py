@@ -11,7 +11,7 @@ from packaging.version import Version
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.errors import KnowledgeError
-from cudnn_doctor.install.archive import _cuda_from_names
+from cudnn_doctor.install.archive import cuda_from_names
 from cudnn_doctor.knowledge import schema
 from tests.test_plan import plan
 
@@ -90,10 +90,10 @@ def test_parse_finds_the_name_in_paths_and_folders_only(name: str, cuda_major: O
 
 
 def test_install_reads_the_cuda_major_from_the_file_then_the_top_folder_then_the_installer_layout():
-    assert _cuda_from_names("cudnn-11.2-windows-x64-v8.1.1.33.zip", "cuda", ["bin/cudnn64_8.dll"]) == 11
-    assert _cuda_from_names("renamed.zip", "cudnn-windows-x86_64-9.1.0.70_cuda12-archive", ["bin/cudnn64_9.dll"]) == 12
-    assert _cuda_from_names("renamed.zip", "", ["bin/12.x/cudnn64_9.dll"]) == 12
-    assert _cuda_from_names("renamed.zip", "stuff", ["bin/cudnn64_9.dll"]) is None
+    assert cuda_from_names("cudnn-11.2-windows-x64-v8.1.1.33.zip", "cuda", ["bin/cudnn64_8.dll"]) == 11
+    assert cuda_from_names("renamed.zip", "cudnn-windows-x86_64-9.1.0.70_cuda12-archive", ["bin/cudnn64_9.dll"]) == 12
+    assert cuda_from_names("renamed.zip", "", ["bin/12.x/cudnn64_9.dll"]) == 12
+    assert cuda_from_names("renamed.zip", "stuff", ["bin/cudnn64_9.dll"]) is None
 
 
 def test_tensorflow_2_5s_cuda_11_2_gets_the_one_cuda_11_binary_of_8_1():

@@ -11,7 +11,8 @@ import uuid
 from typing import Any, Callable, Optional, Sequence
 
 from cudnn_doctor.errors import CudnnDoctorError, InputError
-from cudnn_doctor.install.archive import Archive, library_problem
+from cudnn_doctor.install.archive import Archive
+from cudnn_doctor.install.archive_info import library_problem
 from cudnn_doctor.install.files import (
     BLOCK,
     SPACE_MARGIN,

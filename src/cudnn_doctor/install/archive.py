@@ -5,7 +5,8 @@ absolute paths, drive letters, `..` components, names no file system takes, dupl
 members below a link of the same archive, links that leave the archive or climb with `..`
 after a folder name, hard links to anything but a file of the archive, devices and FIFOs,
 too many members, and archives whose size or compression ratio is absurd (bombs) or that are
-truncated or hold no cuDNN file at all. Where a link lands once installed is judged by the plan.
+truncated or hold no cuDNN file at all. Where a link lands once installed is judged by the plan; what the archive
+holds (release, CUDA major, OS, architecture, layout) is read by archive_info.py.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import lzma
 import os
 import posixpath
 import queue
-import re
 import shutil
 import tarfile
 import threading
@@ -28,11 +28,9 @@ from pathlib import Path
 from typing import IO, Callable, ContextManager, Iterator, Optional
 
 from cudnn_doctor import knowledge
-from cudnn_doctor.binaries import ELF_MACHINES, PE_MACHINES, arch_of_machine
 from cudnn_doctor.errors import InputError
 from cudnn_doctor.lazyre import regex
 from cudnn_doctor.record import Record
-from cudnn_doctor.versions import cuda_major_of_dll_number, cudnn_header_version
 
 # Limits, calibrated on NVIDIA's real archives and wheels (tests/test_install_wheels.py reads them): a cuDNN release
 # expands to 1-3 GB (nvidia-cudnn-cu12 9.1.0.70: 1.0 GB from 665 MB, 31 members), its largest member is under 1 GB, and
@@ -48,27 +46,15 @@ SPOOL_MARGIN = 16 << 20  # what the journal and the file system's rounding need 
 _DISK_FULL = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
 _DRIVE = regex(r"^[A-Za-z]:")
 _UNUSABLE = regex(r'[\x00-\x1f<>:"|?*]')  # control characters and what Windows refuses in a name
-_CUDNN_FILE = regex(r"(?i)(^|/)(lib)?cudnn[^/]*\.(h|dll|lib|a|so(\.\d+)*)$")
-_LIBRARY = regex(r"(?i)\.(dll|so(\.\d+)*)$")
-_INSTALLER_CUDA = regex(r"^bin/(\d+)\.x/")  # the cuDNN 9 installer's per-CUDA folders: bin/12.x/
-_CUBLAS_NAME = regex(rb"cublas(?:Lt)?64_(\d+)\.dll|libcublas(?:Lt)?\.so\.(\d+)")
-_OPS = regex(r"(?i)cudnn_ops(_infer)?(64_\d+\.dll|\.so\.\d+[.\d]*)$")
+CUDNN_FILE = regex(r"(?i)(^|/)(lib)?cudnn[^/]*\.(h|dll|lib|a|so(\.\d+)*)$")
+LIBRARY_NAME = regex(r"(?i)\.(dll|so(\.\d+)*)$")
+INSTALLER_CUDA = regex(r"^bin/(\d+)\.x/")  # the cuDNN 9 installer's per-CUDA folders: bin/12.x/
+CUBLAS_NAME = regex(rb"cublas(?:Lt)?64_(\d+)\.dll|libcublas(?:Lt)?\.so\.(\d+)")
+OPS_NAME = regex(r"(?i)cudnn_ops(_infer)?(64_\d+\.dll|\.so\.\d+[.\d]*)$")
 _HEAD = 1 << 16  # a library's first bytes: its headers (ELF, PE)
 _HEADER_HEAD = 256 * 1024  # a C header: where its version is
-_BLOCK = 4 << 20
+BLOCK = 4 << 20
 _BUFFER = 1 << 20
-_EM_NAMES = {
-    2: "EM_SPARC",
-    3: "EM_386",
-    8: "EM_MIPS",
-    20: "EM_PPC",
-    21: "EM_PPC64",
-    22: "EM_S390",
-    40: "EM_ARM",
-    62: "EM_X86_64",
-    183: "EM_AARCH64",
-    243: "EM_RISCV",
-}  # read from the compressed stream at a time
 
 
 @dataclass(frozen=True)
@@ -141,7 +127,7 @@ class Archive:
                 self._zip = zipfile.ZipFile(path)
                 infos = self._zip.infolist()
                 self._check_count(len(infos))
-                self._zip_names = {_clean(i.filename): i for i in infos}
+                self._zip_names = {clean_name(i.filename): i for i in infos}
                 self._members = self._zip_members(infos)
                 self._packed = sum(i.compress_size for i in infos)
                 self._validate()  # a zip says everything before its data: judged before a byte is read
@@ -195,11 +181,11 @@ class Archive:
         with _tar_stream(self.path, self._opener) as tar:
             for info in tar:  # counted while reading, so a million members stop early
                 self._check_count(len(members) + 1)
-                name = _clean(info.name)
+                name = clean_name(info.name)
                 if info.issym():
                     members.append(Member(name, 0, 0, link=info.linkname))
                 elif info.islnk():  # a hard link names another member (an earlier one, in a tar) by its path
-                    source = _clean(info.linkname)
+                    source = clean_name(info.linkname)
                     if source not in regular or source == name:
                         raise InputError(f"{self.path.name}: refusing hard link {name!r} → {info.linkname!r} (it names no file of the archive)")
                     members.append(Member(name, regular[source], 0, hardlink=source))
@@ -231,15 +217,15 @@ class Archive:
         keep = _HEADER_HEAD if name.endswith(".h") else _HEAD
         head = b""
         spooled = os.path.join(self._spool, f"{number:05d}") if self._spool is not None else None
-        look = self._cublas is None and _OPS.search(name) is not None and _cuda_from_names(self.path.name, name.split("/")[0], []) is None
+        look = self._cublas is None and OPS_NAME.search(name) is not None and cuda_from_names(self.path.name, name.split("/")[0], []) is None
         tail = b""
         written = 0
-        with open(spooled, "wb") if spooled else contextlib.nullcontext() as out, _Sink(out, threaded=size > 2 * _BLOCK) as sink:
-            for block in iter(lambda: stream.read(_BLOCK), b""):
+        with open(spooled, "wb") if spooled else contextlib.nullcontext() as out, _Sink(out, threaded=size > 2 * BLOCK) as sink:
+            for block in iter(lambda: stream.read(BLOCK), b""):
                 if len(head) < keep:
                     head += block[: keep - len(head)]
                 if look:
-                    found = _CUBLAS_NAME.search(tail + block)
+                    found = CUBLAS_NAME.search(tail + block)
                     if found:
                         self._cublas, look = found.group(0), False
                     tail = block[-64:]
@@ -255,11 +241,11 @@ class Archive:
             mode = (info.external_attr >> 16) & 0o170000
             if mode == 0o120000:  # a symbolic link stored in a zip: its target is the data
                 target = self._zip.read(info)[:4096].decode("utf-8", "replace")
-                members.append(Member(_clean(info.filename), 0, info.compress_size, link=target))
+                members.append(Member(clean_name(info.filename), 0, info.compress_size, link=target))
             elif mode not in (0, 0o100000, 0o040000):
                 raise InputError(f"{self.path.name}: {info.filename!r} is a device, FIFO or socket, not a file")
             else:
-                members.append(Member(_clean(info.filename), info.file_size, info.compress_size, is_dir=info.is_dir()))
+                members.append(Member(clean_name(info.filename), info.file_size, info.compress_size, is_dir=info.is_dir()))
         return tuple(members)
 
     def _folder_members(self) -> tuple[Member, ...]:
@@ -315,7 +301,7 @@ class Archive:
             raise self._refuse(f"an archive that expands to {total / 1024**3:.0f} GB")
         if self._packed is not None and total > 64 * RATIO_FLOOR and total > MAX_ARCHIVE_RATIO * max(self._packed, 1):
             raise self._refuse(f"an archive that expands {total // max(self._packed, 1)}x, to {total / 1024**2:,.0f} MB (an archive bomb?)")
-        if not any(_CUDNN_FILE.search(m.name) for m in self._members if m.is_file):
+        if not any(CUDNN_FILE.search(m.name) for m in self._members if m.is_file):
             raise InputError(f"{self.path.name} holds no cuDNN library or header: it is not a cuDNN archive")
 
     def _source(self, member: Member) -> Member:
@@ -328,7 +314,7 @@ class Archive:
             return facts.digest
         digest = hashlib.sha256()
         with self.open(member) as stream:
-            for block in iter(lambda: stream.read(_BLOCK), b""):
+            for block in iter(lambda: stream.read(BLOCK), b""):
                 digest.update(block)
         return digest.hexdigest()
 
@@ -361,7 +347,7 @@ class Archive:
         """A tar member's bytes again, when they were not spooled: the archive is decompressed up to it once more."""
         if getattr(self, "_tar", None) is None:
             self._tar = tarfile.open(self.path)  # noqa: SIM115 - closed by Archive.close()
-            self._tar_infos = {_clean(m.name): m for m in self._tar.getmembers()}
+            self._tar_infos = {clean_name(m.name): m for m in self._tar.getmembers()}
         stream = self._tar.extractfile(self._tar_infos[member.name])
         if stream is None:
             raise InputError(f"{self.path.name}: cannot read {member.name}")
@@ -485,175 +471,16 @@ def link_problem(target: str) -> Optional[str]:
     return None
 
 
-def library_problem(name: str, head: bytes, os_name: str, arch: Optional[str]) -> Optional[str]:
-    """Why the first bytes of a library do not fit its name and the target OS and machine, or None."""
-    if not _LIBRARY.search(name):
-        return None
-    wanted = "pe" if name.lower().endswith(".dll") else "elf"
-    if wanted != ("pe" if os_name == "windows" else "elf"):
-        return f"a {'.dll' if wanted == 'pe' else '.so'} file is no library on {os_name}"
-    found = binary_machine(head)
-    if found is None or found[0] != wanted:
-        return f"it is not {'a PE (MZ)' if wanted == 'pe' else 'an ELF'} file"
-    if arch is not None and found[1] is not None and arch_of_machine(found[1]) != arch:
-        return f"it is built for {arch_of_machine(found[1])}, this machine is {arch}"
-    return None
-
-
-def binary_machine(head: bytes) -> Optional[tuple[str, Optional[str]]]:
-    """(pe | elf, machine as the header names it) from a library's first bytes (pefile / the ELF header), None when neither."""
-    try:
-        if head[:2] == b"MZ":
-            offset = int.from_bytes(head[0x3C:0x40], "little") if len(head) >= 0x40 else -1
-            if not 0 <= offset <= len(head) - 24 or head[offset : offset + 4] != b"PE\0\0":
-                return ("pe", None)  # a DOS stub only: pefile would refuse it (and its failure path runs gc.collect(), a slow one)
-            import pefile
-
-            try:
-                machine = pefile.PE(data=head, fast_load=True).FILE_HEADER.Machine
-            except pefile.PEFormatError:
-                return ("pe", None)
-            return ("pe", PE_MACHINES.get(machine, hex(machine)))
-        if head[:4] == b"\x7fELF":  # e_machine, read as pyelftools does (without importing it: 0.1 s of a dry run)
-            if len(head) < 20 or head[4] not in (1, 2) or head[5] not in (1, 2):
-                return ("elf", None)
-            number = int.from_bytes(head[18:20], "little" if head[5] == 1 else "big")
-            machine = _EM_NAMES.get(number, str(number))
-            return ("elf", ELF_MACHINES.get(machine, machine))
-    except Exception:  # a header too odd for the parsers: the format is known, the machine is not
-        return ("pe" if head[:2] == b"MZ" else "elf", None)
-    return None
-
-
-def _clean(name: str) -> str:
+def clean_name(name: str) -> str:
     return name.replace("\\", "/").rstrip("/")
 
 
-# NVIDIA's own pip wheel of cuDNN: nvidia_cudnn_cu12-9.1.0.70-py3-none-manylinux2014_x86_64.whl, its files in nvidia/cudnn/
-_WHEEL = regex(r"^nvidia_cudnn_cu(?P<cuda>\d+)-(?P<version>\d+(?:\.\d+){1,3})-[^/]*\.whl$")
-WHEEL_TOP = "nvidia/cudnn"
-
-
-def is_wheel_payload(name: str) -> bool:
-    """A file of a cuDNN wheel that belongs in a toolkit: under nvidia/cudnn/, not the package's Python files."""
-    return name.startswith(WHEEL_TOP + "/") and not name.endswith((".py", ".pyc")) and "/__pycache__/" not in name
-
-
-def named_info(path: Path) -> Optional[ArchiveInfo]:
-    """What the file's name alone says (NVIDIA's archive names, its wheels' names): enough to refuse a wrong archive
-    before reading a byte of it. None for another name."""
-    wheel = _WHEEL.match(path.name)
-    if wheel:
-        tag = path.name.rsplit("-", 1)[-1]
-        os_name = "windows" if tag.startswith("win") else "linux" if "linux" in tag else None
-        arch = "aarch64" if "aarch64" in tag else "x86_64" if ("x86_64" in tag or "amd64" in tag) else None
-        return ArchiveInfo(path, WHEEL_TOP, "wheel", wheel.group("version"), int(wheel.group("cuda")), os_name, arch, ())
-    parsed = knowledge.parse_cudnn_archive_name(path.name)
-    if parsed is None:
-        return None
-    arch = {"sbsa": "aarch64", "x64": "x86_64"}.get(parsed.arch, parsed.arch)
-    return ArchiveInfo(path, "", "named", parsed.version, parsed.cuda_major, parsed.os, arch if arch in ("x86_64", "aarch64") else None, ())
-
-
-def first_names(path: Path, limit: int = 32) -> Optional[list[str]]:
-    """The names of an archive's first members (a zip's directory, a tar's first headers), read without reading the
-    rest; None for a folder or a file that is not a readable archive (the full read says what is wrong with it)."""
-    try:
-        if zipfile.is_zipfile(path):
-            with zipfile.ZipFile(path) as archive:
-                return archive.namelist()[: max(limit, 1000)]
-        names: list[str] = []
-        with tarfile.open(path, "r|*") as archive:
-            for member in archive:
-                names.append(member.name)
-                if len(names) >= limit:
-                    break
-        return names
-    except (OSError, EOFError, tarfile.TarError, zipfile.BadZipFile, lzma.LZMAError, zlib.error):
-        return None
-
-
-def inspect(archive: Archive) -> ArchiveInfo:
-    """Find the layout, the cuDNN version, the CUDA major and the platform of an archive."""
-    files = [m for m in archive.members if not m.is_dir]
-    named = _WHEEL.match(archive.path.name)  # NVIDIA's wheel name says its cuDNN release and CUDA major
-    wheel = named or (any(m.name.endswith(".dist-info/WHEEL") for m in files) and any(is_wheel_payload(m.name) for m in files))
-    if wheel:
-        files = [m for m in files if is_wheel_payload(m.name)]
-    top = WHEEL_TOP if wheel else _common_top(files)
-    rel = [m.name[len(top) + 1 :] if top else m.name for m in files]
-    if wheel:
-        layout = "wheel"
-    elif any(r.startswith("bin/") and re.match(r"bin/\d+\.x/", r) for r in rel):
-        layout = "cudnn9-installer"
-    elif top.rsplit("/", 1)[-1] == "cuda":
-        layout = "cuda-folder"
-    elif top.endswith("-archive"):
-        layout = "linux-archive" if any(r.endswith(".so") or ".so." in r for r in rel) else "archive-folder"
-    else:
-        layout = "flat"
-    real = [m for m in files if m.is_file]  # a header or library given as a link (dangling, perhaps) is not read
-    header = next((m for m in real if m.name.endswith("cudnn_version.h")), None) or next((m for m in real if m.name.endswith("/cudnn.h")), None)
-    version = cudnn_header_version(archive.read_text(header, 256 * 1024)) if header is not None else None
-    version = version or (named.group("version") if named else None)
-    cuda_major = (int(named.group("cuda")) if named else None) or _cuda_from_names(archive.path.name, top, rel) or _cuda_from_libraries(archive, real)
-    os_name = "windows" if any(m.name.lower().endswith(".dll") for m in files) else "linux" if any(".so" in m.name for m in files) else None
-    return ArchiveInfo(archive.path, top, layout, version, cuda_major, os_name, _arch(archive, real), archive.members)
-
-
-def _common_top(files: list[Member]) -> str:
-    if not files:
-        return ""
-    parts = [m.name.split("/") for m in files]
-    top: list[str] = []
-    for level in zip(*parts):
-        if len(set(level)) != 1 or any(len(p) <= len(top) + 1 for p in parts):
-            break
-        top.append(level[0])
-        if level[0] in ("bin", "include", "lib", "lib64"):
-            top.pop()
-            break
-    return "/".join(top)
-
-
-def _arch(archive: Archive, real: list[Member]) -> Optional[str]:
-    """The machine of the first library that is a real file, from its first 64 KB (never from a link member)."""
-    candidate = next((m for m in real if _LIBRARY.search(m.name)), None)
-    found = binary_machine(archive.read_head(candidate)) if candidate is not None else None
-    arch = arch_of_machine(found[1]) if found and found[1] else None
-    return arch if arch in ("x86_64", "aarch64", "x86") else None
-
-
-def _cuda_from_names(file_name: str, top: str, rel: list[str]) -> Optional[int]:
+def cuda_from_names(file_name: str, top: str, rel: list[str]) -> Optional[int]:
     """The CUDA major NVIDIA's name of the archive or of its top folder says (knowledge's `archives` patterns),
     or the installer layout's bin/12.x/ folder."""
     for name in (file_name, top.rsplit("/", 1)[-1]):
         parsed = knowledge.parse_cudnn_archive_name(name) if name else None
         if parsed is not None:
             return parsed.cuda_major
-    installer = next((found for found in map(_INSTALLER_CUDA.search, rel) if found), None)
+    installer = next((found for found in map(INSTALLER_CUDA.search, rel) if found), None)
     return int(installer.group(1)) if installer else None
-
-
-def _cuda_from_libraries(archive: Archive, files: list[Member]) -> Optional[int]:
-    """The cuBLAS major the cuDNN ops library names (cublas64_11.dll / libcublas.so.12): found by the pass that
-    read the archive, or for a folder read here as a stream."""
-    ops = next((m for m in files if _OPS.search(m.name)), None)
-    if ops is None:
-        return None
-    found = archive.cublas_name() if archive.kind != "folder" else _search_cublas(archive, ops)
-    match = _CUBLAS_NAME.fullmatch(found) if found else None
-    if match is None:
-        return None
-    return cuda_major_of_dll_number(match.group(1).decode()) if match.group(1) else int(match.group(2))
-
-
-def _search_cublas(archive: Archive, ops: Member) -> Optional[bytes]:
-    tail = b""
-    with archive.open(ops) as stream:
-        for block in iter(lambda: stream.read(_BLOCK), b""):
-            match = _CUBLAS_NAME.search(tail + block)
-            if match:
-                return match.group(0)
-            tail = block[-64:]
-    return None

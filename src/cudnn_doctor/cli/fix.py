@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from cudnn_doctor.cli.options import add_system_options, finding_ids
+from cudnn_doctor.cli.options import add_format_option, add_system_options, answer_without_asking, finding_ids
 
 if TYPE_CHECKING:
     from cudnn_doctor.diagnosis import Diagnosis
@@ -24,22 +24,21 @@ def configure_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--unsafe-fixes", action="store_true", help="also apply fixes that change packages (pip / conda; may need the network)")
     parser.add_argument("--dry-run", action="store_true", help="print the plan and change nothing")
     parser.add_argument("-y", "--yes", action="store_true", help="do not ask before changing anything")
-    parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default text)")
+    add_format_option(parser)
     add_system_options(parser)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from cudnn_doctor import knowledge
-    from cudnn_doctor.errors import UsageError
     from cudnn_doctor.fixes.applying import fix
     from cudnn_doctor.reports import fix_report, write_json
     from cudnn_doctor.reports.prompt import confirm
     from cudnn_doctor.system import open_system
 
     ids = finding_ids(args.ids)  # an unknown id is a one-line error (exit 2) before the machine is probed
-    if args.format == "json" and not (args.yes or args.dry_run):
-        raise UsageError("--format json does not ask: pass --yes to apply the fixes, or --dry-run to see the plan")
+    how = "pass --yes to apply the fixes, or --dry-run to see the plan"
+    answer_without_asking(args, how)
     text = args.format == "text"
     with knowledge.overlay(args.kb):
         system = open_system(args.fixture, limit=args.framework_timeout)
@@ -50,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
             dry_run=args.dry_run,
             diagnose=lambda machine: _diagnose(machine, args),
             show=(lambda proposal: fix_report.show_fix_plan(proposal, sys.stdout)) if text else (lambda proposal: None),
-            confirm=lambda: confirm("Apply?", args.yes, sys.stdin, sys.stderr, "pass --yes to apply the fixes, or --dry-run to see the plan"),
+            confirm=lambda: confirm("Apply?", args.yes, sys.stdin, sys.stderr, how),
             announce=lambda command: fix_report.say_running(command, sys.stdout if text else sys.stderr),
             recheck=(lambda: open_system(limit=args.framework_timeout)) if system.live else None,
         )

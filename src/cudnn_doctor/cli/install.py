@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Optional
 
-from cudnn_doctor.cli.options import add_fixture_option
+from cudnn_doctor.cli.options import add_fixture_option, add_format_option, answer_without_asking
 
 
 def configure_parser(commands: argparse._SubParsersAction) -> None:
@@ -18,35 +18,30 @@ def configure_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--dry-run", action="store_true", help="print the plan and stop")
     parser.add_argument("-y", "--yes", action="store_true", help="do not ask before changing anything")
     parser.add_argument("--set-cudnn-home", action="store_true", help="Windows: also set CUDNN_HOME to the toolkit folder")
-    _add_format(parser)
+    add_format_option(parser)
     add_fixture_option(parser, "install into the machine described by a machine-fixture/1 file (in memory) instead of this one")
     parser.set_defaults(run=run_install)
     rollback = commands.add_parser("rollback", help="undo the last install or fix, restoring every replaced or moved file")
-    _add_format(rollback)
+    add_format_option(rollback)
     add_fixture_option(rollback, "undo on the machine described by a machine-fixture/1 file (in memory) instead of this one")
     rollback.set_defaults(run=run_rollback)
     history = commands.add_parser("history", help="list the installs and fixes made with cudnn-doctor")
-    _add_format(history)
+    add_format_option(history)
     add_fixture_option(history, "list those of the machine described by a machine-fixture/1 file instead of this one")
     history.set_defaults(run=run_history)
-
-
-def _add_format(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default text)")
 
 
 def run_install(args: argparse.Namespace) -> int:
     import time
 
-    from cudnn_doctor.errors import UsageError
     from cudnn_doctor.install.installing import install
     from cudnn_doctor.reports import install_report, write_json
     from cudnn_doctor.reports.prompt import confirm
     from cudnn_doctor.system import open_system
 
     started = time.perf_counter()  # the time said at the end is the command's: reading the archive included
-    if args.format == "json" and not (args.yes or args.dry_run):
-        raise UsageError("--format json does not ask: pass --yes to install, or --dry-run to see the plan")
+    how = "pass --yes to install, or --dry-run to see the plan"
+    answer_without_asking(args, how)
     text = args.format == "text"
     system = open_system(args.fixture)
     result = install(
@@ -57,7 +52,7 @@ def run_install(args: argparse.Namespace) -> int:
         dry_run=args.dry_run,
         set_cudnn_home=args.set_cudnn_home,
         show=(lambda proposal: install_report.show_install_plan(proposal, sys.stdout, sys.stderr)) if text else (lambda proposal: None),
-        confirm=lambda: confirm("Install?", args.yes, sys.stdin, sys.stderr, "pass --yes to install, or --dry-run to see the plan"),
+        confirm=lambda: confirm("Install?", args.yes, sys.stdin, sys.stderr, how),
         progress=install_report.progress_bar if text else None,
         recheck=open_system if system.live else None,
         after_file=_test_delay(),

@@ -14,6 +14,17 @@ def add_fixture_option(parser: argparse.ArgumentParser, help: str) -> None:
     parser.add_argument("--fixture", type=Path, metavar="FILE", help=help)
 
 
+def add_format_option(parser: argparse.ArgumentParser) -> None:
+    """`--format text|json` of the commands that change the machine or list what changed it."""
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default text)")
+
+
+def answer_without_asking(args: argparse.Namespace, how: str) -> None:
+    """`--format json` never asks a question (its output is the JSON alone): it needs `--yes` or `--dry-run`."""
+    if args.format == "json" and not (args.yes or args.dry_run):
+        raise UsageError(f"--format json does not ask: {how}")
+
+
 def add_system_options(parser: argparse.ArgumentParser) -> None:
     add_fixture_option(parser, "diagnose the machine described by a machine-fixture/1 file instead of this one")
     parser.add_argument("--no-frameworks", action="store_true", help="do not import the GPU frameworks (faster; fewer facts)")

@@ -5,8 +5,6 @@ Like `install`, it runs on a fixture machine exactly as live (the changes then s
 
 from __future__ import annotations
 
-import time
-import uuid
 from collections import Counter
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
@@ -16,6 +14,7 @@ from cudnn_doctor.fixes import FixPlan, plan_fixes
 from cudnn_doctor.fixes.changes import RunCommand
 from cudnn_doctor.install import transaction
 from cudnn_doctor.install.fix import Expanded, expand, recorded_releases
+from cudnn_doctor.install.journal import new_txid
 from cudnn_doctor.record import Record
 
 if TYPE_CHECKING:
@@ -104,7 +103,7 @@ def fix(
     before = diagnose(system)
     store = transaction.Store(system)
     plan = plan_fixes(before.findings, before.facts, ids, unsafe=unsafe, releases=recorded_releases(store))
-    txid = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+    txid = new_txid()
     proposal = FixProposal(before, plan, expand(system, plan.changes, store.quarantine_path(txid)))
     show(proposal)
     if proposal.nothing_to_do or dry_run or not confirm():
@@ -112,8 +111,7 @@ def fix(
     expanded = proposal.expanded
     with store.locked():
         recovered = transaction.recover(store)
-        warnings = tuple(store.warnings)
-        store.warnings.clear()
+        warnings = store.take_warnings()
         label = "fix: " + ", ".join(dict.fromkeys(f.finding.id for f in plan.fixes))
         commands = [{"argv": list(c.argv), "undo": c.undo} for c in expanded.commands]
         transaction.apply_fix(expanded.steps, store, txid, label, _target(system, expanded), env_changes=expanded.env, commands=commands)

@@ -7,7 +7,6 @@ import dataclasses
 import errno
 import hashlib
 import time
-import uuid
 from typing import Any, Callable, Optional, Sequence
 
 from cudnn_doctor.errors import CudnnDoctorError, InputError
@@ -30,7 +29,7 @@ from cudnn_doctor.install.files import (
     present,
     size_of,
 )
-from cudnn_doctor.install.journal import Store
+from cudnn_doctor.install.journal import Store, new_txid
 from cudnn_doctor.install.plan import Action, EnvChange, Plan
 from cudnn_doctor.install.undo import UndoReport, undo
 from cudnn_doctor.system.interface import System, registry_kind
@@ -53,7 +52,7 @@ def apply(
     held = held_files(system, [a.dest for a in plan.writes if present(system, a.dest)])
     if held:
         raise FileInUse(held, "install", "run the install again; nothing was changed")
-    txid = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+    txid = new_txid()
     real_target = system.realpath(plan.target)
     header: dict[str, Any] = {
         "journal": 1,

@@ -95,8 +95,7 @@ def install(
     command: Optional[list[str]] = None
     with store.locked():
         recovered = transaction.recover(store)
-        warnings = tuple(store.warnings)
-        store.warnings.clear()
+        warnings = store.take_warnings()
         with store.spooling(_spool_root(system, into, toolkits)) as spool, _opened(system, archive_path, spool) as archive:
             proposal = _propose(system, archive, toolkits, into, force, set_cudnn_home, warnings=warnings, recovered=recovered)
             show(proposal)
@@ -104,7 +103,7 @@ def install(
                 return Installed(proposal, dry_run=False, applied=False, seconds=time.perf_counter() - started, live=system.live)
             plan = proposal.plan
             notes, command = _library_path_notes(system, plan)
-            with (progress or _silent)(plan.bytes_written) as advance:
+            with progress(plan.bytes_written) if progress else contextlib.nullcontext() as advance:
                 transaction.apply(
                     plan, archive, store, progress=advance, after_file=after_file, env_changes=list(proposal.env_changes), ldconfig=command is not None
                 )
@@ -171,11 +170,6 @@ def _library_path_notes(system: System, plan: Plan) -> tuple[list[str], Optional
         return [], None
     lib_dir = next((system.paths.dirname(a.dest) for a in plan.actions if ".so" in system.paths.basename(a.dest)), None)
     return environment.linux_notes(system, lib_dir) if lib_dir is not None else ([], None)
-
-
-@contextlib.contextmanager
-def _silent(total: int) -> Iterator[Optional[Advance]]:
-    yield None
 
 
 def _recheck(system: System, target: str) -> tuple[Finding, ...]:

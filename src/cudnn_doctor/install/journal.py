@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import time
 import uuid
 from contextlib import contextmanager
 from typing import Any, Iterator, Optional
@@ -14,6 +15,11 @@ from cudnn_doctor import untrusted
 from cudnn_doctor.errors import InputError
 from cudnn_doctor.install.files import SPOOL_PREFIX, TEMP_SUFFIX, discard, remove_spool
 from cudnn_doctor.system.interface import System
+
+
+def new_txid() -> str:
+    """A transaction's id, as the history and the backup and quarantine folders name it: when, then a random suffix."""
+    return time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
 
 
 class Store:
@@ -27,6 +33,12 @@ class Store:
         self.lock_path = system.paths.join(self.root, "lock")
         self.warnings: list[str] = []  # said once by the command (a torn journal record skipped)
         self._torn = False  # the journal may end in a torn record: the next append starts on a new line
+
+    def take_warnings(self) -> tuple[str, ...]:
+        """What reading the state folder skipped so far, handed over once (the command says it, one line each)."""
+        found = tuple(self.warnings)
+        self.warnings.clear()
+        return found
 
     def quarantine_path(self, txid: str) -> str:
         """Where a fix moves the files it takes away: kept until the fix is rolled back (which moves them home)."""

@@ -40,7 +40,7 @@ def rollback(system: System) -> Rollback:
     store = transaction.Store(system)
     with store.locked():
         recovered = transaction.recover(store)
-        warnings = _warnings(store)
+        warnings = store.take_warnings()
         if recovered:
             return Rollback(warnings, recovered=recovered)
         try:
@@ -56,10 +56,4 @@ def history(system: System) -> History:
     journal = store.journal()
     in_progress = journal if journal is not None and journal.get("state") == "in-progress" else None
     entries = tuple(store.history())
-    return History(entries, in_progress, _warnings(store))
-
-
-def _warnings(store: transaction.Store) -> tuple[str, ...]:
-    found = tuple(store.warnings)
-    store.warnings.clear()
-    return found
+    return History(entries, in_progress, store.take_warnings())

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from cudnn_doctor.findings import Severity
 from cudnn_doctor.fixes.changes import ManagedExport
 from cudnn_doctor.reports.encoding import visible
+from cudnn_doctor.reports.install_report import env_changes_json
 
 if TYPE_CHECKING:
     from cudnn_doctor.diagnosis import Diagnosis
@@ -96,7 +97,7 @@ def fix_json(result: Fixed) -> dict[str, Any]:
         "fixes": [{"id": f.finding.id, "kind": f.kind, "title": f.finding.title} for f in proposal.plan.fixes],
         "skipped": [{"id": s.finding.id, "why": s.why} for s in proposal.plan.skipped],
         "steps": [{"kind": s.kind, "source": s.source, "dest": s.dest} for s in expanded.steps],
-        "env_changes": [{"scope": c.scope, "name": c.name, "old": c.old, "new": c.new} for c in expanded.env],
+        "env_changes": env_changes_json(expanded.env),
         "commands": [{"argv": list(c.argv), "undo": c.undo} for c in expanded.commands],
         "shell_lines": list(expanded.shell_lines),
         "notes": list(expanded.notes),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional, TextIO
 
 from cudnn_doctor.paths import PathRules
 
@@ -149,6 +149,11 @@ def progress_bar(total: int) -> Iterator[Optional[Callable[[int], None]]]:
 # --format json: one object per command, each with its schema name (reports/changes.schema.json) -----------------
 
 
+def env_changes_json(changes: Iterable[Any]) -> list[dict[str, Any]]:
+    """A persistent-environment change as install's and fix's JSON say it (reports/changes.schema.json's env_change)."""
+    return [{"scope": c.scope, "name": c.name, "old": c.old, "new": c.new} for c in changes]
+
+
 def install_json(result: Installed) -> dict[str, Any]:
     plan, info = result.proposal.plan, result.proposal.plan.archive
     return {
@@ -158,7 +163,7 @@ def install_json(result: Installed) -> dict[str, Any]:
         "target": plan.target,
         "replaced_version": plan.replaced_version,
         "actions": [{"kind": a.kind, "dest": a.dest, "size": a.member.size, "link": a.member.link, "replaced_size": a.replaced_size} for a in plan.actions],
-        "env_changes": [{"scope": c.scope, "name": c.name, "old": c.old, "new": c.new} for c in result.proposal.env_changes],
+        "env_changes": env_changes_json(result.proposal.env_changes),
         "bytes_to_write": plan.bytes_written,
         "dry_run": result.dry_run,
         "applied": result.applied,

@@ -55,6 +55,38 @@ def keep(target: Path, data: bytes) -> None:
     partial.replace(target)
 
 
+def pip_install(python: Path, *args: str, timeout: float = 1800) -> None:
+    """`pip install ARGS` with `python`; a registry that cannot be reached or says no skips the test."""
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *args], capture_output=True, text=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        pytest.skip("the package registry did not answer in time")
+    if done.returncode != 0:
+        pytest.skip(f"cannot install {' '.join(args)} from the package registry: {done.stderr.strip().splitlines()[-1:]}")
+
+
+def cached_venv(name: str, *requirements: str) -> Path:
+    """The python of a venv holding `requirements`, built once under a lock in TEST_CACHE and named by what it holds
+    (this interpreter's version and the requirements): another set makes another venv, never rebuilds this one."""
+    import subprocess
+
+    with cached(f"venvs/{name}-{content_name(sys.version, *requirements)}") as folder:
+        python, stamp = folder / "bin" / "python", folder / "cudnn-doctor-requirements.txt"  # the stamp: every requirement in
+        if python.exists() and stamp.is_file():
+            return python
+        base = Path(getattr(sys, "_base_executable", sys.executable))
+        made = subprocess.run([str(base), "-m", "venv", "--clear", str(folder)], capture_output=True, text=True, timeout=300)
+        if made.returncode != 0:
+            pytest.skip(f"cannot create a venv with {base}: {made.stderr.strip().splitlines()[-1:]}")
+        pip_install(python, *requirements)
+        stamp.write_text("\n".join(requirements) + "\n", encoding="utf-8")
+    return python
+
+
 def content_name(*parts: str) -> str:
     """A short, stable name for a cache entry made of `parts` (requirements, the interpreter's version)."""
     import hashlib

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from .test_wheels_live import ORT, SRC, _deps, _dist_version, _site, _venv
+from .conftest import cached_venv
+from .test_wheels_live import ORT, SRC, _deps, _dist_version, _site
 
 pytestmark = [pytest.mark.network, pytest.mark.skipif(sys.platform != "linux", reason="the live venvs are Linux venvs")]
 
@@ -41,7 +42,7 @@ def _shadowed(python: Path, tmp_path: Path, ld_library_path: str) -> list[dict]:
 
 
 def test_fix_quarantines_a_stray_cudnn_ahead_of_the_pip_one_and_rollback_restores_it(tmp_path):
-    python = _venv("ort-extras", ORT.replace("==", "[cuda,cudnn]=="))
+    python = cached_venv("ort-extras", ORT.replace("==", "[cuda,cudnn]=="))
     site = _site(python)
     version = _dist_version(python, "nvidia_cudnn_cu13")
     stray = tmp_path / "stray" / "lib"

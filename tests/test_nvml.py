@@ -157,38 +157,20 @@ CALLS = (
     "nvmlShutdown",
 )
 
-# In one child (LD_LIBRARY_PATH is read when the process starts): for each case (the knobs it sets), the ctypes
-# answer, pynvml's answer (the reading `check` made before, call for call) and the init/shutdown lines each logged.
-COMPARE = r"""
+# What both comparisons start with: the ctypes binding, pynvml, and pynvml's own session around a reading (None when
+# NVML cannot start or the reading fails; shut down whatever happened), as the doctor's reading before this binding.
+PYNVML_SESSION = r"""
 import json, os, sys
 from cudnn_doctor.system import nvml
 import pynvml
 
-def with_pynvml():
+def with_pynvml(read):
     try:
         pynvml.nvmlInit()
     except Exception:
         return None
     try:
-        driver = pynvml.nvmlSystemGetDriverVersion()
-        report = {"driver_version": driver.decode() if isinstance(driver, bytes) else driver, "gpus": []}
-        try:
-            report["cuda_driver_version"] = int(pynvml.nvmlSystemGetCudaDriverVersion_v2())
-        except Exception:
-            pass
-        for index in range(pynvml.nvmlDeviceGetCount()):
-            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-            name = pynvml.nvmlDeviceGetName(handle)
-            major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
-            memory = pynvml.nvmlDeviceGetMemoryInfo(handle)
-            uuid = pynvml.nvmlDeviceGetUUID(handle)
-            report["gpus"].append({
-                "name": name.decode() if isinstance(name, bytes) else name,
-                "compute_capability": f"{major}.{minor}",
-                "memory_total_mib": int(memory.total // (1024 * 1024)),
-                "uuid": uuid.decode() if isinstance(uuid, bytes) else uuid,
-            })
-        return report
+        return read()
     except Exception:
         return None
     finally:
@@ -196,6 +178,33 @@ def with_pynvml():
             pynvml.nvmlShutdown()
         except Exception:
             pass
+"""
+
+# In one child (LD_LIBRARY_PATH is read when the process starts): for each case (the knobs it sets), the ctypes
+# answer, pynvml's answer (the reading `check` made before, call for call) and the init/shutdown lines each logged.
+COMPARE = (
+    PYNVML_SESSION
+    + r"""
+def facts():
+    driver = pynvml.nvmlSystemGetDriverVersion()
+    report = {"driver_version": driver.decode() if isinstance(driver, bytes) else driver, "gpus": []}
+    try:
+        report["cuda_driver_version"] = int(pynvml.nvmlSystemGetCudaDriverVersion_v2())
+    except Exception:
+        pass
+    for index in range(pynvml.nvmlDeviceGetCount()):
+        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        name = pynvml.nvmlDeviceGetName(handle)
+        major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
+        memory = pynvml.nvmlDeviceGetMemoryInfo(handle)
+        uuid = pynvml.nvmlDeviceGetUUID(handle)
+        report["gpus"].append({
+            "name": name.decode() if isinstance(name, bytes) else name,
+            "compute_capability": f"{major}.{minor}",
+            "memory_total_mib": int(memory.total // (1024 * 1024)),
+            "uuid": uuid.decode() if isinstance(uuid, bytes) else uuid,
+        })
+    return report
 
 def logged(path):
     with open(path) as handle:
@@ -211,62 +220,50 @@ for case, knobs in json.loads(sys.argv[1]).items():
     os.environ.update(knobs)
     mine = nvml.query()
     mine_logged = logged(log)
-    theirs = with_pynvml()
+    theirs = with_pynvml(facts)
     answers[case] = {"ctypes": mine, "pynvml": theirs, "ctypes_log": mine_logged, "pynvml_log": logged(log)}
 print(json.dumps(answers))
 """
+)
 
 # verify's GPU state: the ctypes binding against what LiveSystem read with pynvml before (call for call), each call
 # failing in turn.
-STATE = r"""
-import json, os, sys
-from cudnn_doctor.system import nvml
-import pynvml
-
+STATE = (
+    PYNVML_SESSION
+    + r"""
 def number(call, *args):
     try:
         return call(*args)
     except Exception:
         return None
 
-def with_pynvml():
-    try:
-        pynvml.nvmlInit()
-    except Exception:
-        return None
-    try:
-        states = []
-        for index in range(pynvml.nvmlDeviceGetCount()):
-            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-            name = pynvml.nvmlDeviceGetName(handle)
-            draw, limit = number(pynvml.nvmlDeviceGetPowerUsage, handle), number(pynvml.nvmlDeviceGetEnforcedPowerLimit, handle)
-            bits = number(pynvml.nvmlDeviceGetCurrentClocksThrottleReasons, handle)
-            states.append({
-                "name": name.decode() if isinstance(name, bytes) else name,
-                "clocks_mhz": {
-                    "sm": number(pynvml.nvmlDeviceGetClockInfo, handle, pynvml.NVML_CLOCK_SM),
-                    "sm_max": number(pynvml.nvmlDeviceGetMaxClockInfo, handle, pynvml.NVML_CLOCK_SM),
-                    "memory": number(pynvml.nvmlDeviceGetClockInfo, handle, pynvml.NVML_CLOCK_MEM),
-                },
-                "power_w": {"draw": draw / 1000.0 if draw is not None else None, "limit": limit / 1000.0 if limit is not None else None},
-                "throttle_reasons": [r for bit, r in nvml.THROTTLE_BITS.items() if bits and int(bits) & bit],
-            })
-        return states
-    except Exception:
-        return None
-    finally:
-        try:
-            pynvml.nvmlShutdown()
-        except Exception:
-            pass
+def states():
+    found = []
+    for index in range(pynvml.nvmlDeviceGetCount()):
+        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        name = pynvml.nvmlDeviceGetName(handle)
+        draw, limit = number(pynvml.nvmlDeviceGetPowerUsage, handle), number(pynvml.nvmlDeviceGetEnforcedPowerLimit, handle)
+        bits = number(pynvml.nvmlDeviceGetCurrentClocksThrottleReasons, handle)
+        found.append({
+            "name": name.decode() if isinstance(name, bytes) else name,
+            "clocks_mhz": {
+                "sm": number(pynvml.nvmlDeviceGetClockInfo, handle, pynvml.NVML_CLOCK_SM),
+                "sm_max": number(pynvml.nvmlDeviceGetMaxClockInfo, handle, pynvml.NVML_CLOCK_SM),
+                "memory": number(pynvml.nvmlDeviceGetClockInfo, handle, pynvml.NVML_CLOCK_MEM),
+            },
+            "power_w": {"draw": draw / 1000.0 if draw is not None else None, "limit": limit / 1000.0 if limit is not None else None},
+            "throttle_reasons": [r for bit, r in nvml.THROTTLE_BITS.items() if bits and int(bits) & bit],
+        })
+    return found
 
 answers = {}
 for case, knobs in json.loads(sys.argv[1]).items():
     os.environ.pop("STUB_NVML_FAIL", None)
     os.environ.update(knobs)
-    answers[case] = {"ctypes": nvml.gpu_state(), "pynvml": with_pynvml()}
+    answers[case] = {"ctypes": nvml.gpu_state(), "pynvml": with_pynvml(states)}
 print(json.dumps(answers))
 """
+)
 
 STATE_CALLS = (
     "nvmlDeviceGetClockInfo",

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,12 +20,11 @@ import pytest
 from cudnn_doctor.system.live import LiveSystem
 from cudnn_doctor.verify import run as verifying
 
-from .conftest import cached, content_name
+from .conftest import cached_venv
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((ROOT / "src/cudnn_doctor/reports/verify.schema.json").read_text(encoding="utf-8"))
 REQUIREMENTS = ("jax[cpu]", "tensorflow-cpu", "paddlepaddle", "onnxruntime", "onnx")
-VENV_NAME = f"venvs/verify-frameworks-{content_name(sys.version, *REQUIREMENTS)}"  # another set of requirements: another venv
 FRAMEWORKS = ("tensorflow", "jax", "paddle", "onnxruntime")
 
 
@@ -136,31 +134,12 @@ def test_a_smoke_result_is_judged_against_its_precisions_tolerance():
 # the frameworks, for real, on the CPU --------------------------------------------------------------
 
 
-def _pip(python: Path, *args: str) -> None:
-    try:
-        done = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *args], capture_output=True, text=True, timeout=1800)
-    except subprocess.TimeoutExpired:
-        pytest.skip("the package registry did not answer in time")
-    if done.returncode != 0:
-        pytest.skip(f"cannot install {' '.join(args)} from the package registry: {done.stderr.strip().splitlines()[-1:]}")
-
-
 @pytest.fixture(scope="session")
 def framework_python() -> Path:
     """A venv with the CPU builds of the four frameworks (and onnx), built once and reused."""
     if sys.platform == "win32":
         pytest.skip("the framework venv is a Linux/macOS venv")
-    with cached(VENV_NAME) as venv:
-        python, stamp = venv / "bin" / "python", venv / "cudnn-doctor-requirements.txt"  # the stamp: every requirement installed
-        if python.exists() and stamp.is_file():
-            return python
-        base = Path(getattr(sys, "_base_executable", sys.executable))
-        made = subprocess.run([str(base), "-m", "venv", "--clear", str(venv)], capture_output=True, text=True, timeout=300)
-        if made.returncode != 0:
-            pytest.skip(f"cannot create a venv with {base}: {made.stderr.strip().splitlines()[-1:]}")
-        _pip(python, *REQUIREMENTS)
-        stamp.write_text("\n".join(REQUIREMENTS) + "\n", encoding="utf-8")
-    return python
+    return cached_venv("verify-frameworks", *REQUIREMENTS)
 
 
 def _worker(python: Path, config: dict[str, Any], lines: list[str] | None = None) -> dict[str, Any]:

@@ -23,7 +23,7 @@ import pytest
 
 from cudnn_doctor.binaries import BinaryInfo, read_binary
 
-from .conftest import cached, content_name
+from .conftest import cached, cached_venv, content_name, pip_install
 
 pytestmark = [pytest.mark.network, pytest.mark.skipif(sys.platform != "linux", reason="the live venvs are Linux venvs")]
 
@@ -35,39 +35,13 @@ CUDA_RUNTIME = re.compile(r"^lib(?:cudart|cublas|cublasLt|nvrtc)\.so\.(\d+)")
 LIBRARY_NAME = re.compile(r"^(lib[\w.+-]+\.so[.\d]*|[\w.+-]+\.dll)$")
 
 
-def _pip(python: Path, *args: str, timeout: float = 1800) -> None:
-    try:
-        done = subprocess.run(
-            [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *args], capture_output=True, text=True, timeout=timeout
-        )
-    except subprocess.TimeoutExpired:
-        pytest.skip("the package registry did not answer in time")
-    if done.returncode != 0:
-        pytest.skip(f"cannot install {' '.join(args)} from the package registry: {done.stderr.strip().splitlines()[-1:]}")
-
-
-def _venv(name: str, requirement: str) -> Path:
-    """The venv `name` with `requirement` installed, built once (under a lock, named by what it holds)."""
-    with cached(f"venvs/{name}-{content_name(sys.version, requirement)}") as folder:
-        python, stamp = folder / "bin" / "python", folder / "cudnn-doctor-requirements.txt"
-        if python.exists() and stamp.is_file():
-            return python
-        base = Path(getattr(sys, "_base_executable", sys.executable))
-        made = subprocess.run([str(base), "-m", "venv", "--clear", str(folder)], capture_output=True, text=True, timeout=300)
-        if made.returncode != 0:
-            pytest.skip(f"cannot create a venv with {base}: {made.stderr.strip().splitlines()[-1:]}")
-        _pip(python, requirement)
-        stamp.write_text(requirement + "\n", encoding="utf-8")
-    return python
-
-
 def _deps() -> Path:
     """The doctor's own dependencies, installed once (under a lock) for running it under a venv's interpreter."""
     text = (SRC.parent / "pyproject.toml").read_text(encoding="utf-8")  # tomllib is 3.11+; the list is one simple array
     dependencies = re.findall(r'"([^"]+)"', text.split("dependencies = [", 1)[1].split("]", 1)[0])
     with cached(f"doctor-deps-{content_name(sys.version, *dependencies)}") as folder:
         if not (folder / "cudnn-doctor-requirements.txt").is_file():
-            _pip(Path(sys.executable), "--target", str(folder), *dependencies, timeout=600)
+            pip_install(Path(sys.executable), "--target", str(folder), *dependencies, timeout=600)
             (folder / "cudnn-doctor-requirements.txt").write_text("\n".join(dependencies) + "\n", encoding="utf-8")
     return folder
 
@@ -137,14 +111,14 @@ def _has_driver(report: dict[str, Any]) -> bool:
 
 def test_provider_has_no_runpath_into_the_wheels():
     """The reason ONNX Runtime needs preload_dlls(): its CUDA provider's RUNPATH / RPATH never reach site-packages/nvidia."""
-    python = _venv("ort-alone", ORT)
+    python = cached_venv("ort-alone", ORT)
     binary = _provider(python)
     assert "libcudart.so." + str(_provider_cuda_major(python)) in binary.imports
     assert not any("nvidia" in entry for entry in (*binary.runpath, *binary.rpath))
 
 
 def test_onnxruntime_alone_gets_its_pip_extras_line(tmp_path):
-    python = _venv("ort-alone", ORT)
+    python = cached_venv("ort-alone", ORT)
     report = _doctor(python, tmp_path)
     version = _ort_build(report)["version"]
     cudnn = next(f for f in report["findings"] if f["id"] == "cudnn-missing")
@@ -156,7 +130,7 @@ def test_onnxruntime_alone_gets_its_pip_extras_line(tmp_path):
 
 
 def test_onnxruntime_with_extras_installed_but_not_searched(tmp_path):
-    python = _venv("ort-extras", ORT.replace("==", "[cuda,cudnn]=="))
+    python = cached_venv("ort-extras", ORT.replace("==", "[cuda,cudnn]=="))
     site = _site(python)
     report = _doctor(python, tmp_path)
     cudnn = next(f for f in report["findings"] if f["id"] == "cudnn-missing")
@@ -180,7 +154,7 @@ def test_onnxruntime_with_extras_installed_but_not_searched(tmp_path):
 
 
 def test_onnxruntime_extras_on_ld_library_path_is_healthy(tmp_path):
-    python = _venv("ort-extras", ORT.replace("==", "[cuda,cudnn]=="))
+    python = cached_venv("ort-extras", ORT.replace("==", "[cuda,cudnn]=="))
     site = _site(python)
     report = _doctor(python, tmp_path, f"{site}/nvidia/cu13/lib:{site}/nvidia/cudnn/lib")
     assert not [f for f in report["findings"] if f["id"] == "cudnn-missing"]
@@ -210,7 +184,7 @@ def test_the_wheel_table_matches_the_installed_wheels_records():
     from cudnn_doctor import knowledge
     from cudnn_doctor.versions import canonical_name
 
-    python = _venv("ort-extras", ORT.replace("==", "[cuda,cudnn]=="))
+    python = cached_venv("ort-extras", ORT.replace("==", "[cuda,cudnn]=="))
     checked = 0
     for dist_info in _site(python).glob("nvidia_*.dist-info"):
         distribution = canonical_name(dist_info.name.split("-")[0])

@@ -98,10 +98,10 @@ def test_path_missing_dir_and_duplicates():
 
 def test_env_var_ineffective_table_and_typos():
     document = machine(LINUX_BASE, env={"CUDNN_AUTOTUNE": "0", "CUDA_LAUNCH_BLOCKIN": "1", "CUDA_VISIBLE_DEVICES": "0", "CUDA_VERSION": "12.1"})
-    found = {f.evidence["variable"]: f for f in findings_of(document, "env-var-ineffective")}
+    found = {f.evidence.variable: f for f in findings_of(document, "env-var-ineffective")}
     assert set(found) == {"CUDNN_AUTOTUNE", "CUDA_LAUNCH_BLOCKIN"}
     assert "TF_CUDNN_USE_AUTOTUNE" in found["CUDNN_AUTOTUNE"].fix[0]
-    assert found["CUDA_LAUNCH_BLOCKIN"].evidence["suggestion"] == "CUDA_LAUNCH_BLOCKING"
+    assert found["CUDA_LAUNCH_BLOCKIN"].evidence.suggestion == "CUDA_LAUNCH_BLOCKING"
 
 
 def test_tf_cpu_build_only_with_a_gpu():
@@ -124,7 +124,7 @@ def test_torch_cuda_unavailable_links_its_causes():
     torch = {"torch": {"version": "2.1.0+cu121", "cuda": "12.1", "cuda_available": False, "device_count": 0, "arch_list": []}}
     nvml = {"driver_version": "472.12", "cuda_driver_version": 11040, "gpus": [{"name": "NVIDIA GeForce RTX 3060", "compute_capability": "8.6"}]}
     found = findings_of(machine(WINDOWS_BASE, nvml=nvml, pythons=[python("C:\\e\\python.exe", frameworks=torch)]), "torch-cuda-unavailable")
-    assert found[0].evidence["explained_by"] == ["driver-too-old"]
+    assert found[0].explained_by == ("driver-too-old",)
     healthy = {"torch": dict(torch["torch"], cuda_available=True)}
     assert not findings_of(machine(WINDOWS_BASE, pythons=[python("C:\\e\\python.exe", frameworks=healthy)]), "torch-cuda-unavailable")
 

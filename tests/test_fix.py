@@ -336,9 +336,9 @@ def test_a_stray_copy_ahead_of_a_pip_wheel_is_quarantined_not_the_wheel():
         cudnn=tuple(i._replace(version="9.0.0") if "site-packages" in i.folder else i._replace(version="9.5.1") for i in diagnosis.facts.cudnn)
     )
     assert PLANNERS["cudnn-shadowed"](shadowed, newer) == []  # the wheel is older than the stray: the user decides
-    flipped = shadowed._replace(evidence={**shadowed.evidence, "used": shadowed.evidence["copies"][1]})
+    flipped = shadowed._replace(evidence=shadowed.evidence._replace(used=shadowed.evidence.copies[1]))
     assert PLANNERS["cudnn-shadowed"](flipped, diagnosis.facts) == []  # a pip wheel's files are never quarantined
-    beside = shadowed._replace(evidence={**shadowed.evidence, "off_path": shadowed.evidence["copies"][1]})
+    beside = shadowed._replace(evidence=shadowed.evidence._replace(off_path=shadowed.evidence.copies[1]))
     assert PLANNERS["cudnn-shadowed"](beside, diagnosis.facts) == []  # the other copy is not on the search path
 
 
@@ -387,7 +387,7 @@ def test_an_ineffective_persistent_variable_is_removed_and_a_misspelling_renamed
     document["persistent_env"] = {"system": {}, "user": {"CUDNN_AUTOTUNE": "1", "CUDA_LAUNCH_BLOCKIN": "1"}}
     system = FixtureSystem(document)
     found = [f for f in diagnose(system, with_frameworks=False).findings if f.id == "env-var-ineffective"]
-    assert {f.evidence["variable"] for f in found} == {"CUDNN_AUTOTUNE", "CUDA_LAUNCH_BLOCKIN"}
+    assert {f.evidence.variable for f in found} == {"CUDNN_AUTOTUNE", "CUDA_LAUNCH_BLOCKIN"}
     before = system.persistent_env()
     fix(system, WIN_STATE, {"env-var-ineffective"})
     assert system.persistent_env()["user"] == {"CUDA_LAUNCH_BLOCKING": "1"}

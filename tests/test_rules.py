@@ -59,7 +59,7 @@ def test_a_raising_rule_becomes_the_internal_error_finding_naming_it():
     def broken(facts):
         raise KeyError("x")
 
-    RULES["test-broken-rule"] = Rule("test-broken-rule", Severity.ERROR, "broken", Area.DRIVER, broken)
+    RULES["test-broken-rule"] = Rule("test-broken-rule", Severity.ERROR, "broken", Area.DRIVER, check=broken)
     try:
         found = [f for f in run_checks(run(machine(LINUX_BASE)).facts) if f.id == INTERNAL_ERROR]
     finally:
@@ -72,10 +72,11 @@ def _finding(id, severity=Severity.ERROR, causes=()):
 
 
 def test_findings_sharing_a_cause_key_hang_under_the_one_nothing_explains():
+    cause = Rule("cause", Severity.ERROR, "", Area.FRAMEWORKS)
     rules = {
-        "symptom": Rule("symptom", Severity.ERROR, "", Area.CUDNN, None, ("cause",)),
-        "cause": Rule("cause", Severity.ERROR, "", Area.FRAMEWORKS, None),
-        "other": Rule("other", Severity.ERROR, "", Area.CUDNN, None),
+        "symptom": Rule("symptom", Severity.ERROR, "", Area.CUDNN, explained_by=(cause,)),
+        "cause": cause,
+        "other": Rule("other", Severity.ERROR, "", Area.CUDNN),
     }
     findings = [
         _finding("symptom", causes=["cuda:11"]),
@@ -88,15 +89,16 @@ def test_findings_sharing_a_cause_key_hang_under_the_one_nothing_explains():
 
 
 def test_keys_chain_findings_into_one_group():
-    rules = {i: Rule(i, Severity.ERROR, "", Area.CUDNN, None) for i in "abc"}
+    rules = {i: Rule(i, Severity.ERROR, "", Area.CUDNN) for i in "abc"}
     linked = link_causes([_finding("a", causes=["k1"]), _finding("b", causes=["k1", "k2"]), _finding("c", causes=["k2"])], rules)
     assert [f.symptom_of for f in linked] == [None, 0, 0]
 
 
 def test_a_symptom_without_keys_is_linked_to_a_present_explanation():
+    driver_too_old = Rule("driver-too-old", Severity.ERROR, "", Area.DRIVER)
     rules = {
-        "torch-cuda-unavailable": Rule("torch-cuda-unavailable", Severity.ERROR, "", Area.FRAMEWORKS, None, ("driver-too-old",)),
-        "driver-too-old": Rule("driver-too-old", Severity.ERROR, "", Area.DRIVER, None),
+        "torch-cuda-unavailable": Rule("torch-cuda-unavailable", Severity.ERROR, "", Area.FRAMEWORKS, explained_by=(driver_too_old,)),
+        "driver-too-old": driver_too_old,
     }
     linked = link_causes([_finding("driver-too-old", causes=["driver"]), _finding("torch-cuda-unavailable")], rules)
     assert linked[1].symptom_of == 0 and "Explained by: driver-too-old" in linked[1].detail
@@ -147,10 +149,8 @@ def test_a_missing_cuda_runtime_is_said_once_with_its_symptoms():
 
 
 def test_a_rule_can_name_what_it_explains_from_its_own_side():
-    rules = {
-        "symptom": Rule("symptom", Severity.ERROR, "", Area.FRAMEWORKS, None),
-        "new-cause": Rule("new-cause", Severity.WARNING, "", Area.ENVIRONMENT, None, explains=("symptom",)),
-    }
+    symptom = Rule("symptom", Severity.ERROR, "", Area.FRAMEWORKS)
+    rules = {"symptom": symptom, "new-cause": Rule("new-cause", Severity.WARNING, "", Area.ENVIRONMENT, explains=(symptom,))}
     linked = link_causes([_finding("new-cause", Severity.WARNING), _finding("symptom")], rules)
     assert linked[1].symptom_of == 0 and "Explained by: new-cause" in linked[1].detail
 
@@ -161,3 +161,31 @@ def test_the_summary_says_how_many_findings_fix_can_fix():
     last = _report(twice).rstrip().splitlines()[-1]
     assert " 1 finding(s) `cudnn-doctor fix` can fix." in last, last
     assert "can fix" not in _report(machine(LINUX_BASE)).rstrip().splitlines()[-1]
+
+
+def _string_constants(source: str) -> list[str]:
+    import ast
+
+    return [node.value for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+
+
+def test_every_finding_id_is_written_once_in_the_source():
+    """Issue 32: a rule is one value (checks/rules.py); checks, planners and reports reach it by that value, never by its
+    id spelled again (its page, checks/pages/<id>.md, and the tests aside)."""
+    from pathlib import Path
+
+    import cudnn_doctor
+
+    written: dict[str, list[str]] = {rule_id: [] for rule_id in RULES}
+    for path in sorted(Path(cudnn_doctor.__file__).parent.rglob("*.py")):
+        for text in _string_constants(path.read_text(encoding="utf-8")):
+            if text in written:
+                written[text].append(path.name)
+    assert {rule_id: files for rule_id, files in written.items() if files != ["rules.py"]} == {}
+
+
+def test_the_once_test_sees_an_id_written_again():
+    assert _string_constants('x = "cudnn-missing"\ndef f():\n    """cudnn-missing in prose is not a use."""\n') == [
+        "cudnn-missing",
+        "cudnn-missing in prose is not a use.",
+    ]

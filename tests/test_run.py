@@ -47,8 +47,8 @@ REAL_ERRORS = [
     ("Could not locate zlibwapi.dll. Please make sure it is in your library path!", "library-not-found", "zlibwapi.dll"),
     ("RuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED", "cudnn-status", None),
     ("RuntimeError: CUDA error: no kernel image is available for execution on the device", "no-kernel-image", None),
-    ("RuntimeError: The NVIDIA driver on your system is too old (found version 11040).", "driver-too-old", None),
-    ("CUDA driver version is insufficient for CUDA runtime version", "driver-too-old", None),
+    ("RuntimeError: The NVIDIA driver on your system is too old (found version 11040).", "insufficient-driver", None),
+    ("CUDA driver version is insufficient for CUDA runtime version", "insufficient-driver", None),
 ]
 
 
@@ -91,7 +91,7 @@ FRAMEWORK_ERRORS = [
     (
         "cupy-driver",
         "cupy_backends.cuda.api.runtime.CUDARuntimeError: cudaErrorInsufficientDriver: CUDA driver version is insufficient",
-        "driver-too-old",
+        "insufficient-driver",
         None,
     ),
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Iterable, Iterator, Mapping, Optional, Protocol, Union
 
 from cudnn_doctor.record import Record
 
@@ -44,6 +44,26 @@ AREA_TITLES = {
 }
 
 
+class Evidence(Protocol):
+    """A rule's typed evidence: a Record of its own (checks/evidence.py), for the rules whose fix planner reads it.
+
+    In JSON it is an object of its fields; a field whose default is None is left out while it is None.
+    """
+
+    @property
+    def _fields(self) -> tuple[str, ...]: ...
+
+    @property
+    def _field_defaults(self) -> dict[str, Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+def _evidence_json(evidence: Evidence) -> dict[str, Any]:
+    optional = {name for name, default in evidence._field_defaults.items() if default is None}
+    return {name: value for name, value in zip(evidence._fields, evidence) if value is not None or name not in optional}
+
+
 class Finding(Record):
     """One problem, with the facts that prove it and the steps that fix it.
 
@@ -56,10 +76,18 @@ class Finding(Record):
     title: str
     detail: str
     fix: tuple[str, ...] = ()
-    evidence: Mapping[str, Any] = MappingProxyType({})
+    evidence: Union[Evidence, Mapping[str, Any]] = MappingProxyType({})
     area: Area = Area.ENVIRONMENT
     causes: tuple[str, ...] = ()
     symptom_of: Optional[int] = None
+    explained_by: Optional[tuple[str, ...]] = None  # a symptom without cause keys: the present findings that explain it
+
+    def evidence_json(self) -> dict[str, Any]:
+        """The evidence as JSON's object (with `explained_by` where checks/causes.py looked for an explanation)."""
+        document = dict(self.evidence) if isinstance(self.evidence, Mapping) else _evidence_json(self.evidence)
+        if self.explained_by is not None:
+            document["explained_by"] = list(self.explained_by)
+        return document
 
     def to_json(self) -> dict[str, Any]:
         document: dict[str, Any] = {
@@ -69,7 +97,7 @@ class Finding(Record):
             "title": self.title,
             "detail": self.detail,
             "fix": list(self.fix),
-            "evidence": dict(self.evidence),
+            "evidence": self.evidence_json(),
         }
         if self.symptom_of is not None:
             document["symptom_of"] = self.symptom_of

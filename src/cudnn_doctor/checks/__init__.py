@@ -11,21 +11,12 @@ from typing import Collection, Iterable
 
 from cudnn_doctor.checks import cudnn, driver, environment, frameworks, libraries, toolkit  # noqa: F401 - registers rules
 from cudnn_doctor.checks.causes import link_causes
-from cudnn_doctor.checks.registry import RULES, Rule, finding, register
+from cudnn_doctor.checks.registry import RULES
+from cudnn_doctor.checks.rules import DOCTOR_INTERNAL_ERROR
 from cudnn_doctor.facts import Facts
-from cudnn_doctor.findings import Area, Finding, Severity, sort_findings
+from cudnn_doctor.findings import Finding, sort_findings
 
-INTERNAL_ERROR = "doctor-internal-error"
-register(
-    Rule(
-        INTERNAL_ERROR,
-        Severity.WARNING,
-        "A check or probe of cudnn-doctor itself failed",
-        Area.ENVIRONMENT,
-        None,
-        why="A bug in the doctor must show, not vanish: the findings that depend on the failed part may be missing.",
-    )
-)
+INTERNAL_ERROR = DOCTOR_INTERNAL_ERROR.id
 
 
 def run_checks(facts: Facts, ignore: Collection[str] = ()) -> list[Finding]:
@@ -37,8 +28,7 @@ def run_checks(facts: Facts, ignore: Collection[str] = ()) -> list[Finding]:
             findings.extend(rule.check(facts))
         except Exception as error:  # a broken rule must show, not vanish
             findings.append(
-                finding(
-                    INTERNAL_ERROR,
+                DOCTOR_INTERNAL_ERROR.finding(
                     f"{type(error).__name__}: {error}. Please report this with `cudnn-doctor snapshot --redact`.",
                     evidence={"rule": rule.id},
                     title=f"The {rule.id} check failed",
@@ -46,8 +36,7 @@ def run_checks(facts: Facts, ignore: Collection[str] = ()) -> list[Finding]:
             )
     for failure in facts.failures:
         findings.append(
-            finding(
-                INTERNAL_ERROR,
+            DOCTOR_INTERNAL_ERROR.finding(
                 f"{failure.error}. Findings that depend on it may be missing.",
                 evidence={"probe": failure.probe},
                 title=f"The {failure.probe} probe failed",

@@ -89,6 +89,6 @@ def _explained_without_keys(findings: list[Finding], explained_by: dict[str, set
             present = [i for i, other in enumerate(findings) if other.id in causes and other.symptom_of is None and other.severity is not Severity.INFO]
             names = sorted({findings[i].id for i in present})
             note = f" Explained by: {', '.join(names)}." if names else " No other finding explains it; run the framework's own check for its message."
-            found = found._replace(detail=found.detail + note, evidence={**found.evidence, "explained_by": names}, symptom_of=present[0] if present else None)
+            found = found._replace(detail=found.detail + note, explained_by=tuple(names), symptom_of=present[0] if present else None)
         linked.append(found)
     return linked

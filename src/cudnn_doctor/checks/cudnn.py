@@ -27,21 +27,26 @@ from cudnn_doctor.checks._cudnn import (
 from cudnn_doctor.checks._libraries import build_key, cuda_key, cudnn_key, is_cudnn_front, lookup, reach_folder_fix, system_builds
 from cudnn_doctor.checks._plan import cudnn_archive_for, first_option, install_archive, installed_toolkit, pins
 from cudnn_doctor.checks._wheels import extras_missing, held_by, install_fixes, not_searched, reach_fixes, wheels_key
-from cudnn_doctor.checks.registry import finding, rule
+from cudnn_doctor.checks.evidence import MissingHeaders, MissingImportLibraries, NestedCopy, ShadowedCopies, SystemFolderCopy
+from cudnn_doctor.checks.rules import (
+    CUDNN_CUDA_MISMATCH,
+    CUDNN_HEADER_MISSING,
+    CUDNN_IMPORT_LIB_MISSING,
+    CUDNN_IN_SYSTEM_DIR,
+    CUDNN_MISSING,
+    CUDNN_MIXED_VERSIONS,
+    CUDNN_NESTED_LAYOUT,
+    CUDNN_PARTIAL_INSTALL,
+    CUDNN_SHADOWED,
+    CUDNN_VERSION_MISMATCH,
+)
 from cudnn_doctor.facts import PROCESS, SYSTEM, CudnnInstall, Facts, FrameworkBuild, LoadStep
-from cudnn_doctor.findings import Area, Finding, Severity
+from cudnn_doctor.findings import Finding, Severity
 from cudnn_doctor.paths import PathRules, prepend_ld_library_path
 from cudnn_doctor.versions import parse_version
 
 
-@rule(
-    "cudnn-missing",
-    Severity.ERROR,
-    "The framework finds no cuDNN library",
-    Area.CUDNN,
-    explained_by=("env-stale-session", "cudnn-nested-layout", "cudnn-version-mismatch"),
-    fix_kind="unsafe",  # ONNX Runtime's [cuda,cudnn] extras: its pip line, run by `fix --unsafe-fixes`
-)
+@CUDNN_MISSING.checks
 def cudnn_missing(facts: Facts) -> Iterator[Finding]:
     """TensorFlow, PaddlePaddle and ONNX Runtime load cuDNN by name from the system; without it every convolution runs on the CPU or fails."""
     for build, libraries in system_builds(facts):
@@ -77,7 +82,7 @@ def cudnn_missing(facts: Facts) -> Iterator[Finding]:
             if extras_missing(facts, build):
                 causes.append(wheels_key(build))  # one pip line installs all of them: one cause
         causes.append(_wanted_key(build))
-        yield finding("cudnn-missing", detail, fix, {"framework": build.name, "library": name}, causes=causes)
+        yield CUDNN_MISSING.finding(detail, fix, {"framework": build.name, "library": name}, causes=causes)
 
 
 def _archive_for(facts: Facts, build: FrameworkBuild, want: Optional[Wanted] = None) -> str:
@@ -125,7 +130,7 @@ def _where(facts: Facts, path: Optional[str]) -> str:
     return f"{path} ({', '.join(extra)})" if extra else f"{path}"
 
 
-@rule("cudnn-version-mismatch", Severity.ERROR, "The cuDNN that would be loaded is not the version the framework needs", Area.CUDNN)
+@CUDNN_VERSION_MISMATCH.checks
 def cudnn_version_mismatch(facts: Facts) -> Iterator[Finding]:
     """A framework needs cuDNN of the major it was built with, at least as new as the one it was built with; anything else fails at the first convolution."""
     resolved = {(r.executable, r.framework): r for r, _ in resolutions_with_builds(facts)}
@@ -161,8 +166,7 @@ def cudnn_version_mismatch(facts: Facts) -> Iterator[Finding]:
             or f"Install cuDNN {want.minimum if want and want.minimum else want.major if want else ''} or newer of the same major for CUDA {build.cuda_major or ''} "
             f"(https://developer.nvidia.com/rdp/cudnn-archive), e.g. with {_archive_for(facts, build, want)}."
         )
-        yield finding(
-            "cudnn-version-mismatch",
+        yield CUDNN_VERSION_MISMATCH.finding(
             detail,
             fix,
             {
@@ -213,8 +217,7 @@ def _other_majors_finding(facts: Facts, build: FrameworkBuild, want: Wanted, oth
     installed = "; ".join(f"cuDNN {i.version or i.major} in {i.folder}" for i in others[:4])
     need = f"cuDNN {want.minimum or want.major}"
     cuda = f" for CUDA {build.cuda_major}" if build.cuda_major else ""
-    return finding(
-        "cudnn-version-mismatch",
+    return CUDNN_VERSION_MISMATCH.finding(
         f"{build.name} {build.version} needs {need} (major {want.major}, this version or newer), but only other majors are installed: {installed}.",
         [
             _planned_cudnn_line(facts, build, want, beside=f" beside the cuDNN {others[0].major} you have (each major has its own file names)")
@@ -238,13 +241,7 @@ def _wanted_key(build: FrameworkBuild) -> str:
     return f"{build_key(build)}:cudnn"
 
 
-@rule(
-    "cudnn-cuda-mismatch",
-    Severity.ERROR,
-    "The cuDNN that would be loaded was built for another CUDA major",
-    Area.CUDNN,
-    explained_by=("framework-cuda-mismatch",),
-)
+@CUDNN_CUDA_MISMATCH.checks
 def cudnn_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
     """cuDNN builds exist per CUDA major (cuda11 / cuda12 archives); the wrong one looks for cuBLAS DLLs that are not there.
 
@@ -266,8 +263,7 @@ def cudnn_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
         names = ", ".join(PathRules(facts.os).basename(f) for f in files)
         others = [i for i, _ in list(wrong.values())[1:]]
         judged.update(wrong)
-        yield finding(
-            "cudnn-cuda-mismatch",
+        yield CUDNN_CUDA_MISMATCH.finding(
             f"{build.name} {build.version} uses CUDA {major}, but the cuDNN it loads from {install.folder} ({names}; cuDNN {install.version or install.major}) "
             f"was built for CUDA {install.cuda_major} ({install.cuda_source})."
             + "".join(f" So was {i.folder} (CUDA {i.cuda_major}), which the same load reaches." for i in others),
@@ -297,8 +293,7 @@ def _toolkit_mismatches(facts: Facts, judged: set[str]) -> Iterator[Finding]:
         if install.folder in judged or install.cuda_major is None or toolkit is None or version is None or version.release[0] == install.cuda_major:
             continue
         major = version.release[0]
-        yield finding(
-            "cudnn-cuda-mismatch",
+        yield CUDNN_CUDA_MISMATCH.finding(
             f"The cuDNN {install.version or install.major} in {install.folder} was built for CUDA {install.cuda_major} ({install.cuda_source}), "
             f"but it sits in the CUDA {toolkit.version} toolkit at {toolkit.root}: it loads the cuBLAS of CUDA {install.cuda_major}, which that toolkit lacks.",
             [_replace_fix(facts, install.major, major)],
@@ -319,14 +314,7 @@ def _replace_fix(facts: Facts, cudnn_major: int, cuda_major: int) -> str:
     return f"{rule}: cuDNN {full}, `cudnn-doctor install {archive}` (https://developer.nvidia.com/rdp/cudnn-archive)."
 
 
-@rule(
-    "cudnn-shadowed",
-    Severity.WARNING,
-    "An earlier copy of a cuDNN library wins the search",
-    Area.CUDNN,
-    fix_kind="safe",
-    severity_when="error when the copy found first is unusable (another version or CUDA major)",
-)
+@CUDNN_SHADOWED.checks
 def cudnn_shadowed(facts: Facts) -> Iterator[Finding]:
     """With several copies of a cuDNN library on the search path the first one wins, whatever its version; users install a new cuDNN and keep loading the old one."""
     rules = PathRules(facts.os)
@@ -357,15 +345,14 @@ def cudnn_shadowed(facts: Facts) -> Iterator[Finding]:
                 pass
             listing = "; ".join(f"{i + 1}. {_where(facts, c)}{' ← used' if rules.same(c, step.winner) else ''}" for i, c in enumerate(copies))
             note = f" The copy beside {step.requester} is not on the search path of that library." if sibling else ""
-            yield finding(
-                "cudnn-shadowed",
+            yield CUDNN_SHADOWED.finding(
                 f"{build.name} in {build.executable} loads {step.name} from {step.winner}; copies in search order: {listing}.{note}",
                 [
                     f"Remove or rename the copy you do not want ({', '.join(c for c in copies if not rules.same(c, step.winner))} or {step.winner}), "
                     "or reorder PATH / LD_LIBRARY_PATH so the right folder comes first."
                 ]
                 + ([prepend_ld_library_path([rules.dirname(sibling)])] if sibling and not rules.windows else []),
-                {"name": step.name, "copies": copies, "used": step.winner, **({"off_path": sibling} if sibling else {})},
+                ShadowedCopies(name=step.name, copies=tuple(copies), used=step.winner, off_path=sibling or None),
                 severity=Severity.ERROR if unusable else Severity.WARNING,
             )
             break  # one finding per framework: the first shadowed library tells the story
@@ -384,15 +371,14 @@ def _siblings(facts: Facts, step: LoadStep) -> list[str]:
     ]
 
 
-@rule("cudnn-partial-install", Severity.ERROR, "A cuDNN installation lacks some of its release's libraries", Area.CUDNN)
+@CUDNN_PARTIAL_INSTALL.checks
 def cudnn_partial_install(facts: Facts) -> Iterator[Finding]:
     """cuDNN 8 and 9 are split into several libraries loaded at run time; copying only cudnn64_8.dll fails later with "Could not load library cudnn_cnn_infer64_8.dll"."""
     for install in facts.cudnn:
         if not install.missing_parts:
             continue
         names = [knowledge.cudnn_file_name(p, install.major, facts.os) for p in install.missing_parts]
-        yield finding(
-            "cudnn-partial-install",
+        yield CUDNN_PARTIAL_INSTALL.finding(
             f"{install.folder} has cuDNN {install.version or install.major} but lacks {', '.join(names)}.",
             [
                 f"Copy every file of the cuDNN {install.version or install.major} archive's {'bin' if facts.os == 'windows' else 'lib'} folder into {install.folder} "
@@ -403,7 +389,7 @@ def cudnn_partial_install(facts: Facts) -> Iterator[Finding]:
         )
 
 
-@rule("cudnn-mixed-versions", Severity.ERROR, "cuDNN libraries from different releases are combined", Area.CUDNN)
+@CUDNN_MIXED_VERSIONS.checks
 def cudnn_mixed_versions(facts: Facts) -> Iterator[Finding]:
     """The front library and its sub-libraries must come from one release; mixed, they fail with undefined symbols or CUDNN_STATUS_VERSION_MISMATCH."""
     reported: set[str] = set()
@@ -417,8 +403,7 @@ def cudnn_mixed_versions(facts: Facts) -> Iterator[Finding]:
             listing = "; ".join(f"{p} ({v}, {known[p][1]})" for p, v in used.items())
             reported.update(used)
             who = f"{build.name} in {build.executable}" if build is not None else "a program started here"
-            yield finding(
-                "cudnn-mixed-versions",
+            yield CUDNN_MIXED_VERSIONS.finding(
                 f"One load of cuDNN by {who} combines releases {', '.join(map(str, sorted(versions)))}: {listing}.",
                 [
                     "Make one complete cuDNN release the only one on the search path (see cudnn-shadowed), or install the missing release's files beside the front library."
@@ -429,8 +414,7 @@ def cudnn_mixed_versions(facts: Facts) -> Iterator[Finding]:
         own = {lib.path: version for lib in install.libraries for version in [own_version(install, lib)] if version}
         versions = {found for found in map(release, own.values()) if found is not None}
         if len(versions) > 1 and not all(lib.path in reported for lib in install.libraries):
-            yield finding(
-                "cudnn-mixed-versions",
+            yield CUDNN_MIXED_VERSIONS.finding(
                 f"{install.folder} holds cuDNN libraries of releases {', '.join(map(str, sorted(versions)))}: "
                 + "; ".join(f"{path} ({version})" for path, version in own.items())
                 + ".",
@@ -439,7 +423,7 @@ def cudnn_mixed_versions(facts: Facts) -> Iterator[Finding]:
             )
 
 
-@rule("cudnn-header-missing", Severity.WARNING, "cuDNN headers are missing from the toolkit's include folder", Area.CUDNN, fix_kind="safe")
+@CUDNN_HEADER_MISSING.checks
 def cudnn_header_missing(facts: Facts) -> Iterator[Finding]:
     """Building CUDA extensions (darknet, apex, custom ops) needs cudnn.h and, since cuDNN 8, the cudnn_version.h it includes."""
     rules = PathRules(facts.os)
@@ -451,15 +435,14 @@ def cudnn_header_missing(facts: Facts) -> Iterator[Finding]:
         missing = [h for h in needed if rules.name_key(h) not in present]
         if missing:
             include = rules.join(install.toolkit, "include")
-            yield finding(
-                "cudnn-header-missing",
+            yield CUDNN_HEADER_MISSING.finding(
                 f"cuDNN {install.version or install.major} libraries are in {install.folder}, but {include} lacks {', '.join(missing)}.",
                 [f"Copy all cudnn*.h files of the same cuDNN archive's include folder into {include}."],
-                {"include": include, "missing": missing},
+                MissingHeaders(include=include, missing=tuple(missing)),
             )
 
 
-@rule("cudnn-import-lib-missing", Severity.WARNING, "cuDNN import libraries are missing from the toolkit's lib\\x64", Area.CUDNN, fix_kind="safe")
+@CUDNN_IMPORT_LIB_MISSING.checks
 def cudnn_import_lib_missing(facts: Facts) -> Iterator[Finding]:
     """Linking against cuDNN on Windows needs cudnn.lib (and the per-library .lib files) in lib\\x64."""
     if facts.os != "windows":
@@ -467,15 +450,14 @@ def cudnn_import_lib_missing(facts: Facts) -> Iterator[Finding]:
     for install in facts.cudnn:
         if install.toolkit and not install.nested_in and not install.system_dir and not install.import_libraries:
             target = PathRules("windows").join(install.toolkit, "lib", "x64")
-            yield finding(
-                "cudnn-import-lib-missing",
+            yield CUDNN_IMPORT_LIB_MISSING.finding(
                 f"cuDNN DLLs are in {install.folder}, but {target} has no cudnn*.lib.",
                 [f"Copy the archive's lib\\x64\\*.lib (or lib\\*.lib) files into {target}."],
-                {"folder": target},
+                MissingImportLibraries(folder=target),
             )
 
 
-@rule("cudnn-nested-layout", Severity.ERROR, "A cuDNN archive was copied with its top folder", Area.CUDNN, fix_kind="safe")
+@CUDNN_NESTED_LAYOUT.checks
 def cudnn_nested_layout(facts: Facts) -> Iterator[Finding]:
     """Copying the archive's top folder (cuda\\ or cudnn-...-archive\\) into the toolkit puts every file one level too deep, where neither the loader nor the compiler looks."""
     rules = PathRules(facts.os)
@@ -483,19 +465,18 @@ def cudnn_nested_layout(facts: Facts) -> Iterator[Finding]:
         if not install.nested_in or not install.toolkit:
             continue
         top = install.nested_in
-        yield finding(
-            "cudnn-nested-layout",
+        yield CUDNN_NESTED_LAYOUT.finding(
             f"cuDNN {install.version or install.major} is in {install.folder}, inside {top}: the archive's top folder was copied into {install.toolkit}.",
             [
                 f"Move the contents of {rules.join(top, 'bin')}, {rules.join(top, 'include')} and {rules.join(top, 'lib')} into "
                 f"{rules.join(install.toolkit, 'bin')}, {rules.join(install.toolkit, 'include')} and {rules.join(install.toolkit, 'lib')}, then delete {top}.",
                 f"Or run {install_archive(facts, install.version or str(install.major), _cuda_of(facts, install))}, which puts each file where it belongs.",
             ],
-            {"folder": install.folder, "top": top, "toolkit": install.toolkit},
+            NestedCopy(folder=install.folder, top=top, toolkit=install.toolkit),
         )
 
 
-@rule("cudnn-in-system-dir", Severity.ERROR, "cuDNN was copied into a system folder", Area.CUDNN, fix_kind="safe")
+@CUDNN_IN_SYSTEM_DIR.checks
 def cudnn_in_system_dir(facts: Facts) -> Iterator[Finding]:
     """System32 is searched before PATH, so a cuDNN copied there wins over every other copy, forever, and no uninstaller removes it."""
     for install in facts.cudnn:
@@ -505,10 +486,9 @@ def cudnn_in_system_dir(facts: Facts) -> Iterator[Finding]:
         if facts.os != "windows" and (install.package or not others):
             continue
         files = ", ".join(lib.path for lib in install.libraries)
-        yield finding(
-            "cudnn-in-system-dir",
+        yield CUDNN_IN_SYSTEM_DIR.finding(
             f"cuDNN {install.version or install.major} files in the system folder {install.folder}: {files}."
             + (f" Other copies: {', '.join(i.folder for i in others)}." if others else ""),
             [f"Delete {files} (from an elevated prompt on Windows); keep cuDNN in the CUDA toolkit folder or the framework's environment."],
-            {"files": [lib.path for lib in install.libraries]},
+            SystemFolderCopy(files=tuple(lib.path for lib in install.libraries)),
         )

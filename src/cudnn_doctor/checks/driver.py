@@ -10,9 +10,16 @@ from packaging.version import InvalidVersion, Version
 from cudnn_doctor import knowledge
 from cudnn_doctor.checks._driver_libraries import DRIVER_STATE, driver_mismatch, gpu_withheld
 from cudnn_doctor.checks._plan import describe, driver_source, option_text, pip_install, plan_options, runnable_now, toolkit_now
-from cudnn_doctor.checks.registry import finding, rule
+from cudnn_doctor.checks.rules import (
+    DRIVER_LIBRARY_MISMATCH,
+    DRIVER_TOO_OLD,
+    GPU_ARCH_UNSUPPORTED,
+    GPU_NOT_PASSED_TO_CONTAINER,
+    NO_NVIDIA_GPU,
+    WSL_LINUX_DRIVER_INSTALLED,
+)
 from cudnn_doctor.facts import SMI_NOT_UNDERSTOOD, Facts, FrameworkBuild, Gpu
-from cudnn_doctor.findings import Area, Finding, Severity
+from cudnn_doctor.findings import Finding
 from cudnn_doctor.paths import PathRules
 from cudnn_doctor.record import Record
 from cudnn_doctor.versions import major_minor, parse_version
@@ -20,7 +27,7 @@ from cudnn_doctor.versions import major_minor, parse_version
 DRIVER = "driver"  # the cause key of everything a newer driver fixes
 
 
-@rule("no-nvidia-gpu", Severity.ERROR, "No NVIDIA driver or GPU found", Area.DRIVER)
+@NO_NVIDIA_GPU.checks
 def no_nvidia_gpu(facts: Facts) -> Iterator[Finding]:
     """Without a working driver nothing runs on a GPU; every framework silently falls back to the CPU."""
     if facts.driver.present or any(b.sees_gpu for b in facts.builds):
@@ -45,8 +52,7 @@ def no_nvidia_gpu(facts: Facts) -> Iterator[Finding]:
         locate = "where nvidia-smi" if facts.os == "windows" else "command -v nvidia-smi"
         answered = f"If it does not, find which program answered (`{locate}`): a wrapper or stub earlier on PATH, or a broken driver install."
         fix = [f'Run `nvidia-smi` yourself: it should print a table with "Driver Version". {answered}', *fix]
-    yield finding(
-        "no-nvidia-gpu",
+    yield NO_NVIDIA_GPU.finding(
         f"NVML could not be loaded and {(facts.driver.smi_error or 'nvidia-smi failed').rstrip('.')}.",
         fix,
         {"nvml": None, "nvidia_smi": facts.driver.smi_error},
@@ -54,13 +60,7 @@ def no_nvidia_gpu(facts: Facts) -> Iterator[Finding]:
     )
 
 
-@rule(
-    "driver-library-mismatch",
-    Severity.ERROR,
-    "The loaded NVIDIA kernel module and the driver's libraries are different releases",
-    Area.DRIVER,
-    explains=("no-nvidia-gpu", "torch-cuda-unavailable"),
-)
+@DRIVER_LIBRARY_MISMATCH.checks
 def driver_library_mismatch(facts: Facts) -> Iterator[Finding]:
     """A driver upgrade replaces the libraries at once, but the running kernel keeps the old module until a reboot: NVML, nvidia-smi and CUDA all refuse to start."""
     if not driver_mismatch(facts):
@@ -103,8 +103,7 @@ def driver_library_mismatch(facts: Facts) -> Iterator[Finding]:
             f"This is a container ({state.container}): reboot or reload on the host. The image must not carry driver libraries "
             "of its own; the NVIDIA Container Toolkit mounts the host's (`docker run --gpus all`).",
         )
-    yield finding(
-        "driver-library-mismatch",
+    yield DRIVER_LIBRARY_MISMATCH.finding(
         detail,
         fix,
         {
@@ -117,13 +116,7 @@ def driver_library_mismatch(facts: Facts) -> Iterator[Finding]:
     )
 
 
-@rule(
-    "gpu-not-passed-to-container",
-    Severity.ERROR,
-    "This container was started without access to the GPU",
-    Area.DRIVER,
-    explains=("no-nvidia-gpu", "torch-cuda-unavailable"),
-)
+@GPU_NOT_PASSED_TO_CONTAINER.checks
 def gpu_not_passed_to_container(facts: Facts) -> Iterator[Finding]:
     """The driver lives on the host: a container reaches the GPU only when started with it, and then the NVIDIA Container Toolkit mounts the driver's libraries and /dev/nvidia* into it."""
     if not gpu_withheld(facts):
@@ -140,8 +133,7 @@ def gpu_not_passed_to_container(facts: Facts) -> Iterator[Finding]:
     software = [f"{b.name} {b.version}" for b in facts.builds if b.uses_gpu] + [f"CUDA {t.version}" for t in facts.toolkits.toolkits if t.version]
     if software:
         detail += f" The CUDA software inside ({', '.join(software)}) is not what is missing."
-    yield finding(
-        "gpu-not-passed-to-container",
+    yield GPU_NOT_PASSED_TO_CONTAINER.finding(
         detail,
         [
             "Start the container with the GPU: add `--gpus all` to the `docker run` command that starts it (Podman: `--device nvidia.com/gpu=all`); in Docker Compose, "
@@ -231,7 +223,7 @@ def _ptx_only(facts: Facts, build: FrameworkBuild, cuda: Version) -> Optional[st
     return None
 
 
-@rule("driver-too-old", Severity.ERROR, "The NVIDIA driver is too old for the installed CUDA software", Area.DRIVER)
+@DRIVER_TOO_OLD.checks
 def driver_too_old(facts: Facts) -> Iterator[Finding]:
     """Each CUDA runtime needs a minimum driver; from CUDA 11 on, any driver of the same major family will do, except for
     PTX JIT and compiling, where the release's own minimum applies (`knowledge.driver_rule`, the rule `plan` uses)."""
@@ -271,8 +263,7 @@ def driver_too_old(facts: Facts) -> Iterator[Finding]:
         fix += kept
     elif driver.cuda and driver.cuda_version is not None:
         fix.append(f"Or install builds made for {_runnable(driver.cuda_version, installed, os_name)}, which this driver runs.")
-    yield finding(
-        "driver-too-old",
+    yield DRIVER_TOO_OLD.finding(
         " ".join(lines),
         fix,
         {
@@ -365,7 +356,7 @@ def _supported_by_arch_list(cc: Version, arch_list: Sequence[str]) -> bool:
     return False
 
 
-@rule("gpu-arch-unsupported", Severity.ERROR, "A build has no code for this GPU's architecture", Area.DRIVER)
+@GPU_ARCH_UNSUPPORTED.checks
 def gpu_arch_unsupported(facts: Facts) -> Iterator[Finding]:
     """A framework or toolkit built without kernels for the GPU's compute capability fails with "no kernel image is available"."""
     gpus = [(g, g.compute_capability) for g in facts.driver.gpus if g.compute_capability]  # with the capability each has
@@ -381,8 +372,7 @@ def gpu_arch_unsupported(facts: Facts) -> Iterator[Finding]:
             detail = f"{build.name} {build.version} in {build.executable} has no code for {names}."
         if said:
             detail += f' {build.name} reports: "{said}"'
-        yield finding(
-            "gpu-arch-unsupported",
+        yield GPU_ARCH_UNSUPPORTED.finding(
             detail,
             ARCH_FIXES.get(build.name, _generic_arch_fix)(facts, build),
             {"framework": build.name, "arch_list": list(build.arch_list), "gpus": [g.name for g, _ in bad]},
@@ -394,8 +384,7 @@ def gpu_arch_unsupported(facts: Facts) -> Iterator[Finding]:
             continue
         old = [g for g, cc in gpus if Version(cc) < floor[0]]
         if old:
-            yield finding(
-                "gpu-arch-unsupported",
+            yield GPU_ARCH_UNSUPPORTED.finding(
                 f"CUDA {toolkit.version} at {toolkit.root} cannot build for {', '.join(f'{g.name} (compute capability {g.compute_capability})' for g in old)}: "
                 f"CUDA {version.release[0]}.x supports compute capability {floor[0]} and newer.",
                 ["Install a CUDA toolkit of the previous major release alongside it and build with that one (keep its bin first on PATH)."],
@@ -442,7 +431,7 @@ def _wsl_toolkit_package(facts: Facts) -> str:
     return f"`cuda-toolkit-{release[0]}-{release[1] if len(release) > 1 else 0}`"
 
 
-@rule("wsl-linux-driver-installed", Severity.ERROR, "A Linux NVIDIA driver is installed inside WSL2", Area.DRIVER)
+@WSL_LINUX_DRIVER_INSTALLED.checks
 def wsl_linux_driver(facts: Facts) -> Iterator[Finding]:
     """Under WSL2 the GPU is reached only through the Windows driver's libcuda in /usr/lib/wsl/lib; a Linux libcuda found first breaks CUDA (CUDA_ERROR_NO_DEVICE)."""
     if not facts.wsl or not facts.linux_driver_in_wsl:
@@ -464,8 +453,7 @@ def wsl_linux_driver(facts: Facts) -> Iterator[Finding]:
             f"Find the package that installed them: `dpkg -S {real}`.",
             f"Remove it: `sudo apt-get remove --purge $(dpkg -S {real} | cut -d: -f1)` ({pulled_in}).",
         ]
-    yield finding(
-        "wsl-linux-driver-installed",
+    yield WSL_LINUX_DRIVER_INSTALLED.finding(
         f"Linux driver libraries inside WSL: {files}. They shadow /usr/lib/wsl/lib/libcuda.so.1, the only driver that reaches the GPU under WSL2.",
         [*remove, "Run `sudo ldconfig`, then check that `ldconfig -p | grep libcuda` lists only /usr/lib/wsl/lib."],
         {"files": list(facts.linux_driver_in_wsl), "packages": [o.package for o in facts.linux_driver_packages]},

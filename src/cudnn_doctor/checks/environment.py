@@ -7,9 +7,10 @@ from typing import Iterator, Optional
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.checks._libraries import STALE_SESSION
-from cudnn_doctor.checks.registry import finding, rule
+from cudnn_doctor.checks.evidence import MissingFolders, RepeatedEntries, UnreadVariable
+from cudnn_doctor.checks.rules import CUDA_VISIBLE_DEVICES_HIDES_GPUS, ENV_STALE_SESSION, ENV_VAR_INEFFECTIVE, PATH_DUPLICATE_ENTRIES, PATH_MISSING_DIR
 from cudnn_doctor.facts import Facts
-from cudnn_doctor.findings import Area, Finding, Severity
+from cudnn_doctor.findings import Finding, Severity
 from cudnn_doctor.lazyre import regex
 from cudnn_doctor.paths import PathRules
 
@@ -18,7 +19,7 @@ VARIABLE_PREFIXES = ("CUDA_", "CUDNN_", "NVIDIA_", "TF_CUDNN")
 LOADABLE_FOLDERS = {"bin", "lib", "lib64", "x64", "stubs"}
 
 
-@rule("env-stale-session", Severity.WARNING, "This terminal or IDE started before the environment was changed", Area.ENVIRONMENT)
+@ENV_STALE_SESSION.checks
 def env_stale_session(facts: Facts) -> Iterator[Finding]:
     """Windows gives each process a copy of the registry environment at its start; a PATH edited later reaches only new processes."""
     env = facts.environment
@@ -41,8 +42,7 @@ def env_stale_session(facts: Facts) -> Iterator[Finding]:
         parts.append(f"The registry PATH has {', '.join(missing)}, which this process's PATH lacks.")
     for name, value, now in changed:
         parts.append(f"{name} is {value} in the registry but {'not set' if now is None else now} here.")
-    yield finding(
-        "env-stale-session",
+    yield ENV_STALE_SESSION.finding(
         " ".join(parts) + " The terminal or IDE running Python was started before the change.",
         [
             "Close and reopen the terminal; restart the IDE (PyCharm, VS Code) or Jupyter completely, since they pass their own old environment on.",
@@ -53,14 +53,7 @@ def env_stale_session(facts: Facts) -> Iterator[Finding]:
     )
 
 
-@rule(
-    "path-missing-dir",
-    Severity.WARNING,
-    "A CUDA-related PATH entry does not exist",
-    Area.ENVIRONMENT,
-    fix_kind="safe",
-    severity_when="info when the entry does not matter to the GPU stack",
-)
+@PATH_MISSING_DIR.checks
 def path_missing_dir(facts: Facts) -> Iterator[Finding]:
     """An entry left behind by an uninstalled or moved toolkit hides typos and makes the real search order hard to read."""
     entries = [e for e in (*facts.environment.path, *facts.environment.ld_library_path) if e.value and not e.exists and GPU_RELATED.search(e.value)]
@@ -70,16 +63,15 @@ def path_missing_dir(facts: Facts) -> Iterator[Finding]:
     rules = PathRules(facts.os)
     # a missing bin/lib folder is where a loader or shell was told to look; others (libnvvp, docs) are clutter
     matters = any(rules.basename(e.value).lower() in LOADABLE_FOLDERS or "cudnn" in e.value.lower() for e in entries)
-    yield finding(
-        "path-missing-dir",
+    yield PATH_MISSING_DIR.finding(
         f"These entries name folders that do not exist: {listing}.",
         [f"Remove {e.value} from {e.variable}, or install what it should point to." for e in entries],
-        {"entries": [e.value for e in entries]},
+        MissingFolders(entries=tuple(e.value for e in entries)),
         severity=Severity.WARNING if matters else Severity.INFO,
     )
 
 
-@rule("path-duplicate-entries", Severity.INFO, "The same folder is on PATH more than once", Area.ENVIRONMENT, fix_kind="safe")
+@PATH_DUPLICATE_ENTRIES.checks
 def path_duplicate_entries(facts: Facts) -> Iterator[Finding]:
     """Harmless for loading, but it makes PATH longer and its order harder to reason about."""
     rules = PathRules(facts.os)
@@ -96,15 +88,14 @@ def path_duplicate_entries(facts: Facts) -> Iterator[Finding]:
                 seen[key] = entry.index
         if dupes:
             variable = dupes[0][0].variable
-            yield finding(
-                "path-duplicate-entries",
+            yield PATH_DUPLICATE_ENTRIES.finding(
                 f"{variable} repeats: " + "; ".join(f"{e.value} (#{e.index + 1}, first at #{first + 1})" for e, first in dupes) + ".",
                 [f"Remove the later copies from {variable}."],
-                {"variable": variable, "entries": [e.value for e, _ in dupes]},
+                RepeatedEntries(variable=variable, entries=tuple(e.value for e, _ in dupes)),
             )
 
 
-@rule("env-var-ineffective", Severity.WARNING, "A variable is set that nothing reads", Area.ENVIRONMENT, fix_kind="safe")
+@ENV_VAR_INEFFECTIVE.checks
 def env_var_ineffective(facts: Facts) -> Iterator[Finding]:
     """CUDA, cuDNN and the frameworks ignore misspelled or invented variables without a word."""
     table = knowledge.ineffective_variables()
@@ -113,11 +104,10 @@ def env_var_ineffective(facts: Facts) -> Iterator[Finding]:
         upper = name.upper()
         row = table.get(upper)
         if row is not None:
-            yield finding(
-                "env-var-ineffective",
+            yield ENV_VAR_INEFFECTIVE.finding(
                 f"{name}={value} is set, but no CUDA, cuDNN or framework component reads {name}.",
                 [f"Unset {name}; use {row.instead}."],
-                {"variable": name, "source": row.source},
+                UnreadVariable(variable=name, source=row.source),
             )
             continue
         if not upper.startswith(VARIABLE_PREFIXES) or upper in known or upper.startswith("CUDA_PATH_V"):
@@ -128,11 +118,10 @@ def env_var_ineffective(facts: Facts) -> Iterator[Finding]:
         prefix = [k for k in sorted(known) if k.startswith(upper) and k != upper]
         suggestion = close[0] if close else prefix[0] if prefix else None
         if suggestion:
-            yield finding(
-                "env-var-ineffective",
+            yield ENV_VAR_INEFFECTIVE.finding(
                 f"{name}={value} is set, but nothing reads {name}; it looks like a misspelling of {suggestion}.",
                 [f"Rename it: unset {name} and set {suggestion}={value}."],
-                {"variable": name, "suggestion": suggestion},
+                UnreadVariable(variable=name, suggestion=suggestion),
             )
 
 
@@ -149,7 +138,7 @@ def _visible_indices(value: str) -> Optional[list[str]]:
     return taken
 
 
-@rule("cuda-visible-devices-hides-gpus", Severity.WARNING, "CUDA_VISIBLE_DEVICES hides every GPU", Area.ENVIRONMENT, explains=("torch-cuda-unavailable",))
+@CUDA_VISIBLE_DEVICES_HIDES_GPUS.checks
 def cuda_visible_devices_hides_gpus(facts: Facts) -> Iterator[Finding]:
     """CUDA shows a process only the devices CUDA_VISIBLE_DEVICES lists; an empty value, -1, or indices past the last GPU hide them all."""
     value = facts.environment.variables.get("CUDA_VISIBLE_DEVICES")
@@ -161,8 +150,7 @@ def cuda_visible_devices_hides_gpus(facts: Facts) -> Iterator[Finding]:
         return
     reason = "names no device CUDA can read" if not taken else f"names only {', '.join(taken)}, and the GPUs are numbered 0 to {gpus - 1}"
     unset = "set CUDA_VISIBLE_DEVICES=" if facts.os == "windows" else "unset CUDA_VISIBLE_DEVICES"
-    yield finding(
-        "cuda-visible-devices-hides-gpus",
+    yield CUDA_VISIBLE_DEVICES_HIDES_GPUS.finding(
         f"CUDA_VISIBLE_DEVICES={value!r} {reason}: every CUDA program started from this environment sees no GPU.",
         [
             f"`{unset}` (or list the GPUs to use, e.g. CUDA_VISIBLE_DEVICES=0), then start the program again; "

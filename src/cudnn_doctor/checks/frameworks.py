@@ -21,9 +21,19 @@ from cudnn_doctor.checks._plan import (
     pip_install,
     plan_options,
 )
-from cudnn_doctor.checks.registry import finding, rule
+from cudnn_doctor.checks.evidence import CpuBuild
+from cudnn_doctor.checks.rules import (
+    FRAMEWORK_CUDA_MISMATCH,
+    INTERPRETER_MISMATCH,
+    KNOWLEDGE_OUTDATED,
+    PYTHON_UNSUPPORTED,
+    TF_CPU_BUILD,
+    TF_WINDOWS_GPU_UNSUPPORTED,
+    TORCH_CPU_BUILD,
+    TORCH_CUDA_UNAVAILABLE,
+)
 from cudnn_doctor.facts import Facts, FrameworkBuild
-from cudnn_doctor.findings import Area, Finding, Severity
+from cudnn_doctor.findings import Finding
 from cudnn_doctor.knowledge.records import VersionRange
 from cudnn_doctor.versions import major_minor, parse_version
 
@@ -80,7 +90,7 @@ def _driver_page(facts: Facts) -> str:
     return driver_source(facts)
 
 
-@rule("torch-cpu-build", Severity.ERROR, "PyTorch is a CPU-only build", Area.FRAMEWORKS, fix_kind="unsafe")
+@TORCH_CPU_BUILD.checks
 def torch_cpu_build(facts: Facts) -> Iterator[Finding]:
     """A `+cpu` wheel (or any build with torch.version.cuda = None) never uses the GPU, whatever the driver."""
     if not facts.has_gpu:
@@ -88,22 +98,15 @@ def torch_cpu_build(facts: Facts) -> Iterator[Finding]:
     for build in facts.builds_of("torch"):
         if build.gpu_build is not False:
             continue
-        yield finding(
-            "torch-cpu-build",
+        yield TORCH_CPU_BUILD.finding(
             f"torch {build.version} in {build.executable} is a CPU-only build (torch.version.cuda is None); "
             f"the driver {facts.driver.version} supports CUDA {facts.driver.cuda}.",
             torch_install_lines(facts, build),
-            {"python": build.executable, "torch": build.version},
+            CpuBuild(python=build.executable, torch=build.version),
         )
 
 
-@rule(
-    "torch-cuda-unavailable",
-    Severity.ERROR,
-    "PyTorch is a CUDA build but cannot use the GPU",
-    Area.FRAMEWORKS,
-    explained_by=("no-nvidia-gpu", "driver-too-old", "gpu-arch-unsupported", "wsl-linux-driver-installed", "env-var-ineffective"),
-)
+@TORCH_CUDA_UNAVAILABLE.checks
 def torch_cuda_unavailable(facts: Facts) -> Iterator[Finding]:
     """torch.cuda.is_available() is False although torch was built with CUDA: a driver, device or environment problem."""
     for build in facts.builds_of("torch"):
@@ -115,8 +118,7 @@ def torch_cuda_unavailable(facts: Facts) -> Iterator[Finding]:
             detail += f" CUDA_VISIBLE_DEVICES={hidden!r} hides every GPU."
         if build.warning:
             detail += f" torch warns: {build.warning}"
-        yield finding(
-            "torch-cuda-unavailable",
+        yield TORCH_CUDA_UNAVAILABLE.finding(
             detail,
             [f'Fix the findings this one links to, then check with `"{build.executable}" -c "import torch; print(torch.cuda.is_available())"`.'],
             {"python": build.executable, "torch": build.version},
@@ -129,7 +131,7 @@ def _after_last_windows_gpu_release(build: FrameworkBuild) -> bool:
     return version is not None and version.release[:2] > last.release[:2]
 
 
-@rule("tf-windows-gpu-unsupported", Severity.ERROR, "TensorFlow 2.11+ has no GPU support on native Windows", Area.FRAMEWORKS)
+@TF_WINDOWS_GPU_UNSUPPORTED.checks
 def tf_windows_gpu_unsupported(facts: Facts) -> Iterator[Finding]:
     """TensorFlow 2.10 was the last release built with CUDA for native Windows; newer ones run on the CPU there."""
     if facts.os != "windows":
@@ -150,8 +152,7 @@ def tf_windows_gpu_unsupported(facts: Facts) -> Iterator[Finding]:
         else:
             native = f'Or stay on native Windows with TensorFlow 2.10: `"{exe}" -m pip install "tensorflow<2.11"`, {gpu_stack}'
         wsl = 'Use WSL2: `wsl --install`, then inside Ubuntu `pip install "tensorflow[and-cuda]"` (the Windows NVIDIA driver serves WSL2).'
-        yield finding(
-            "tf-windows-gpu-unsupported",
+        yield TF_WINDOWS_GPU_UNSUPPORTED.finding(
             f"tensorflow {build.version} in {exe} runs on native Windows, where TensorFlow after {last} has no GPU build.",
             [_tf_wsl_line(facts, build) or wsl, _tf_native_line(facts, build, last) or native],
             {"tensorflow": build.version, "source": source},
@@ -183,7 +184,7 @@ def _tf_native_line(facts: Facts, build: FrameworkBuild, last: Version) -> Optio
     return f"Or stay on native Windows with {stack}: {driver}{option_text(build.executable, option)}."
 
 
-@rule("tf-cpu-build", Severity.ERROR, "TensorFlow was built without CUDA", Area.FRAMEWORKS)
+@TF_CPU_BUILD.checks
 def tf_cpu_build(facts: Facts) -> Iterator[Finding]:
     """A CPU-only TensorFlow (tensorflow-cpu, or a build without CUDA) never lists a GPU."""
     if not facts.has_gpu:
@@ -204,8 +205,7 @@ def tf_cpu_build(facts: Facts) -> Iterator[Finding]:
                 else f'"{exe}" -m pip install "tensorflow=={build.version}"',
             ]
         )
-        yield finding(
-            "tf-cpu-build",
+        yield TF_CPU_BUILD.finding(
             f"tensorflow {build.version} in {exe} was built without CUDA (tf.test.is_built_with_cuda() is False).",
             fix,
             {"tensorflow": build.version},
@@ -277,7 +277,7 @@ def _build_for_toolkit_line(facts: Facts, build: FrameworkBuild) -> Optional[str
     return line + _cudnn_clause(option) + "."
 
 
-@rule("framework-cuda-mismatch", Severity.ERROR, "The system CUDA does not match what the framework was built for", Area.FRAMEWORKS)
+@FRAMEWORK_CUDA_MISMATCH.checks
 def framework_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
     """Frameworks that load CUDA from the system need the runtime of the CUDA version they were built with (by file name)."""
     toolkits = facts.toolkits.toolkits
@@ -297,8 +297,7 @@ def framework_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
         fix = [_planned_toolkit_line(facts, build, where) or _toolkit_line(facts, cuda, where)]
         other = _build_for_toolkit_line(facts, build)
         fix += [other] if other else [OTHER_BUILDS[build.name]] if build.name in OTHER_BUILDS else []
-        yield finding(
-            "framework-cuda-mismatch",
+        yield FRAMEWORK_CUDA_MISMATCH.finding(
             f"{build.name} {build.version} was built for CUDA {major_minor(cuda)} ({known.said}) and loads {cudart}, "
             f"but the machine has {present}, which does not provide it.",
             fix,
@@ -314,7 +313,7 @@ def framework_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
         )
 
 
-@rule("python-unsupported", Severity.ERROR, "The Python version is outside what the framework release supports", Area.FRAMEWORKS)
+@PYTHON_UNSUPPORTED.checks
 def python_unsupported(facts: Facts) -> Iterator[Finding]:
     """Each framework release ships wheels for a range of Python versions only; outside it pip finds nothing or installs a broken build."""
     for build in facts.builds:
@@ -324,8 +323,7 @@ def python_unsupported(facts: Facts) -> Iterator[Finding]:
         allowed = VersionRange(build.supported_python.value)
         if python.parsed_version in allowed:
             continue
-        yield finding(
-            "python-unsupported",
+        yield PYTHON_UNSUPPORTED.finding(
             f"{build.name} {build.version} supports Python {allowed}, but {build.executable} is Python {python.version}.",
             [
                 _python_line(facts, build)
@@ -355,7 +353,7 @@ def _gpu_frameworks_by_executable(facts: Facts) -> dict[str, dict[str, Framework
     return grouped
 
 
-@rule("interpreter-mismatch", Severity.WARNING, "The GPU framework is installed in another interpreter than the one in use", Area.FRAMEWORKS)
+@INTERPRETER_MISMATCH.checks
 def interpreter_mismatch(facts: Facts) -> Iterator[Finding]:
     """IDEs, Jupyter kernels and terminals often run a different environment than the one the framework was installed into."""
     current = facts.current_python
@@ -371,8 +369,7 @@ def interpreter_mismatch(facts: Facts) -> Iterator[Finding]:
             if name in here:
                 continue
             exe = python.executable
-            yield finding(
-                "interpreter-mismatch",
+            yield INTERPRETER_MISMATCH.finding(
                 f"{name} {build.version} with GPU support is installed in {exe}, but the current interpreter is {current.executable}, "
                 f"which has {'no ' + name if name not in installed_here else 'no working GPU build of ' + name}.",
                 [
@@ -383,7 +380,7 @@ def interpreter_mismatch(facts: Facts) -> Iterator[Finding]:
             )
 
 
-@rule("knowledge-outdated", Severity.INFO, "A framework is newer than the doctor's data", Area.FRAMEWORKS)
+@KNOWLEDGE_OUTDATED.checks
 def knowledge_outdated(facts: Facts) -> Iterator[Finding]:
     """A release the package index had not published when the data was recorded: its CUDA builds, pins and Python range
     are unknown here, so the checks judge it by what its files say alone, and `plan` cannot offer it."""
@@ -393,8 +390,7 @@ def knowledge_outdated(facts: Facts) -> Iterator[Finding]:
         newest = _newest_known(build.name)
         if version is None or newest is None or version.release <= newest.release:
             continue
-        yield finding(
-            "knowledge-outdated",
+        yield KNOWLEDGE_OUTDATED.finding(
             f"{build.name} {build.version} in {build.executable} is newer than the newest release the doctor's data knows "
             f"({newest}, from the package index as recorded on {recorded}).",
             ["Update the data from the vendors' indexes (network): `cudnn-doctor kb update`", "Then check again: `cudnn-doctor check`"],

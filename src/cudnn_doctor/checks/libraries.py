@@ -18,7 +18,7 @@ from cudnn_doctor.checks._driver_libraries import (
 from cudnn_doctor.checks._libraries import area_of_library, basename, build_key, cuda_key_of_library, cudnn_key, is_cudnn
 from cudnn_doctor.checks._plan import install_archive
 from cudnn_doctor.checks._wheels import cudnn_major_of, extras_missing, future_folders, held_by, install_fixes, not_searched, reach_fixes, wheels_key
-from cudnn_doctor.checks.registry import finding, rule
+from cudnn_doctor.checks.rules import DEPENDENCY_MISSING, LIBRARY_UNREADABLE, LIBRARY_WRONG_ARCHITECTURE, LIBRARY_ZERO_BYTES, LOADER_EMULATION_DIFFERS
 from cudnn_doctor.facts import EMPTY, PROCESS, UNREADABLE, WRONG_ARCHITECTURE, Candidate, Facts, FrameworkBuild, LoadStep, Resolution
 from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.lazyre import regex
@@ -77,13 +77,12 @@ def _file_causes(facts: Facts, files: Collection[str]) -> list[str]:
     return [cudnn_key(facts, rules.dirname(f)) for f in files if is_cudnn(f)]
 
 
-@rule("library-zero-bytes", Severity.ERROR, "A CUDA/cuDNN library file is 0 bytes", Area.CUDNN)
+@LIBRARY_ZERO_BYTES.checks
 def library_zero_bytes(facts: Facts) -> Iterator[Finding]:
     """An antivirus or a failed copy leaves empty files behind; the loader finds them and fails (error 193 on Windows)."""
     files = _bad_files(facts, EMPTY)
     if files:
-        yield finding(
-            "library-zero-bytes",
+        yield LIBRARY_ZERO_BYTES.finding(
             "Empty library files: " + "; ".join(f"{p} (used by {who})" for p, who in files.items()) + ".",
             [
                 "Copy these files again from the archive or installer, then check their sizes; if they empty again, add an exclusion for the folder in the antivirus.",
@@ -95,7 +94,7 @@ def library_zero_bytes(facts: Facts) -> Iterator[Finding]:
         )
 
 
-@rule("library-unreadable", Severity.ERROR, "A CUDA/cuDNN library file cannot be read", Area.CUDNN)
+@LIBRARY_UNREADABLE.checks
 def library_unreadable(facts: Facts) -> Iterator[Finding]:
     """Files copied by an administrator can keep permissions that the user's process cannot read."""
     files = _bad_files(facts, UNREADABLE)
@@ -105,8 +104,7 @@ def library_unreadable(facts: Facts) -> Iterator[Finding]:
             if facts.os == "windows"
             else [f"sudo chmod a+r {' '.join(files)}"]
         )
-        yield finding(
-            "library-unreadable",
+        yield LIBRARY_UNREADABLE.finding(
             "Access denied opening: " + "; ".join(files) + ".",
             fix,
             {"files": list(files)},
@@ -115,7 +113,7 @@ def library_unreadable(facts: Facts) -> Iterator[Finding]:
         )
 
 
-@rule("library-wrong-architecture", Severity.ERROR, "A library is built for another machine type", Area.CUDNN)
+@LIBRARY_WRONG_ARCHITECTURE.checks
 def library_wrong_architecture(facts: Facts) -> Iterator[Finding]:
     """A 32-bit DLL in a 64-bit process, or an aarch64 .so on x86_64, cannot be loaded at all."""
     bad: dict[str, Candidate] = {}
@@ -125,8 +123,7 @@ def library_wrong_architecture(facts: Facts) -> Iterator[Finding]:
                 if candidate.problem and candidate.problem.kind == WRONG_ARCHITECTURE:
                     bad.setdefault(candidate.path, candidate)
     if bad:
-        yield finding(
-            "library-wrong-architecture",
+        yield LIBRARY_WRONG_ARCHITECTURE.finding(
             "; ".join(f"{p}: {c.problem}" for p, c in bad.items()) + ".",
             ["Replace each with the build for this machine (x64 / x86_64 archives of cuDNN and CUDA)."],
             {"files": list(bad)},
@@ -146,25 +143,7 @@ def _skip_missing(facts: Facts, requester: str, name: str) -> bool:
     return False
 
 
-@rule(
-    "dependency-missing",
-    Severity.ERROR,
-    "A library imports or loads a DLL / shared object that cannot be found",
-    Area.ENVIRONMENT,
-    fix_kind="unsafe",  # ONNX Runtime's [cuda,cudnn] extras: its pip line, run by `fix --unsafe-fixes`
-    severity_when="warning when the library treats that load as optional (cuDNN 8's libnvrtc.so)",
-    explained_by=(
-        "framework-cuda-mismatch",
-        "cudnn-cuda-mismatch",
-        "cudnn-partial-install",
-        "cuda-libs-not-found",
-        "cuda-toolkit-missing",
-        "cudnn-missing",
-        "library-zero-bytes",
-        "library-unreadable",
-        "library-wrong-architecture",
-    ),
-)
+@DEPENDENCY_MISSING.checks
 def dependency_missing(facts: Facts) -> Iterator[Finding]:
     """A dependency missing anywhere in the tree fails the load of everything above it, often with a message that names the wrong file."""
     rules = PathRules(facts.os)
@@ -291,8 +270,7 @@ def _missing(
         fix.extend(install_fixes(facts, build, list(members)))
     else:
         fix.append(f"Install what provides {_asked_for(step)} and put its folder on {'PATH' if facts.os == 'windows' else 'LD_LIBRARY_PATH'}.")
-    return finding(
-        "dependency-missing",
+    return DEPENDENCY_MISSING.finding(
         detail,
         fix,
         {
@@ -413,8 +391,7 @@ def _told_unloadable(facts: Facts, build: FrameworkBuild, rules: PathRules) -> I
             if not found:
                 yield missing._replace(detail=f'{build.name} {build.version} says: "{_sentence(told.message)}". {missing.detail}')
                 continue
-        yield finding(
-            "dependency-missing",
+        yield DEPENDENCY_MISSING.finding(
             f"{build.name} {build.version} in {build.executable} says it could not load {'some GPU libraries' if told.part == 'gpu' else told.part}: "
             f'"{_sentence(told.message)}". The emulation of its loads finds every library it is known to ask for, so the one that failed is '
             "one the emulation does not model (another CUDA library, or one that a library it loaded needs).",
@@ -451,15 +428,14 @@ def _verbose_loads(build: FrameworkBuild) -> list[str]:
     return [f"Run it once with `{framework.load_log}` set: {build.name} then logs every library it tries to open and why one failed."]
 
 
-@rule("loader-emulation-differs", Severity.WARNING, "The real loader picked another file than the emulation", Area.ENVIRONMENT)
+@LOADER_EMULATION_DIFFERS.checks
 def loader_emulation_differs(facts: Facts) -> Iterator[Finding]:
     """The emulation models the documented search order; when a live load disagrees, both answers are shown so nobody trusts the wrong one."""
     for confirmation in facts.confirmations:
         if confirmation.agrees:
             continue
         real = confirmation.real or f"nothing ({confirmation.error or 'load failed'})"
-        yield finding(
-            "loader-emulation-differs",
+        yield LOADER_EMULATION_DIFFERS.finding(
             f"For {confirmation.name} in {confirmation.executable} the emulated search finds {confirmation.emulated or 'nothing'}, "
             f"but loading it for real gives {real}. Findings about this library rest on the emulation.",
             ["Trust the real load; please report this with `cudnn-doctor snapshot --redact` so the emulation can be fixed."],

@@ -10,9 +10,9 @@ from cudnn_doctor import knowledge
 from cudnn_doctor.checks._libraries import build_key, cuda_key, is_cuda_library, lookup, reach_folder_fix, system_builds
 from cudnn_doctor.checks._variables import kind_problem, set_command, value_problems
 from cudnn_doctor.checks._wheels import extras_missing, held_by, install_fixes, not_searched, reach_fixes, wheels_key
-from cudnn_doctor.checks.registry import finding, rule
+from cudnn_doctor.checks.rules import CUDA_LIBS_NOT_FOUND, CUDA_PATH_MISMATCH, CUDA_TOOLKIT_MISSING, MULTIPLE_CUDA_ON_PATH, NVCC_NOT_ON_PATH
 from cudnn_doctor.facts import Facts, FrameworkBuild, Toolkit
-from cudnn_doctor.findings import Area, Finding, Severity
+from cudnn_doctor.findings import Finding, Severity
 from cudnn_doctor.paths import PathRules
 from cudnn_doctor.versions import major_minor
 
@@ -25,13 +25,7 @@ def _toolkit_for(facts: Facts, folder: str, os_name: str) -> Optional[Toolkit]:
     return None
 
 
-@rule(
-    "cuda-toolkit-missing",
-    Severity.INFO,
-    "No CUDA toolkit is installed",
-    Area.TOOLKIT,
-    severity_when="error when a framework loads the CUDA runtime from the system",
-)
+@CUDA_TOOLKIT_MISSING.checks
 def cuda_toolkit_missing(facts: Facts) -> Iterator[Finding]:
     """PyTorch and JAX wheels bring their own CUDA runtime; TensorFlow on Windows, PaddlePaddle and ONNX Runtime load the system's."""
     if facts.toolkits.toolkits:
@@ -40,8 +34,7 @@ def cuda_toolkit_missing(facts: Facts) -> Iterator[Finding]:
     if stranded:
         build, cudart = stranded[0]
         version = _release_wanted(build)
-        yield finding(
-            "cuda-toolkit-missing",
+        yield CUDA_TOOLKIT_MISSING.finding(
             f"{build.name} {build.version} loads the CUDA {version} runtime ({cudart}) from the system, and no CUDA toolkit is installed.",
             [
                 f"Install a CUDA {version} toolkit from https://developer.nvidia.com/cuda-toolkit-archive and make sure its bin (Windows) or lib64 (Linux) folder is on the library search path."
@@ -51,8 +44,7 @@ def cuda_toolkit_missing(facts: Facts) -> Iterator[Finding]:
             causes=[cuda_key(b.cuda_major) for b, _ in stranded] + [build_key(b) for b, _ in stranded],
         )
     else:
-        yield finding(
-            "cuda-toolkit-missing",
+        yield CUDA_TOOLKIT_MISSING.finding(
             "No CUDA toolkit was found (no nvcc on PATH, no CUDA_PATH / CUDA_HOME, nothing in the standard folders). "
             "The installed frameworks do not need one; you only need it to compile CUDA code.",
             ["Install a CUDA toolkit only if you build CUDA extensions: https://developer.nvidia.com/cuda-downloads"],
@@ -64,14 +56,7 @@ def _not_found(facts: Facts, build: FrameworkBuild, name: str) -> bool:
     return step is None or step.winner is None
 
 
-@rule(
-    "cuda-libs-not-found",
-    Severity.ERROR,
-    "A framework cannot find the CUDA runtime libraries",
-    Area.TOOLKIT,
-    explained_by=("framework-cuda-mismatch", "cuda-toolkit-missing", "env-stale-session"),
-    fix_kind="unsafe",  # ONNX Runtime's [cuda,cudnn] extras: its pip line, run by `fix --unsafe-fixes`
-)
+@CUDA_LIBS_NOT_FOUND.checks
 def cuda_libs_not_found(facts: Facts) -> Iterator[Finding]:
     """TensorFlow (on Windows up to 2.10, on Linux without [and-cuda]), PaddlePaddle and ONNX Runtime load cudart, cuBLAS and friends by name; if the loader cannot find them the GPU is silently unused."""
     for build, libraries in system_builds(facts):
@@ -113,10 +98,10 @@ def cuda_libs_not_found(facts: Facts) -> Iterator[Finding]:
                 fix.extend([*pip, f"Or: {toolkit}"])
             else:
                 fix.extend([toolkit, *(f"Or: {step}" if i == 0 else step for i, step in enumerate(pip))])
-        yield finding("cuda-libs-not-found", detail, fix, {"framework": build.name, "missing": names}, causes=causes)
+        yield CUDA_LIBS_NOT_FOUND.finding(detail, fix, {"framework": build.name, "missing": names}, causes=causes)
 
 
-@rule("nvcc-not-on-path", Severity.WARNING, "A CUDA toolkit is installed but its nvcc is not on PATH", Area.TOOLKIT, explained_by=("env-stale-session",))
+@NVCC_NOT_ON_PATH.checks
 def nvcc_not_on_path(facts: Facts) -> Iterator[Finding]:
     """Build scripts (setup.py, CMake, make) call `nvcc` by name: they fail with "nvcc: not found", or compile with an older or a distribution's nvcc."""
     with_nvcc = [t for t in facts.toolkits.toolkits if t.has_nvcc]
@@ -139,7 +124,7 @@ def nvcc_not_on_path(facts: Facts) -> Iterator[Finding]:
                 f"Run the command without sudo, or keep your PATH: start it with `sudo env PATH={best.bin_dir}:$PATH` followed by the command you ran with sudo.",
                 f"Or add {best.bin_dir} to secure_path in /etc/sudoers (via `sudo visudo`).",
             ]
-    yield finding("nvcc-not-on-path", detail, fix, {"toolkit": best.root}, causes=causes)
+    yield NVCC_NOT_ON_PATH.finding(detail, fix, {"toolkit": best.root}, causes=causes)
 
 
 def _older_nvcc_first(facts: Facts) -> Iterator[Finding]:
@@ -170,7 +155,7 @@ def _older_nvcc_first(facts: Facts) -> Iterator[Finding]:
         if distro:
             fix.append(f"Or remove the distribution's older compiler: `sudo apt remove {distro}`.")
     evidence = {"toolkit": target.root, "nvcc": tk.nvcc_on_path, "package": distro, "pointed_by": reasons}
-    yield finding("nvcc-not-on-path", detail, fix, evidence, causes=causes)
+    yield NVCC_NOT_ON_PATH.finding(detail, fix, evidence, causes=causes)
 
 
 def _nvcc_key(bin_dir: str) -> str:
@@ -212,7 +197,7 @@ def _newer(toolkit: Toolkit, than: Optional[Toolkit]) -> bool:
     return toolkit.parsed_version.release[:2] > than.parsed_version.release[:2]
 
 
-@rule("cuda-path-mismatch", Severity.WARNING, "CUDA_PATH / CUDA_HOME does not name the toolkit of the nvcc on PATH", Area.TOOLKIT)
+@CUDA_PATH_MISMATCH.checks
 def cuda_path_mismatch(facts: Facts) -> Iterator[Finding]:
     """Build systems take headers and libraries from CUDA_HOME / CUDA_PATH but compile with the nvcc on PATH; two versions mixed, or a value naming no toolkit, fail in odd ways."""
     tk = facts.toolkits
@@ -225,8 +210,7 @@ def cuda_path_mismatch(facts: Facts) -> Iterator[Finding]:
         named = None if problems else _toolkit_for(facts, value, facts.os)
         if named is not None:
             if path_toolkit is not None and named.root != path_toolkit.root:
-                yield finding(
-                    "cuda-path-mismatch",
+                yield CUDA_PATH_MISMATCH.finding(
                     f"{name}={value} is CUDA {named.version}, but the nvcc first on PATH ({tk.nvcc_on_path}) is CUDA {path_toolkit.version} at {path_toolkit.root}.",
                     [set_command(facts, name, _corrected(facts, None)[1]), f"Or put {named.bin_dir} first on PATH, so both name the same toolkit."],
                     {"variable": name, "value": value, "nvcc": tk.nvcc_on_path},
@@ -255,8 +239,7 @@ def _malformed(facts: Facts, name: str, value: str, problems: list[str], meant: 
         detail += f" No nvcc is on PATH; {'that' if target is meant_toolkit else 'the newest installed'} toolkit is CUDA {target.version} at {target.root}."
     else:
         detail += " No CUDA toolkit is installed."
-    return finding(
-        "cuda-path-mismatch",
+    return CUDA_PATH_MISMATCH.finding(
         detail,
         [set_command(facts, name, spelled)],
         {"variable": name, "value": value, "problems": problems, "corrected": spelled, "nvcc": tk.nvcc_on_path},
@@ -281,7 +264,7 @@ def _corrected(facts: Facts, meant: Optional[Toolkit], meant_spelling: Optional[
     return toolkit, toolkit.root
 
 
-@rule("multiple-cuda-on-path", Severity.WARNING, "Several CUDA toolkits are on PATH", Area.TOOLKIT)
+@MULTIPLE_CUDA_ON_PATH.checks
 def multiple_cuda_on_path(facts: Facts) -> Iterator[Finding]:
     """The first toolkit on PATH wins for nvcc and for every DLL loaded by name; the order decides silently."""
     order: list[tuple[int, Toolkit, str]] = []
@@ -295,8 +278,7 @@ def multiple_cuda_on_path(facts: Facts) -> Iterator[Finding]:
         return
     listing = "; ".join(f"#{i + 1} in PATH: {value} (CUDA {t.version})" for i, t, value in order)
     winner = order[0][1]
-    yield finding(
-        "multiple-cuda-on-path",
+    yield MULTIPLE_CUDA_ON_PATH.finding(
         f"{listing}. CUDA {winner.version} wins for nvcc and for libraries loaded by name.",
         [f"Keep only the toolkit you use on PATH (remove {', '.join(v for _, t, v in order[1:])}), or move its bin folder first."],
         {"order": [v for _, _, v in order]},

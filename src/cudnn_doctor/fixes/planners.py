@@ -8,8 +8,34 @@ an empty list means this finding's case is not one the fix handles safely (its m
 from __future__ import annotations
 
 import shlex
-from typing import Callable, Collection, Iterable, Optional, Sequence
+from typing import Callable, Collection, Iterable, Optional, Sequence, TypeVar
 
+from cudnn_doctor.checks.evidence import (
+    CpuBuild,
+    MissingFolders,
+    MissingHeaders,
+    MissingImportLibraries,
+    NestedCopy,
+    RepeatedEntries,
+    ShadowedCopies,
+    SystemFolderCopy,
+    UnreadVariable,
+)
+from cudnn_doctor.checks.registry import Rule
+from cudnn_doctor.checks.rules import (
+    CUDA_LIBS_NOT_FOUND,
+    CUDNN_HEADER_MISSING,
+    CUDNN_IMPORT_LIB_MISSING,
+    CUDNN_IN_SYSTEM_DIR,
+    CUDNN_MISSING,
+    CUDNN_NESTED_LAYOUT,
+    CUDNN_SHADOWED,
+    DEPENDENCY_MISSING,
+    ENV_VAR_INEFFECTIVE,
+    PATH_DUPLICATE_ENTRIES,
+    PATH_MISSING_DIR,
+    TORCH_CPU_BUILD,
+)
 from cudnn_doctor.facts import CONDA_META, DIST_INFO, CudnnInstall, Facts, PathEntry
 from cudnn_doctor.findings import Finding, Severity
 from cudnn_doctor.fixes.changes import Change, ExtractFile, InstalledRelease, ManagedExport, MoveFile, MoveTree, RunCommand, SetPersistentEnv
@@ -18,15 +44,23 @@ from cudnn_doctor.paths import PathRules, expand_percent, managed_env_file
 from cudnn_doctor.versions import parse_version
 
 Planner = Callable[[Finding, Facts], list[Change]]
+Seen = TypeVar("Seen")
 PLANNERS: dict[str, Planner] = {}
 
 
-def planner(rule_id: str) -> Callable[[Planner], Planner]:
+def planner(rule: Rule) -> Callable[[Planner], Planner]:
+    """Decorator: `function` plans the fix of `rule`'s findings."""
+
     def add(function: Planner) -> Planner:
-        PLANNERS[rule_id] = function
+        PLANNERS[rule.id] = function
         return function
 
     return add
+
+
+def evidence_of(finding: Finding, kind: type[Seen]) -> Optional[Seen]:
+    """The finding's typed evidence, or None for one made without it (a finding read back from elsewhere has none)."""
+    return finding.evidence if isinstance(finding.evidence, kind) else None
 
 
 def _install_of(facts: Facts, path: str) -> Optional[CudnnInstall]:
@@ -59,13 +93,15 @@ def _quarantine(files: Iterable[str]) -> list[Change]:
     return [MoveFile(path) for path in files]
 
 
-@planner("cudnn-shadowed")
+@planner(CUDNN_SHADOWED)
 def plan_shadowed(finding: Finding, facts: Facts) -> list[Change]:
     """The copy that wins is unusable (an error) and a hand-copied one: quarantine its whole release, so the next copy wins."""
-    used = finding.evidence.get("used")
-    off_path = finding.evidence.get("off_path")  # the copy beside the library that asked, which the search does not reach
-    copies = [c for c in finding.evidence.get("copies") or [] if isinstance(c, str) and c != off_path]
-    if not isinstance(used, str) or len(copies) < 2:
+    evidence = evidence_of(finding, ShadowedCopies)
+    if evidence is None:
+        return []
+    used = evidence.used
+    copies = [c for c in evidence.copies if c != evidence.off_path]  # the copy beside the asking library is not searched
+    if len(copies) < 2:
         return []  # with the winner gone, no copy would be found
     install = _install_of(facts, used)
     if install is not None and _managed(facts, install):
@@ -88,10 +124,11 @@ def _next_is_managed_and_not_older(facts: Facts, used: str, install: Optional[Cu
     return mine is None or theirs is None or theirs >= mine
 
 
-@planner("cudnn-in-system-dir")
+@planner(CUDNN_IN_SYSTEM_DIR)
 def plan_in_system_dir(finding: Finding, facts: Facts) -> list[Change]:
     """Every file of that release in the system folder goes to quarantine."""
-    files = [f for f in finding.evidence.get("files") or [] if isinstance(f, str)]
+    evidence = evidence_of(finding, SystemFolderCopy)
+    files = list(evidence.files) if evidence is not None else []
     if not files:
         return []
     install = _install_of(facts, files[0])
@@ -100,12 +137,13 @@ def plan_in_system_dir(finding: Finding, facts: Facts) -> list[Change]:
     return _quarantine(_release_files(facts, install) if install is not None else files)
 
 
-@planner("cudnn-nested-layout")
+@planner(CUDNN_NESTED_LAYOUT)
 def plan_nested_layout(finding: Finding, facts: Facts) -> list[Change]:
     """`<toolkit>\\<top>\\bin\\…` → `<toolkit>\\bin\\…` (and include, lib); what else the top folder held goes to quarantine."""
-    top, toolkit = finding.evidence.get("top"), finding.evidence.get("toolkit")
-    if not isinstance(top, str) or not isinstance(toolkit, str):
+    evidence = evidence_of(finding, NestedCopy)
+    if evidence is None:
         return []
+    top, toolkit = evidence.top, evidence.toolkit
     rules = PathRules(facts.os)
     if rules.windows:
         pairs = [("bin", "bin"), ("include", "include"), ("lib", "lib")]
@@ -153,11 +191,14 @@ def _rewrite_path(facts: Facts, keep: Callable[[str, str, set[str]], bool]) -> l
     return changes
 
 
-@planner("path-duplicate-entries")
+@planner(PATH_DUPLICATE_ENTRIES)
 def plan_path_duplicates(finding: Finding, facts: Facts) -> list[Change]:
     """Drop the later copies of an entry (the first stays, so the search order does not change): from the registry PATH
     on Windows; on Linux in the doctor's env.sh, which the user sources."""
-    variable = str(finding.evidence.get("variable", ""))
+    evidence = evidence_of(finding, RepeatedEntries)
+    if evidence is None:
+        return []
+    variable = evidence.variable
     if facts.os == "linux":
         return _linux_exports(facts, {variable}, lambda entry, seen: bool(entry.value) and PathRules("linux").key(entry.value) in seen, repeats=True)
     if variable.upper() != "PATH":
@@ -166,15 +207,18 @@ def plan_path_duplicates(finding: Finding, facts: Facts) -> list[Change]:
     return _rewrite_path(facts, lambda scope, entry, seen: rules.key(entry) not in seen)
 
 
-@planner("path-missing-dir")
+@planner(PATH_MISSING_DIR)
 def plan_path_missing(finding: Finding, facts: Facts) -> list[Change]:
     """Drop the entries the finding names (folders that do not exist): from the registry PATH on Windows; on Linux
     in the doctor's env.sh (PATH and LD_LIBRARY_PATH)."""
+    evidence = evidence_of(finding, MissingFolders)
+    if evidence is None:
+        return []
     if facts.os == "linux":
-        named = {e for e in finding.evidence.get("entries") or [] if isinstance(e, str)}
+        named = set(evidence.entries)
         return _linux_exports(facts, LINUX_VARIABLES, lambda entry, seen: entry.value in named and not entry.exists, repeats=False)
     rules = PathRules("windows")
-    missing = {rules.key(e) for e in finding.evidence.get("entries") or [] if isinstance(e, str)}
+    missing = {rules.key(e) for e in evidence.entries}
     return _rewrite_path(facts, lambda scope, entry, seen: rules.key(entry) not in missing)
 
 
@@ -214,21 +258,21 @@ def _without_trailing_slash(folder: str) -> str:
     return folder.rstrip("/") or folder[:1]
 
 
-@planner("env-var-ineffective")
+@planner(ENV_VAR_INEFFECTIVE)
 def plan_ineffective_variable(finding: Finding, facts: Facts) -> list[Change]:
     """Windows: remove the persistent variable nothing reads; a misspelling's value goes to the name that is read.
     (On Linux the variable comes from a shell file the doctor does not edit: its steps stay manual.)"""
-    name = finding.evidence.get("variable")
-    if facts.os != "windows" or facts.environment.persistent is None or not isinstance(name, str):
+    evidence = evidence_of(finding, UnreadVariable)
+    if facts.os != "windows" or facts.environment.persistent is None or evidence is None:
         return []
-    suggestion = finding.evidence.get("suggestion")
+    name, suggestion = evidence.variable, evidence.suggestion
     changes: list[Change] = []
     for scope, values in _scope_values(facts).items():
         found = next((k for k in values if k.upper() == name.upper()), None)
         if found is None:
             continue
         changes.append(SetPersistentEnv(scope, found, None, values[found]))
-        if isinstance(suggestion, str) and not any(k.upper() == suggestion.upper() for k in values):
+        if suggestion is not None and not any(k.upper() == suggestion.upper() for k in values):
             changes.append(SetPersistentEnv(scope, suggestion, values[found], None))
     return changes
 
@@ -244,13 +288,14 @@ def _pip_argv(line: str, python: str) -> Optional[tuple[str, ...]]:
     return tuple(argv)
 
 
-@planner("torch-cpu-build")
+@planner(TORCH_CPU_BUILD)
 def plan_torch_cpu_build(finding: Finding, facts: Facts) -> list[Change]:
     """Unsafe: the finding's own pip lines (the CUDA build the planner chose), run in the interpreter it is about; undone
     by reinstalling the versions that were there, which the plan names."""
-    python, torch = finding.evidence.get("python"), finding.evidence.get("torch")
-    if not isinstance(python, str) or not isinstance(torch, str):
+    evidence = evidence_of(finding, CpuBuild)
+    if evidence is None or evidence.torch is None:
         return []
+    python, torch = evidence.python, evidence.torch
     commands = [argv for argv in (_pip_argv(line, python) for line in finding.fix) if argv is not None]
     if not commands or len(commands) != len(finding.fix):
         return []  # a line that is not a pip command of that interpreter: the steps stay manual
@@ -292,8 +337,8 @@ def plan_ort_extras(finding: Finding, facts: Facts) -> list[Change]:
     return []
 
 
-for _rule in ("cudnn-missing", "cuda-libs-not-found", "dependency-missing"):
-    PLANNERS[_rule] = plan_ort_extras
+for _rule in (CUDNN_MISSING, CUDA_LIBS_NOT_FOUND, DEPENDENCY_MISSING):
+    PLANNERS[_rule.id] = plan_ort_extras
 
 
 # Files an install wrote and that are gone since: taken again from the archive the install history names ------------
@@ -305,11 +350,12 @@ def _restore(finding: Finding, facts: Facts, releases: Sequence[InstalledRelease
     """The missing headers (include/cudnn*.h) or import libraries (lib/x64/cudnn*.lib) the newest install into that
     toolkit wrote, each from its archive with the bytes it wrote; else no change and why (a sentence)."""
     rules = PathRules(facts.os)
-    if finding.id == "cudnn-header-missing":
-        folder, suffix, what = finding.evidence.get("include"), ".h", "headers"
+    headers, libraries = evidence_of(finding, MissingHeaders), evidence_of(finding, MissingImportLibraries)
+    if headers is not None:
+        folder, suffix, what = headers.include, ".h", "headers"
+    elif libraries is not None:
+        folder, suffix, what = libraries.folder, ".lib", "import libraries"
     else:
-        folder, suffix, what = finding.evidence.get("folder"), ".lib", "import libraries"
-    if not isinstance(folder, str):
         return [], None
     toolkit = rules.dirname(folder) if suffix == ".h" else rules.dirname(rules.dirname(folder))
     install = next((i for i in facts.cudnn if i.toolkit and rules.same(i.toolkit, toolkit) and not i.nested_in), None)
@@ -343,16 +389,16 @@ def why_no_fix(finding: Finding, facts: Facts, releases: Optional[Sequence[Insta
     return None
 
 
-@planner("cudnn-header-missing")
+@planner(CUDNN_HEADER_MISSING)
 def plan_header_missing(finding: Finding, facts: Facts, releases: Sequence[InstalledRelease] = ()) -> list[Change]:
     """Headers `cudnn-doctor install` wrote and that are gone since: extracted again from the same archive, byte for byte."""
     return _restore(finding, facts, releases)[0]
 
 
-@planner("cudnn-import-lib-missing")
+@planner(CUDNN_IMPORT_LIB_MISSING)
 def plan_import_lib_missing(finding: Finding, facts: Facts, releases: Sequence[InstalledRelease] = ()) -> list[Change]:
     """Windows import libraries (lib\\x64\\cudnn*.lib) the install wrote and that are gone since, from the same archive."""
     return _restore(finding, facts, releases)[0]
 
 
-WITH_HISTORY.update({"cudnn-header-missing", "cudnn-import-lib-missing"})
+WITH_HISTORY.update({CUDNN_HEADER_MISSING.id, CUDNN_IMPORT_LIB_MISSING.id})

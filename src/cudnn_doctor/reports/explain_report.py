@@ -42,8 +42,8 @@ def rules() -> dict[str, Any]:
 
 
 def _entry(finding_id: str, rule: Any) -> dict[str, Any]:
-    from cudnn_doctor.checks import pages
-    from cudnn_doctor.checks.registry import fix_line
+    from cudnn_doctor.checks import RULES, pages
+    from cudnn_doctor.checks.registry import explanations, fix_line
 
     area = rule.area
     try:
@@ -59,7 +59,7 @@ def _entry(finding_id: str, rule: Any) -> dict[str, Any]:
         "page": text,
         "related": pages.related(text),
         "why": rule.doc,
-        "explained_by": list(rule.explained_by),
+        "explained_by": [i for i in RULES if i in explanations(RULES).get(finding_id, ())],
         "autofix": getattr(rule, "fix_kind", None),
         "fix_line": fix_line(finding_id),
     }

@@ -128,8 +128,9 @@ def _finding(found: Finding, symptoms: list[Finding], anchor: str, automatic: Op
     if symptoms:
         items = "".join(f'<li data-id="{esc(s.id)}">{_page_link(s.id)} ({esc(s.severity.value)}): {esc(s.detail)}</li>' for s in symptoms)
         parts.append(f'<div class="symptoms">The same cause also shows as:<ul>{items}</ul></div>')
-    if found.evidence:
-        rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(_evidence_text(v))}</td></tr>" for k, v in found.evidence.items())
+    evidence = found.evidence_json()
+    if evidence:
+        rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(_evidence_text(v))}</td></tr>" for k, v in evidence.items())
         parts.append(f"<details><summary>Evidence</summary><table>{rows}</table></details>")
     if _has_page(found.id):
         parts.append(f'<p class="sub">More: <a class="page-link" href="#page-{esc(found.id)}">what it means, why it happens, how to fix it</a></p>')

@@ -90,7 +90,7 @@ PATTERNS = (
         "install a build compiled for this GPU's compute capability: " + _PLAN,
     ),
     Known(
-        "driver-too-old",
+        "insufficient-driver",
         ("driver", "frameworks"),
         ("CUDA driver version is insufficient for CUDA runtime version", "cudaErrorInsufficientDriver", "The NVIDIA driver on your system is too old"),
         regex(r"CUDA driver version is insufficient for CUDA runtime version|cudaErrorInsufficientDriver|The NVIDIA driver on your system is too old"),

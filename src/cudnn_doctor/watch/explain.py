@@ -67,7 +67,7 @@ def _bearing(findings: Iterable[Finding], names: set[str], areas: set[Optional[s
     for finding in findings:
         if finding.severity == Severity.INFO or finding.symptom_of is not None:
             continue
-        text = (finding.title + " " + finding.detail + " " + json.dumps(dict(finding.evidence), default=str)).lower()
+        text = (finding.title + " " + finding.detail + " " + json.dumps(finding.evidence_json(), default=str)).lower()
         if any(name in text for name in names):
             naming.append(finding)
         elif finding.area.value in areas:

@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "cudnn_doctor"
 WIRE_OR_BUILD = {
     "system/framework_probe.py",
     "system/map_probe.py",
-    "verify/worker.py",
+    "verify/worker/cudnn_doctor_verify/main.py",
     "fleet/node.py",
     "knowledge/generate.py",
 }

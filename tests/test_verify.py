@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -17,6 +18,8 @@ from cudnn_doctor.reports import verify_report
 from cudnn_doctor.system.live import LiveSystem
 from cudnn_doctor.verify import history, judge
 from cudnn_doctor.verify import run as verifying
+
+from .verify_worker import worker_module
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((ROOT / "src/cudnn_doctor/reports/verify.schema.json").read_text(encoding="utf-8"))
@@ -34,11 +37,8 @@ HAS_TORCH = importlib.util.find_spec("torch") is not None
 
 
 def load_worker():
-    """The worker file as a module (at run time it is sent to the target interpreter as source text)."""
-    spec = importlib.util.spec_from_file_location("verify_worker", ROOT / "src/cudnn_doctor/verify/worker.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The worker's shared module (at run time the package runs in the target interpreter)."""
+    return worker_module("common")
 
 
 def raw(report: dict[str, Any]) -> dict[str, Any]:
@@ -80,9 +80,9 @@ def test_flop_counts_are_those_of_the_operations():
 
 def test_cudnn_numbers_of_both_packings_read_as_versions():
     worker = load_worker()
-    assert worker._cudnn_text(8907) == "8.9.7"
-    assert worker._cudnn_text(90100) == "9.1.0"
-    assert worker._cudnn_text(91002) == "9.10.2"
+    assert worker.cudnn_text(8907) == "8.9.7"
+    assert worker.cudnn_text(90100) == "9.1.0"
+    assert worker.cudnn_text(91002) == "9.10.2"
 
 
 def test_the_plan_has_the_guides_case_cudnn_off_and_every_precision_on_a_gpu():
@@ -125,17 +125,17 @@ def test_a_script_longer_than_a_windows_command_line_still_runs():
 
 
 @pytest.mark.live
-def test_a_framework_without_benchmarks_is_unsupported_and_one_that_cannot_import_is_not_installed(capsys):
+def test_a_framework_without_benchmarks_is_unsupported_and_one_that_cannot_import_is_not_installed(capsys, monkeypatch):
     done = LiveSystem().run_script(sys.executable, verifying.worker_source(), [json.dumps({"framework": "mxnet"})], 60)
     assert json.loads(done.stdout.rpartition(verifying.MARKER)[2].strip())["status"] == "unsupported"
-    worker = load_worker()
+    worker = worker_module("main")
 
     def missing(config):
         import no_such_framework_here  # noqa: F401
 
-    worker.RUNNERS["torch"] = missing
+    monkeypatch.setitem(sys.modules, "cudnn_doctor_verify.torch_backend", SimpleNamespace(run=missing))
     worker.main(["-c", json.dumps({"framework": "torch"})])
-    report = json.loads(capsys.readouterr().out.rpartition(worker.MARKER)[2].strip())
+    report = json.loads(capsys.readouterr().out.rpartition(verifying.MARKER)[2].strip())
     assert report["status"] == "not-installed" and "no_such_framework_here" in report["message"]
 
 

@@ -9,7 +9,6 @@ height and width differ, so a layout mistake (NHWC taken for NCHW, OIHW for HWIO
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -21,6 +20,7 @@ from cudnn_doctor.system.live import LiveSystem
 from cudnn_doctor.verify import run as verifying
 
 from .conftest import cached_venv
+from .verify_worker import worker_module
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((ROOT / "src/cudnn_doctor/reports/verify.schema.json").read_text(encoding="utf-8"))
@@ -29,11 +29,8 @@ FRAMEWORKS = ("tensorflow", "jax", "paddle", "onnxruntime")
 
 
 def load_worker():
-    """The worker file as a module (at run time it is sent to the target interpreter as source text)."""
-    spec = importlib.util.spec_from_file_location("verify_worker", ROOT / "src/cudnn_doctor/verify/worker.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The worker's shared module (at run time the package runs in the target interpreter)."""
+    return worker_module("common")
 
 
 worker = load_worker()
@@ -43,7 +40,7 @@ worker = load_worker()
 
 
 def test_every_framework_verify_knows_has_a_runner():
-    assert set(worker.RUNNERS) == set(verifying.FRAMEWORKS)
+    assert set(worker_module("main").BACKENDS) == set(verifying.FRAMEWORKS)
 
 
 def test_conv_spec_is_the_guides_case_and_the_large_convolution():
@@ -120,9 +117,9 @@ def test_finish_sums_the_time_and_drops_empty_notes():
 
 
 def test_versions_as_frameworks_give_them_read_as_text():
-    assert worker._text("False") is None and worker._text(False) is None and worker._text("") is None  # CPU builds
-    assert worker._text("12.4") == "12.4" and worker._text(9) == "9"
-    assert worker._cuda_text(12040) == "12.4" and worker._cuda_text(13000) == "13.0" and worker._cuda_text(0) is None
+    assert worker.version_text("False") is None and worker.version_text(False) is None and worker.version_text("") is None  # CPU builds
+    assert worker.version_text("12.4") == "12.4" and worker.version_text(9) == "9"
+    assert worker.cuda_text(12040) == "12.4" and worker.cuda_text(13000) == "13.0" and worker.cuda_text(0) is None
 
 
 def test_a_smoke_result_is_judged_against_its_precisions_tolerance():
@@ -224,10 +221,11 @@ def test_onnx_runtime_without_onnx_is_unsupported_and_says_so(framework_python, 
 
 # The GPU cases' code, run on the CPU: the framework's "gpu" device mapped to its CPU, sizes shrunk.
 STAND_IN_GPU = """
-import json, sys
-namespace = {"__name__": "verify_worker"}
-exec(sys.argv[1], namespace)
-base, real_plan = namespace[sys.argv[2]], namespace["plan"]
+import importlib, json, sys
+sys.path.insert(0, sys.argv[1])
+from cudnn_doctor_verify import arrays, common
+module = importlib.import_module("cudnn_doctor_verify.%s_backend" % sys.argv[3])
+base, real_plan = getattr(module, sys.argv[2]), common.plan
 
 def small_plan(quick, gpu):
     return [(c[0], c[1], c[2], c[3], c[4], {"conv": 1, "matmul": 64}.get(c[1], 1 << 20)) for c in real_plan(quick, gpu)]
@@ -239,9 +237,9 @@ class OnTheCpu(base):
     def _device(self, device):
         return base._device(self, "cpu")
 
-namespace["plan"] = small_plan
-report = namespace["backend_run"]({"quick": True}, OnTheCpu, sys.argv[3])
-sys.stdout.write(namespace["MARKER"] + "\\n" + json.dumps(report) + "\\n")
+arrays.plan = small_plan
+report = arrays.backend_run({"quick": True}, OnTheCpu, sys.argv[3])
+sys.stdout.write(common.MARKER + "\\n" + json.dumps(report) + "\\n")
 """
 
 
@@ -254,7 +252,7 @@ sys.stdout.write(namespace["MARKER"] + "\\n" + json.dumps(report) + "\\n")
     ],
 )
 def test_the_gpu_cases_code_runs_every_case_with_a_stand_in_gpu(framework_python, framework, backend, left_out):
-    done = LiveSystem().run_script(str(framework_python), STAND_IN_GPU, [verifying.worker_source(), backend, framework], 300)
+    done = LiveSystem().run_script(str(framework_python), STAND_IN_GPU, [str(verifying.WORKER_FOLDER), backend, framework], 300)
     assert verifying.MARKER in done.stdout, done.stderr[-3000:]
     report = json.loads(done.stdout.rpartition(verifying.MARKER)[2].strip())
     assert report["status"] == "ok" and report["device_name"] == "Stand-in GPU"

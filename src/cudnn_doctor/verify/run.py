@@ -1,7 +1,7 @@
 """`verify`: run the worker for each framework in the target interpreter, then judge its figures.
 
-The worker (worker.py) is sent to the interpreter as source text, so it runs with that
-interpreter's frameworks; the GPU's datasheet peak and the thresholds come from the knowledge,
+The worker (the package in worker/, one backend module per framework) runs in the interpreter
+from its files, with that interpreter's frameworks; the GPU's datasheet peak and the thresholds come from the knowledge,
 its clocks and power from NVML in this process.
 """
 
@@ -27,8 +27,12 @@ DISTRIBUTIONS = {  # what `all` looks for in the interpreter
 }
 
 
+WORKER_FOLDER = Path(__file__).with_name("worker")  # holds the package cudnn_doctor_verify, run in the target interpreter
+
+
 def worker_source() -> str:
-    return Path(__file__).with_name("worker.py").read_text(encoding="utf-8")
+    """The child's program: the worker package's folder first on its path, then the worker's main with CONFIG."""
+    return f"import sys; sys.path.insert(0, {str(WORKER_FOLDER)!r}); from cudnn_doctor_verify.main import main; main(sys.argv)"
 
 
 def installed(system: System, executable: str) -> list[str]:

@@ -12,7 +12,7 @@ from packaging.version import Version
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.errors import InputError, KnowledgeError
-from cudnn_doctor.knowledge import files, generate, records, schema
+from cudnn_doctor.knowledge import files, generate, records, schema, tables
 
 
 def test_every_table_loads_with_review_date():
@@ -108,12 +108,12 @@ def test_file_level_errors():
 
 def test_driver_table_is_monotonic():
     shipped = knowledge.table("cuda_driver")
-    schema._check_cuda_driver(shipped, "cuda_driver.yaml")
+    tables._check_cuda_driver(shipped, "cuda_driver.yaml")
     broken = shipped._replace(
         toolkits=(records.ToolkitDriver("10.0", "GA", "410", "411", "https://x"), records.ToolkitDriver("10.1", "GA", "400", "418", "https://x"))
     )
     with pytest.raises(KnowledgeError, match=r"cuda_driver\.yaml: CUDA 10\.1 needs an older linux driver than CUDA 10\.0"):
-        schema._check_cuda_driver(broken, "cuda_driver.yaml")
+        tables._check_cuda_driver(broken, "cuda_driver.yaml")
 
 
 @pytest.mark.parametrize(

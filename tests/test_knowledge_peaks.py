@@ -8,7 +8,7 @@ import pytest
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.errors import KnowledgeError
-from cudnn_doctor.knowledge import schema
+from cudnn_doctor.knowledge import fields, schema
 
 # Every model the brief of issue 12 asks for that has a sourced row, by a name NVML reports where one is sourced
 # (NVIDIA's open-gpu-kernel-modules README), else by the table's model name.
@@ -142,7 +142,7 @@ def test_rates_are_consistent():
 def test_names_are_unique_across_rows():
     seen: dict[str, str] = {}
     for row in _peaks():
-        for name in {schema._peak_name_key(n) for n in (row.model, *row.names)}:
+        for name in {fields.peak_name_key(n) for n in (row.model, *row.names)}:
             assert seen.setdefault(name, row.model) == row.model, name
 
 

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator, Literal, Optional, TypeVar, cast, ov
 from packaging.version import Version
 
 from cudnn_doctor.errors import InputError, KnowledgeError
-from cudnn_doctor.knowledge import records
+from cudnn_doctor.knowledge import framework_records, records
 from cudnn_doctor.record import Record
 
 DATA = Path(__file__).with_name("data")
@@ -178,7 +178,7 @@ def _shipped_table(name: str) -> Any:
 
 
 @overload
-def table(name: Literal["published"]) -> records.PublishedTable: ...
+def table(name: Literal["published"]) -> framework_records.PublishedTable: ...
 @overload
 def table(name: Literal["cuda_driver"]) -> records.CudaDriverTable: ...
 @overload
@@ -190,19 +190,19 @@ def table(name: Literal["cuda_wheels"]) -> records.CudaWheelsTable: ...
 @overload
 def table(name: Literal["environment"]) -> records.EnvironmentTable: ...
 @overload
-def table(name: Literal["frameworks"]) -> records.FrameworksTable: ...
+def table(name: Literal["frameworks"]) -> framework_records.FrameworksTable: ...
 @overload
 def table(name: Literal["gpus"]) -> records.GpusTable: ...
 @overload
 def table(name: Literal["libraries"]) -> records.LibrariesTable: ...
 @overload
-def table(name: Literal["tensorflow"]) -> records.TensorflowTable: ...
+def table(name: Literal["tensorflow"]) -> framework_records.TensorflowTable: ...
 @overload
-def table(name: Literal["torch"]) -> records.TorchTable: ...
+def table(name: Literal["torch"]) -> framework_records.TorchTable: ...
 @overload
 def table(name: str) -> Any: ...
 def table(name: str) -> Any:
-    """One table as its typed record (`records.TorchTable` for "torch"): the shipped rows, the user's `kb update` over
+    """One table as its typed record (`framework_records.TorchTable` for "torch"): the shipped rows, the user's `kb update` over
     them, and the rows of a `--kb` file over both under `overlay`."""
     return _table(name)
 
@@ -285,7 +285,7 @@ def forget_update() -> None:
 def read_overlay(path: Path) -> _Overlay:
     """A `--kb` file, every row checked now (before any diagnosis) against the schema and merged once
     with the shipped tables; any problem is an InputError naming the file and the row."""
-    from cudnn_doctor.knowledge import files, schema
+    from cudnn_doctor.knowledge import fields, files, schema
 
     try:
         document = files.read(path, str(path))
@@ -300,7 +300,7 @@ def read_overlay(path: Path) -> _Overlay:
     try:
         for name, sections in document.items():
             if name not in schema.TABLES:
-                close = schema._close(str(name), list(schema.TABLES))
+                close = fields.close_matches(str(name), list(schema.TABLES))
                 raise KnowledgeError(
                     f"{where}: unknown table {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "") + f"; the tables are {', '.join(schema.TABLES)}"
                 )

@@ -7,14 +7,14 @@ from typing import Any, Optional
 
 from packaging.version import Version
 
-from cudnn_doctor.knowledge import _lookup, records, table
+from cudnn_doctor.knowledge import _lookup, framework_records, records, table
 from cudnn_doctor.knowledge.libraries import pip_brings_cuda
 from cudnn_doctor.versions import canonical_name as canonicalize_name
 from cudnn_doctor.versions import cuda_tag
 
 
 @_lookup
-def tensorflow_build(version: Version, os_name: str) -> Optional[records.TensorflowBuild]:
+def tensorflow_build(version: Version, os_name: str) -> Optional[framework_records.TensorflowBuild]:
     """TensorFlow's tested build configuration for a release (matched on major.minor)."""
     for row in table("tensorflow").tested_builds:
         if row.os == os_name and Version(row.version).release[:2] == version.release[:2]:
@@ -23,12 +23,12 @@ def tensorflow_build(version: Version, os_name: str) -> Optional[records.Tensorf
 
 
 def tensorflow_windows_gpu_last() -> tuple[Version, str]:
-    row: records.WindowsGpuLast = table("tensorflow").windows_native_gpu_last
+    row: framework_records.WindowsGpuLast = table("tensorflow").windows_native_gpu_last
     return Version(row.version), row.source
 
 
 @_lookup
-def torch_release(version: Version) -> Optional[records.TorchRelease]:
+def torch_release(version: Version) -> Optional[framework_records.TorchRelease]:
     """The row of a PyTorch minor release (matched on major.minor)."""
     for row in table("torch").releases:
         if Version(row.version).release[:2] == version.release[:2]:
@@ -40,16 +40,16 @@ def torch_index_url(cuda: Version) -> str:
     return table("torch").index_url.template.format(tag=cuda_tag(cuda))
 
 
-def frameworks() -> tuple[records.Framework, ...]:
+def frameworks() -> tuple[framework_records.Framework, ...]:
     return table("frameworks").frameworks
 
 
-def framework(name: str) -> records.Framework:
+def framework(name: str) -> framework_records.Framework:
     return next(f for f in frameworks() if f.name == name)
 
 
 @_lookup
-def onnxruntime_build(version: Version, feed: str = "pypi") -> Optional[records.OnnxruntimeBuild]:
+def onnxruntime_build(version: Version, feed: str = "pypi") -> Optional[framework_records.OnnxruntimeBuild]:
     """The onnxruntime-gpu build of a release on one feed, PyPI unless named (the first row whose range holds it)."""
     for row in table("frameworks").onnxruntime_builds:
         if row.feed == feed and version in row.versions:
@@ -58,7 +58,7 @@ def onnxruntime_build(version: Version, feed: str = "pypi") -> Optional[records.
 
 
 @_lookup
-def onnxruntime_builds(version: Version) -> tuple[records.OnnxruntimeBuild, ...]:
+def onnxruntime_builds(version: Version) -> tuple[framework_records.OnnxruntimeBuild, ...]:
     """Every build of a release, one per feed (PyPI first when it has one), so a planner can say where each comes from."""
     feeds = dict.fromkeys(row.feed for row in table("frameworks").onnxruntime_builds)
     found = (onnxruntime_build(version, feed) for feed in sorted(feeds, key=lambda f: f != "pypi"))
@@ -66,7 +66,7 @@ def onnxruntime_builds(version: Version) -> tuple[records.OnnxruntimeBuild, ...]
 
 
 @_lookup
-def paddle_build(tag: str, os_name: str, version: Optional[Version] = None) -> Optional[records.PaddleBuild]:
+def paddle_build(tag: str, os_name: str, version: Optional[Version] = None) -> Optional[framework_records.PaddleBuild]:
     """The row of a paddlepaddle-gpu build (`post112`, `pypi`, `cu126`) on one OS for release `version`
     (the same tag was paired with different cuDNN releases over time); without a version, the newest era's row."""
     rows = [row for row in table("frameworks").paddle_builds if row.tag == tag and row.os == os_name]
@@ -75,7 +75,7 @@ def paddle_build(tag: str, os_name: str, version: Optional[Version] = None) -> O
     return next((row for row in rows if row.versions is None or row.versions.contains(version, prereleases=True)), None)
 
 
-def _era(row: records.PaddleBuild) -> Version:
+def _era(row: framework_records.PaddleBuild) -> Version:
     """The oldest release a row's range admits, to rank rows by era."""
     floors = [Version(spec.version) for spec in row.versions or () if spec.operator in (">=", "==", "~=")]
     return max(floors) if floors else Version("0")

@@ -35,9 +35,9 @@ def gpu_compute_capability(name: str) -> Optional[str]:
 
 def _gpu_name_key(name: str) -> str:
     """A name as compared, also without "GeForce ", which NVML and NVIDIA's pages print and users often omit."""
-    from cudnn_doctor.knowledge import schema
+    from cudnn_doctor.knowledge import fields
 
-    key = schema._gpu_key(name)
+    key = fields.gpu_key(name)
     return key[len("geforce ") :] if key.startswith("geforce ") else key
 
 
@@ -60,12 +60,12 @@ def gpu_peak(name: str) -> Optional[records.GpuPeak]:
     else by the table's model name ("H100 SXM5"); compared like `gpu_compute_capability` (case, spaces and
     the "NVIDIA "/"Tesla "/"GeForce " brand do not matter), but only whole names: "NVIDIA GeForce RTX 4090 D"
     is not an RTX 4090. None when no row or several rows fit, because a wrong peak makes a wrong verdict."""
-    from cudnn_doctor.knowledge import schema
+    from cudnn_doctor.knowledge import fields
 
-    wanted = schema._peak_name_key(name)
+    wanted = fields.peak_name_key(name)
     rows = table("gpus").peaks
     for keys_of in (lambda row: row.names, lambda row: (row.model,)):
-        found = [row for row in rows if wanted in {schema._peak_name_key(key) for key in keys_of(row)}]
+        found = [row for row in rows if wanted in {fields.peak_name_key(key) for key in keys_of(row)}]
         if found:
             return found[0] if len(found) == 1 else None
     return None

@@ -8,7 +8,7 @@ from typing import Optional
 
 from packaging.version import Version
 
-from cudnn_doctor.knowledge import _lookup, records, table
+from cudnn_doctor.knowledge import _lookup, framework_records, records, table
 from cudnn_doctor.versions import canonical_name as canonicalize_name
 from cudnn_doctor.versions import cuda_major_of_dll_number
 
@@ -68,7 +68,7 @@ def wheel_placeholders() -> dict[str, str]:
 
 
 @_lookup
-def pip_brings_cuda(framework_name: str, version: Version, os_name: str) -> Optional[records.PipCuda]:
+def pip_brings_cuda(framework_name: str, version: Version, os_name: str) -> Optional[framework_records.PipCuda]:
     """The row saying a release's wheels on `os_name` bring CUDA and cuDNN from pip, or None."""
     return next(
         (
@@ -81,20 +81,20 @@ def pip_brings_cuda(framework_name: str, version: Version, os_name: str) -> Opti
 
 
 @_lookup
-def jax_builds(version: Version) -> tuple[records.JaxBuild, ...]:
+def jax_builds(version: Version) -> tuple[framework_records.JaxBuild, ...]:
     """What each pip extra of a JAX release installs (one row per extra)."""
     return tuple(row for row in table("frameworks").jax_builds if row.versions.contains(version, prereleases=True))
 
 
 @_lookup
-def jax_build(version: Version, extra: str) -> Optional[records.JaxBuild]:
+def jax_build(version: Version, extra: str) -> Optional[framework_records.JaxBuild]:
     """One extra of a JAX release (`cuda12`, `cuda12-local`; `_` and `-` alike, as pip treats them)."""
     wanted = canonicalize_name(extra)
     return next((row for row in jax_builds(version) if canonicalize_name(row.extra) == wanted), None)
 
 
 @_lookup
-def tensorflow_and_cuda(version: Version) -> Optional[records.TensorflowAndCuda]:
+def tensorflow_and_cuda(version: Version) -> Optional[framework_records.TensorflowAndCuda]:
     """The nvidia-* wheels `tensorflow[and-cuda]` installs for a release (None before 2.14, or not yet read)."""
     return next((row for row in table("tensorflow").and_cuda if version in row.versions), None)
 
@@ -114,14 +114,14 @@ def framework_releases(distribution: str) -> tuple[str, ...]:
 
 
 @_lookup
-def published(distribution: str) -> tuple[records.PublishedRelease, ...]:
+def published(distribution: str) -> tuple[framework_records.PublishedRelease, ...]:
     """The releases of `distribution` the package index listed when its source was recorded, newest first; () when the
     distribution is not recorded."""
     wanted = canonicalize_name(distribution)
     return tuple(row for row in table("published").releases if canonicalize_name(row.distribution) == wanted)
 
 
-def published_extra(distribution: str, version: str, extra: str) -> Optional[records.PublishedExtra]:
+def published_extra(distribution: str, version: str, extra: str) -> Optional[framework_records.PublishedExtra]:
     """What `distribution[extra]==version` requires, per that release's METADATA; None when the release does not provide
     the extra (or its extras were not recorded)."""
     wanted = (canonicalize_name(distribution), canonicalize_name(extra))
@@ -138,17 +138,17 @@ def extras_recorded(distribution: str, version: str) -> bool:
 
 
 @_lookup
-def _extras_of(version: str) -> tuple[records.PublishedExtra, ...]:
+def _extras_of(version: str) -> tuple[framework_records.PublishedExtra, ...]:
     return tuple(row for row in table("published").extras if row.version == version)
 
 
 @_lookup
-def tensorflow_package(version: Version) -> Optional[records.TensorflowPackage]:
+def tensorflow_package(version: Version) -> Optional[framework_records.TensorflowPackage]:
     """The pip package holding TensorFlow's GPU build for a release (`tensorflow-gpu` before 2.1)."""
     return next((row for row in table("tensorflow").packages if row.versions.contains(version, prereleases=True)), None)
 
 
-def tensorflow_windows_conda(version: Version) -> Optional[records.TensorflowConda]:
+def tensorflow_windows_conda(version: Version) -> Optional[framework_records.TensorflowConda]:
     """The native-Windows guide's conda line for CUDA and cuDNN, for the releases it applies to."""
-    row: Optional[records.TensorflowConda] = table("tensorflow").windows_conda
+    row: Optional[framework_records.TensorflowConda] = table("tensorflow").windows_conda
     return row if row is not None and row.versions.contains(version, prereleases=True) else None

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Iterable, Iterator, Optional
 
 from cudnn_doctor import knowledge
-from cudnn_doctor.knowledge.records import PublishedRelease
+from cudnn_doctor.knowledge.framework_records import PublishedRelease
 from cudnn_doctor.planner.candidates import Candidate, V, python_range
 from cudnn_doctor.versions import canonical_name
 

@@ -131,18 +131,18 @@ def _torch(os_name: str) -> Iterator[Candidate]:
                 )
 
 
-def _torch_is_pypi_default(row: knowledge.records.TorchRelease, cuda: str, os_name: str) -> bool:
+def _torch_is_pypi_default(row: knowledge.framework_records.TorchRelease, cuda: str, os_name: str) -> bool:
     """`pip install torch` alone gets this variant (PyPI's Linux wheel; PyPI's Windows wheels are CPU-only)."""
     return os_name == "linux" and row.pypi_cuda == cuda
 
 
-def _torch_requirement(version: str, tag: str, row: knowledge.records.TorchRelease, cuda: str, os_name: str) -> str:
+def _torch_requirement(version: str, tag: str, row: knowledge.framework_records.TorchRelease, cuda: str, os_name: str) -> str:
     if V(version) < V("1.11") and not _torch_is_pypi_default(row, cuda, os_name):
         return f"torch=={version}+cu{tag}"  # the find-links page holds every variant under its local version
     return f"torch=={version}"
 
 
-def _torch_index(version: str, tag: str, row: knowledge.records.TorchRelease, cuda: str, os_name: str) -> tuple[str, ...]:
+def _torch_index(version: str, tag: str, row: knowledge.framework_records.TorchRelease, cuda: str, os_name: str) -> tuple[str, ...]:
     if _torch_is_pypi_default(row, cuda, os_name):
         return ()
     if V(version) < V("1.11"):
@@ -151,7 +151,7 @@ def _torch_index(version: str, tag: str, row: knowledge.records.TorchRelease, cu
     return ("--index-url", knowledge.torch_index_url(V(cuda)))
 
 
-def _torch_conda(row: knowledge.records.TorchRelease, version: str, cuda: str) -> Optional[str]:
+def _torch_conda(row: knowledge.framework_records.TorchRelease, version: str, cuda: str) -> Optional[str]:
     return row.conda_command(cuda)
 
 
@@ -199,7 +199,7 @@ def _tensorflow_package(version: Version) -> str:
     return row.name if row else "tensorflow"
 
 
-def _tensorflow_conda(row: knowledge.records.TensorflowBuild, os_name: str) -> Optional[str]:
+def _tensorflow_conda(row: knowledge.framework_records.TensorflowBuild, os_name: str) -> Optional[str]:
     conda = knowledge.tensorflow_windows_conda(V(row.version)) if os_name == "windows" else None
     return conda.command if conda else None
 
@@ -297,7 +297,7 @@ def _series_of(cudnn: Optional[str]) -> Optional[str]:
     return ".".join(cudnn.split(".")[:2])
 
 
-def _paddle_pip(version: str, row: knowledge.records.PaddleBuild) -> tuple[str, tuple[str, ...]]:
+def _paddle_pip(version: str, row: knowledge.framework_records.PaddleBuild) -> tuple[str, tuple[str, ...]]:
     if row.tag.startswith("post"):
         requirement = f"paddlepaddle-gpu=={version}.{row.tag}"
     else:

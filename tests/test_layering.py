@@ -35,7 +35,7 @@ LAYER_OF = {
     "cudnn_doctor.lazyre": "lazyre",  # regexes compiled on first use (issue 15)
     "cudnn_doctor.record": "record",  # NamedTuple's behaviour at a fraction of its class-creation cost (issue 15)
     "cudnn_doctor.privacy": "privacy",
-    "cudnn_doctor.untrusted": "untrusted",  # the one hardened reader of user-given files (regular only, bounded, strict YAML/JSON)
+    "cudnn_doctor.system.untrusted": "untrusted",  # the one hardened reader of user-given files (regular only, bounded, strict YAML/JSON)
     "cudnn_doctor.binaries": "binaries",
     "cudnn_doctor.system": "system",
     "cudnn_doctor.system.interface": "interface",  # the System protocol and the values it returns, without any machine
@@ -286,7 +286,6 @@ HOST_API_USERS = {
     "knowledge": "the shipped data files, the generator, `kb update`'s download and its state file",
     "paths": "the state folder's location ($CUDNN_DOCTOR_STATE_DIR)",
     "reports": "the HTML file written whole (html_page), the terminal's width (terminal)",
-    "untrusted": "the one hardened reader of user-given files",
     "verify": "the worker runs in the target interpreter",
 }
 

@@ -1,4 +1,4 @@
-"""Issue 28: every file a user hands the doctor goes through one hardened reader (`cudnn_doctor.untrusted`).
+"""Issue 28: every file a user hands the doctor goes through one hardened reader (`cudnn_doctor.system.untrusted`).
 
 `--kb` gets what `--fixture` had (FIFO, /dev/zero, alias bomb) and both get what neither had
 (deep nesting, huge integers, non-string and repeated keys refused in one line, exit 2); a
@@ -21,7 +21,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cudnn_doctor import untrusted
+import cudnn_doctor.system.untrusted as untrusted
 from cudnn_doctor.cli import main
 from cudnn_doctor.errors import InputError
 from cudnn_doctor.system.fixture import FixtureSystem

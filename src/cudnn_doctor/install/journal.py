@@ -11,7 +11,7 @@ import uuid
 from contextlib import contextmanager
 from typing import Any, Iterator, Optional
 
-from cudnn_doctor import untrusted
+import cudnn_doctor.system.untrusted as untrusted
 from cudnn_doctor.errors import InputError
 from cudnn_doctor.install.files import SPOOL_PREFIX, TEMP_SUFFIX, discard, remove_spool
 from cudnn_doctor.system.interface import System

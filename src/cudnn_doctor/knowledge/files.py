@@ -9,7 +9,7 @@ import datetime
 from pathlib import Path
 from typing import Any, Optional
 
-from cudnn_doctor import untrusted
+import cudnn_doctor.system.untrusted as untrusted
 from cudnn_doctor.errors import InputError, KnowledgeError
 
 MAX_BYTES = 16 << 20  # a knowledge file (the shipped ones are 200 kB at most; a `--kb` overlay is a few rows)
@@ -18,7 +18,7 @@ MAX_BYTES = 16 << 20  # a knowledge file (the shipped ones are 200 kB at most; a
 def read(path: Path, name: Optional[str] = None) -> Any:
     """The document in a .json file, or in a YAML file (any other name); dates become "YYYY-MM-DD".
     `name` is how messages call the file (default: its file name). Read by the hardened reader
-    (`cudnn_doctor.untrusted`): a `--kb` file is the user's, and may be a FIFO, /dev/zero or an alias bomb."""
+    (`cudnn_doctor.system.untrusted`): a `--kb` file is the user's, and may be a FIFO, /dev/zero or an alias bomb."""
     name = name or path.name
     try:
         document = untrusted.parse(untrusted.read_file(path, "knowledge file", MAX_BYTES), name, json_text=path.suffix.lower() == ".json")

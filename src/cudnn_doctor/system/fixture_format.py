@@ -12,7 +12,7 @@ import difflib
 from pathlib import Path
 from typing import Any, Callable, Sequence, Union
 
-from cudnn_doctor import untrusted
+import cudnn_doctor.system.untrusted as untrusted
 from cudnn_doctor.errors import InputError
 from cudnn_doctor.paths import PathRules
 
@@ -201,7 +201,7 @@ MAX_FIXTURE_BYTES = untrusted.MAX_BYTES
 
 
 def load_fixture(path: Path) -> dict[str, Any]:
-    """Read, parse and validate a fixture file through the hardened reader (`cudnn_doctor.untrusted`: a regular file
+    """Read, parse and validate a fixture file through the hardened reader (`cudnn_doctor.system.untrusted`: a regular file
     of at most 64 MiB, aliases, nesting, integers bounded, keys strings given once); every failure is a one-line `InputError`."""
     document = untrusted.parse(untrusted.read_file(path, "fixture file", MAX_FIXTURE_BYTES), path.name, json_text=path.suffix.lower() == ".json")
     try:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any, Optional
 
-from cudnn_doctor import untrusted
+import cudnn_doctor.system.untrusted as untrusted
 from cudnn_doctor.errors import InputError
 from cudnn_doctor.paths import state_dir
 from cudnn_doctor.system.interface import System

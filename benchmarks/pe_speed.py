@@ -27,7 +27,8 @@ from machine import describe  # benchmarks/machine.py (this folder is sys.path[0
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from cudnn_doctor.binaries import pe, peheader  # noqa: E402
+from cudnn_doctor.binaries import peheader  # noqa: E402
+from cudnn_doctor.system.binaries import pe  # noqa: E402
 
 WINE = (Path("/usr/lib/x86_64-linux-gnu/wine/x86_64-windows"), Path("/usr/lib/wine/x86_64-windows"), Path("/usr/lib/wine"))
 IMPORTS = {
@@ -62,7 +63,8 @@ def import_ms(statement: str, runs: int) -> float:
 
 def _quick(path: str) -> bool:
     try:
-        peheader.read_pe_quickly(path)
+        with open(path, "rb") as handle:
+            peheader.read_pe_quickly(handle)
     except peheader.Irregular:
         return False
     return True

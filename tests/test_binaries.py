@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cudnn_doctor.binaries import read_binary
+from cudnn_doctor.system.binaries import read_binary
 from cudnn_doctor.system.fixture import FixtureSystem
 
 from .conftest import TEST_CACHE, cached, keep

@@ -18,10 +18,10 @@ from typing import Any, Optional
 
 import pytest
 
-from cudnn_doctor.binaries import read_binary
-from cudnn_doctor.binaries.versioned import front_release
 from cudnn_doctor.diagnose import diagnose
 from cudnn_doctor.facts import ASKED_NAMES, CONDA_META, DIST_INFO, FILE_NAME, FILE_VERSION, HEADER, LOAD, CudnnInstall
+from cudnn_doctor.system.binaries import read_binary
+from cudnn_doctor.system.binaries.versioned import front_release
 from cudnn_doctor.system.fixture import FixtureSystem
 from cudnn_doctor.system.fixture_format import validate
 

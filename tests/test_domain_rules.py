@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 
 from cudnn_doctor import knowledge
-from cudnn_doctor.binaries import arch_of_machine, machine_of_arch, read_binary
-from cudnn_doctor.install.archive_info import binary_machine, library_problem
+from cudnn_doctor.binaries import arch_of_machine, head_machine, machine_of_arch
+from cudnn_doctor.install.archive_info import library_problem
 from cudnn_doctor.loader.resolve import Resolver
+from cudnn_doctor.system.binaries import read_binary
 from cudnn_doctor.system.fixture import FixtureSystem
 from cudnn_doctor.system.recorder import RecordingSystem
 from cudnn_doctor.versions import cuda_major_of_dll_number
@@ -37,7 +38,7 @@ def test_a_pe_machine_has_one_name_for_the_reader_and_the_installer(tmp_path: Pa
     library = tmp_path / "x.dll"
     library.write_bytes(pe_image(code))
     assert read_binary(str(library), scan_loads=False).machine == name
-    assert binary_machine(pe_image(code)) == ("pe", name)
+    assert head_machine(pe_image(code)) == ("pe", name)
     assert arch_of_machine(name) == arch and machine_of_arch("windows", arch) == name
     assert library_problem("x.dll", pe_image(code), "windows", arch) is None
     other = "aarch64" if arch != "aarch64" else "x86_64"

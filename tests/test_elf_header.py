@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from cudnn_doctor.binaries import elf, elfheader, read_binary, versioned
+from cudnn_doctor.binaries import elfheader
+from cudnn_doctor.system.binaries import elf, read_binary, versioned
 
 from .conftest import REPO, TEST_CACHE
 
@@ -100,7 +101,7 @@ def test_no_section_headers_is_read_as_pyelftools_reads_it(tmp_path):
 
 @pytest.mark.live
 def test_reading_a_library_does_not_import_pyelftools():
-    code = "import sys; from cudnn_doctor.binaries import read_binary; info = read_binary(sys.executable); print(info.format, 'elftools' in sys.modules)"
+    code = "import sys; from cudnn_doctor.system.binaries import read_binary; info = read_binary(sys.executable); print(info.format, 'elftools' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
     if done.stdout.split()[0] != "elf":
         pytest.skip("the interpreter is not an ELF file here")

@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 import pytest
 
-from cudnn_doctor.binaries import read_binary
+from cudnn_doctor.system.binaries import read_binary
 
 from .conftest import LINUX_BASE, machine, run
 from .remote_wheel import wheel_member

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from cudnn_doctor.binaries import scan
 from cudnn_doctor.cli import main
 from cudnn_doctor.install import apply as apply_module
 from cudnn_doctor.install import transaction
 from cudnn_doctor.install.archive import Archive
 from cudnn_doctor.install.archive_info import inspect
+from cudnn_doctor.system.binaries import scan
 from cudnn_doctor.system.xz import xz_stream
 
 from . import archives
@@ -185,15 +185,14 @@ def test_the_machine_of_an_elf_library_is_read_as_pyelftools_reads_it():
 
     from elftools.elf.elffile import ELFFile
 
-    from cudnn_doctor.binaries import ELF_MACHINES
-    from cudnn_doctor.install.archive_info import binary_machine
+    from cudnn_doctor.binaries import ELF_MACHINES, head_machine
 
     for name, head in _elf_heads():
         if head[:4] != b"\x7fELF":
             continue
         machine = ELFFile(io.BytesIO(head))["e_machine"]
-        assert binary_machine(head) == ("elf", ELF_MACHINES.get(machine, str(machine))), name
-    assert binary_machine(b"\x7fELF\x09") == ("elf", None)  # too short, or a class no ELF file has
+        assert head_machine(head) == ("elf", ELF_MACHINES.get(machine, str(machine))), name
+    assert head_machine(b"\x7fELF\x09") == ("elf", None)  # too short, or a class no ELF file has
 
 
 @pytest.mark.parametrize("threaded", [False, True])

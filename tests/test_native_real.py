@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from cudnn_doctor.binaries import read_binary
+from cudnn_doctor.system.binaries import read_binary
 
 from .conftest import LINUX_BASE, WINDOWS_BASE, machine, run
 from .remote_wheel import wheel_members

@@ -15,13 +15,20 @@ from pathlib import Path
 
 import pytest
 
-from cudnn_doctor.binaries import pe, peheader
+from cudnn_doctor.binaries import BinaryInfo, peheader
+from cudnn_doctor.system.binaries import pe
 
 from .conftest import REPO, TEST_CACHE
 
 SUFFIXES = (".dll", ".exe", ".pyd")
 # members above this size stay in their wheel (cuDNN's engine libraries are 0.5 GB): the rest are extracted once
 MAX_EXTRACTED = 64 << 20
+
+
+def quickly(path: Path) -> BinaryInfo:
+    """The struct reader's answer for the file at `path` (it reads an open file; the system opens it)."""
+    with open(path, "rb") as handle:
+        return peheader.read_pe_quickly(handle)
 
 
 def _pe_files(folder: Path, limit: int = 0, top: bool = False, suffixes: tuple[str, ...] = SUFFIXES) -> list[Path]:
@@ -98,7 +105,7 @@ def _same(path: Path) -> bool:
     """Both readers agree; the quick one answered alone (True) or left the file to pefile (False)."""
     reference = pe.read_pe_with_pefile(str(path))
     try:
-        quick = peheader.read_pe_quickly(str(path))
+        quick = quickly(path)
     except peheader.Irregular:
         assert pe.read_pe(str(path)) == reference, path
         return False
@@ -132,7 +139,7 @@ def test_the_real_nvidia_and_onnxruntime_dlls_are_read_without_pefile():
     provider = _ort_wheel("win_amd64", "onnxruntime_providers_cuda.dll") / "onnxruntime" / "capi" / "onnxruntime_providers_cuda.dll"
     for path in (cudart, provider):
         assert _same(path), path
-    assert peheader.read_pe_quickly(str(cudart)).version.startswith("6.14.11.")
+    assert quickly(cudart).version.startswith("6.14.11.")
 
 
 @pytest.mark.slow  # exhaustive: every operation, every file (the slow lane)
@@ -151,7 +158,7 @@ def test_the_struct_reader_says_what_pefile_says_on_pythons_dlls_and_system32():
 @pytest.mark.skipif(not LAUNCHERS, reason="pip is not installed here")
 def test_the_struct_reader_says_what_pefile_says_on_pips_launchers():
     assert all(_same(path) for path in LAUNCHERS)
-    machines = {peheader.read_pe_quickly(str(path)).machine for path in LAUNCHERS}
+    machines = {quickly(path).machine for path in LAUNCHERS}
     assert {"x86", "x64"} <= machines
 
 
@@ -210,9 +217,9 @@ def test_damaged_copies_are_read_as_pefile_reads_them(tmp_path):
         assert pe.read_pe(str(path)) == reference, label
         if irregular:
             with pytest.raises(peheader.Irregular):
-                peheader.read_pe_quickly(str(path))
+                quickly(path)
         else:
-            assert peheader.read_pe_quickly(str(path)) == reference and reference.error, label
+            assert quickly(path) == reference and reference.error, label
 
 
 @pytest.mark.slow  # exhaustive: every operation, every file (the slow lane)
@@ -262,14 +269,14 @@ def test_an_old_address_based_delay_table_is_left_to_pefile(tmp_path):
     path = tmp_path / "old.exe"
     path.write_bytes(bytes(data))
     with pytest.raises(peheader.Irregular):
-        peheader.read_pe_quickly(str(path))
+        quickly(path)
     assert pe.read_pe(str(path)) == pe.read_pe_with_pefile(str(path))
 
 
 @pytest.mark.live
 def test_reading_a_pe_file_does_not_import_pefile():
     path = _sample()
-    code = "import sys; from cudnn_doctor.binaries import read_binary; info = read_binary(sys.argv[1]); print(info.format, 'pefile' in sys.modules)"
+    code = "import sys; from cudnn_doctor.system.binaries import read_binary; info = read_binary(sys.argv[1]); print(info.format, 'pefile' in sys.modules)"
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True, env=env)
     assert done.stdout.split() == ["pe", "False"]
@@ -280,7 +287,7 @@ def test_pefile_is_imported_only_for_an_irregular_file(tmp_path):
     path = tmp_path / "truncated.dll"
     shutil.copyfile(_sample(), path)
     path.write_bytes(path.read_bytes()[:0x400])
-    code = "import sys; from cudnn_doctor.binaries.pe import read_pe; read_pe(sys.argv[1]); print('pefile' in sys.modules)"
+    code = "import sys; from cudnn_doctor.system.binaries.pe import read_pe; read_pe(sys.argv[1]); print('pefile' in sys.modules)"
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True, env=env)
     assert done.stdout.split() == ["True"]

@@ -55,7 +55,7 @@ def test_the_spool_note_keeps_the_folder_name_as_its_bytes(tmp_path, tail):
 @pytest.mark.parametrize("name", ["scan-cache.json", "native-names.json"])
 def test_a_damaged_cache_in_the_state_folder_is_no_cache(tmp_path, monkeypatch, name):
     """The doctor's own caches are state files too: one nested 100,000 deep (json.loads: RecursionError) is ignored."""
-    from cudnn_doctor.binaries.scan import _ScanCache
+    from cudnn_doctor.system.binaries.scan import _ScanCache
     from cudnn_doctor.system.native_cache import NativeNames
 
     monkeypatch.setenv("CUDNN_DOCTOR_STATE_DIR", str(tmp_path))

@@ -21,7 +21,8 @@ from typing import Any, Optional
 
 import pytest
 
-from cudnn_doctor.binaries import BinaryInfo, read_binary
+from cudnn_doctor.binaries import BinaryInfo
+from cudnn_doctor.system.binaries import read_binary
 
 from .conftest import cached, cached_venv, content_name, pip_install
 

@@ -1,17 +1,12 @@
-"""Reading PE and ELF files: bytes in, facts out. No judgement, no search.
-
-`read_binary(path)` sniffs the format and returns a `BinaryInfo`; a file that is empty,
-truncated or not a binary yields `BinaryInfo(format=None, error=...)`, never an exception
-(auditwheel's lddtree crashes on a 0-byte library; this must not).
+"""What a PE or ELF file's headers say, as values: `BinaryInfo`, the machine names, and the parsers of open files and
+first bytes (elfheader, peheader, `head_machine`). Bytes in, facts out; no judgement, no search, no file opened here:
+`system.binaries.read_binary(path)` opens a file on the machine and reads it with these.
 """
 
 from __future__ import annotations
 
-import os
-import re
 from typing import Optional
 
-from cudnn_doctor.lazyre import regex
 from cudnn_doctor.record import Record
 
 
@@ -49,64 +44,41 @@ def machine_of_arch(os_name: str, arch: str) -> str:
     return arch
 
 
-def read_binary(path: str, scan_loads: bool = True) -> BinaryInfo:
-    """Parse the file at `path` (PE or ELF) and, optionally, scan it for run-time load names."""
+_EM_NAMES = {
+    2: "EM_SPARC",
+    3: "EM_386",
+    8: "EM_MIPS",
+    20: "EM_PPC",
+    21: "EM_PPC64",
+    22: "EM_S390",
+    40: "EM_ARM",
+    62: "EM_X86_64",
+    183: "EM_AARCH64",
+    243: "EM_RISCV",
+}  # e_machine numbers, as pyelftools names them
+
+
+def head_machine(head: bytes) -> Optional[tuple[str, Optional[str]]]:
+    """(pe | elf, machine as the header names it) from a library's first bytes, None when neither: what the installer reads
+    of an archive's member as it streams by (pefile for a PE header, the ELF header's e_machine)."""
     try:
-        with open(path, "rb") as handle:
-            magic = handle.read(4)
-    except OSError as error:
-        return BinaryInfo(None, error=f"{type(error).__name__}: {error.strerror or error}")
-    if len(magic) < 4:
-        return BinaryInfo(None, error="file too short")
-    if magic[:2] == b"MZ":
-        from cudnn_doctor.binaries.pe import read_pe
+        if head[:2] == b"MZ":
+            offset = int.from_bytes(head[0x3C:0x40], "little") if len(head) >= 0x40 else -1
+            if not 0 <= offset <= len(head) - 24 or head[offset : offset + 4] != b"PE\0\0":
+                return ("pe", None)  # a DOS stub only: pefile would refuse it (and its failure path runs gc.collect(), a slow one)
+            import pefile
 
-        info = read_pe(path)
-    elif magic == b"\x7fELF":
-        from cudnn_doctor.binaries.elf import read_elf
-
-        info = read_elf(path)
-    else:
-        return BinaryInfo(None, error="not a PE or ELF file")
-    if scan_loads and info.format is not None:
-        from cudnn_doctor.binaries.names import family
-        from cudnn_doctor.binaries.scan import library_names
-
-        own = {os.path.basename(path).lower(), (info.soname or "").lower()}
-        found = _version_like_requester(library_names(path, info.format, list(info.string_ranges) or None), info.soname)
-        imported = {family(n) for n in info.imports}  # libcudart.so.12 beside an imported libcudart.so.13: the import covers it
-        names = [n for n in found if family(n) not in imported and n.lower() not in own and not _has_versioned_twin(n, found)]
-        info = info._replace(loads=tuple(names + _versioned_names(path, info.soname, names)))
-    return info
-
-
-def _versioned_names(path: str, soname: Optional[str], names: list[str]) -> list[str]:
-    """The full-release names a cuDNN front library tries before each sub-library's soname
-    (`libcudnn_graph.so.9.28.1` before `libcudnn_graph.so.9`), read from its code."""
-    match = re.match(r"^libcudnn\.so\.(\d+)$", soname or "")
-    if not match:
-        return []
-    from cudnn_doctor.binaries.versioned import front_release
-
-    found = front_release(path, int(match.group(1)))
-    if found is None:
-        return []
-    suffix = f".{found[1]}.{found[2]}"
-    return [n + suffix for n in names if _CUDNN_SONAME.match(n) and n != soname]
-
-
-def _has_versioned_twin(name: str, names: list[str]) -> bool:
-    """`libcudnn_ops.so` next to `libcudnn_ops.so.9`: the unversioned name is only a fallback spelling."""
-    return name.endswith(".so") and any(other.startswith(name + ".") for other in names)
-
-
-_CUDNN_SONAME = regex(r"^libcudnn[a-z_]*\.so\.(\d+)$")
-
-
-def _version_like_requester(names: list[str], soname: Optional[str]) -> list[str]:
-    """cuDNN keeps its sub-library names unversioned ("libcudnn_ops.so") and appends its own
-    major at run time: give them the requester's major, as the dlopen call will."""
-    match = _CUDNN_SONAME.match(soname or "")
-    if not match:
-        return names
-    return sorted({f"{n}.{match.group(1)}" if n.startswith("libcudnn") and n.endswith(".so") else n for n in names})
+            try:
+                machine = pefile.PE(data=head, fast_load=True).FILE_HEADER.Machine
+            except pefile.PEFormatError:
+                return ("pe", None)
+            return ("pe", PE_MACHINES.get(machine, hex(machine)))
+        if head[:4] == b"\x7fELF":  # e_machine, read as pyelftools does (without importing it: 0.1 s of a dry run)
+            if len(head) < 20 or head[4] not in (1, 2) or head[5] not in (1, 2):
+                return ("elf", None)
+            number = int.from_bytes(head[18:20], "little" if head[5] == 1 else "big")
+            machine = _EM_NAMES.get(number, str(number))
+            return ("elf", ELF_MACHINES.get(machine, machine))
+    except Exception:  # a header too odd for the parsers: the format is known, the machine is not
+        return ("pe" if head[:2] == b"MZ" else "elf", None)
+    return None

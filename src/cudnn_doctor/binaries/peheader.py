@@ -121,24 +121,23 @@ class _Headers(Record):
     directories: tuple[tuple[int, int], ...]  # (VirtualAddress, Size) of the 16 data directories
 
 
-def read_pe_quickly(path: str) -> BinaryInfo:
-    """What `pe.read_pe_with_pefile` says about the file at `path`; `Irregular` when only pefile can say it."""
+def read_pe_quickly(handle: BinaryIO) -> BinaryInfo:
+    """What `system.binaries.pe.read_pe_with_pefile` says about the open file; `Irregular` when only pefile can say it."""
     try:
-        return _read(path)
+        return _read(handle)
     except struct.error as error:
         raise Irregular(str(error)) from error
 
 
-def _read(path: str) -> BinaryInfo:
-    with open(path, "rb") as handle:
-        handle.seek(0, 2)
-        image = _Image(handle, handle.tell())
-        headers = _headers(image)
-        if isinstance(headers, BinaryInfo):
-            return headers
-        counter = [0]  # pefile's import symbol count, shared by both import tables
-        names = _imports(image, headers, counter) + _delay_imports(image, headers, counter)
-        version = _version(image, headers)
+def _read(handle: BinaryIO) -> BinaryInfo:
+    handle.seek(0, 2)
+    image = _Image(handle, handle.tell())
+    headers = _headers(image)
+    if isinstance(headers, BinaryInfo):
+        return headers
+    counter = [0]  # pefile's import symbol count, shared by both import tables
+    names = _imports(image, headers, counter) + _delay_imports(image, headers, counter)
+    version = _version(image, headers)
     strings = tuple((s.offset, s.size) for s in image.sections if s.name.rstrip(b"\0") in (b".rdata", b".data"))
     machine = PE_MACHINES.get(headers.machine, hex(headers.machine))
     return BinaryInfo("pe", machine, tuple(n.decode("ascii", "replace") for n in names), version=version, string_ranges=strings)

@@ -13,23 +13,10 @@ from pathlib import Path
 from typing import Optional
 
 from cudnn_doctor import knowledge
-from cudnn_doctor.binaries import ELF_MACHINES, PE_MACHINES, arch_of_machine
+from cudnn_doctor.binaries import arch_of_machine, head_machine
 from cudnn_doctor.install.archive import BLOCK, CUBLAS_NAME, LIBRARY_NAME, OPS_NAME, Archive, ArchiveInfo, Member, cuda_from_names
 from cudnn_doctor.lazyre import regex
 from cudnn_doctor.versions import cuda_major_of_dll_number, cudnn_header_version
-
-_EM_NAMES = {
-    2: "EM_SPARC",
-    3: "EM_386",
-    8: "EM_MIPS",
-    20: "EM_PPC",
-    21: "EM_PPC64",
-    22: "EM_S390",
-    40: "EM_ARM",
-    62: "EM_X86_64",
-    183: "EM_AARCH64",
-    243: "EM_RISCV",
-}  # read from the compressed stream at a time
 
 
 def library_problem(name: str, head: bytes, os_name: str, arch: Optional[str]) -> Optional[str]:
@@ -39,36 +26,11 @@ def library_problem(name: str, head: bytes, os_name: str, arch: Optional[str]) -
     wanted = "pe" if name.lower().endswith(".dll") else "elf"
     if wanted != ("pe" if os_name == "windows" else "elf"):
         return f"a {'.dll' if wanted == 'pe' else '.so'} file is no library on {os_name}"
-    found = binary_machine(head)
+    found = head_machine(head)
     if found is None or found[0] != wanted:
         return f"it is not {'a PE (MZ)' if wanted == 'pe' else 'an ELF'} file"
     if arch is not None and found[1] is not None and arch_of_machine(found[1]) != arch:
         return f"it is built for {arch_of_machine(found[1])}, this machine is {arch}"
-    return None
-
-
-def binary_machine(head: bytes) -> Optional[tuple[str, Optional[str]]]:
-    """(pe | elf, machine as the header names it) from a library's first bytes (pefile / the ELF header), None when neither."""
-    try:
-        if head[:2] == b"MZ":
-            offset = int.from_bytes(head[0x3C:0x40], "little") if len(head) >= 0x40 else -1
-            if not 0 <= offset <= len(head) - 24 or head[offset : offset + 4] != b"PE\0\0":
-                return ("pe", None)  # a DOS stub only: pefile would refuse it (and its failure path runs gc.collect(), a slow one)
-            import pefile
-
-            try:
-                machine = pefile.PE(data=head, fast_load=True).FILE_HEADER.Machine
-            except pefile.PEFormatError:
-                return ("pe", None)
-            return ("pe", PE_MACHINES.get(machine, hex(machine)))
-        if head[:4] == b"\x7fELF":  # e_machine, read as pyelftools does (without importing it: 0.1 s of a dry run)
-            if len(head) < 20 or head[4] not in (1, 2) or head[5] not in (1, 2):
-                return ("elf", None)
-            number = int.from_bytes(head[18:20], "little" if head[5] == 1 else "big")
-            machine = _EM_NAMES.get(number, str(number))
-            return ("elf", ELF_MACHINES.get(machine, machine))
-    except Exception:  # a header too odd for the parsers: the format is known, the machine is not
-        return ("pe" if head[:2] == b"MZ" else "elf", None)
     return None
 
 
@@ -164,7 +126,7 @@ def _common_top(files: list[Member]) -> str:
 def _arch(archive: Archive, real: list[Member]) -> Optional[str]:
     """The machine of the first library that is a real file, from its first 64 KB (never from a link member)."""
     candidate = next((m for m in real if LIBRARY_NAME.search(m.name)), None)
-    found = binary_machine(archive.read_head(candidate)) if candidate is not None else None
+    found = head_machine(archive.read_head(candidate)) if candidate is not None else None
     arch = arch_of_machine(found[1]) if found and found[1] else None
     return arch if arch in ("x86_64", "aarch64", "x86") else None
 

@@ -14,8 +14,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator, Optional, Sequence
 
-from cudnn_doctor.binaries import BinaryInfo, machine_of_arch, read_binary
+from cudnn_doctor.binaries import BinaryInfo, machine_of_arch
 from cudnn_doctor.errors import Busy, InputError
+from cudnn_doctor.system.binaries import read_binary
 from cudnn_doctor.system.fixture_format import command_key, load_fixture
 from cudnn_doctor.system.interface import CommandResult, Env, FileInfo, PythonInfo, System, registry_kind
 

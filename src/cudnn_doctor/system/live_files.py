@@ -8,8 +8,9 @@ import shutil
 import stat
 from typing import BinaryIO, Collection, ContextManager, Optional, Sequence
 
-from cudnn_doctor.binaries import BinaryInfo, read_binary
+from cudnn_doctor.binaries import BinaryInfo
 from cudnn_doctor.system import lockfile
+from cudnn_doctor.system.binaries import read_binary
 from cudnn_doctor.system.interface import (
     NATIVE_DEPTH,
     FileInfo,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from typing import Callable, Optional
 
-from cudnn_doctor.binaries.state_json import read_state_json, write_state_json
+from cudnn_doctor.system.state_files import read_state_json, write_state_json
 
 FILE = "native-names.json"
 CACHE_ENTRIES = 50000  # the newest kept: about 120 bytes each

@@ -10,7 +10,8 @@ def read_pe(path: str) -> BinaryInfo:
     from cudnn_doctor.binaries import peheader
 
     try:
-        return peheader.read_pe_quickly(path)
+        with open(path, "rb") as handle:
+            return peheader.read_pe_quickly(handle)
     except (peheader.Irregular, OSError):
         return read_pe_with_pefile(path)
 

@@ -23,8 +23,8 @@ import mmap
 import os
 from typing import Any, Optional
 
-from cudnn_doctor.binaries.state_json import read_state_json, write_state_json
 from cudnn_doctor.lazyre import regex
+from cudnn_doctor.system.state_files import read_state_json, write_state_json
 
 _FAMILIES = ("cudnn", "cublas", "cudart", "nvrtc", "zlibwapi", "nvcuda", "cufft", "curand", "cusolver", "cusparse", "nvjitlink")
 _STARTS = {"pe": _FAMILIES, "elf": (*(f"lib{family}" for family in _FAMILIES), "libcuda.so", "libz.so")}

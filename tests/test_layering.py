@@ -285,7 +285,6 @@ HOST_API_USERS = {
     "knowledge": "the shipped data files, the generator, `kb update`'s download and its state file",
     "paths": "the state folder's location ($CUDNN_DOCTOR_STATE_DIR)",
     "reports": "the HTML file written whole (html_page), the terminal's width (terminal)",
-    "verify": "the worker runs in the target interpreter",
 }
 
 

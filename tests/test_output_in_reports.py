@@ -11,9 +11,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "cudnn_doctor"
 # Scripts run in another interpreter, whose standard output is the wire back to the doctor (not the user's screen),
 # and the maintainers' generator of the prebuilt knowledge (`python -m cudnn_doctor.knowledge.generate`).
 WIRE_OR_BUILD = {
-    "system/framework_probe.py",
-    "system/map_probe.py",
-    "verify/worker/cudnn_doctor_verify/main.py",
+    "system/scripts/framework_probe.py",
+    "system/scripts/map_probe.py",
+    "system/scripts/cudnn_doctor_verify/main.py",
     "fleet/node.py",
     "knowledge/generate.py",
 }

@@ -19,7 +19,7 @@ from cudnn_doctor.system.live import LiveSystem
 from cudnn_doctor.verify import history, judge
 from cudnn_doctor.verify import run as verifying
 
-from .verify_worker import worker_module
+from .child_scripts import worker_module
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((ROOT / "src/cudnn_doctor/reports/verify.schema.json").read_text(encoding="utf-8"))
@@ -106,7 +106,7 @@ def test_summary_is_the_median_and_relative_spread():
 def test_the_worker_times_the_cpu_baseline_in_a_child_and_reports_progress():
     lines: list[str] = []
     config = json.dumps({"framework": "torch", "quick": True, "cpu_only": True})
-    done = LiveSystem().run_script(sys.executable, verifying.worker_source(), [config], 120, lines.append)
+    done = LiveSystem().run_worker(sys.executable, verifying.WORKER, [config], 120, lines.append)
     report = json.loads(done.stdout.rpartition(verifying.MARKER)[2].strip())
     assert report["status"] == "no-gpu" and report["version"]
     assert [(b["id"], b["device"]) for b in report["benchmarks"]] == [("conv-guide-b1", "cpu"), ("matmul-1024-fp32", "cpu")]
@@ -126,7 +126,7 @@ def test_a_script_longer_than_a_windows_command_line_still_runs():
 
 @pytest.mark.live
 def test_a_framework_without_benchmarks_is_unsupported_and_one_that_cannot_import_is_not_installed(capsys, monkeypatch):
-    done = LiveSystem().run_script(sys.executable, verifying.worker_source(), [json.dumps({"framework": "mxnet"})], 60)
+    done = LiveSystem().run_worker(sys.executable, verifying.WORKER, [json.dumps({"framework": "mxnet"})], 60)
     assert json.loads(done.stdout.rpartition(verifying.MARKER)[2].strip())["status"] == "unsupported"
     worker = worker_module("main")
 

@@ -16,11 +16,12 @@ from typing import Any
 
 import pytest
 
+from cudnn_doctor.system.interface import CHILD_SCRIPTS
 from cudnn_doctor.system.live import LiveSystem
 from cudnn_doctor.verify import run as verifying
 
+from .child_scripts import worker_module
 from .conftest import cached_venv
-from .verify_worker import worker_module
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((ROOT / "src/cudnn_doctor/reports/verify.schema.json").read_text(encoding="utf-8"))
@@ -140,7 +141,7 @@ def framework_python() -> Path:
 
 
 def _worker(python: Path, config: dict[str, Any], lines: list[str] | None = None) -> dict[str, Any]:
-    done = LiveSystem().run_script(str(python), verifying.worker_source(), [json.dumps(config)], 300, lines.append if lines is not None else None)
+    done = LiveSystem().run_worker(str(python), verifying.WORKER, [json.dumps(config)], 300, lines.append if lines is not None else None)
     assert not done.timed_out and verifying.MARKER in done.stdout, done.stderr[-2000:]
     return json.loads(done.stdout.rpartition(verifying.MARKER)[2].strip())
 
@@ -252,7 +253,7 @@ sys.stdout.write(common.MARKER + "\\n" + json.dumps(report) + "\\n")
     ],
 )
 def test_the_gpu_cases_code_runs_every_case_with_a_stand_in_gpu(framework_python, framework, backend, left_out):
-    done = LiveSystem().run_script(str(framework_python), STAND_IN_GPU, [str(verifying.WORKER_FOLDER), backend, framework], 300)
+    done = LiveSystem().run_script(str(framework_python), STAND_IN_GPU, [str(CHILD_SCRIPTS), backend, framework], 300)
     assert verifying.MARKER in done.stdout, done.stderr[-3000:]
     report = json.loads(done.stdout.rpartition(verifying.MARKER)[2].strip())
     assert report["status"] == "ok" and report["device_name"] == "Stand-in GPU"

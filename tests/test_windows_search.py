@@ -17,6 +17,7 @@ from cudnn_doctor.loader import windows
 from cudnn_doctor.loader.resolve import Resolver, Root
 from cudnn_doctor.system.fixture import FixtureSystem
 
+from .child_scripts import child_module
 from .conftest import TEST_CACHE, WINDOWS_BASE, link_real_file, machine, onnxruntime_gpu_python, run
 
 ENV = "C:\\Users\\dev\\env"
@@ -227,7 +228,7 @@ def test_only_standard_loads_by_name_are_checked_against_a_real_load(monkeypatch
 
 def test_the_real_load_asks_windows_for_the_standard_order(monkeypatch):
     """ctypes.CDLL(name) on Python >= 3.8 passes LOAD_LIBRARY_SEARCH_DEFAULT_DIRS (no PATH): the probe must not."""
-    from cudnn_doctor.system import map_probe
+    map_probe = child_module("map_probe")
 
     calls: list[tuple[str, dict[str, Any]]] = []
     monkeypatch.setattr(map_probe.ctypes, "CDLL", lambda name, **kw: calls.append((name, kw)))

@@ -16,6 +16,8 @@ from cudnn_doctor.binaries import BinaryInfo
 from cudnn_doctor.paths import PathRules
 from cudnn_doctor.record import Record
 
+CHILD_SCRIPTS = Path(__file__).with_name("scripts")  # the programs run in a target interpreter: probes, loader check, verify worker
+
 
 class FileInfo(Record):
     """What `stat` says about one path (after following links)."""
@@ -283,6 +285,12 @@ class System(ABC):
         calling `progress` with each line the child appends to the file named by $CUDNN_DOCTOR_PROGRESS;
         returns the child's `ChildResult`. A machine that is only described (a fixture) runs nothing."""
         raise NotImplementedError("a described machine runs no programs: verify needs the live machine")
+
+    def run_worker(self, executable: str, module: str, args: Sequence[str], timeout: float, progress: Optional[Callable[[str], None]] = None) -> Any:
+        """`run_script` of `module`'s `main(sys.argv)`, a module of a package in system/scripts (the verify worker's
+        `cudnn_doctor_verify.main`), with that folder first on the child's `sys.path`: the package runs from its files."""
+        source = f"import sys; sys.path.insert(0, {str(CHILD_SCRIPTS)!r}); from {module} import main; main(sys.argv)"
+        return self.run_script(executable, source, args, timeout, progress)
 
     def run_passthrough(self, argv: Sequence[str], trace_loader: bool, keep: int = 1 << 20) -> PassThrough:
         """Live: run a user's program with this process's stdin and stdout; its stderr is copied through byte for byte

@@ -14,6 +14,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 from cudnn_doctor.system import pyenv
 from cudnn_doctor.system.child import ChildResult, run_child
 from cudnn_doctor.system.interface import (
+    CHILD_SCRIPTS,
     CommandResult,
     PassThrough,
     PythonInfo,
@@ -226,9 +227,9 @@ def _python_version() -> str:
 
 
 def _script(name: str) -> str:
-    """The source of a stand-alone script beside this module, read once per run (one per environment otherwise)."""
+    """The source of a stand-alone script of system/scripts, read once per run (one per environment otherwise)."""
     if name not in _SCRIPTS:
-        _SCRIPTS[name] = Path(__file__).with_name(name).read_text(encoding="utf-8")
+        _SCRIPTS[name] = (CHILD_SCRIPTS / name).read_text(encoding="utf-8")
     return _SCRIPTS[name]
 
 

@@ -1,7 +1,7 @@
 """`verify`: run the worker for each framework in the target interpreter, then judge its figures.
 
-The worker (the package in worker/, one backend module per framework) runs in the interpreter
-from its files, with that interpreter's frameworks; the GPU's datasheet peak and the thresholds come from the knowledge,
+The worker (the package cudnn_doctor_verify in system/scripts, one backend module per framework)
+runs in the interpreter from its files, with that interpreter's frameworks; the GPU's datasheet peak and the thresholds come from the knowledge,
 its clocks and power from NVML in this process.
 """
 
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime
 import json
-from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 from cudnn_doctor import __version__
@@ -27,12 +26,7 @@ DISTRIBUTIONS = {  # what `all` looks for in the interpreter
 }
 
 
-WORKER_FOLDER = Path(__file__).with_name("worker")  # holds the package cudnn_doctor_verify, run in the target interpreter
-
-
-def worker_source() -> str:
-    """The child's program: the worker package's folder first on its path, then the worker's main with CONFIG."""
-    return f"import sys; sys.path.insert(0, {str(WORKER_FOLDER)!r}); from cudnn_doctor_verify.main import main; main(sys.argv)"
+WORKER = "cudnn_doctor_verify.main"  # the worker's entry, in system/scripts: it runs in the target interpreter
 
 
 def installed(system: System, executable: str) -> list[str]:
@@ -97,7 +91,7 @@ def _run_worker(system: System, executable: str, name: str, quick: bool, progres
     config = json.dumps({"framework": name, "quick": quick, "cpu_only": cpu_only})
     timeout = 120.0 if quick else 900.0
     try:
-        done = system.run_script(executable, worker_source(), [config], timeout, progress)
+        done = system.run_worker(executable, WORKER, [config], timeout, progress)
     except OSError as error:
         return {"framework": name, "status": "error", "message": f"cannot start {executable}: {error}"}
     if done.timed_out:

@@ -1,7 +1,7 @@
 """Run inside a *target* interpreter: time one framework's GPU and CPU kernels and print the raw figures.
 
 The doctor puts the folder that holds this package at the front of the child's `sys.path` and calls
-`main.main(sys.argv)` (verify/run.py's `worker_source`); it never imports it itself, so the package
+`main.main(sys.argv)` (`System.run_worker`, called by verify/run.py); it never imports it itself, so the package
 stands alone (standard library, the framework and, for all but torch, numpy, which they all depend
 on). It measures; the doctor judges (rates, % of peak, verdicts) with its knowledge.
 

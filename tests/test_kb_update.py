@@ -17,6 +17,7 @@ import pytest
 from cudnn_doctor import knowledge
 from cudnn_doctor.cli import main
 from cudnn_doctor.knowledge import pypi, update
+from cudnn_doctor.system.state_files import write_whole
 
 NEW_METADATA = 'Metadata-Version: 2.1\nName: jax\nVersion: 0.13.0\nRequires-Python: >=3.12\nProvides-Extra: cuda13\nRequires-Dist: jax-cuda13-plugin<=0.13.0,>=0.13.0; extra == "cuda13"\n\n'
 
@@ -51,7 +52,7 @@ def _index(base: str) -> dict[str, bytes]:
 def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., str]]:
     """A loopback index; `serve(change)` lets a test alter what a path answers. The state folder is the test's own."""
     monkeypatch.setenv("CUDNN_DOCTOR_STATE_DIR", str(tmp_path / "state"))
-    knowledge.use_updates()  # as the command line does for a run on this machine
+    knowledge.use_updates(tmp_path / "state")  # as the command line does for a run on this machine
     answers: dict[str, Any] = {}
 
     class Handler(BaseHTTPRequestHandler):
@@ -96,7 +97,7 @@ def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable
     finally:
         server.shutdown()
         server.server_close()
-        knowledge.use_updates(False)
+        knowledge.use_updates(None)
 
 
 def _quick(url: str, headers: dict) -> bytes:
@@ -105,7 +106,7 @@ def _quick(url: str, headers: dict) -> bytes:
 
 def test_a_new_release_is_picked_up_and_used(served):
     assert "0.13.0" not in knowledge.framework_releases("jax")
-    result = update.update(get=_quick, index=served())
+    result = update.update(write_whole, get=_quick, index=served())
     assert result.error is None and "jax 0.13.0" in result.added and "jax-cuda13-plugin 0.13.0" in result.added, result
     assert Path(result.path).is_file()
     assert knowledge.framework_releases("jax")[0] == "0.13.0", "later lookups see the update"
@@ -120,11 +121,11 @@ def _unchanged(result: update.Update, says: str) -> None:
 
 
 def test_a_malformed_index_changes_nothing(served):
-    _unchanged(update.update(get=_quick, index=served(**{"/simple/jax/": b"<html>not json</html>"})), "JSONDecodeError")
+    _unchanged(update.update(write_whole, get=_quick, index=served(**{"/simple/jax/": b"<html>not json</html>"})), "JSONDecodeError")
 
 
 def test_an_oversized_answer_is_cut_off(served):
-    _unchanged(update.update(get=_quick, index=served(**{"/simple/jax/": b" " * (100 << 20)})), "more than")
+    _unchanged(update.update(write_whole, get=_quick, index=served(**{"/simple/jax/": b" " * (100 << 20)})), "more than")
 
 
 def test_a_slow_index_times_out(served):
@@ -132,12 +133,12 @@ def test_a_slow_index_times_out(served):
         time.sleep(4)
         return None
 
-    _unchanged(update.update(get=_quick, index=served(**{"/simple/jax/": slow})), "timed out")
+    _unchanged(update.update(write_whole, get=_quick, index=served(**{"/simple/jax/": slow})), "timed out")
 
 
 def test_a_file_pointing_off_https_is_refused(served):
     page = json.dumps({"files": [{"filename": "jax-0.13.0-py3-none-any.whl", "url": "http://files.example/jax.whl", "size": 100000}]}).encode()
-    _unchanged(update.update(get=_quick, index=served(**{"/simple/jax/": page})), "not an HTTPS URL")
+    _unchanged(update.update(write_whole, get=_quick, index=served(**{"/simple/jax/": page})), "not an HTTPS URL")
 
 
 def test_an_update_file_that_went_bad_is_ignored_and_status_says_why(served, capsys):
@@ -151,10 +152,10 @@ def test_an_update_file_that_went_bad_is_ignored_and_status_says_why(served, cap
     assert "is not used" in out and "missing key 'version'" in out, out
 
 
-def test_a_replayed_fixture_keeps_the_shipped_data(served):
+def test_a_replayed_fixture_keeps_the_shipped_data(served, tmp_path):
     """The update counts for a run on this machine; a fixture's diagnosis is the same on every host."""
-    assert update.update(get=_quick, index=served()).error is None
-    knowledge.use_updates(False)
+    assert update.update(write_whole, get=_quick, index=served()).error is None
+    knowledge.use_updates(None)
     assert "0.13.0" not in knowledge.framework_releases("jax")
-    knowledge.use_updates()
+    knowledge.use_updates(tmp_path / "state")
     assert knowledge.framework_releases("jax")[0] == "0.13.0"

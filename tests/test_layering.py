@@ -283,7 +283,6 @@ HOST_API_USERS = {
     "fleet": "a node's snapshot through another interpreter; the node script run there",
     "install": "the archive and its spool are local files (archive, files, journal); ldconfig and euid (environment)",
     "knowledge": "the shipped data files, the generator, `kb update`'s download and its state file",
-    "paths": "the state folder's location ($CUDNN_DOCTOR_STATE_DIR)",
     "reports": "the HTML file written whole (html_page), the terminal's width (terminal)",
 }
 

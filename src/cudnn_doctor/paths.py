@@ -111,19 +111,6 @@ def site_packages_of(rules: PathRules, executable: str, version: str) -> list[st
     return [rules.join(prefix, "lib", f"python{major_minor}", name) for name in ("site-packages", "dist-packages")]
 
 
-def state_dir() -> str:
-    """Where the doctor keeps its own state on this host (install journals, backups, verify history): the user's
-    state folder per platformdirs, or $CUDNN_DOCTOR_STATE_DIR."""
-    import os
-
-    override = os.environ.get("CUDNN_DOCTOR_STATE_DIR")
-    if override:
-        return override
-    import platformdirs
-
-    return platformdirs.user_state_dir("cudnn-doctor", appauthor=False)
-
-
 MANAGED_ENV_MARKER = "# Managed by cudnn-doctor"  # the first line of a file the doctor owns and rewrites whole
 
 

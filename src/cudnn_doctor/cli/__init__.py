@@ -117,8 +117,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             raise UsageError("missing COMMAND, e.g. `cudnn-doctor check` (see `cudnn-doctor --help`)")
         if not getattr(args, "fixture", None):  # this machine: its `kb update` counts; a replayed fixture keeps the shipped data
             from cudnn_doctor import knowledge
+            from cudnn_doctor.system.state_files import state_dir
 
-            knowledge.use_updates()
+            knowledge.use_updates(state_dir())
         code = args.run(args)
         sys.stdout.flush()  # a closed pipe or a full disk shows here, not in a traceback at interpreter exit
         return code

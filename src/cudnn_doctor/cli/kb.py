@@ -23,7 +23,9 @@ def run(args: argparse.Namespace) -> int:
     from cudnn_doctor.reports import kb_report, write_json, write_lines
 
     if args.action == "update":
-        result = update.update()
+        from cudnn_doctor.system.state_files import write_whole
+
+        result = update.update(write_whole)
         if args.format == "json":
             write_json(sys.stdout, kb_report.update_json(result), indent=2)
         else:

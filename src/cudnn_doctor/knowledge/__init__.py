@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from pathlib import Path
-from typing import Any, Callable, Iterator, Literal, Optional, TypeVar, cast, overload
+from typing import Any, Callable, Iterator, Literal, Optional, TypeVar, Union, cast, overload
 
 from packaging.version import Version
 
@@ -151,8 +151,7 @@ def shipped_document() -> dict[str, Any]:
     """knowledge.json as shipped, never a user's overlay: what the doctor itself chose to say."""
     import json
 
-    with open(SHIPPED, encoding="utf-8") as handle:
-        document: dict[str, Any] = json.load(handle)
+    document: dict[str, Any] = json.loads(SHIPPED.read_bytes())  # the package's own data file, not the machine's
     return document
 
 
@@ -235,31 +234,30 @@ _UPDATE: dict[str, Any] = {}  # "overlay" / "problem": the user's update file as
 UPDATE_NAME = "knowledge-update.json"
 
 
-def update_path() -> Path:
-    """Where `kb update` keeps what it read: the user's state folder."""
-    from cudnn_doctor.paths import state_dir
-
-    return Path(state_dir()) / UPDATE_NAME
+def update_path() -> Optional[Path]:
+    """Where `kb update` keeps what it read (the user's state folder, as `use_updates` was told); None when not told."""
+    return None if _UPDATE_FOLDER is None else Path(_UPDATE_FOLDER) / UPDATE_NAME
 
 
-def use_updates(on: bool = True) -> None:
-    """Lay the user's `kb update` over the shipped tables from now on: the command line does for a run on this machine.
-    A replayed fixture (`--fixture`, the tests) keeps the shipped data, so its diagnosis is the same on every host."""
-    global _USE_UPDATES
-    _USE_UPDATES = on
+def use_updates(state_folder: Optional[Union[str, Path]]) -> None:
+    """Lay the user's `kb update` in `state_folder` over the shipped tables from now on (None: the shipped data only).
+    The command line does for a run on this machine; a replayed fixture (`--fixture`, the tests) keeps the shipped
+    data, so its diagnosis is the same on every host."""
+    global _UPDATE_FOLDER
+    _UPDATE_FOLDER = state_folder
     forget_update()
 
 
-_USE_UPDATES = False
+_UPDATE_FOLDER: Optional[Union[str, Path]] = None
 
 
-def update_overlay(force: bool = False) -> Optional[_Overlay]:
-    """The overlay `kb update` wrote in the state folder, read once; None when updates are not in use (`use_updates`;
-    `force` reads it all the same, for `kb status`), when there is none, or when it cannot be used."""
-    if not (_USE_UPDATES or force):
+def update_overlay() -> Optional[_Overlay]:
+    """The overlay `kb update` wrote in the state folder, read once; None when updates are not in use (`use_updates`),
+    when there is none, or when it cannot be used."""
+    path = update_path()
+    if path is None:
         return None
     if "overlay" not in _UPDATE:
-        path = update_path()
         _UPDATE["overlay"], _UPDATE["problem"] = None, None
         if path.is_file():
             try:
@@ -272,7 +270,7 @@ def update_overlay(force: bool = False) -> Optional[_Overlay]:
 
 def update_problem() -> Optional[str]:
     """Why the update file is not used, when it is not."""
-    update_overlay(force=True)
+    update_overlay()
     return _UPDATE.get("problem")
 
 

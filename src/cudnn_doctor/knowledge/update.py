@@ -10,12 +10,9 @@ how old.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 import zipfile
-from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 from cudnn_doctor.errors import KnowledgeError
 from cudnn_doctor.knowledge import pypi
@@ -49,12 +46,15 @@ class Status(Record):
     update_problem: Optional[str] = None  # the update file exists but is not used, and why
 
 
-def update(get: Callable[..., bytes] = pypi._get, index: str = pypi.INDEX, budget_s: float = BUDGET_S) -> Update:
-    """Read the package index now and write the overlay; nothing changes unless every response was valid."""
+def update(write: Callable[[str, str], None], get: Callable[..., bytes] = pypi._get, index: str = pypi.INDEX, budget_s: float = BUDGET_S) -> Update:
+    """Read the package index now and write the overlay whole with `write(path, text)` (the system's); nothing changes
+    unless every response was valid. Needs the state folder (`knowledge.use_updates`)."""
     from cudnn_doctor import knowledge
     from cudnn_doctor.knowledge import schema
 
     path = knowledge.update_path()
+    if path is None:
+        raise ValueError("kb update needs the state folder: knowledge.use_updates(folder) first")
     deadline = time.monotonic() + budget_s
 
     def bounded(url: str, headers: Optional[dict[str, str]] = None) -> bytes:
@@ -70,22 +70,12 @@ def update(get: Callable[..., bytes] = pypi._get, index: str = pypi.INDEX, budge
         return Update(str(path), None, (), f"{index}: {type(error).__name__}: {error}; nothing was changed")
     known = {(row.distribution, row.version) for row in knowledge.table("published").releases}
     added = tuple(f"{row['distribution']} {row['version']}" for row in rows["releases"] if (row["distribution"], row["version"]) not in known)
-    _write_whole(path, {"published": rows})
+    try:
+        write(str(path), json.dumps({"published": rows}))
+    except OSError as error:
+        return Update(str(path), None, (), f"{path}: {error.strerror or error}; nothing was changed")
     knowledge.forget_update()
     return Update(str(path), document["fetched"], added)
-
-
-def _write_whole(path: Path, document: dict[str, Any]) -> None:
-    """The file is the old one or the new one, never half of either (a temporary file renamed over it)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=".kb-", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(document, out)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def status() -> Status:
@@ -96,11 +86,11 @@ def status() -> Status:
     sources = (SourceState("package index", shipped["index"], shipped["fetched"]),) if shipped else ()
     path = knowledge.update_path()
     state, problem = None, None
-    if path.is_file():
-        found = knowledge.update_overlay(force=True)
+    if path is not None and path.is_file():
+        found = knowledge.update_overlay()
         if found is None:
             problem = knowledge.update_problem() or "not readable"
         else:
             reviewed = found.tables.get("published", {}).get("reviewed")
             state = SourceState("package index", "kb update", str(reviewed or "?"))
-    return Status(knowledge.reviewed_dates(), sources, str(path), state, problem)
+    return Status(knowledge.reviewed_dates(), sources, str(path or ""), state, problem)

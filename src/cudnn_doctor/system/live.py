@@ -68,7 +68,7 @@ class LiveSystem(LiveFiles, LiveRegistry, LiveProcesses, LiveGpu):
         return Env(os.environ, case_insensitive=self.os == "windows")
 
     def state_dir(self) -> str:
-        from cudnn_doctor.paths import state_dir
+        from cudnn_doctor.system.state_files import state_dir
 
         return state_dir()
 

@@ -1,17 +1,45 @@
-"""The doctor's own JSON caches in its state folder (the scan's and the native roots' names): read once per process,
-written back atomically; a missing, damaged or unwritable file is no cache, never an error."""
+"""The doctor's state folder on this host ($CUDNN_DOCTOR_STATE_DIR, else platformdirs' user state folder) and its own
+files there: the JSON caches (the scan's and the native roots' names), read once per process and written back
+atomically, where a missing, damaged or unwritable file is no cache, never an error; and files written whole."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import tempfile
 from typing import Any, Optional
 
 
-def state_path(name: str) -> str:
-    from cudnn_doctor.paths import state_dir
+def state_dir() -> str:
+    """Where the doctor keeps its own state on this host (install journals, backups, verify history): the user's
+    state folder per platformdirs, or $CUDNN_DOCTOR_STATE_DIR."""
+    override = os.environ.get("CUDNN_DOCTOR_STATE_DIR")
+    if override:
+        return override
+    import platformdirs
 
+    return platformdirs.user_state_dir("cudnn-doctor", appauthor=False)
+
+
+def state_path(name: str) -> str:
     return os.path.join(state_dir(), name)
+
+
+def write_whole(path: str, text: str) -> None:
+    """The file is the old one or the new one, never half of either (a temporary file renamed over it); the folder
+    is made when missing. An OSError says why nothing was written."""
+    folder = os.path.dirname(path) or "."
+    os.makedirs(folder, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=".cudnn-doctor-", dir=folder)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 def read_state_json(name: str, limit: int) -> Optional[Any]:

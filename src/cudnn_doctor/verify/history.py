@@ -9,7 +9,6 @@ from typing import Any, Optional
 
 import cudnn_doctor.system.untrusted as untrusted
 from cudnn_doctor.errors import InputError
-from cudnn_doctor.paths import state_dir
 from cudnn_doctor.system.interface import System
 
 FILE = "verify-history.jsonl"
@@ -17,7 +16,7 @@ KEEP = 4 << 20  # bytes of the file read back: the newest few hundred runs
 
 
 def path(system: System) -> str:
-    return system.paths.join(state_dir(), FILE)
+    return system.paths.join(system.state_dir(), FILE)
 
 
 def entry(result: dict[str, Any]) -> dict[str, Any]:
@@ -40,8 +39,7 @@ def _key(bench: dict[str, Any]) -> str:
 
 
 def append(system: System, result: dict[str, Any]) -> None:
-    folder = state_dir()
-    system.make_dirs(folder)
+    system.make_dirs(system.state_dir())
     system.append(path(system), (json.dumps(entry(result), sort_keys=True) + "\n").encode("utf-8"))
 
 

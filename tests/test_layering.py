@@ -279,11 +279,8 @@ def test_the_report_test_would_see_a_probe():
 # The machine behind one seam (issue 32): `os`, `shutil`, `subprocess` and `open()` belong in system/. These modules
 # still reach them and are the remaining work; no other may start (a module that stops drops its line).
 HOST_API_USERS = {
-    "cli": "parses and dispatches: stream set-up, snapshot's output file, verify's interpreter check",
-    "fleet": "a node's snapshot through another interpreter; the node script run there",
     "install": "the archive and its spool are local files (archive, files, journal); ldconfig and euid (environment)",
     "knowledge": "the shipped data files, the generator, `kb update`'s download and its state file",
-    "reports": "the HTML file written whole (html_page), the terminal's width (terminal)",
 }
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
-import os
 import sys
 from typing import NoReturn, Optional, Sequence
 
 from cudnn_doctor.errors import CudnnDoctorError, UsageError
 from cudnn_doctor.reports.encoding import FittedStream
+from cudnn_doctor.system.console import discard, null_stream, reopen_closed_descriptors
 
 
 class _Parser(argparse.ArgumentParser):
@@ -100,13 +100,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     Whatever the standard streams are: a closed one (`>&-`, a service or scheduler) or a missing one (`pythonw`)
     is the null device, so the command runs and its exit code is its own; a broken stderr is left silent and the
     command goes on; a stdout whose reader left (`| head`) ends the command with 0 and without a traceback."""
-    _reopen_closed_descriptors()
+    reopen_closed_descriptors()
     saved = (sys.stdin, sys.stdout, sys.stderr)
     stand_ins = contextlib.ExitStack()
     try:
         for name, mode in (("stdin", "r"), ("stdout", "w"), ("stderr", "w")):
             if getattr(sys, name) is None:  # closed or absent: read nothing, write nowhere, the exit code unchanged
-                setattr(sys, name, stand_ins.enter_context(open(os.devnull, mode, encoding="utf-8")))  # noqa: SIM115 - closed by the stack
+                setattr(sys, name, stand_ins.enter_context(null_stream(mode)))
         _tolerate_unencodable(sys.stdout)
         sys.stdout = _Output(sys.stdout)
         sys.stderr = _Errors(sys.stderr)  # warnings and errors may carry → or a path the code page lacks
@@ -137,34 +137,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         messages.note("interrupted", sys.stderr)
         return 130
     except BrokenPipeError:  # `cudnn-doctor check | head`: the reader left, which is fine
-        _discard(sys.stdout)
+        discard(sys.stdout)
         return 0
     except _OutputFailed as failed:
-        _discard(sys.stdout)
+        discard(sys.stdout)
         from cudnn_doctor.reports import messages
 
         messages.error(f"cannot write to standard output: {failed.error.strerror or failed.error}", sys.stderr)
         return 2
     finally:
-        _flush_or_discard(sys.stdout)  # what an error left unwritten: never a traceback at interpreter exit
+        _flush_ordiscard(sys.stdout)  # what an error left unwritten: never a traceback at interpreter exit
         sys.stdin, sys.stdout, sys.stderr = saved
         stand_ins.close()
-
-
-def _reopen_closed_descriptors() -> None:
-    """A closed descriptor 0, 1 or 2 is opened on the null device: otherwise the next file opened takes its number,
-    and what this process (or a program it starts) writes to stdout or stderr would land in that file."""
-    for fd in (0, 1, 2):
-        try:
-            os.fstat(fd)
-        except OSError:
-            try:
-                null = os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
-            except OSError:
-                continue
-            if null != fd:
-                os.dup2(null, fd)
-                os.close(null)
 
 
 class _OutputFailed(Exception):
@@ -210,14 +194,14 @@ class _Errors(FittedStream):
         try:
             return super().write(text)
         except (OSError, ValueError):
-            _discard(self.stream)
+            discard(self.stream)
             return len(text)
 
     def flush(self) -> None:
         try:
             self.stream.flush()
         except (OSError, ValueError):
-            _discard(self.stream)
+            discard(self.stream)
 
 
 def _tolerate_unencodable(stream: object) -> None:
@@ -226,24 +210,11 @@ def _tolerate_unencodable(stream: object) -> None:
         stream.reconfigure(errors="replace")
 
 
-def _discard(stream: object) -> None:
-    """Point a stream's descriptor at the null device, so that the interpreter's own flush at exit has nowhere to fail."""
-    inner = getattr(stream, "stream", stream)
-    try:
-        null = os.open(os.devnull, os.O_WRONLY)
-        try:
-            os.dup2(null, inner.fileno())  # type: ignore[attr-defined]
-        finally:
-            os.close(null)
-    except (OSError, ValueError, AttributeError):  # not a real file (tests capture it): nothing left to flush
-        pass
-
-
-def _flush_or_discard(stream: object) -> None:
+def _flush_ordiscard(stream: object) -> None:
     try:
         stream.flush()  # type: ignore[attr-defined]
     except (OSError, ValueError, _OutputFailed):
-        _discard(stream)
+        discard(stream)
         try:
             stream.flush()  # type: ignore[attr-defined]
         except (OSError, ValueError, _OutputFailed):

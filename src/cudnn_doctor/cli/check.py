@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from cudnn_doctor.cli.options import add_system_options, finding_ids
+from cudnn_doctor.system.console import no_color
 
 if TYPE_CHECKING:
     from cudnn_doctor.diagnosis import Diagnosis
@@ -38,14 +39,14 @@ def run(args: argparse.Namespace) -> int:
 
     ignore = finding_ids(args.ignore)
     if args.html is not None:
-        from cudnn_doctor.reports import html
+        from cudnn_doctor.system.output_files import check_report_target, write_report
 
-        html.check_target(args.html)  # a bad path is said before the machine is probed
+        check_report_target(args.html)  # a bad path is said before the machine is probed
     with knowledge.overlay(args.kb):  # read and checked before the machine is
         system = open_system(args.fixture, limit=args.framework_timeout)
         diagnosis = diagnose(system, with_frameworks=not args.no_frameworks, framework_timeout=args.framework_timeout, ignore=ignore)
     if args.html is not None:
-        html.write(args.html, lambda stream: _html(diagnosis, stream, args))
+        write_report(args.html, lambda stream: _html(diagnosis, stream, args))
     if args.format == "json":
         from cudnn_doctor.reports import json_report
 
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         from cudnn_doctor.reports import terminal
 
-        terminal.render(diagnosis, sys.stdout, verbose=args.verbose, color=not args.no_color)
+        terminal.render(diagnosis, sys.stdout, verbose=args.verbose, color=not (args.no_color or no_color()))
     if args.html is not None:
         from cudnn_doctor.reports import messages
 

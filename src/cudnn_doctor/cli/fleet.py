@@ -47,9 +47,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--python and --no-frameworks apply to --ray only: a snapshot file was taken already")
     ignore = finding_ids(args.ignore)
     if args.html is not None:
-        from cudnn_doctor.reports import html
+        from cudnn_doctor.system.output_files import check_report_target, write_report
 
-        html.check_target(args.html)
+        check_report_target(args.html)
     checker = Checker(ignore, args.framework_timeout)
     with knowledge.overlay(args.kb):
         if args.ray is not None:
@@ -61,9 +61,9 @@ def run(args: argparse.Namespace) -> int:
             results = list(checker.from_files(snapshot_files(args.sources)))
     report = aggregate(results)
     if args.html is not None:
-        from cudnn_doctor.reports import fleet_html, html
+        from cudnn_doctor.reports import fleet_html
 
-        html.write(args.html, lambda stream: fleet_html.render(report, stream))
+        write_report(args.html, lambda stream: fleet_html.render(report, stream))
     from cudnn_doctor.reports import fleet
 
     if args.format == "json":

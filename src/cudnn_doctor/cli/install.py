@@ -74,10 +74,11 @@ def _into(folder: Optional[Path], live: bool) -> Optional[str]:
 
 def _test_delay() -> Optional[Callable[[int], None]]:
     """Tests slow the copy down (to kill it half-way) with CUDNN_DOCTOR_TEST_DELAY seconds per file."""
-    import os
     import time
 
-    delay = float(os.environ.get("CUDNN_DOCTOR_TEST_DELAY", "0") or 0)
+    from cudnn_doctor.system.host import variable
+
+    delay = float(variable("CUDNN_DOCTOR_TEST_DELAY") or 0)
     return (lambda index: time.sleep(delay)) if delay else None
 
 

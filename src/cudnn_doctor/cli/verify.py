@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
 from cudnn_doctor.errors import UsageError
+from cudnn_doctor.system.host import absolute
 
 CHOICES = ("torch", "tensorflow", "paddle", "jax", "onnxruntime", "all")
 
@@ -39,15 +39,16 @@ def run(args: argparse.Namespace) -> int:
 
     if args.html is not None:
         from cudnn_doctor.reports import html
+        from cudnn_doctor.system.output_files import check_report_target, write_report
 
-        html.check_target(args.html)  # a bad path fails now, not after minutes of benchmarks
+        check_report_target(args.html)  # a bad path fails now, not after minutes of benchmarks
     system = LiveSystem()
     executable = args.python or system.current_python()
     if not executable or not system.is_file(executable):
         raise UsageError(f"--python {executable}: no such interpreter" + (" (it is a folder)" if executable and system.is_dir(executable) else ""))
     # The worker runs in a sandbox folder: `--python venv/bin/python` (found here, from the current folder) is made
     # absolute now, or the child would look for it in the sandbox and fail after the check above passed.
-    executable = os.path.abspath(executable)
+    executable = absolute(executable)
     wanted = args.framework or ["all"]
     installed = verifying.installed(system, executable)
     frameworks = installed if "all" in wanted else list(dict.fromkeys(wanted))
@@ -69,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         from cudnn_doctor.diagnose import diagnose
 
         diagnosis = diagnose(system)  # as `check` diagnoses this machine, its frameworks' own reports included
-        html.write(args.html, lambda stream: html.render_verify(result, stream, diagnosis))
+        write_report(args.html, lambda stream: html.render_verify(result, stream, diagnosis))
         messages.note(f"HTML report written to {args.html}", sys.stderr)
     if args.format == "json":
         verify_report.render_json(result, sys.stdout)

@@ -8,12 +8,13 @@ wait before it answers, so a test can make one node of a local cluster differ or
 from __future__ import annotations
 
 import json
-import os
 import platform
 import sys
 import time
 from pathlib import Path
 from typing import Any, Optional
+
+from cudnn_doctor.system.host import environment, variable
 
 FIXTURE_VARIABLE = "CUDNN_DOCTOR_FLEET_FIXTURE"
 DELAY_VARIABLE = "CUDNN_DOCTOR_FLEET_DELAY"
@@ -21,10 +22,10 @@ DELAY_VARIABLE = "CUDNN_DOCTOR_FLEET_DELAY"
 
 def snapshot_here(with_frameworks: bool = True, framework_timeout: float = 60.0, python: Optional[str] = None) -> dict[str, Any]:
     """This node's snapshot: from the test hook's fixture, from `python` (another interpreter here), or live."""
-    delay = os.environ.get(DELAY_VARIABLE)
+    delay = variable(DELAY_VARIABLE)
     if delay:
         time.sleep(float(delay))
-    fixture = os.environ.get(FIXTURE_VARIABLE)
+    fixture = variable(FIXTURE_VARIABLE)
     if fixture:
         from cudnn_doctor.system.fixture_format import load_fixture
 
@@ -47,7 +48,7 @@ def _snapshot_in(python: str, with_frameworks: bool, framework_timeout: float) -
     code = (
         f"import json, sys; from cudnn_doctor.fleet.node import snapshot_here; json.dump(snapshot_here({with_frameworks!r}, {framework_timeout!r}), sys.stdout)"
     )
-    env = {k: v for k, v in os.environ.items() if k not in (FIXTURE_VARIABLE, DELAY_VARIABLE)}
+    env = {k: v for k, v in environment().items() if k not in (FIXTURE_VARIABLE, DELAY_VARIABLE)}
     done = run_child([python, "-c", code], timeout=framework_timeout * 6, env=env)  # the probes' own children are bounded by framework_timeout
     if done.timed_out:
         raise RuntimeError(f"{python}: the snapshot did not finish in {framework_timeout * 6:.0f} s")

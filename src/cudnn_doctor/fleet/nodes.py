@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any, Collection, Iterable, Iterator, Optional
 
 from cudnn_doctor.errors import InputError, UsageError
 from cudnn_doctor.fleet.model import ERROR, OK, NodeResult, stack_of
 from cudnn_doctor.privacy import diagnosed
+from cudnn_doctor.system.host import lexists
 
 SNAPSHOT_SUFFIXES = (".json", ".yaml", ".yml")
 
@@ -30,7 +30,7 @@ def snapshot_files(arguments: Iterable[Path]) -> list[Path]:
     for argument in arguments:
         if argument.is_dir():
             found.extend(sorted(p for p in argument.iterdir() if p.suffix.lower() in SNAPSHOT_SUFFIXES and not p.is_dir()))
-        elif os.path.lexists(argument):
+        elif lexists(argument):
             found.append(argument)
         else:
             raise UsageError(f"--from {argument}: no such file or folder")

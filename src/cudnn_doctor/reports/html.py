@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from cudnn_doctor.reports.html_charts import Bar, Group, chart_svg
 from cudnn_doctor.reports.html_check import render_check
-from cudnn_doctor.reports.html_page import check_target, esc, markdown, write
+from cudnn_doctor.reports.html_page import esc, markdown
 from cudnn_doctor.reports.html_verify import render_verify
 
-__all__ = ["Bar", "Group", "chart_svg", "check_target", "esc", "markdown", "render_check", "render_verify", "write"]
+__all__ = ["Bar", "Group", "chart_svg", "esc", "markdown", "render_check", "render_verify"]

@@ -4,13 +4,9 @@ script), badges, the Markdown of the finding pages, and writing the file whole."
 from __future__ import annotations
 
 import html
-import os
-import tempfile
-from pathlib import Path
-from typing import Any, Callable, Iterable, Optional, TextIO
+from typing import Any, Iterable, Optional
 
 from cudnn_doctor.checks.links import URL, chosen_url
-from cudnn_doctor.errors import UsageError
 from cudnn_doctor.findings import Severity
 from cudnn_doctor.lazyre import regex
 
@@ -190,48 +186,6 @@ def markdown(text: str) -> str:
             paragraph.append(stripped)
     flush()
     return "".join(out)
-
-
-# ---------------------------------------------------------------- writing the file
-
-
-def check_target(path: Path) -> None:
-    """Say a bad --html path before the diagnosis runs, not after: one line, exit 2."""
-    folder = path.absolute().parent
-    if path.is_dir():
-        raise UsageError(f"--html {path}: is a folder; give a file name")
-    if not folder.is_dir():
-        raise UsageError(f"--html {path}: the folder {folder} does not exist")
-
-
-def write(path: Path, fill: Callable[[TextIO], None]) -> None:
-    """Write the report atomically: a temporary file in the same folder, then os.replace (no half-written report)."""
-    check_target(path)
-    folder = path.absolute().parent
-    try:
-        handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as error:
-        raise UsageError(f"--html {path}: cannot write in {folder}: {error.strerror or error}") from None
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
-            fill(stream)
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(temporary, 0o666 & ~mask)  # mkstemp makes it private; a report is an ordinary file
-        os.replace(temporary, path)
-    except OSError as error:
-        _remove(temporary)
-        raise UsageError(f"--html {path}: cannot write: {error.strerror or error}") from None
-    except BaseException:
-        _remove(temporary)
-        raise
-
-
-def _remove(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
 
 
 def number_text(value: Any, digits: int = 3) -> str:

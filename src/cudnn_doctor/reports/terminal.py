@@ -6,7 +6,6 @@ text is printed plain, so it can be pasted into a bug report.
 
 from __future__ import annotations
 
-import os
 from typing import Iterable, Optional, TextIO
 
 from cudnn_doctor.diagnosis import Diagnosis
@@ -166,7 +165,7 @@ def _fix_line(found: Finding, facts: Facts) -> Optional[str]:
 def render(diagnosis: Diagnosis, out: TextIO, verbose: bool = False, color: bool = True) -> None:
     fit = Fitter(out)  # ASCII marks where the output encoding has no ✓ (cp1252 in `check > report.txt` on Windows)
     lines = _lines(diagnosis, verbose, MARKS if fit.unicode else ASCII_MARKS)
-    if not (color and out.isatty() and "NO_COLOR" not in os.environ):
+    if not (color and out.isatty()):
         for line in lines:  # plain text: no need to load rich at all
             out.write(fit("".join(text for text, _ in line)) + "\n")
         return

@@ -26,10 +26,10 @@ from cudnn_doctor.errors import CudnnDoctorError, UsageError
 from cudnn_doctor.facts import ToolkitFacts
 from cudnn_doctor.fixes import ExtractFile, RunCommand, plan_fixes
 from cudnn_doctor.install import transaction
-from cudnn_doctor.install.archive import Archive
 from cudnn_doctor.install.archive_info import inspect
 from cudnn_doctor.install.fix import expand, recorded_releases
 from cudnn_doctor.install.plan import choose_target, make_plan
+from cudnn_doctor.system.archive import Archive
 from cudnn_doctor.system.fixture import FixtureSystem
 
 from . import archives

@@ -16,10 +16,10 @@ from cudnn_doctor.cli import main
 from cudnn_doctor.errors import Busy, InputError, UsageError
 from cudnn_doctor.facts import ToolkitFacts
 from cudnn_doctor.install import transaction
-from cudnn_doctor.install.archive import Archive
 from cudnn_doctor.install.archive_info import inspect
 from cudnn_doctor.install.environment import apply_windows_changes, windows_changes
 from cudnn_doctor.install.plan import choose_target, make_plan
+from cudnn_doctor.system.archive import Archive
 from cudnn_doctor.system.fixture import FixtureSystem
 from cudnn_doctor.system.live import LiveSystem
 

@@ -19,9 +19,9 @@ from cudnn_doctor.cli import main
 from cudnn_doctor.errors import Busy, CudnnDoctorError
 from cudnn_doctor.facts import ToolkitFacts
 from cudnn_doctor.install import transaction
-from cudnn_doctor.install.archive import Archive
 from cudnn_doctor.install.archive_info import inspect
 from cudnn_doctor.install.plan import EnvChange, choose_target, make_plan
+from cudnn_doctor.system.archive import Archive
 from cudnn_doctor.system.fixture import FixtureSystem
 
 from . import archives

@@ -14,8 +14,8 @@ import pytest
 from cudnn_doctor.cli import main
 from cudnn_doctor.install import apply as apply_module
 from cudnn_doctor.install import transaction
-from cudnn_doctor.install.archive import Archive
 from cudnn_doctor.install.archive_info import inspect
+from cudnn_doctor.system.archive import Archive
 from cudnn_doctor.system.binaries import scan
 from cudnn_doctor.system.xz import xz_stream
 
@@ -197,7 +197,7 @@ def test_the_machine_of_an_elf_library_is_read_as_pyelftools_reads_it():
 
 @pytest.mark.parametrize("threaded", [False, True])
 def test_a_write_that_fails_while_spooling_is_raised_not_lost(threaded):
-    from cudnn_doctor.install.archive import _Sink
+    from cudnn_doctor.system.archive import _Sink
 
     class Full:
         def write(self, data: bytes) -> int:
@@ -211,7 +211,7 @@ def test_a_write_that_fails_while_spooling_is_raised_not_lost(threaded):
 def test_the_hashing_thread_hashes_what_one_thread_would():
     import io
 
-    from cudnn_doctor.install.archive import _Sink
+    from cudnn_doctor.system.archive import _Sink
 
     blocks = [os.urandom(1000 + n) for n in range(50)]
     outs = [io.BytesIO(), io.BytesIO()]
@@ -229,7 +229,7 @@ def test_the_hashing_thread_hashes_what_one_thread_would():
 @pytest.mark.skipif(WINDOWS, reason="a Linux archive")
 @live_install
 def test_a_spool_that_would_not_fit_is_refused_before_it_fills_the_disk(tmp_path, monkeypatch, capsys):
-    from cudnn_doctor.install import archive as archive_module
+    import cudnn_doctor.system.archive as archive_module
 
     target = archives.toolkit(tmp_path / "cuda-12.6")
     before = archives.tree(target)

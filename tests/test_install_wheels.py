@@ -7,10 +7,10 @@ import sys
 
 import pytest
 
+import cudnn_doctor.system.archive as archive_module
 from cudnn_doctor.cli import main
-from cudnn_doctor.install import archive as archive_module
-from cudnn_doctor.install.archive import Archive
 from cudnn_doctor.install.archive_info import inspect
+from cudnn_doctor.system.archive import Archive
 
 from . import archives
 from .conftest import live_install
@@ -81,7 +81,7 @@ def _never_read(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the archive was read")
 
-    monkeypatch.setattr("cudnn_doctor.install.archive.Archive.__init__", refuse)
+    monkeypatch.setattr("cudnn_doctor.system.archive.Archive.__init__", refuse)
 
 
 @pytest.mark.live

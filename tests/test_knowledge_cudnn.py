@@ -11,8 +11,8 @@ from packaging.version import Version
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.errors import KnowledgeError
-from cudnn_doctor.install.archive import cuda_from_names
 from cudnn_doctor.knowledge import schema
+from cudnn_doctor.system.archive import cuda_from_names
 from tests.test_plan import plan
 
 # NVIDIA's own file names, as research/issue-11/cudnn.yaml `archive_names.examples` records them.

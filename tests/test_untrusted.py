@@ -242,7 +242,7 @@ def test_a_snapshot_with_a_source_out_of_its_folder_is_a_node_in_error(tmp_path,
 @pytest.mark.parametrize("name", ["cudnn.zip", "cudnn.tar.xz", "cudnn.tar.gz", "cudnn.tar"])
 def test_an_archive_that_is_both_a_tar_and_a_zip_is_refused(tmp_path, name):
     """Before: read as the zip (the tar's files never looked at) whatever its name said."""
-    from cudnn_doctor.install.archive import Archive
+    from cudnn_doctor.system.archive import Archive
 
     path = tmp_path / name
     with tarfile.open(path, "w") as tar:

@@ -10,7 +10,6 @@ import time
 from typing import Any, Callable, Optional, Sequence
 
 from cudnn_doctor.errors import CudnnDoctorError, InputError
-from cudnn_doctor.install.archive import Archive
 from cudnn_doctor.install.archive_info import library_problem
 from cudnn_doctor.install.files import (
     BLOCK,
@@ -21,7 +20,6 @@ from cudnn_doctor.install.files import (
     check_inside,
     copy_file,
     discard,
-    fsync,
     held_by,
     held_files,
     identity,
@@ -32,6 +30,7 @@ from cudnn_doctor.install.files import (
 from cudnn_doctor.install.journal import Store, new_txid
 from cudnn_doctor.install.plan import Action, EnvChange, Plan
 from cudnn_doctor.install.undo import UndoReport, undo
+from cudnn_doctor.system.archive import Archive, fsync
 from cudnn_doctor.system.interface import System, registry_kind
 
 # Installing ------------------------------------------------------------------------------

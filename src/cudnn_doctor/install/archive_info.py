@@ -14,8 +14,8 @@ from typing import Optional
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.binaries import arch_of_machine, head_machine
-from cudnn_doctor.install.archive import BLOCK, CUBLAS_NAME, LIBRARY_NAME, OPS_NAME, Archive, ArchiveInfo, Member, cuda_from_names
 from cudnn_doctor.lazyre import regex
+from cudnn_doctor.system.archive import BLOCK, CUBLAS_NAME, LIBRARY_NAME, OPS_NAME, Archive, ArchiveInfo, Member, cuda_from_names
 from cudnn_doctor.versions import cuda_major_of_dll_number, cudnn_header_version
 
 

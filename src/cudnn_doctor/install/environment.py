@@ -5,7 +5,6 @@ All writes go through the System layer, so fixture machines show exactly what wo
 
 from __future__ import annotations
 
-import os
 from typing import Any, Optional, Sequence
 
 from cudnn_doctor.install.plan import EnvChange
@@ -109,9 +108,9 @@ def undo_environment(system: System, changes: Sequence[dict[str, Any]], failed: 
 
 def linux_notes(system: System, lib_dir: str) -> tuple[list[str], Optional[list[str]]]:
     """(sentences for the user, the command to run) so the loader finds the new libraries."""
-    cache_dirs = {os.path.dirname(p) for p in _cache_paths(system)}
+    cache_dirs = {system.paths.dirname(p) for p in _cache_paths(system)}
     if lib_dir in cache_dirs:
-        if hasattr(os, "geteuid") and os.geteuid() == 0:
+        if system.is_superuser():
             return [f"{lib_dir} is in the loader cache: running ldconfig to refresh it."], ["ldconfig"]
         return [f"{lib_dir} is in the loader cache; refresh it with: sudo ldconfig"], None
     return [

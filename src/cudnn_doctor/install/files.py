@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import os
-import shutil
 from typing import Any, Optional, Sequence
 
 from cudnn_doctor.errors import CudnnDoctorError, InputError
@@ -14,7 +12,6 @@ from cudnn_doctor.install.plan import sha256_of
 from cudnn_doctor.system.interface import System
 
 TEMP_SUFFIX = ".cudnn-doctor-tmp"
-SPOOL_PREFIX = ".cudnn-doctor-spool-"  # the folder an install reads the archive into, on the target's file system
 UNFINISHED = "rollback-unfinished"  # a history entry whose rollback started and has not finished: `rollback` finishes it
 BLOCK = 4 << 20
 SPACE_MARGIN = 16 << 20  # the journal, the history and the file system's own rounding
@@ -138,20 +135,6 @@ def size_of(path: Any) -> Optional[int]:
         return int(path.stat().st_size) if path.is_file() else None
     except OSError:
         return None
-
-
-def fsync(path: str) -> None:
-    descriptor = os.open(path, os.O_RDWR | getattr(os, "O_BINARY", 0))
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-
-
-def remove_spool(folder: str) -> None:
-    """Remove a spool folder and the numbered files in it; only a folder of that name, never anything else."""
-    if os.path.basename(folder.rstrip("/\\")).startswith(SPOOL_PREFIX) and os.path.isdir(folder) and not os.path.islink(folder):
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def present(system: System, path: str) -> bool:

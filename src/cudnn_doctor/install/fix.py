@@ -25,12 +25,12 @@ from cudnn_doctor.fixes.changes import (
     SetPersistentEnv,
     WriteFile,
 )
-from cudnn_doctor.install.archive import Archive
 from cudnn_doctor.install.plan import EnvChange
 from cudnn_doctor.install.transaction import FixStep, Store
 from cudnn_doctor.lazyre import regex
 from cudnn_doctor.paths import MANAGED_ENV_MARKER, tilde
 from cudnn_doctor.record import Record
+from cudnn_doctor.system.archive import Archive
 from cudnn_doctor.system.interface import System
 
 

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Callable, ContextManager, Iterator, Optional
 
 from cudnn_doctor.findings import Finding, Severity
 from cudnn_doctor.install import environment, transaction
-from cudnn_doctor.install.archive import Archive
 from cudnn_doctor.install.archive_info import inspect
 from cudnn_doctor.install.plan import EnvChange, Plan, choose_target, make_plan, preflight
 from cudnn_doctor.probes.toolkit import probe_toolkits
 from cudnn_doctor.record import Record
+from cudnn_doctor.system.archive import Archive
 from cudnn_doctor.versions import parse_version
 
 if TYPE_CHECKING:

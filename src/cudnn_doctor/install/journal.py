@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import errno
 import json
-import os
 import time
 import uuid
 from contextlib import contextmanager
@@ -13,7 +12,8 @@ from typing import Any, Iterator, Optional
 
 import cudnn_doctor.system.untrusted as untrusted
 from cudnn_doctor.errors import InputError
-from cudnn_doctor.install.files import SPOOL_PREFIX, TEMP_SUFFIX, discard, remove_spool
+from cudnn_doctor.install.files import TEMP_SUFFIX, discard
+from cudnn_doctor.system.archive import make_spool, new_spool, remove_spool, spool_of_note
 from cudnn_doctor.system.interface import System
 
 
@@ -94,7 +94,7 @@ class Store:
                 discard(self.system, path + TEMP_SUFFIX)
         data = self._read(self.spool_note)
         if data:  # one folder, its name's own bytes (a newline or a byte that is not UTF-8 may be part of it)
-            remove_spool(os.fsdecode(data[:-1] if data.endswith(b"\n") else data))
+            remove_spool(spool_of_note(data))
         if data is not None:
             with self._writing(self.spool_note):
                 self.system.remove(self.spool_note)
@@ -112,11 +112,9 @@ class Store:
         if root is None:
             yield None
             return
-        folder = os.path.join(root, f"{SPOOL_PREFIX}{uuid.uuid4().hex[:12]}")
-        self._replace_file(self.spool_note, os.fsencode(folder) + b"\n")
-        try:
-            os.mkdir(folder, 0o700)
-        except OSError:
+        folder, note = new_spool(root)
+        self._replace_file(self.spool_note, note)
+        if not make_spool(folder):
             self.system.remove(self.spool_note)
             yield None
             return

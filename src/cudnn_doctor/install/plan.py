@@ -15,9 +15,9 @@ from typing import IO, Optional
 
 from cudnn_doctor.errors import UsageError
 from cudnn_doctor.facts import ToolkitFacts
-from cudnn_doctor.install.archive import Archive, ArchiveInfo, Member, link_problem
 from cudnn_doctor.install.archive_info import first_names, is_wheel_payload, named_info
 from cudnn_doctor.lazyre import regex
+from cudnn_doctor.system.archive import Archive, ArchiveInfo, Member, link_problem
 from cudnn_doctor.system.interface import System
 from cudnn_doctor.versions import cudnn_header_version
 

@@ -303,6 +303,10 @@ class System(ABC):
         limit cuts a download short; a described machine answers it as `run` does."""
         return self.run(argv, timeout=3600)
 
+    def is_superuser(self) -> bool:
+        """Whether this process may change what only root may (run ldconfig); a described machine says no."""
+        return False
+
     def state_dir(self) -> str:
         """Where the doctor keeps its journal, backups and history on this machine. A described machine keeps them
         inside itself (in memory), where the user's state folder would be."""

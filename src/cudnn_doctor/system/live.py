@@ -67,6 +67,9 @@ class LiveSystem(LiveFiles, LiveRegistry, LiveProcesses, LiveGpu):
     def env(self) -> Env:
         return Env(os.environ, case_insensitive=self.os == "windows")
 
+    def is_superuser(self) -> bool:
+        return hasattr(os, "geteuid") and os.geteuid() == 0
+
     def state_dir(self) -> str:
         from cudnn_doctor.system.state_files import state_dir
 

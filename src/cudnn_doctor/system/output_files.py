@@ -44,8 +44,12 @@ def check_new_file(output: Path, force: bool) -> None:
 def write_new_file(output: Path, text: str, force: bool) -> None:
     """A snapshot's file: a link at `output` is replaced, never written through; one that appeared meanwhile is refused."""
     check_new_file(output, force)
+
+    def fill(stream: TextIO) -> None:
+        stream.write(text)
+
     try:
-        _replace_whole(output, lambda stream: stream.write(text), ".tmp", refuse_existing=not force)
+        _replace_whole(output, fill, ".tmp", refuse_existing=not force)
     except _CannotStart as error:
         raise InputError(f"cannot write {output}: {error}") from None
     except OSError as error:

@@ -33,15 +33,18 @@ LAYER_OF = {
     "cudnn_doctor.paths": "paths",
     "cudnn_doctor.versions": "versions",
     "cudnn_doctor.lazyre": "lazyre",  # regexes compiled on first use (issue 15)
-    "cudnn_doctor.record": "record",  # NamedTuple's behaviour at a fraction of its class-creation cost (issue 15)
+    "cudnn_doctor.record": "record",
+    "cudnn_doctor.textenum": "textenum",  # a closed set of names that is still its text (issue 32)  # NamedTuple's behaviour at a fraction of its class-creation cost (issue 15)
     "cudnn_doctor.privacy": "privacy",
     "cudnn_doctor.system.untrusted": "untrusted",
-    "cudnn_doctor.system.archive": "archive",  # the hardened reader of a cuDNN archive (zip, tar, folder) and its spool  # the one hardened reader of user-given files (regular only, bounded, strict YAML/JSON)
+    "cudnn_doctor.system.archive": "archive",  # the hardened reader of a cuDNN archive (zip, tar, folder)
+    "cudnn_doctor.system.spool": "archive",  # the folder an install reads the archive into  # the one hardened reader of user-given files (regular only, bounded, strict YAML/JSON)
     "cudnn_doctor.binaries": "binaries",
     "cudnn_doctor.system": "system",
     "cudnn_doctor.system.interface": "interface",  # the System protocol and the values it returns, without any machine
     "cudnn_doctor.loader": "loader",
     "cudnn_doctor.facts": "facts",
+    "cudnn_doctor.kinds": "facts",  # the enums facts are said in
     "cudnn_doctor.knowledge": "knowledge",
     "cudnn_doctor.verify": "verify",
     "cudnn_doctor.watch": "watch",
@@ -64,7 +67,7 @@ LAYER_OF = {
 }
 
 # Pure helpers that import nothing from the package but `record`: every layer may use them.
-LEAVES = {"errors", "paths", "versions", "lazyre", "record"}
+LEAVES = {"errors", "paths", "versions", "lazyre", "record", "textenum"}
 
 # Layer → the other layers it may import (besides itself, the root package and LEAVES).
 ALLOWED: dict[str, set[str]] = {
@@ -74,6 +77,7 @@ ALLOWED: dict[str, set[str]] = {
     "versions": set(),
     "lazyre": set(),
     "record": set(),
+    "textenum": set(),
     "privacy": set(),
     "untrusted": set(),  # `errors` only: bytes and documents in, an InputError out
     "archive": {"knowledge"},  # NVIDIA's archive names say the CUDA an archive was built for

@@ -15,6 +15,7 @@ from typing import Any, Mapping, Optional
 
 from packaging.version import Version
 
+from cudnn_doctor.kinds import CudaFrom, CudnnVersionFrom, KnownFrom, LoadHow, ToolkitVersionFrom, UnusableKind
 from cudnn_doctor.record import Record
 from cudnn_doctor.versions import parse_cuda_version, parse_cudnn_version, parse_version
 
@@ -53,7 +54,7 @@ class Toolkit(Record):
 
     root: str
     version: Optional[str]
-    version_source: Optional[str]  # nvcc | version.json | version.txt | cuda.h | folder-name
+    version_source: Optional[ToolkitVersionFrom]
     bin_dir: str
     has_nvcc: bool
     aliases: tuple[str, ...] = ()
@@ -121,7 +122,7 @@ class Known(Record):
     """A value and how it is known, so a report can say whether the machine or a table said it."""
 
     value: str
-    how: str  # LIVE | WHEEL_METADATA | LIBRARY_IMPORTS | DIST_METADATA | DIST_VERSION | FRAMEWORK_LOG | KNOWLEDGE
+    how: KnownFrom
     source: Optional[str] = None  # the knowledge row's vendor URL (KNOWLEDGE), or the path of the file that says it
     evidence: Optional[str] = None  # what a report quotes: "onnxruntime/capi/build_and_package_info.py", "libtorch_cuda.so imports libcudnn.so.9"
 
@@ -135,13 +136,8 @@ class Known(Record):
         return self.evidence or self.how
 
 
-LIVE = "live report"  # the framework said so when imported in its interpreter
-WHEEL_METADATA = "wheel build metadata"  # a file the wheel ships (torch/version.py, build_info.py), read as text
-LIBRARY_IMPORTS = "library imports"  # the DT_NEEDED / PE imports (or the scanned run-time loads) of the framework's GPU library
-DIST_METADATA = "distribution metadata"  # the Requires-Dist of the installed distribution (nvidia-cudnn-cu13~=9.0)
-DIST_VERSION = "distribution version"  # the local version tag of the installed distribution (+cu118, .post112)
-KNOWLEDGE = "knowledge table"  # a row of the shipped version tables
-FRAMEWORK_LOG = "framework log"  # the runtime the framework's own messages say it tried to load (libcudart.so.10.2: CUDA 10.2)
+LIVE, WHEEL_METADATA, LIBRARY_IMPORTS = KnownFrom.LIVE, KnownFrom.WHEEL_METADATA, KnownFrom.LIBRARY_IMPORTS
+DIST_METADATA, DIST_VERSION, KNOWLEDGE, FRAMEWORK_LOG = KnownFrom.DIST_METADATA, KnownFrom.DIST_VERSION, KnownFrom.KNOWLEDGE, KnownFrom.FRAMEWORK_LOG
 
 
 class WheelRequirement(Record):
@@ -207,7 +203,7 @@ class FrameworkBuild(Record):
     cuda: Optional[Known] = None  # the CUDA version it was built with
     cudnn: Optional[Known] = None  # the cuDNN it needs ("8.1": that major, this release or newer; "9": the major only)
     cudnn_loaded: Optional[str] = None  # the cuDNN version the running framework reported
-    cuda_from: Optional[str] = None  # SYSTEM | BUNDLED | NVIDIA_WHEELS: where its CUDA and cuDNN libraries come from
+    cuda_from: Optional[CudaFrom] = None  # where its CUDA and cuDNN libraries come from
     cuda_wheels: tuple[str, ...] = ()  # the pip nvidia-* distributions installed beside it
     gpu_library: Optional[str] = None  # the framework's own CUDA library whose imports were read (libonnxruntime_providers_cuda.so)
     needs: tuple[str, ...] = ()  # the CUDA / cuDNN libraries that library imports or loads by name
@@ -254,9 +250,7 @@ class FrameworkBuild(Record):
         return bool(self.gpu_build) or self.sees_gpu
 
 
-SYSTEM = "system"  # found by the OS loader's search: toolkit, PATH / LD_LIBRARY_PATH, ld.so.cache
-BUNDLED = "bundled"  # shipped inside the framework's own wheel
-NVIDIA_WHEELS = "nvidia-wheels"  # pip nvidia-* wheels, reached through the framework's RUNPATH or its own preloading
+SYSTEM, BUNDLED, NVIDIA_WHEELS = CudaFrom.SYSTEM, CudaFrom.BUNDLED, CudaFrom.NVIDIA_WHEELS
 
 
 class PackageOwner(Record):
@@ -337,20 +331,17 @@ class Facts(Record):
         return self.driver.present
 
 
-EMPTY = "0 bytes"
-UNREADABLE = "unreadable"
-NOT_A_BINARY = "not a loadable binary"
-WRONG_ARCHITECTURE = "wrong architecture"
+EMPTY, UNREADABLE, NOT_A_BINARY, WRONG_ARCHITECTURE = UnusableKind
 
 
 class Unusable(Record):
     """Why a file of the wanted name cannot be loaded: a kind checks compare, and the particulars."""
 
-    kind: str  # EMPTY | UNREADABLE | NOT_A_BINARY | WRONG_ARCHITECTURE
+    kind: UnusableKind
     detail: str = ""  # "permission denied", "x86, the process is x64", the parser's error
 
     def __str__(self) -> str:
-        return f"{self.kind} ({self.detail})" if self.detail else self.kind
+        return f"{self.kind} ({self.detail})" if self.detail else str(self.kind)
 
 
 class Candidate(Record):
@@ -366,7 +357,7 @@ class LoadStep(Record):
 
     requester: str
     name: str
-    how: str  # root | import | load
+    how: LoadHow
     winner: Optional[str]
     candidates: tuple[Candidate, ...] = ()
     searched: tuple[str, ...] = ()
@@ -415,14 +406,10 @@ class Resolution(Record):
 # How a cuDNN version is known, most trusted first (issue 9): the installation's own header, its
 # distribution's metadata, the full-release names the front library asks for, the file itself,
 # and last a live cudnnGetVersion(), which answers from whichever sub-library the loader picked.
-HEADER = "header"
-DIST_INFO = "dist-info METADATA"
-CONDA_META = "conda-meta record"
+
+
+HEADER, DIST_INFO, CONDA_META, ASKED_NAMES, FILE_VERSION, FILE_NAME, LOAD = CudnnVersionFrom
 DISTRIBUTION_METADATA = (DIST_INFO, CONDA_META)  # the package manager wrote every file it lists
-ASKED_NAMES = "versioned names the front asks for"
-FILE_VERSION = "FileVersion"
-FILE_NAME = "file name"
-LOAD = "cudnnGetVersion()"
 
 
 class CudnnLibrary(Record):
@@ -432,7 +419,7 @@ class CudnnLibrary(Record):
     readable: bool
     version: Optional[str] = None  # from the file itself: ASKED_NAMES, FILE_VERSION or FILE_NAME
     machine: Optional[str] = None
-    version_source: Optional[str] = None  # how `version` is known
+    version_source: Optional[CudnnVersionFrom] = None  # how `version` is known
     real_path: Optional[str] = None  # the file behind the soname link (libcudnn_graph.so.9.1.0), when it differs
 
 
@@ -444,7 +431,7 @@ class CudnnInstall(Record):
     libraries: tuple[CudnnLibrary, ...]
     missing_parts: tuple[str, ...] = ()
     version: Optional[str] = None
-    version_source: Optional[str] = None  # HEADER | DIST_INFO | CONDA_META | ASKED_NAMES | FILE_VERSION | FILE_NAME | LOAD
+    version_source: Optional[CudnnVersionFrom] = None
     cuda_major: Optional[int] = None
     cuda_source: Optional[str] = None
     header: Optional[str] = None

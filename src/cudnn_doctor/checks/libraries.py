@@ -21,6 +21,7 @@ from cudnn_doctor.checks._wheels import cudnn_major_of, extras_missing, future_f
 from cudnn_doctor.checks.rules import DEPENDENCY_MISSING, LIBRARY_UNREADABLE, LIBRARY_WRONG_ARCHITECTURE, LIBRARY_ZERO_BYTES, LOADER_EMULATION_DIFFERS
 from cudnn_doctor.facts import EMPTY, PROCESS, UNREADABLE, WRONG_ARCHITECTURE, Candidate, Facts, FrameworkBuild, LoadStep, Resolution
 from cudnn_doctor.findings import Area, Finding, Severity
+from cudnn_doctor.kinds import LoadHow
 from cudnn_doctor.lazyre import regex
 from cudnn_doctor.paths import PathRules, prepend_ld_library_path
 
@@ -158,11 +159,11 @@ def dependency_missing(facts: Facts) -> Iterator[Finding]:
         elsewhere: dict[str, list[str]] = {}
         for step in resolution.steps:
             names = step.one_of or (step.name,)
-            if step.how == "root" or not step.failed or any(_skip_missing(facts, step.requester, n) for n in names):
+            if step.how is LoadHow.ROOT or not step.failed or any(_skip_missing(facts, step.requester, n) for n in names):
                 continue
             if other_spelling_loaded(resolution, step, rules) or proven_by_the_gpu(build, step.name):
                 continue  # the fallback spelling of a driver library the process did load; the driver itself, when the framework reached a GPU
-            if (step.how == "import" and step.requester in vouched) or any(rules.name_key(n) in vouched_names for n in names):
+            if (step.how is LoadHow.IMPORT and step.requester in vouched) or any(rules.name_key(n) in vouched_names for n in names):
                 continue  # the live process did load it, from somewhere the emulation does not see
             missing.setdefault(step.wanted, []).append(step.requester)
             steps.setdefault(step.wanted, step)
@@ -180,10 +181,10 @@ def _vouched(resolution: Resolution, rules: PathRules) -> tuple[set[str], set[st
     their static imports, transitively (paths), and the imported names the emulation could not
     find (the process has a module of that name, so later requests reuse it). Libraries loaded at
     run time (cuDNN 9's graph and engine libraries) load lazily, after the report: not vouched for."""
-    paths = {s.winner for s in resolution.steps if s.how == "root" and s.winner}
+    paths = {s.winner for s in resolution.steps if s.how is LoadHow.ROOT and s.winner}
     names: set[str] = set()
     for step in resolution.steps:  # breadth first: a requester comes before what it imports
-        if step.how != "import" or step.requester not in paths:
+        if step.how is not LoadHow.IMPORT or step.requester not in paths:
             continue
         if step.winner:
             paths.add(step.winner)
@@ -214,15 +215,15 @@ def _missing(
     if build is not None:
         loader = f"loaded by {build.name} in {build.executable}"
     elif package is not None and resolution is not None:  # a package's own native code (issue 29)
-        entries = [s.winner or s.name for s in resolution.steps if s.how == "root"]
+        entries = [s.winner or s.name for s in resolution.steps if s.how is LoadHow.ROOT]
         files = ", ".join(sorted(set(requesters)))
         through = [e for e in entries if e not in requesters][:1]
         loader = f"native code of the package {package}: {files}{f', imported through {through[0]}' if through else ''}, loaded by {resolution.executable}"
     else:  # no framework loads this installation: any program that does would fail the same way
-        roots = [s.winner or s.name for s in resolution.steps if s.how == "root"] if resolution else []
+        roots = [s.winner or s.name for s in resolution.steps if s.how is LoadHow.ROOT] if resolution else []
         loader = f"when any program loads {roots[0] if roots else 'this cuDNN'}"
     detail = f"{who} ({loader}) needs {step.wanted}, {nowhere}."
-    said = next((u.message for u in build.unloadable), None) if build is not None and step.how != "root" and not build.sees_gpu else None
+    said = next((u.message for u in build.unloadable), None) if build is not None and step.how is not LoadHow.ROOT and not build.sees_gpu else None
     if said:
         detail += f' {build.name}\'s own log agrees: "{_sentence(said)}".'  # type: ignore[union-attr]
     if optional:
@@ -249,11 +250,11 @@ def _missing(
         pip = install_fixes(facts, build, list(members)) if wheel and build is not None else []
         own = provider.fix.replace("{folder}", folder) + _cudnn_archive_tail(facts, build, name, requesters[0])
         reach = knowledge.wheel_reach(build.name, facts.os, build.parsed_version) if build is not None else None
-        if package is not None and resolution is not None and not (facts.os == "windows" and step.how == "import"):
+        if package is not None and resolution is not None and not (facts.os == "windows" and step.how is LoadHow.IMPORT):
             pip = _package_wheel_fixes(facts, resolution.executable, package, list(members), step.how)  # the wheel that ships it
         if pip and ((reach is not None and reach.extras) or package is not None):  # the framework's own pip extras are the usual way
             fix.extend([*pip, f"Or: {own}"])
-        elif package is not None and facts.os == "windows" and step.how == "import":  # an extension's imports never search PATH (Python 3.8+)
+        elif package is not None and facts.os == "windows" and step.how is LoadHow.IMPORT:  # an extension's imports never search PATH (Python 3.8+)
             fix.extend(
                 [
                     f"Python 3.8+ searches an extension module's DLLs in its own folder and the os.add_dll_directory folders, not PATH: "
@@ -349,7 +350,7 @@ def _logged_missing(facts: Facts, emulated: set[tuple[str, str, str]]) -> Iterat
     table row covers is said here, once per message (Paddle's try-list "cufft64_120.dll;cufft64_12.dll"
     is one request)."""
     rules = PathRules(facts.os)
-    roots = {(r.executable, r.framework): {rules.name_key(s.name): s for s in r.steps if s.how == "root"} for r in facts.resolutions}
+    roots = {(r.executable, r.framework): {rules.name_key(s.name): s for s in r.steps if s.how is LoadHow.ROOT} for r in facts.resolutions}
     for build in facts.builds:
         known = {rules.name_key(n) for n in (build.system_libraries or ()) if n}
         requests: dict[str, list[str]] = {}
@@ -360,7 +361,7 @@ def _logged_missing(facts: Facts, emulated: set[tuple[str, str, str]]) -> Iterat
             if (build.executable, build.name, key) in emulated:
                 continue
             if not failure.direct:
-                step = LoadStep(failure.needed_by or build.name, basename(failure.library), "load", None)
+                step = LoadStep(requester=failure.needed_by or build.name, name=basename(failure.library), how=LoadHow.LOAD, winner=None)
                 yield _missing(facts, build, step, [step.requester], False, rules)
                 continue
             root = roots.get((build.executable, build.name), {}).get(key)
@@ -369,7 +370,7 @@ def _logged_missing(facts: Facts, emulated: set[tuple[str, str, str]]) -> Iterat
                 continue  # a table-known library has its own finding; a found one is judged by what it needs
             requests.setdefault(failure.message, []).append(basename(failure.library))
         for names in requests.values():
-            step = LoadStep(build.name, names[0], "root", None, one_of=tuple(names) if len(names) > 1 else ())
+            step = LoadStep(requester=build.name, name=names[0], how=LoadHow.ROOT, winner=None, one_of=tuple(names) if len(names) > 1 else ())
             yield _missing(facts, build, step, [build.name], False, rules)
         if not any(e[:2] == (build.executable, build.name) for e in emulated) and not build.load_failures and not build.sees_gpu:
             yield from _told_unloadable(facts, build, rules)
@@ -386,7 +387,7 @@ def _told_unloadable(facts: Facts, build: FrameworkBuild, rules: PathRules) -> I
         name = _unloadable_file(facts, build, told.part)
         if name is not None:
             found = any(rules.name_key(rules.basename(s.winner or "")) == rules.name_key(name) for r in facts.resolutions for s in r.steps if s.winner)
-            step = LoadStep(build.name, name, "root", None)
+            step = LoadStep(requester=build.name, name=name, how=LoadHow.ROOT, winner=None)
             missing = _missing(facts, build, step, [build.name], False, rules)
             if not found:
                 yield missing._replace(detail=f'{build.name} {build.version} says: "{_sentence(told.message)}". {missing.detail}')

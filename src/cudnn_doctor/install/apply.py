@@ -28,10 +28,11 @@ from cudnn_doctor.install.files import (
     size_of,
 )
 from cudnn_doctor.install.journal import Store, new_txid
-from cudnn_doctor.install.plan import Action, EnvChange, Plan
+from cudnn_doctor.install.plan import Action, ActionKind, EnvChange, Plan
 from cudnn_doctor.install.undo import UndoReport, undo
-from cudnn_doctor.system.archive import Archive, fsync
+from cudnn_doctor.system.archive import Archive
 from cudnn_doctor.system.interface import System, registry_kind
+from cudnn_doctor.system.spool import fsync
 
 # Installing ------------------------------------------------------------------------------
 
@@ -160,7 +161,7 @@ def _stage(system: System, archive: Archive, plan: Plan, action: Action, temp: s
     otherwise its bytes are copied from the archive, and the staged file is read back and must hash
     as the member did."""
     discard(system, temp)
-    if action.kind == "link":
+    if action.kind is ActionKind.LINK:
         system.symlink(action.member.link or "", temp)
         return f"link:{action.member.link}"
     if action.member.size:  # the bytes must be the library its name says, for this OS and machine

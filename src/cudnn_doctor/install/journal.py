@@ -13,8 +13,8 @@ from typing import Any, Iterator, Optional
 import cudnn_doctor.system.untrusted as untrusted
 from cudnn_doctor.errors import InputError
 from cudnn_doctor.install.files import TEMP_SUFFIX, discard
-from cudnn_doctor.system.archive import make_spool, new_spool, remove_spool, spool_of_note
 from cudnn_doctor.system.interface import System
+from cudnn_doctor.system.spool import make_spool, new_spool, remove_spool, spool_of_note
 
 
 def new_txid() -> str:

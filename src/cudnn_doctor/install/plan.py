@@ -19,17 +19,27 @@ from cudnn_doctor.install.archive_info import first_names, is_wheel_payload, nam
 from cudnn_doctor.lazyre import regex
 from cudnn_doctor.system.archive import Archive, ArchiveInfo, Member, link_problem
 from cudnn_doctor.system.interface import System
+from cudnn_doctor.textenum import TextEnum
 from cudnn_doctor.versions import cudnn_header_version
 
 _INSTALLER_SUB = regex(r"^(?P<kind>bin|include|lib)/(?P<cuda>\d+)\.x/(?P<rest>.+)$")
 SYSTEM_FOLDERS = ("windows/system32", "windows/syswow64")
 
 
+class ActionKind(TextEnum):
+    """What installing one member does at its destination."""
+
+    ADD = "add"  # nothing is there
+    REPLACE = "replace"  # another file is there: backed up, then replaced
+    SAME = "same"  # the same bytes (or link) are there: nothing to do
+    LINK = "link"  # a symbolic link is made
+
+
 @dataclass(frozen=True)
 class Action:
     member: Member
     dest: str
-    kind: str  # add | replace | same | link
+    kind: ActionKind
     replaced_size: Optional[int] = None
 
 
@@ -52,11 +62,11 @@ class Plan:
 
     @property
     def writes(self) -> list[Action]:
-        return [a for a in self.actions if a.kind != "same"]
+        return [a for a in self.actions if a.kind is not ActionKind.SAME]
 
     @property
     def bytes_written(self) -> int:
-        return sum(a.member.size for a in self.writes if a.kind != "link")
+        return sum(a.member.size for a in self.writes if a.kind is not ActionKind.LINK)
 
     @property
     def bytes_backed_up(self) -> int:
@@ -175,12 +185,14 @@ def make_plan(system: System, archive: Archive, info: ArchiveInfo, target: str, 
         if existing is not None and not existing.readable and link is None:
             raise UsageError(f"cannot read {dest} to back it up (permission denied): run the install again with sudo / as administrator; nothing was changed")
         if member.link is not None:
-            actions.append(Action(member, dest, "same" if link == member.link else "link", existing.size if existing and not existing.is_dir else None))
+            actions.append(
+                Action(member, dest, ActionKind.SAME if link == member.link else ActionKind.LINK, existing.size if existing and not existing.is_dir else None)
+            )
         elif existing is not None or link is not None:
             same = link is None and existing is not None and existing.size == member.size and _same_bytes(system, archive, member, dest)
-            actions.append(Action(member, dest, "same" if same else "replace", existing.size if existing and not existing.is_dir else None))
+            actions.append(Action(member, dest, ActionKind.SAME if same else ActionKind.REPLACE, existing.size if existing and not existing.is_dir else None))
         else:
-            actions.append(Action(member, dest, "add"))
+            actions.append(Action(member, dest, ActionKind.ADD))
     if not actions:
         raise UsageError(f"{info.path.name} holds no cuDNN files for this target (layout {info.layout})")
     link_dests = {rules.key(a.dest) for a in actions if a.member.link is not None}

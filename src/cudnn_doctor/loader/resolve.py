@@ -22,6 +22,7 @@ from cudnn_doctor import knowledge
 from cudnn_doctor.binaries import BinaryInfo, machine_of_arch
 from cudnn_doctor.binaries.names import family, group_loads, is_pattern, pattern_regex
 from cudnn_doctor.facts import EMPTY, NOT_A_BINARY, UNREADABLE, WRONG_ARCHITECTURE, Candidate, LoadStep, Resolution, Unusable
+from cudnn_doctor.kinds import LoadHow
 from cudnn_doctor.loader import driver, linux, windows
 from cudnn_doctor.loader.index import FolderIndex
 from cudnn_doctor.record import Record
@@ -46,7 +47,7 @@ class Root(Record):
 class _Request(Record):
     name: str
     requester: str
-    how: str
+    how: LoadHow
     chain: tuple[tuple[tuple[str, ...], str], ...]  # (DT_RPATH, origin) from the requester up to the executable
     runpath: tuple[str, ...]
     optional: bool = False
@@ -92,7 +93,7 @@ class Resolver:
         exe_chain = ((tuple(exe_binary.rpath) if exe_binary else (), rules.dirname(executable)),)
         runpath = tuple(exe_binary.runpath) if exe_binary else ()
         queue = deque(
-            _Request(root.name, executable, "root", exe_chain, runpath, mode=root.mode, load_dir=root.load_dir, loads=root.loads)
+            _Request(root.name, executable, LoadHow.ROOT, exe_chain, runpath, mode=root.mode, load_dir=root.load_dir, loads=root.loads)
             for root in map(self._root, roots)
         )
         loaded: dict[str, str] = {}
@@ -101,10 +102,10 @@ class Resolver:
             request = queue.popleft()
             reused = self._loaded_as(request.one_of or (request.name,), loaded)
             if reused is not None:
-                steps.append(LoadStep(request.requester, reused[0], request.how, reused[1], reused=True, one_of=request.one_of))
+                steps.append(LoadStep(requester=request.requester, name=reused[0], how=request.how, winner=reused[1], reused=True, one_of=request.one_of))
                 continue
             step, binary = self._find_any(request, executable, tuple(dll_directories))
-            if request.how == "root" and step.winner is None and elsewhere:
+            if request.how is LoadHow.ROOT and step.winner is None and elsewhere:
                 copies = (self.index.find(folder, request.name) for folder in elsewhere)
                 step = step._replace(elsewhere=tuple(dict.fromkeys(c for c in copies if c)))
             steps.append(step)
@@ -117,10 +118,10 @@ class Resolver:
             if binary.soname:
                 loaded.setdefault(rules.name_key(binary.soname), step.winner)
             chain = ((tuple(binary.rpath), rules.dirname(step.winner)), *request.chain)
-            told = [((name,), "load", False) for name in request.loads]
+            told = [((name,), LoadHow.LOAD, False) for name in request.loads]
             for names, how, optional in [*self._dependencies(step.winner, binary), *told]:
                 # an import is part of the same load; a run-time load is a new LoadLibrary call by name
-                mode, load_dir = (request.mode, request.load_dir) if how == "import" else (windows.STANDARD, None)
+                mode, load_dir = (request.mode, request.load_dir) if how is LoadHow.IMPORT else (windows.STANDARD, None)
                 one_of = names if len(names) > 1 else ()
                 queue.append(_Request(names[0], step.winner, how, chain, tuple(binary.runpath), optional, mode, load_dir, one_of))
         return Resolution(framework, executable, tuple(self._settle_runtime_loads(steps, loaded)))
@@ -143,7 +144,7 @@ class Resolver:
         run-time loads is not known statically, and a loaded module is reused by name."""
         settled = []
         for step in steps:
-            found = self._loaded_as(step.one_of or (step.name,), loaded) if step.how == "load" and step.failed and not step.blocked_by else None
+            found = self._loaded_as(step.one_of or (step.name,), loaded) if step.how is LoadHow.LOAD and step.failed and not step.blocked_by else None
             if found is not None:
                 step = step._replace(name=found[0], winner=found[1], reused=True)
             settled.append(step)
@@ -162,12 +163,12 @@ class Resolver:
                 return name, hit
         return None
 
-    def _dependencies(self, path: str, binary: BinaryInfo) -> list[tuple[tuple[str, ...], str, bool]]:
+    def _dependencies(self, path: str, binary: BinaryInfo) -> list[tuple[tuple[str, ...], LoadHow, bool]]:
         """(names, import | load, optional): one name, or a try-list of one library's versions.
         Unversioned `.so` names found by a scan are fallback spellings (development links): a
         miss there is optional. A try-list is optional when all its members are; one with an
         imported member is that import's business."""
-        deps: list[tuple[tuple[str, ...], str, bool]] = [((name,), "import", False) for name in binary.imports]
+        deps: list[tuple[tuple[str, ...], LoadHow, bool]] = [((name,), LoadHow.IMPORT, False) for name in binary.imports]
         loads = list(binary.loads)
         if not binary.loads_complete:
             name = self.system.paths.name_key(self.system.paths.basename(path))
@@ -177,7 +178,7 @@ class Resolver:
         imported = {family(self.system.paths.name_key(n)) for n in binary.imports}
         for names in group_loads(loads):
             if not any(family(self.system.paths.name_key(n)) in imported for n in names):
-                deps.append((names, "load", all(self._optional_load(n, binary.loads_complete) for n in names)))
+                deps.append((names, LoadHow.LOAD, all(self._optional_load(n, binary.loads_complete) for n in names)))
         return deps
 
     def _optional_load(self, name: str, complete: bool) -> bool:
@@ -249,12 +250,12 @@ class Resolver:
             elif self._os_provided.match(name):
                 provided = "os"
         step = LoadStep(
-            request.requester,
-            request.name,
-            request.how,
-            winner,
-            tuple(candidates),
-            tuple(searched),
+            requester=request.requester,
+            name=request.name,
+            how=request.how,
+            winner=winner,
+            candidates=tuple(candidates),
+            searched=tuple(searched),
             optional=optional,
             provided_by=provided,
             blocked_by=stopped,

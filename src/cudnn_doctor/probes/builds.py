@@ -33,6 +33,7 @@ from cudnn_doctor.facts import (
     PythonEnv,
     SystemLibraries,
 )
+from cudnn_doctor.kinds import KnownFrom
 from cudnn_doctor.lazyre import LazyPattern, regex
 from cudnn_doctor.probes.messages import cudnn_mismatch, unloadable
 from cudnn_doctor.probes.wheel_files import Evidence, WheelFiles, library_majors, requirement_majors
@@ -184,7 +185,7 @@ def _runtime_tried(failures: tuple[LoadFailure, ...], os_name: str) -> Optional[
     for failure in failures:
         cuda = knowledge.cuda_of_runtime(failure.library.replace("\\", "/").rsplit("/", 1)[-1], os_name) if failure.direct else None
         if cuda is not None:
-            return Known(cuda, FRAMEWORK_LOG, None, f"its log asks for {failure.library}")
+            return Known(value=cuda, how=FRAMEWORK_LOG, source=None, evidence=f"its log asks for {failure.library}")
     return None
 
 
@@ -345,7 +346,9 @@ def _jax(source: _Source) -> Fields:
         fields = _files_say(source._replace(distribution=plugin, package=source.python.packages[plugin]), None)
         plugin_cuda = cuda_in_tag(plugin, "jax-plugin")  # never None: the plugin was chosen for it
         if plugin_cuda is not None:
-            fields["cuda_said"].insert(0, Known(cuda_text(plugin_cuda), DIST_METADATA, None, f"{plugin} {source.python.packages[plugin]} is installed"))
+            fields["cuda_said"].insert(
+                0, Known(value=cuda_text(plugin_cuda), how=DIST_METADATA, source=None, evidence=f"{plugin} {source.python.packages[plugin]} is installed")
+            )
     if "devices" in source.report and source.imported:
         fields["gpu_build"] = plugin is not None or tag is not None or _sees_gpu(source.report)
     elif plugin is not None or tag is not None:
@@ -427,21 +430,21 @@ def _nvidia_or_toolkit(name: str) -> bool:
     return bool(_NVIDIA_WHEEL.match(name)) or name == "cuda-toolkit"
 
 
-def _known(evidence: Evidence, how: str) -> Known:
-    return Known(evidence.value, how, evidence.path, evidence.detail)
+def _known(evidence: Evidence, how: KnownFrom) -> Known:
+    return Known(value=evidence.value, how=how, source=evidence.path, evidence=evidence.detail)
 
 
 def _stated(value: Any, path: Optional[str], short: str) -> Optional[Known]:
     """A CUDA version a generated module states ("13.0", "64_112"); None for None, "False", "" and non-versions."""
     if path is None or not isinstance(value, (str, int)) or isinstance(value, bool) or parse_cuda_version(str(value)) is None:
         return None
-    return Known(str(value), WHEEL_METADATA, path, short)
+    return Known(value=str(value), how=WHEEL_METADATA, source=path, evidence=short)
 
 
 def _stated_major(value: Any, path: Optional[str], short: str) -> Optional[Known]:
     """The cuDNN major a generated module states ("9.1", "64_8", "8"): the major is what the build's library names carry."""
     version = parse_cudnn_version(str(value)) if path is not None and isinstance(value, (str, int)) and not isinstance(value, bool) else None
-    return Known(str(version.release[0]), WHEEL_METADATA, path, short) if version else None
+    return Known(value=str(version.release[0]), how=WHEEL_METADATA, source=path, evidence=short) if version else None
 
 
 def _first(*candidates: Optional[Known]) -> Optional[Known]:

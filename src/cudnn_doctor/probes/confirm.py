@@ -31,7 +31,9 @@ def probe_confirmations(system: System, resolutions: tuple[Resolution, ...]) -> 
         for step in roots:
             emulated = system.realpath(step.winner) if step.winner else None
             mapped = real.get("loaded", {}).get(step.name)
-            confirmations.append(Confirmation(resolution.executable, step.name, emulated, mapped, real.get("errors", {}).get(step.name)))
+            confirmations.append(
+                Confirmation(executable=resolution.executable, name=step.name, emulated=emulated, real=mapped, error=real.get("errors", {}).get(step.name))
+            )
     return tuple(confirmations)
 
 

@@ -151,7 +151,16 @@ def _installs_in(system: System, folder: str, toolkit: Optional[str], nested: Op
         version, how = library_version(system, path, binary, major)
         real = system.realpath(path)
         real_path = None if rules.same(real, path) else real
-        by_major.setdefault(major, {})[part] = CudnnLibrary(path, part, info.size, info.readable, version, binary.machine if binary else None, how, real_path)
+        by_major.setdefault(major, {})[part] = CudnnLibrary(
+            path=path,
+            part=part,
+            size=info.size,
+            readable=info.readable,
+            version=version,
+            machine=binary.machine if binary else None,
+            version_source=how,
+            real_path=real_path,
+        )
     installs = []
     for major, libraries in by_major.items():
         release = knowledge.cudnn_release(major)
@@ -177,21 +186,21 @@ def _installs_in(system: System, folder: str, toolkit: Optional[str], nested: Op
         import_libs, headers = _toolkit_dev_files(system, toolkit) if toolkit else ((), ())
         installs.append(
             CudnnInstall(
-                folder,
-                major,
-                tuple(libraries[p] for p in sorted(libraries)),
-                missing,
-                version,
-                source,
-                cuda_major,
-                cuda_source,
-                header,
-                toolkit,
-                nested,
-                system_dir,
-                owner.package if owner else None,
-                import_libs,
-                headers,
+                folder=folder,
+                major=major,
+                libraries=tuple(libraries[p] for p in sorted(libraries)),
+                missing_parts=missing,
+                version=version,
+                version_source=source,
+                cuda_major=cuda_major,
+                cuda_source=cuda_source,
+                header=header,
+                toolkit=toolkit,
+                nested_in=nested,
+                system_dir=system_dir,
+                package=owner.package if owner else None,
+                import_libraries=import_libs,
+                headers_in_toolkit=headers,
             )
         )
     return installs

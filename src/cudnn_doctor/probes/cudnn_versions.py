@@ -17,6 +17,7 @@ from typing import Optional
 from packaging.version import Version
 
 from cudnn_doctor.facts import ASKED_NAMES, CONDA_META, DIST_INFO, FILE_NAME, FILE_VERSION, HEADER, CudnnLibrary
+from cudnn_doctor.kinds import CudnnVersionFrom
 from cudnn_doctor.lazyre import regex
 from cudnn_doctor.record import Record
 from cudnn_doctor.system.interface import System
@@ -34,10 +35,10 @@ class Distribution(Record):
     name: str  # nvidia-cudnn-cu12 | conda cudnn
     version: str
     cuda_major: Optional[int]
-    how: str  # DIST_INFO | CONDA_META
+    how: CudnnVersionFrom  # DIST_INFO | CONDA_META
 
 
-def library_version(system: System, path: str, binary, major: int) -> tuple[Optional[str], Optional[str]]:
+def library_version(system: System, path: str, binary, major: int) -> tuple[Optional[str], Optional[CudnnVersionFrom]]:
     """The library's own version and how it is known: the full-release names it asks its
     sub-libraries for (a cuDNN 9 front), its PE FileVersion (cuDNN <= 7 carries a CUDA-style one:
     ignored), or its real `.so.X.Y.Z` name."""
@@ -139,7 +140,9 @@ def _of_major(version: Optional[str], major: int) -> bool:
     return parsed is not None and parsed.release[0] == major
 
 
-def install_version(libraries: dict[str, CudnnLibrary], header: Optional[str], dist: Optional[Distribution]) -> tuple[Optional[str], Optional[str]]:
+def install_version(
+    libraries: dict[str, CudnnLibrary], header: Optional[str], dist: Optional[Distribution]
+) -> tuple[Optional[str], Optional[CudnnVersionFrom]]:
     """The installation's version from its own evidence, most trusted first; the live load is the caller's last resort."""
     if header:
         return header, HEADER

@@ -39,7 +39,9 @@ def probe_driver_state(system: System, driver: DriverFacts, driver_files: Sequen
     said, nvml_library = _nvml_words(driver.smi_error)
     container = _container(system)
     devices = system.device_files(DEVICES) if container else ()
-    return DriverState(module, _libraries(system, driver_files), said, nvml_library, container, devices)
+    return DriverState(
+        kernel_module=module, libraries=_libraries(system, driver_files), nvml_mismatch=said, nvml_library=nvml_library, container=container, devices=devices
+    )
 
 
 def _module_release(text: Optional[str]) -> Optional[str]:

@@ -13,7 +13,9 @@ def probe_environment(system: System) -> EnvironmentFacts:
     def entries(variable: str) -> tuple[PathEntry, ...]:
         values = rules.split_list(env.get(variable, ""))
         # Windows skips an empty entry (the usual trailing `;`); on Linux it means the current folder.
-        return tuple(PathEntry(variable, i, v, bool(v) and system.is_dir(v)) for i, v in enumerate(values) if v or not rules.windows)
+        return tuple(
+            PathEntry(variable=variable, index=i, value=v, exists=bool(v) and system.is_dir(v)) for i, v in enumerate(values) if v or not rules.windows
+        )
 
     persistent = system.persistent_env()
     persistent_path: tuple[str, ...] = ()

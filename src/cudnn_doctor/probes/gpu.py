@@ -18,7 +18,9 @@ def probe_driver(system: System) -> DriverFacts:
     if nvml is not None:
         gpus = tuple(_nvml_gpu(g) for g in nvml.get("gpus") or [])
         cuda = parse_cuda_version(nvml.get("cuda_driver_version"))
-        facts = DriverFacts("nvml", nvml.get("driver_version"), major_minor(cuda) if cuda else None, "nvml" if cuda else None, gpus)
+        facts = DriverFacts(
+            source="nvml", version=nvml.get("driver_version"), cuda=major_minor(cuda) if cuda else None, cuda_source="nvml" if cuda else None, gpus=gpus
+        )
     else:
         from cudnn_doctor.probes import nvidia_smi  # only machines without NVML need the parser
 
@@ -37,17 +39,29 @@ def probe_driver(system: System) -> DriverFacts:
             for gpu in nvidia_smi.parse_query(query.stdout):
                 by_index[gpu.index] = gpu
         gpus = tuple(
-            Gpu(g.name, _capability(g.compute_capability), g.memory_mib, "nvidia-smi" if _capability(g.compute_capability) else None)
+            Gpu(
+                name=g.name,
+                compute_capability=_capability(g.compute_capability),
+                memory_mib=g.memory_mib,
+                capability_source="nvidia-smi" if _capability(g.compute_capability) else None,
+            )
             for g in sorted(by_index.values(), key=lambda g: g.index)
         )
-        facts = DriverFacts("nvidia-smi", table.driver_version, table.cuda_version, "nvidia-smi" if table.cuda_version else None, gpus)
+        facts = DriverFacts(
+            source="nvidia-smi", version=table.driver_version, cuda=table.cuda_version, cuda_source="nvidia-smi" if table.cuda_version else None, gpus=gpus
+        )
     return _complete(facts, system.os)
 
 
 def _nvml_gpu(gpu: dict) -> Gpu:
     """One GPU as NVML described it; a fixture may leave out any field."""
     capability = _capability(gpu.get("compute_capability"))
-    return Gpu(gpu.get("name") or "NVIDIA GPU (no name reported)", capability, gpu.get("memory_total_mib"), "nvml" if capability else None)
+    return Gpu(
+        name=gpu.get("name") or "NVIDIA GPU (no name reported)",
+        compute_capability=capability,
+        memory_mib=gpu.get("memory_total_mib"),
+        capability_source="nvml" if capability else None,
+    )
 
 
 def _capability(value: object) -> Optional[str]:
@@ -60,7 +74,12 @@ def _complete(facts: DriverFacts, os_name: str) -> DriverFacts:
     gpus = tuple(
         g
         if g.compute_capability
-        else Gpu(g.name, knowledge.gpu_compute_capability(g.name), g.memory_mib, "name-table" if knowledge.gpu_compute_capability(g.name) else None)
+        else Gpu(
+            name=g.name,
+            compute_capability=knowledge.gpu_compute_capability(g.name),
+            memory_mib=g.memory_mib,
+            capability_source="name-table" if knowledge.gpu_compute_capability(g.name) else None,
+        )
         for g in facts.gpus
     )
     cuda, cuda_source = facts.cuda, facts.cuda_source
@@ -69,4 +88,4 @@ def _complete(facts: DriverFacts, os_name: str) -> DriverFacts:
         found = knowledge.max_cuda_for_driver(driver, os_name)
         if found:
             cuda, cuda_source = major_minor(found[0]), "driver-table"
-    return DriverFacts(facts.source, facts.version, cuda, cuda_source, gpus, facts.smi_error)
+    return DriverFacts(source=facts.source, version=facts.version, cuda=cuda, cuda_source=cuda_source, gpus=gpus, smi_error=facts.smi_error)

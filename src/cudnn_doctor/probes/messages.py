@@ -59,10 +59,10 @@ def cudnn_mismatch(text: str) -> Optional[CudnnMismatch]:
             found = match.groupdict()
             minimum = found.get("minimum")
             return CudnnMismatch(
-                _release(found["loaded"]),
-                _release(found["compiled"]),
-                _line_at(text, match.start()),
-                _release(minimum) if minimum else None,
+                loaded=_release(found["loaded"]),
+                compiled=_release(found["compiled"]),
+                message=_line_at(text, match.start()),
+                minimum=_release(minimum) if minimum else None,
             )
     return None
 

@@ -28,11 +28,11 @@ def probe_pythons(system: System) -> tuple[PythonEnv, ...]:
     infos = [info for info in _in_parallel(system.python_info, list(seen.values())) if info is not None]
     return tuple(
         PythonEnv(
-            info.executable,
-            info.version,
-            info.kind,
-            current is not None and rules.same(info.executable, current),
-            {canonicalize_name(k): v for k, v in info.packages.items()},
+            executable=info.executable,
+            version=info.version,
+            kind=info.kind,
+            current=current is not None and rules.same(info.executable, current),
+            packages={canonicalize_name(k): v for k, v in info.packages.items()},
         )
         for info in infos
     )

@@ -11,6 +11,7 @@ import re
 from typing import Optional
 
 from cudnn_doctor.facts import Toolkit, ToolkitFacts, VariableTarget
+from cudnn_doctor.kinds import ToolkitVersionFrom
 from cudnn_doctor.lazyre import regex
 from cudnn_doctor.probes.ownership import PackageOwnership
 from cudnn_doctor.system.interface import System
@@ -44,15 +45,36 @@ def probe_toolkits(system: System) -> ToolkitFacts:
     path_dirs = {rules.key(p) for p in rules.split_list(env.get("PATH", "")) if p}
     toolkits = []
     for real, *names in roots.values():
-        version, source = (nvcc_version, "nvcc") if path_root and rules.same(real, path_root) and nvcc_version else _version_from_files(system, real)
+        version, source = (
+            (nvcc_version, ToolkitVersionFrom.NVCC) if path_root and rules.same(real, path_root) and nvcc_version else _version_from_files(system, real)
+        )
         bin_dir = rules.join(real, "bin")
         on_path = any(rules.key(rules.join(n, "bin")) in path_dirs for n in [real, *names])
         aliases = tuple(sorted({n for n in names if not rules.same(n, real)}))
-        toolkits.append(Toolkit(real, version, source, bin_dir, system.is_file(rules.join(bin_dir, nvcc_name)), aliases, on_path))
+        toolkits.append(
+            Toolkit(
+                root=real,
+                version=version,
+                version_source=source,
+                bin_dir=bin_dir,
+                has_nvcc=system.is_file(rules.join(bin_dir, nvcc_name)),
+                aliases=aliases,
+                on_path=on_path,
+            )
+        )
     targets = tuple(VariableTarget(name, value, _target_kind(system, value, nvcc_name)) for name, value in variables)
     package = _package_of_nvcc(system, nvcc_on_path) if nvcc_on_path else None
     root = rules.norm(path_root) if path_root else None
-    return ToolkitFacts(tuple(toolkits), nvcc_on_path, nvcc_real, nvcc_version, root, variables, targets, package)
+    return ToolkitFacts(
+        toolkits=tuple(toolkits),
+        nvcc_on_path=nvcc_on_path,
+        nvcc_real=nvcc_real,
+        nvcc_version=nvcc_version,
+        path_toolkit=root,
+        variables=variables,
+        targets=targets,
+        nvcc_package=package,
+    )
 
 
 def _target_kind(system: System, value: str, nvcc_name: str) -> str:
@@ -122,25 +144,25 @@ def _nvcc_version(system: System) -> Optional[str]:
     return match.group(2) or match.group(1)
 
 
-def _version_from_files(system: System, root: str) -> tuple[Optional[str], Optional[str]]:
+def _version_from_files(system: System, root: str) -> tuple[Optional[str], Optional[ToolkitVersionFrom]]:
     rules = system.paths
     text = system.read_text(rules.join(root, "version.json"))
     if text:
         import json  # only for a toolkit that has a version.json
 
         try:
-            return json.loads(text)["cuda"]["version"], "version.json"
+            return json.loads(text)["cuda"]["version"], ToolkitVersionFrom.VERSION_JSON
         except (ValueError, KeyError, TypeError):
             pass
     text = system.read_text(rules.join(root, "version.txt"))
     match = _VERSION_TXT.search(text or "")
     if match:
-        return match.group(1), "version.txt"
+        return match.group(1), ToolkitVersionFrom.VERSION_TXT
     match = _CUDA_H.search(system.read_text(rules.join(root, "include", "cuda.h"), limit=1 << 20) or "")
     if match:
         number = int(match.group(1))
-        return f"{number // 1000}.{(number % 1000) // 10}", "cuda.h"
+        return f"{number // 1000}.{(number % 1000) // 10}", ToolkitVersionFrom.CUDA_H
     match = _FOLDER.match(rules.basename(root))
     if match:
-        return match.group(1), "folder-name"
+        return match.group(1), ToolkitVersionFrom.FOLDER_NAME
     return None, None

@@ -35,6 +35,8 @@ def probe_wheels(system: System, pythons: tuple[PythonEnv, ...]) -> tuple[Instal
                 names = sorted(n for n in listed[folder] if pattern.match(n))
                 if names:
                     dist = canonical_name(row.distribution)
-                    found.append(InstalledWheel(python.executable, dist, python.packages[dist], folder, tuple(names)))
+                    found.append(
+                        InstalledWheel(executable=python.executable, distribution=dist, version=python.packages[dist], folder=folder, libraries=tuple(names))
+                    )
                     break
     return tuple(found)

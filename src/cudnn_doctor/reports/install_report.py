@@ -83,10 +83,12 @@ def show_install_plan(proposal: Proposal, out: TextIO, err: TextIO) -> None:
         visible(f"cuDNN {info.version or '?'} for CUDA {info.cuda_major or '?'} ({info.os or '?'} {info.arch or '?'}, layout {info.layout}) → {plan.target}")
         + "\n"
     )
+    from cudnn_doctor.install.plan import ActionKind
+
     for action in plan.actions:
-        label = {"add": "add    ", "replace": "replace", "same": "same   ", "link": "link   "}[action.kind]
-        extra = f" → {action.member.link}" if action.kind == "link" else f" ({action.member.size:,} bytes)"
-        if action.kind == "replace":
+        label = f"{action.kind:7}"
+        extra = f" → {action.member.link}" if action.kind is ActionKind.LINK else f" ({action.member.size:,} bytes)"
+        if action.kind is ActionKind.REPLACE:
             replaced = f"{action.replaced_size:,} bytes" if action.replaced_size is not None else "a link"
             extra += f", replacing {replaced} of cuDNN {plan.replaced_version or '(unknown release)'} (backed up)"
         out.write(visible(f"  {label} {action.dest}{extra}") + "\n")
@@ -100,11 +102,18 @@ def show_install_plan(proposal: Proposal, out: TextIO, err: TextIO) -> None:
 
 def install_totals(proposal: Proposal) -> str:
     """`Total: 7 to add, 2 to replace (backed up), 1 already there; 812.3 MB to write; 2 environment change(s).`"""
+    from cudnn_doctor.install.plan import ActionKind
+
     plan = proposal.plan
     kinds = [action.kind for action in plan.actions]
     parts = [
         f"{kinds.count(kind)} {said}"
-        for kind, said in (("add", "to add"), ("link", "link(s) to make"), ("replace", "to replace (backed up)"), ("same", "already there"))
+        for kind, said in (
+            (ActionKind.ADD, "to add"),
+            (ActionKind.LINK, "link(s) to make"),
+            (ActionKind.REPLACE, "to replace (backed up)"),
+            (ActionKind.SAME, "already there"),
+        )
         if kinds.count(kind)
     ]
     size = f"; {plan.bytes_written / 1e6:,.1f} MB to write" if plan.bytes_written else ""

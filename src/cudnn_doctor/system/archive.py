@@ -21,7 +21,6 @@ import queue
 import shutil
 import tarfile
 import threading
-import uuid
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -485,43 +484,3 @@ def cuda_from_names(file_name: str, top: str, rel: list[str]) -> Optional[int]:
             return parsed.cuda_major
     installer = next((found for found in map(INSTALLER_CUDA.search, rel) if found), None)
     return int(installer.group(1)) if installer else None
-
-
-# The spool: the folder an install reads the archive into, on the target's file system ----------------------------
-
-SPOOL_PREFIX = ".cudnn-doctor-spool-"
-
-
-def new_spool(root: str) -> tuple[str, bytes]:
-    """A fresh spool folder's name in `root` and the bytes that note it (its name's own bytes, a line)."""
-    folder = os.path.join(root, f"{SPOOL_PREFIX}{uuid.uuid4().hex[:12]}")
-    return folder, os.fsencode(folder) + b"\n"
-
-
-def spool_of_note(data: bytes) -> str:
-    """The folder a spool note names (a newline or a byte that is not UTF-8 may be part of its name)."""
-    return os.fsdecode(data[:-1] if data.endswith(b"\n") else data)
-
-
-def make_spool(folder: str) -> bool:
-    """Create the spool folder, private to this user; False when `root` cannot be written (not yours without sudo)."""
-    try:
-        os.mkdir(folder, 0o700)
-    except OSError:
-        return False
-    return True
-
-
-def remove_spool(folder: str) -> None:
-    """Remove a spool folder and the numbered files in it; only a folder of that name, never anything else."""
-    if os.path.basename(folder.rstrip("/\\")).startswith(SPOOL_PREFIX) and os.path.isdir(folder) and not os.path.islink(folder):
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def fsync(path: str) -> None:
-    """A spooled file's bytes on the disk before the journal says it is staged."""
-    descriptor = os.open(path, os.O_RDWR | getattr(os, "O_BINARY", 0))
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)

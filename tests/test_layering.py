@@ -28,7 +28,7 @@ EXPORTS = {name: lazy_exports(m.path.read_text(encoding="utf-8")) for name, m in
 LAYER_OF = {
     "cudnn_doctor": "package",  # the root: `__version__` and lazy re-exports only (each resolved to its module)
     "cudnn_doctor.__main__": "cli",
-    "cudnn_doctor.hook": "cli",  # an entry point inside the user's interpreter: wires the diagnosis like the CLI
+
     "cudnn_doctor.errors": "errors",
     "cudnn_doctor.paths": "paths",
     "cudnn_doctor.versions": "versions",
@@ -47,7 +47,8 @@ LAYER_OF = {
     "cudnn_doctor.kinds": "facts",  # the enums facts are said in
     "cudnn_doctor.knowledge": "knowledge",
     "cudnn_doctor.verify": "verify",
-    "cudnn_doctor.watch": "watch",
+    "cudnn_doctor.run": "run",  # what a failing program said and what its loader did
+    "cudnn_doctor.run.hook": "cli",  # an entry point inside the user's interpreter: wires the diagnosis like the CLI
     "cudnn_doctor.probes": "probes",
     "cudnn_doctor.checks": "checks",
     "cudnn_doctor.findings": "findings",
@@ -107,7 +108,7 @@ ALLOWED: dict[str, set[str]] = {
         "checks",  # rule metadata (titles, areas) lives with the rules; rules import no probe or system
         "privacy",  # the JSON report keeps only the environment the diagnosis reads
         "planner",  # plan's report renders a plan and its steps
-        "watch",  # run's report renders what the failing program's loader did
+        "run",  # run's report renders what the failing program's loader did
         "fleet-model",  # fleet's reports render the groups, drift and per-node findings (never a probe or a system)
         "fixes",  # whether `fix` has changes for a finding is its planner's answer, asked with the facts
         "install",  # rollback's and history's results (issue 31: every command's output is rendered in reports/)
@@ -131,7 +132,7 @@ ALLOWED: dict[str, set[str]] = {
     # verify runs its worker through a System and judges the figures with the knowledge (peaks, thresholds).
     "verify": {"interface", "knowledge", "untrusted"},  # its history file is read back by the hardened reader
     # run's reading of a failing program: its output, the loader's trace and check's findings, all given to it.
-    "watch": {"findings"},
+    "run": {"findings", "knowledge"},  # the one catalogue of the stack's error messages is knowledge (knowledge/messages.py)
     # The planner is a search over knowledge alone; what a plan leaves open is read from the machine by its inputs.
     "planner": {"knowledge"},
     "planner-inputs": {"planner", "knowledge", "system", "interface", "probes", "facts"},

@@ -16,7 +16,7 @@ import pytest
 
 from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.reports import run_report
-from cudnn_doctor.watch import errors, explain, trace
+from cudnn_doctor.run import errors, explain, trace
 
 LINUX = sys.platform.startswith("linux")
 CC = shutil.which("cc") or shutil.which("gcc")
@@ -71,14 +71,21 @@ FRAMEWORK_ERRORS = [
         None,
     ),
     ("jax-cudnn-old", "Found cuDNN version 8700, but JAX was built against version 8904, which is newer.", "cudnn-version", None),
-    ("jax-cudnn-missing", "RuntimeError: Unable to load cuDNN. Is it installed?", "cudnn-not-loaded", None),
+    ("jax-cudnn-missing", "RuntimeError: Unable to load cuDNN. Is it installed?", "gpu-library-not-loaded", None),
+    ("jax-cusolver-missing", "CUDA backend failed to initialize: Unable to load cuSOLVER. (Set TF_CPP_MIN_LOG_LEVEL=0", "backend-failed", None),
+    (
+        "torch-cudnn-tuples",
+        "RuntimeError: cuDNN version incompatibility: PyTorch was compiled  against (8, 5, 0) but found runtime version (8, 3, 3).",
+        "cudnn-version",
+        None,
+    ),
     ("jax-backend", "CUDA backend failed to initialize: Found CUDA version 12010, but JAX was built against version 12020", "backend-failed", None),
-    ("paddle-cudnn", "Cannot load cudnn shared library. Cannot invoke method cudnnGetVersion.", "cudnn-not-loaded", None),
+    ("paddle-cudnn", "Cannot load cudnn shared library. Cannot invoke method cudnnGetVersion.", "gpu-library-not-loaded", None),
     (
         "tf-dlopen",
         "W tensorflow/core/common_runtime/gpu/gpu_device.cc:2256] Cannot dlopen some GPU libraries. Please make sure the missing libraries"
         " mentioned above are installed properly if you would like to use GPU.",
-        "gpu-libraries-not-loaded",
+        "gpu-library-not-loaded",
         None,
     ),
     (
@@ -95,6 +102,15 @@ FRAMEWORK_ERRORS = [
         None,
     ),
 ]
+
+
+def test_run_and_the_probes_read_one_catalogue():
+    """Issue 32: each wording the probes read a framework's log with is an entry of the catalogue `run` scans with."""
+    from cudnn_doctor.knowledge.messages import CUDNN_MISMATCH, PATTERNS, UNLOADABLE
+
+    scanned = {id(known.pattern) for known in PATTERNS}
+    assert all(id(wording.pattern) in scanned for wording in (*CUDNN_MISMATCH, *UNLOADABLE))
+    assert all(known.pattern.pattern.startswith(tuple(known.anchors)) or known.library_before for known in PATTERNS if len(known.anchors) == 1)
 
 
 @pytest.mark.parametrize(("line", "kind", "library"), [case[1:] for case in FRAMEWORK_ERRORS], ids=[case[0] for case in FRAMEWORK_ERRORS])
@@ -118,7 +134,7 @@ def test_a_progress_bar_line_and_two_errors_of_one_pattern_on_a_line():
 # A child, so that a scan that is not linear fails by its timeout instead of holding the suite for hours.
 _SCAN_TIMING = """
 import json, sys, time
-from cudnn_doctor.watch import errors
+from cudnn_doctor.run import errors
 
 def best(text):
     times = []
@@ -299,13 +315,13 @@ def test_bad_commands_are_one_line_and_exit_2(tmp_path: Path):
 def test_the_hook_diagnoses_an_uncaught_error_inside_the_interpreter(tmp_path: Path):
     script = tmp_path / "notebook_cell.py"
     script.write_text("import ctypes\nctypes.CDLL('libcudnn_cnn.so.9')\n")
-    done = direct(sys.executable, "-m", "cudnn_doctor.hook", str(script), cwd=tmp_path)
+    done = direct(sys.executable, "-m", "cudnn_doctor.run.hook", str(script), cwd=tmp_path)
     assert done.returncode == 1
     traceback_end = done.stderr.index("cannot open shared object file")
     assert "cudnn-doctor hook:" in done.stderr[traceback_end:] and "libcudnn_cnn.so.9" in done.stderr[traceback_end:]
     quiet = tmp_path / "plain.py"
     quiet.write_text("raise ValueError('not a GPU problem')\n")
-    plain = direct(sys.executable, "-m", "cudnn_doctor.hook", str(quiet), cwd=tmp_path)
+    plain = direct(sys.executable, "-m", "cudnn_doctor.run.hook", str(quiet), cwd=tmp_path)
     assert plain.returncode == 1 and "cudnn-doctor hook:" not in plain.stderr  # (a clone in a folder called cudnn-doctor is in the traceback)
 
 

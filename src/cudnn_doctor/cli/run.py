@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"cannot run {command[0]}: {error.strerror or error}") from None
     if not _needs_traces(done.returncode, done.stderr_tail):
         return exit_status(done.returncode)
-    from cudnn_doctor.watch.explain import explain
+    from cudnn_doctor.run.explain import explain
 
     explanation = explain(done.returncode, done.stderr_tail, done.traces, ())
     if explanation.worth_telling:
@@ -49,6 +49,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _needs_traces(returncode: int, stderr: str) -> bool:
     """A failure, or a known GPU-stack error in what the program printed."""
-    from cudnn_doctor.watch.errors import scan
+    from cudnn_doctor.run.errors import scan
 
     return returncode != 0 or bool(scan(stderr))

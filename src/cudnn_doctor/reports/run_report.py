@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Sequence, TextIO
 
 from cudnn_doctor.reports.encoding import Fitter
-from cudnn_doctor.watch.explain import Explanation
-from cudnn_doctor.watch.trace import Search
+from cudnn_doctor.run.explain import Explanation
+from cudnn_doctor.run.trace import Search
 
 SHOWN_FOLDERS = 6
 

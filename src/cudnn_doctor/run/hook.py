@@ -1,7 +1,7 @@
 """The same diagnosis as `cudnn-doctor run`, from inside an interpreter: for notebooks and scripts.
 
-`import cudnn_doctor.hook` adds it to the running interpreter (and to IPython / Jupyter when present);
-`python -m cudnn_doctor.hook script.py [args...]` runs a script under it. After the usual traceback of an
+`import cudnn_doctor.run.hook` adds it to the running interpreter (and to IPython / Jupyter when present);
+`python -m cudnn_doctor.run.hook script.py [args...]` runs a script under it. After the usual traceback of an
 uncaught exception that carries a known GPU-stack error, it prints which library failed and what `check`
 finds about it, on stderr. There is no loader trace here (the process started without one); the error
 text and the machine's findings are what it has.
@@ -16,7 +16,7 @@ from typing import Any
 
 def diagnose_text(text: str) -> None:
     """Print the diagnosis for an error text when it names a known GPU-stack error (nothing otherwise)."""
-    from cudnn_doctor.watch.explain import explain
+    from cudnn_doctor.run.explain import explain
 
     first = explain(1, text, (), ())
     if not first.worth_telling:
@@ -59,13 +59,13 @@ def _ipython() -> Any:
 
 
 def main(argv: list[str]) -> int:
-    """`python -m cudnn_doctor.hook script.py [args...]`: the script as `__main__`, under the hook."""
+    """`python -m cudnn_doctor.run.hook script.py [args...]`: the script as `__main__`, under the hook."""
     import runpy
 
     if not argv:
         from cudnn_doctor.reports import messages
 
-        messages.error("usage: python -m cudnn_doctor.hook SCRIPT [ARGS...]", sys.stderr)
+        messages.error("usage: python -m cudnn_doctor.run.hook SCRIPT [ARGS...]", sys.stderr)
         return 2
     sys.argv = list(argv)
     install()

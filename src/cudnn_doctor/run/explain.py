@@ -11,7 +11,7 @@ from typing import Iterable, Optional, Sequence
 from cudnn_doctor.findings import Finding, Severity
 from cudnn_doctor.lazyre import regex
 from cudnn_doctor.record import Record
-from cudnn_doctor.watch import errors, trace
+from cudnn_doctor.run import errors, trace
 
 # The libraries of the GPU stack, by file name (Linux and Windows spellings).
 GPU_LIBRARY = regex(r"(?i)(cudnn|cublas|cudart|cufft|curand|cusolver|cusparse|nvrtc|nvjitlink|nccl|zlibwapi|nvcuda|libcuda\.so|nvidia-ml|libnvml)")

@@ -26,7 +26,7 @@ from cudnn_doctor.loader.index import FolderIndex
 from cudnn_doctor.paths import site_packages_of
 from cudnn_doctor.probes.cudnn_versions import LINUX_NAME, Distribution, distribution, install_version, library_version, own_header
 from cudnn_doctor.probes.ownership import PackageOwnership
-from cudnn_doctor.system.interface import FileInfo, System
+from cudnn_doctor.system.interface import FileInfo, Files, System
 from cudnn_doctor.versions import cuda_major_of_dll_number, cuda_of_digits, parse_cudnn_version
 
 _WINDOWS_NAME = regex(r"^cudnn(?:_([a-z_]+?))?64_(\d+)\.dll$", re.IGNORECASE)
@@ -115,13 +115,13 @@ def _other_folders(system: System, pythons: tuple[PythonEnv, ...], index: Folder
         yield from (e for e in rules.split_list(env.get(variable, "")) if e)
 
 
-def python_prefix(system: System, executable: str) -> str:
+def python_prefix(system: Files, executable: str) -> str:
     rules = system.paths
     folder = rules.dirname(executable)
     return rules.dirname(folder) if rules.basename(folder).lower() in ("bin", "scripts") else folder
 
 
-def site_packages(system: System, python: PythonEnv) -> list[str]:
+def site_packages(system: Files, python: PythonEnv) -> list[str]:
     return site_packages_of(system.paths, python.executable, python.version)
 
 
@@ -206,7 +206,7 @@ def _installs_in(system: System, folder: str, toolkit: Optional[str], nested: Op
     return installs
 
 
-def _cuda_major(system: System, libraries: dict[str, CudnnLibrary], dist: Optional[Distribution]) -> tuple[Optional[int], Optional[str]]:
+def _cuda_major(system: Files, libraries: dict[str, CudnnLibrary], dist: Optional[Distribution]) -> tuple[Optional[int], Optional[str]]:
     for library in libraries.values():
         binary = system.binary(library.path) if library.readable and library.size > 0 else None
         for name in (*(binary.imports if binary else ()), *(binary.loads if binary else ())):
@@ -246,7 +246,7 @@ def _is_system_dir(system: System, folder: str) -> bool:
     return any(rules.same(system.realpath(folder), system.realpath(d)) for d in SYSTEM_DIRS_LINUX)
 
 
-def _toolkit_dev_files(system: System, toolkit: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _toolkit_dev_files(system: Files, toolkit: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     rules = system.paths
     libs = tuple(
         e.path

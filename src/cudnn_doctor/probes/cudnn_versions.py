@@ -20,7 +20,7 @@ from cudnn_doctor.facts import ASKED_NAMES, CONDA_META, DIST_INFO, FILE_NAME, FI
 from cudnn_doctor.kinds import CudnnVersionFrom
 from cudnn_doctor.lazyre import regex
 from cudnn_doctor.record import Record
-from cudnn_doctor.system.interface import System
+from cudnn_doctor.system.interface import Files
 from cudnn_doctor.versions import cuda_in_tag, cuda_of_digits, cudnn_header_version, parse_cudnn_version
 
 LINUX_NAME = regex(r"^libcudnn(?:_([a-z_]+))?\.so\.(\d+)((?:\.\d+)*)$")  # libcudnn_ops.so.9.1.0: part, major, rest
@@ -38,7 +38,7 @@ class Distribution(Record):
     how: CudnnVersionFrom  # DIST_INFO | CONDA_META
 
 
-def library_version(system: System, path: str, binary, major: int) -> tuple[Optional[str], Optional[CudnnVersionFrom]]:
+def library_version(system: Files, path: str, binary, major: int) -> tuple[Optional[str], Optional[CudnnVersionFrom]]:
     """The library's own version and how it is known: the full-release names it asks its
     sub-libraries for (a cuDNN 9 front), its PE FileVersion (cuDNN <= 7 carries a CUDA-style one:
     ignored), or its real `.so.X.Y.Z` name."""
@@ -55,7 +55,7 @@ def library_version(system: System, path: str, binary, major: int) -> tuple[Opti
     return None, None
 
 
-def own_header(system: System, folder: str, toolkit: Optional[str], nested: Optional[str], system_dir: bool, major: int) -> tuple[Optional[str], Optional[str]]:
+def own_header(system: Files, folder: str, toolkit: Optional[str], nested: Optional[str], system_dir: bool, major: int) -> tuple[Optional[str], Optional[str]]:
     """The installation's own header: beside its libraries, in the toolkit it was copied into
     (not for an archive left nested below it), or the system include folders for a system-folder
     install. Never another installation's."""
@@ -82,12 +82,12 @@ def own_header(system: System, folder: str, toolkit: Optional[str], nested: Opti
     return None, None
 
 
-def distribution(system: System, folder: str, major: int) -> Optional[Distribution]:
+def distribution(system: Files, folder: str, major: int) -> Optional[Distribution]:
     """The wheel or conda package of this major whose files `folder` holds, when exactly one release is recorded."""
     return _wheel(system, folder, major) or _conda(system, folder, major)
 
 
-def _wheel(system: System, folder: str, major: int) -> Optional[Distribution]:
+def _wheel(system: Files, folder: str, major: int) -> Optional[Distribution]:
     """The dist-info of nvidia-cudnn-cu11/12/13 in the same site-packages as site-packages/nvidia/cudnn/<lib|bin>."""
     rules = system.paths
     package = rules.dirname(folder)
@@ -106,7 +106,7 @@ def _wheel(system: System, folder: str, major: int) -> Optional[Distribution]:
     return found.pop() if len(found) == 1 else None  # two releases over one folder: the files say which won
 
 
-def _conda(system: System, folder: str, major: int) -> Optional[Distribution]:
+def _conda(system: Files, folder: str, major: int) -> Optional[Distribution]:
     """conda's record of the cudnn package in the environment whose lib (Library\\bin) is `folder`."""
     rules = system.paths
     prefix = rules.dirname(folder)

@@ -14,7 +14,7 @@ from typing import Optional, Sequence
 from cudnn_doctor.facts import DriverFacts, DriverLibrary, DriverState
 from cudnn_doctor.lazyre import regex
 from cudnn_doctor.loader.driver import KERNEL_MODULE
-from cudnn_doctor.system.interface import System
+from cudnn_doctor.system.interface import Files, System
 
 # "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  Release Build ..." and the open modules'
 # "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.14  Release Build ...".
@@ -49,7 +49,7 @@ def _module_release(text: Optional[str]) -> Optional[str]:
     return found.group(1) if found else None
 
 
-def _libraries(system: System, driver_files: Sequence[str]) -> tuple[DriverLibrary, ...]:
+def _libraries(system: Files, driver_files: Sequence[str]) -> tuple[DriverLibrary, ...]:
     """libcuda / libnvidia-ml as the loader takes them: each soname link followed to its real, versioned file;
     a versioned file without a link is taken as it is (no link: the loader takes none of them, yet they are the install's)."""
     rules = system.paths

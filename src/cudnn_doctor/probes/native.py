@@ -29,14 +29,14 @@ from cudnn_doctor.facts import PROCESS, LoadStep, PythonEnv, Resolution
 from cudnn_doctor.loader import windows
 from cudnn_doctor.loader.resolve import Resolver, Root
 from cudnn_doctor.probes.cudnn import site_packages
-from cudnn_doctor.system.interface import System
+from cudnn_doctor.system.interface import Files, System
 
 # top-level folders that hold the CUDA libraries themselves (the nvidia-* wheels): never roots
 _PROVIDER_FOLDERS = frozenset({"nvidia", "tensorrt_libs", "tensorrt_bindings"})
 
 
 def package_roots(
-    system: System, pythons: tuple[PythonEnv, ...], skip: Callable[[PythonEnv], Collection[str]] = lambda python: ()
+    system: Files, pythons: tuple[PythonEnv, ...], skip: Callable[[PythonEnv], Collection[str]] = lambda python: ()
 ) -> list[tuple[PythonEnv, str, str, list[str]]]:
     """(interpreter, site-packages folder, package, root files) for every package whose native files name a CUDA-family library,
     each site-packages folder walked once (for the first interpreter that lists it); the top-level
@@ -61,21 +61,21 @@ def package_roots(
     return found
 
 
-def file_names(system: System, path: str) -> set[str]:
+def file_names(system: Files, path: str) -> set[str]:
     """The names a loaded binary answers to (its file name and its SONAME), as the loader compares them."""
     rules = system.paths
     binary = system.binary(path)
     return {rules.name_key(rules.basename(path)), *((rules.name_key(binary.soname),) if binary and binary.soname else ())}
 
 
-def asked_names(system: System, path: str) -> set[str]:
+def asked_names(system: Files, path: str) -> set[str]:
     """The names a binary imports or loads, as the loader compares them."""
     rules = system.paths
     binary = system.binary(path)
     return {rules.name_key(rules.basename(n)) for n in (*binary.imports, *binary.loads)} if binary else set()
 
 
-def _entry_points(system: System, files: list[str], naming: list[str]) -> list[str]:
+def _entry_points(system: Files, files: list[str], naming: list[str]) -> list[str]:
     """The files of a package through which a process reaches its CUDA-naming code: every file that imports or loads, directly
     or through others, one that names a CUDA library, less those another of them brings in. CTranslate2's extension module
     (`_ext…so`) is the entry, not the vendored library it imports: only through the extension's DT_RPATH does the loader find
@@ -141,7 +141,7 @@ def _with_copies(resolver: Resolver, step: LoadStep, folders: list[str]) -> Load
     return step._replace(elsewhere=tuple(dict.fromkeys(c for c in copies if c)))
 
 
-def _wheel_folders(system: System, site: str) -> list[str]:
+def _wheel_folders(system: Files, site: str) -> list[str]:
     """The library folders of the pip nvidia-* wheels in `site` (nvidia/cublas/lib, nvidia/cudnn/bin, …): where a
     library the package's code misses may already lie, off its search path."""
     rules = system.paths

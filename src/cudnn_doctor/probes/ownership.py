@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from cudnn_doctor.facts import PackageOwner
-from cudnn_doctor.system.interface import System
+from cudnn_doctor.system.interface import Files, System
 
 DPKG_INFO = "/var/lib/dpkg/info"
 _MAX_HOPS = 40  # the kernel's limit on links followed (ELOOP)
@@ -85,7 +85,7 @@ class PackageOwnership:
         return self._rpm[path]
 
 
-def link_chain(system: System, path: str) -> list[str]:
+def link_chain(system: Files, path: str) -> list[str]:
     """`path`, each link it passes through (as absolute paths), then the real file; no repeats."""
     rules = system.paths
     chain = [rules.norm(path)]

@@ -11,7 +11,7 @@ from typing import Any, Callable, Optional, TypeVar
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.facts import PythonEnv
-from cudnn_doctor.system.interface import System
+from cudnn_doctor.system.interface import Files, System
 from cudnn_doctor.versions import canonical_name as canonicalize_name
 
 T = TypeVar("T")
@@ -90,7 +90,7 @@ def _installed_frameworks(python: PythonEnv) -> list[str]:
     return [f.name for f in knowledge.frameworks() if set(python.packages) & {canonicalize_name(d) for d in f.distributions}]
 
 
-def _environment_key(system: System, executable: str) -> str:
+def _environment_key(system: Files, executable: str) -> str:
     """One key per environment: `bin/python` and `bin/python3` of a venv are one interpreter."""
     rules = system.paths
     folder = rules.dirname(executable)
@@ -129,7 +129,7 @@ def _discover(system: System) -> list[str]:
     return found
 
 
-def _interpreter_in(system: System, prefix: str) -> Optional[str]:
+def _interpreter_in(system: Files, prefix: str) -> Optional[str]:
     rules = system.paths
     names = (("python.exe",), ("Scripts", "python.exe")) if rules.windows else (("bin", "python"), ("bin", "python3"))
     for parts in names:

@@ -21,7 +21,7 @@ from cudnn_doctor.facts import PythonEnv, WheelRequirement
 from cudnn_doctor.lazyre import regex
 from cudnn_doctor.probes.cudnn import site_packages
 from cudnn_doctor.record import Record
-from cudnn_doctor.system.interface import System
+from cudnn_doctor.system.interface import Files
 from cudnn_doctor.versions import canonical_name, cuda_in_tag, cuda_major_of_dll_number
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ class Evidence(Record):
 class WheelFiles:
     """The site-packages folders of one interpreter, read through the System (live or fixture)."""
 
-    def __init__(self, system: System, python: PythonEnv) -> None:
+    def __init__(self, system: Files, python: PythonEnv) -> None:
         self.system = system
         self.python = python
         self.sites = [s for s in site_packages(system, python) if system.is_dir(s)]

@@ -12,11 +12,11 @@ import re
 from cudnn_doctor import knowledge
 from cudnn_doctor.facts import InstalledWheel, PythonEnv
 from cudnn_doctor.probes.cudnn import site_packages
-from cudnn_doctor.system.interface import System
+from cudnn_doctor.system.interface import Files
 from cudnn_doctor.versions import canonical_name
 
 
-def probe_wheels(system: System, pythons: tuple[PythonEnv, ...]) -> tuple[InstalledWheel, ...]:
+def probe_wheels(system: Files, pythons: tuple[PythonEnv, ...]) -> tuple[InstalledWheel, ...]:
     rules = system.paths
     found: list[InstalledWheel] = []
     flags = re.IGNORECASE if rules.windows else 0

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from cudnn_doctor.facts import PackageOwner
 from cudnn_doctor.probes.ownership import PackageOwnership
-from cudnn_doctor.system.interface import System
+from cudnn_doctor.system.interface import Files, System
 
 WSL_DRIVER_DIR = "/usr/lib/wsl/lib"
 LIBRARY_DIRS = ("/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/lib64")
 
 
-def probe_linux_driver_in_wsl(system: System) -> tuple[str, ...]:
+def probe_linux_driver_in_wsl(system: Files) -> tuple[str, ...]:
     if not system.wsl:
         return ()
     found = []

@@ -99,8 +99,8 @@ class Env(Mapping[str, str]):
         return isinstance(name, str) and self._k(name) in self._values
 
 
-class System(ABC):
-    """A machine as the probes see it."""
+class Machine(ABC):
+    """What every part of the system knows: the OS, the architecture, whether it is WSL, whether it is this computer."""
 
     os: str
     arch: str
@@ -114,13 +114,10 @@ class System(ABC):
             rules = self.__dict__["_path_rules"] = PathRules(self.os)
         return rules
 
-    @abstractmethod
-    def env(self) -> Env:
-        """This process's environment."""
 
-    @abstractmethod
-    def persistent_env(self) -> Optional[dict[str, dict[str, str]]]:
-        """Windows: `{user: {...}, system: {...}}` from the registry, raw values; else None."""
+class Files(Machine):
+    """The machine's files: read (stat, list, text, binaries' headers) and, for install and fix, changed (written whole,
+    replaced, removed, locked); the state folder and the archive's decompression."""
 
     @abstractmethod
     def stat(self, path: str) -> Optional[FileInfo]:
@@ -137,30 +134,6 @@ class System(ABC):
     @abstractmethod
     def realpath(self, path: str) -> str:
         """`path` with every symbolic link resolved."""
-
-    @abstractmethod
-    def run(self, argv: Sequence[str], timeout: float = 10.0) -> CommandResult:
-        """Run a program found on PATH; a missing program gives `not_found`, never an exception."""
-
-    @abstractmethod
-    def nvml(self) -> Optional[dict[str, Any]]:
-        """What NVML reports (driver, CUDA driver version, GPUs), or None when it cannot load."""
-
-    @abstractmethod
-    def current_python(self) -> Optional[str]:
-        """The interpreter the doctor runs in (or was pointed at)."""
-
-    @abstractmethod
-    def known_pythons(self) -> list[str]:
-        """Interpreters the machine description names beyond those found by searching."""
-
-    @abstractmethod
-    def python_info(self, executable: str) -> Optional[PythonInfo]:
-        """Version, kind and installed distributions of one interpreter."""
-
-    @abstractmethod
-    def framework_reports(self, executable: str, frameworks: Sequence[str], timeout: float) -> dict[str, dict[str, Any]]:
-        """What each framework reports when imported in `executable` (a subprocess live)."""
 
     @abstractmethod
     def binary(self, path: str) -> Optional[BinaryInfo]:
@@ -196,25 +169,6 @@ class System(ABC):
     @abstractmethod
     def load_report(self, path: str) -> Optional[dict[str, Any]]:
         """Live: load a cuDNN library in a child process and ask its version; fixture: the recorded `load`."""
-
-    def persistent_env_kind(self, scope: str, name: str) -> Optional[str]:
-        """Windows: the registry type of a persistent value ("REG_SZ", "REG_EXPAND_SZ"), None when it is absent.
-
-        This default guesses from the value; the live and fixture machines know it."""
-        values = (self.persistent_env() or {}).get(scope) or {}
-        value = next((v for k, v in values.items() if k.upper() == name.upper()), None)
-        return None if value is None else registry_kind(name, value, None)
-
-    @abstractmethod
-    def set_persistent_env(self, scope: str, name: str, value: Optional[str], kind: Optional[str] = None) -> None:
-        """Windows: write a user or system environment value to the registry as `kind`
-        (None: `registry_kind`, so an existing value keeps its type); a value None deletes it."""
-
-    @abstractmethod
-    def broadcast_environment_change(self) -> None:
-        """Windows: tell running programs (Explorer) that the environment changed (WM_SETTINGCHANGE)."""
-
-    # Writing, for `install`: the fixture implementation keeps the writes in memory ------------
 
     @abstractmethod
     def open_read(self, path: str) -> BinaryIO:
@@ -269,6 +223,85 @@ class System(ABC):
         Linux replaces a file in use by renaming over it, safely: None there."""
         return None
 
+    def xz_reader(self, path: Path) -> ContextManager[Optional[IO[bytes]]]:
+        """The decompressed bytes of the local .xz file `path`, read beside the hashing and writing (live: `xz -dc` in
+        another process); None where no such reader is at hand, and Python's lzma decompresses instead."""
+        return contextlib.nullcontext(None)
+
+    def device_files(self, paths: Sequence[str]) -> tuple[str, ...]:
+        """The device files among `paths` that exist (/dev/nvidiactl, /dev/nvidia0, /dev/dxg). `stat` answers for files
+        and folders only (the doctor never opens a device); a described machine lists its devices as files."""
+        return tuple(p for p in paths if self.exists(p))
+
+    def exists(self, path: str) -> bool:
+        return self.stat(path) is not None
+
+    def is_file(self, path: str) -> bool:
+        info = self.stat(path)
+        return info is not None and not info.is_dir
+
+    def is_dir(self, path: str) -> bool:
+        info = self.stat(path)
+        return info is not None and info.is_dir
+
+
+class Environment(Machine):
+    """This process's environment."""
+
+    @abstractmethod
+    def env(self) -> Env:
+        """This process's environment."""
+
+
+class Registry(Machine):
+    """The persistent environment new sessions get (on Windows the registry's user and system values)."""
+
+    @abstractmethod
+    def persistent_env(self) -> Optional[dict[str, dict[str, str]]]:
+        """Windows: `{user: {...}, system: {...}}` from the registry, raw values; else None."""
+
+    def persistent_env_kind(self, scope: str, name: str) -> Optional[str]:
+        """Windows: the registry type of a persistent value ("REG_SZ", "REG_EXPAND_SZ"), None when it is absent.
+
+        This default guesses from the value; the live and fixture machines know it."""
+        values = (self.persistent_env() or {}).get(scope) or {}
+        value = next((v for k, v in values.items() if k.upper() == name.upper()), None)
+        return None if value is None else registry_kind(name, value, None)
+
+    @abstractmethod
+    def set_persistent_env(self, scope: str, name: str, value: Optional[str], kind: Optional[str] = None) -> None:
+        """Windows: write a user or system environment value to the registry as `kind`
+        (None: `registry_kind`, so an existing value keeps its type); a value None deletes it."""
+
+    @abstractmethod
+    def broadcast_environment_change(self) -> None:
+        """Windows: tell running programs (Explorer) that the environment changed (WM_SETTINGCHANGE)."""
+
+
+class Processes(Machine):
+    """Programs on the machine: commands with time limits, interpreters and their frameworks, the scripts run in them,
+    a user's program passed through."""
+
+    @abstractmethod
+    def run(self, argv: Sequence[str], timeout: float = 10.0) -> CommandResult:
+        """Run a program found on PATH; a missing program gives `not_found`, never an exception."""
+
+    @abstractmethod
+    def current_python(self) -> Optional[str]:
+        """The interpreter the doctor runs in (or was pointed at)."""
+
+    @abstractmethod
+    def known_pythons(self) -> list[str]:
+        """Interpreters the machine description names beyond those found by searching."""
+
+    @abstractmethod
+    def python_info(self, executable: str) -> Optional[PythonInfo]:
+        """Version, kind and installed distributions of one interpreter."""
+
+    @abstractmethod
+    def framework_reports(self, executable: str, frameworks: Sequence[str], timeout: float) -> dict[str, dict[str, Any]]:
+        """What each framework reports when imported in `executable` (a subprocess live)."""
+
     def mapped_libraries(self, executable: str, names: Sequence[str]) -> Optional[dict[str, Any]]:
         """Live: load `names` in a child of `executable` and report the files really mapped; None when unknown (fixtures)."""
         return None
@@ -307,6 +340,23 @@ class System(ABC):
         """Whether this process may change what only root may (run ldconfig); a described machine says no."""
         return False
 
+
+class Gpu(Machine):
+    """The driver's view of the GPUs (NVML)."""
+
+    @abstractmethod
+    def nvml(self) -> Optional[dict[str, Any]]:
+        """What NVML reports (driver, CUDA driver version, GPUs), or None when it cannot load."""
+
+    def gpu_state(self) -> Optional[list[dict[str, Any]]]:
+        """Live: each GPU's clocks, power and throttle reasons now (NVML), None where they cannot be read."""
+        return None
+
+
+class System(Files, Environment, Registry, Processes, Gpu):
+    """A machine as the probes see it: each part of the doctor takes the narrow protocol it needs (the loader `Files`,
+    verify's history `Files`, NVML's readers `Gpu`), and the live, fixture and recording systems are all of them."""
+
     def state_dir(self) -> str:
         """Where the doctor keeps its journal, backups and history on this machine. A described machine keeps them
         inside itself (in memory), where the user's state folder would be."""
@@ -315,33 +365,6 @@ class System(ABC):
             local = env.get("LOCALAPPDATA") or rules.join(env.get("USERPROFILE") or "C:\\Users\\user", "AppData", "Local")
             return rules.join(local, "cudnn-doctor")
         return rules.join(env.get("HOME") or "/root", ".local", "state", "cudnn-doctor")
-
-    def xz_reader(self, path: Path) -> ContextManager[Optional[IO[bytes]]]:
-        """The decompressed bytes of the local .xz file `path`, read beside the hashing and writing (live: `xz -dc` in
-        another process); None where no such reader is at hand, and Python's lzma decompresses instead."""
-        return contextlib.nullcontext(None)
-
-    def gpu_state(self) -> Optional[list[dict[str, Any]]]:
-        """Live: each GPU's clocks, power and throttle reasons now (NVML), None where they cannot be read."""
-        return None
-
-    def device_files(self, paths: Sequence[str]) -> tuple[str, ...]:
-        """The device files among `paths` that exist (/dev/nvidiactl, /dev/nvidia0, /dev/dxg). `stat` answers for files
-        and folders only (the doctor never opens a device); a described machine lists its devices as files."""
-        return tuple(p for p in paths if self.exists(p))
-
-    # Convenience built on the primitives above -------------------------------------------
-
-    def exists(self, path: str) -> bool:
-        return self.stat(path) is not None
-
-    def is_file(self, path: str) -> bool:
-        info = self.stat(path)
-        return info is not None and not info.is_dir
-
-    def is_dir(self, path: str) -> bool:
-        info = self.stat(path)
-        return info is not None and info.is_dir
 
 
 REG_SZ, REG_EXPAND_SZ = "REG_SZ", "REG_EXPAND_SZ"

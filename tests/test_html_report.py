@@ -186,7 +186,7 @@ def test_search_order_table_follows_the_emulated_load(fixture):
     blocks = tree.find("section", id="search-order").find_all("div", class_="resolution")
     assert [b.attrs["data-framework"] for b in blocks] == [r.framework for r in diagnosis.facts.resolutions]
     for block, resolution in zip(blocks, diagnosis.facts.resolutions):
-        step = html_check._front_step(resolution)
+        step = resolution.cudnn_front()
         if step is None:
             assert not block.find_all("table", class_="search-order")
             continue

@@ -16,6 +16,7 @@ from typing import Any, Mapping, Optional
 from packaging.version import Version
 
 from cudnn_doctor.kinds import CudaFrom, CudnnVersionFrom, KnownFrom, LoadHow, ToolkitVersionFrom, UnusableKind
+from cudnn_doctor.lazyre import regex
 from cudnn_doctor.record import Record
 from cudnn_doctor.versions import parse_cuda_version, parse_cudnn_version, parse_version
 
@@ -319,6 +320,20 @@ class Facts(Record):
     def python(self, executable: str) -> Optional[PythonEnv]:
         return next((p for p in self.pythons if p.executable == executable), None)
 
+    def cudnn_owner(self, path: Optional[str]) -> "tuple[Optional[CudnnInstall], Optional[CudnnLibrary]]":
+        """The cuDNN installation and library of a file, by its soname path or the file behind it (a front asking
+        for `libcudnn_graph.so.9.1.0` loads the link's target by that name); (None, None) for another file."""
+        if path is None:
+            return None, None
+        from cudnn_doctor.paths import PathRules
+
+        rules = PathRules(self.os)
+        for install in self.cudnn:
+            for library in install.libraries:
+                if rules.same(library.path, path) or (library.real_path is not None and rules.same(library.real_path, path)):
+                    return install, library
+        return None, None
+
     def builds_of(self, name: str) -> tuple[FrameworkBuild, ...]:
         return tuple(b for b in self.builds if b.name == name)
 
@@ -401,6 +416,19 @@ class Resolution(Record):
     def loaded(self) -> dict[str, str]:
         """name → path of every module in the process after the load."""
         return {s.name: s.winner for s in self.steps if s.winner}
+
+    def cudnn_front(self) -> Optional[LoadStep]:
+        """The step that loads the cuDNN front library: the program's own load of it first, else the first that loads it."""
+        steps = [s for s in self.steps if not s.reused and is_cudnn_front(s.name)]
+        return next((s for s in steps if s.how is LoadHow.ROOT), None) or next(iter(steps), None)
+
+
+_CUDNN_FRONT = regex(r"^(libcudnn\.so(\.\d+)*|cudnn64_\d+\.dll)$", re.IGNORECASE)
+
+
+def is_cudnn_front(name: str) -> bool:
+    """The cuDNN front library (cudnn64_9.dll, libcudnn.so.9), by its name or a path to it."""
+    return bool(_CUDNN_FRONT.match(name.replace("\\", "/").rsplit("/", 1)[-1]))
 
 
 # How a cuDNN version is known, most trusted first (issue 9): the installation's own header, its

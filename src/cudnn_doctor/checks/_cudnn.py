@@ -6,9 +6,8 @@ from typing import Iterator, Optional
 
 from packaging.version import Version
 
-from cudnn_doctor.checks._libraries import is_cudnn, is_cudnn_front
+from cudnn_doctor.checks._libraries import is_cudnn
 from cudnn_doctor.facts import DISTRIBUTION_METADATA, CudnnInstall, CudnnLibrary, Facts, FrameworkBuild, LoadStep, Resolution
-from cudnn_doctor.paths import PathRules
 from cudnn_doctor.record import Record
 from cudnn_doctor.versions import parse_cudnn_version, parse_version
 
@@ -21,26 +20,13 @@ def release(version: Optional[str]) -> Optional[Version]:
     return Version(".".join(str(p) for p in (*parsed.release, 0, 0)[:3]))
 
 
-def owner(facts: Facts, path: Optional[str]) -> tuple[Optional[CudnnInstall], Optional[CudnnLibrary]]:
-    """The installation and library of a loaded file, by its soname path or the file behind it
-    (a front asking for `libcudnn_graph.so.9.1.0` loads the link's target by that name)."""
-    if path is None:
-        return None, None
-    rules = PathRules(facts.os)
-    for install in facts.cudnn:
-        for library in install.libraries:
-            if rules.same(library.path, path) or (library.real_path is not None and rules.same(library.real_path, path)):
-                return install, library
-    return None, None
-
-
 def library_release(facts: Facts, path: Optional[str]) -> Optional[Version]:
     return library_release_known(facts, path)[0]
 
 
 def library_release_known(facts: Facts, path: Optional[str]) -> tuple[Optional[Version], Optional[str]]:
     """The release of the library at `path` and how it is known: from the file itself, else its installation's version."""
-    install, library = owner(facts, path)
+    install, library = facts.cudnn_owner(path)
     if library is not None and library.version:
         return release(library.version), library.version_source
     if install is None or install.version is None:
@@ -90,8 +76,3 @@ def every_resolution(facts: Facts) -> Iterator[tuple[Resolution, Optional[Framew
 
 def cudnn_steps(resolution: Resolution) -> list[LoadStep]:
     return [s for s in resolution.steps if is_cudnn(s.name) and not s.reused]
-
-
-def front_step(resolution: Resolution) -> Optional[LoadStep]:
-    steps = [s for s in cudnn_steps(resolution) if is_cudnn_front(s.name)]
-    return next((s for s in steps if s.how == "root"), None) or next(iter(steps), None)

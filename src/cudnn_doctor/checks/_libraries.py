@@ -16,7 +16,6 @@ from cudnn_doctor.versions import cuda_major_of_dll_number
 _CUDA_LIBRARY = regex(r"^(lib)?(cudart|cublas|cublasLt|cufft|curand|cusolver|cusparse|nvrtc|cupti|nvJitLink|nppc)", re.IGNORECASE)
 _CUDA_RUNTIME_MAJOR = regex(r"(?i)^(?:lib)?(?:cudart|cublas|cublasLt|nvrtc)(?:64_(\d+)(?:_\d+)?\.dll|\.so\.(\d+))")
 _CUDNN = regex(r"(?i)^(lib)?cudnn")
-_CUDNN_FRONT = regex(r"^(libcudnn\.so(\.\d+)*|cudnn64_\d+\.dll)$", re.IGNORECASE)
 STALE_SESSION = "env:stale-session"  # the cause key of everything a restarted terminal would fix
 
 
@@ -45,10 +44,6 @@ def is_cuda_library(name: str) -> bool:
 
 def is_cudnn(name: str) -> bool:
     return bool(_CUDNN.match(basename(name)))
-
-
-def is_cudnn_front(name: str) -> bool:
-    return bool(_CUDNN_FRONT.match(basename(name)))
 
 
 def area_of_library(name: str, requester: Optional[str] = None) -> Area:

@@ -15,16 +15,14 @@ from cudnn_doctor.checks._cudnn import (
     Wanted,
     cudnn_steps,
     every_resolution,
-    front_step,
     library_release,
     library_release_known,
     own_version,
-    owner,
     release,
     resolutions_with_builds,
     wanted_cudnn,
 )
-from cudnn_doctor.checks._libraries import build_key, cuda_key, cudnn_key, is_cudnn_front, lookup, reach_folder_fix, system_builds
+from cudnn_doctor.checks._libraries import build_key, cuda_key, cudnn_key, lookup, reach_folder_fix, system_builds
 from cudnn_doctor.checks._plan import cudnn_archive_for, first_option, install_archive, installed_toolkit, pins
 from cudnn_doctor.checks._wheels import extras_missing, held_by, install_fixes, not_searched, reach_fixes, wheels_key
 from cudnn_doctor.checks.evidence import MissingHeaders, MissingImportLibraries, NestedCopy, ShadowedCopies, SystemFolderCopy
@@ -40,7 +38,7 @@ from cudnn_doctor.checks.rules import (
     CUDNN_SHADOWED,
     CUDNN_VERSION_MISMATCH,
 )
-from cudnn_doctor.facts import PROCESS, SYSTEM, CudnnInstall, Facts, FrameworkBuild, LoadStep
+from cudnn_doctor.facts import PROCESS, SYSTEM, CudnnInstall, Facts, FrameworkBuild, LoadStep, is_cudnn_front
 from cudnn_doctor.findings import Finding, Severity
 from cudnn_doctor.paths import PathRules, prepend_ld_library_path
 from cudnn_doctor.versions import parse_version
@@ -120,7 +118,7 @@ def _install_cudnn(facts: Facts, build: FrameworkBuild, name: str) -> list[str]:
 
 
 def _where(facts: Facts, path: Optional[str]) -> str:
-    install, _ = owner(facts, path)
+    install, _ = facts.cudnn_owner(path)
     version = library_release(facts, path)
     extra = []
     if version:
@@ -137,7 +135,7 @@ def cudnn_version_mismatch(facts: Facts) -> Iterator[Finding]:
     for build in facts.builds:
         resolution = resolved.get((build.executable, build.name))
         want = wanted_cudnn(build)
-        step = front_step(resolution) if resolution is not None and build.cuda_from == SYSTEM else None
+        step = resolution.cudnn_front() if resolution is not None and build.cuda_from == SYSTEM else None
         loaded = library_release(facts, step.winner) if step and step.winner else None
         logged = build.cudnn_mismatch
         bad = loaded is not None and want is not None and (loaded.release[0] != want.major or (want.minimum is not None and loaded < want.minimum))
@@ -254,7 +252,7 @@ def cudnn_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
             continue
         wrong: dict[str, tuple[CudnnInstall, list[str]]] = {}
         for step in cudnn_steps(resolution):
-            install, _ = owner(facts, step.winner)
+            install, _ = facts.cudnn_owner(step.winner)
             if install is not None and step.winner is not None and install.cuda_major is not None and install.cuda_major != major:
                 wrong.setdefault(install.folder, (install, []))[1].append(step.winner)
         if not wrong:

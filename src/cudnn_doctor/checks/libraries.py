@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Collection, Iterator, Optional, Sequence
 
 from cudnn_doctor import knowledge
-from cudnn_doctor.checks._cudnn import every_resolution, library_release, owner
+from cudnn_doctor.checks._cudnn import every_resolution, library_release
 from cudnn_doctor.checks._driver_libraries import (
     DRIVER_STATE,
     driver_gap,
@@ -335,7 +335,7 @@ def _dependency_causes(facts: Facts, build: Optional[FrameworkBuild], names: Seq
         if gpu_withheld(facts):
             causes.append(DRIVER_STATE)  # the container has no driver libraries: gpu-not-passed-to-container says why
     for requester in requesters:
-        install, _ = owner(facts, requester)
+        install, _ = facts.cudnn_owner(requester)
         if install is not None and is_cudnn(name):
             causes.append(cudnn_key(facts, install.folder))
         elif build is not None and install is None and not is_cudnn(requester) and requester != build.name:

@@ -63,15 +63,6 @@ def evidence_of(finding: Finding, kind: type[Seen]) -> Optional[Seen]:
     return finding.evidence if isinstance(finding.evidence, kind) else None
 
 
-def _install_of(facts: Facts, path: str) -> Optional[CudnnInstall]:
-    rules = PathRules(facts.os)
-    for install in facts.cudnn:
-        for library in install.libraries:
-            if rules.same(library.path, path) or (library.real_path is not None and rules.same(library.real_path, path)):
-                return install
-    return None
-
-
 def _managed(facts: Facts, install: CudnnInstall) -> bool:
     """A copy a package manager (apt, pip, conda) owns: removing it is that manager's job, not a quarantine's."""
     parts = {p.lower() for p in install.folder.replace("\\", "/").split("/")}
@@ -103,7 +94,7 @@ def plan_shadowed(finding: Finding, facts: Facts) -> list[Change]:
     copies = [c for c in evidence.copies if c != evidence.off_path]  # the copy beside the asking library is not searched
     if len(copies) < 2:
         return []  # with the winner gone, no copy would be found
-    install = _install_of(facts, used)
+    install = facts.cudnn_owner(used)[0]
     if install is not None and _managed(facts, install):
         return []
     if finding.severity is not Severity.ERROR and not _next_is_managed_and_not_older(facts, used, install, copies):
@@ -117,7 +108,7 @@ def _next_is_managed_and_not_older(facts: Facts, used: str, install: Optional[Cu
     versions are known and the managed one is older (the program may need what the stray has)."""
     rules = PathRules(facts.os)
     following = next((c for c in copies if not rules.same(c, used)), None)
-    managed = _install_of(facts, following) if following else None
+    managed = facts.cudnn_owner(following)[0] if following else None
     if install is None or managed is None or not _managed(facts, managed) or managed.major != install.major:
         return False
     mine, theirs = parse_version(install.version or ""), parse_version(managed.version or "")
@@ -131,7 +122,7 @@ def plan_in_system_dir(finding: Finding, facts: Facts) -> list[Change]:
     files = list(evidence.files) if evidence is not None else []
     if not files:
         return []
-    install = _install_of(facts, files[0])
+    install = facts.cudnn_owner(files[0])[0]
     if install is not None and _managed(facts, install):
         return []
     return _quarantine(_release_files(facts, install) if install is not None else files)

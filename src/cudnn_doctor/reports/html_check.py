@@ -9,7 +9,7 @@ from cudnn_doctor.diagnosis import Diagnosis
 from cudnn_doctor.facts import PROCESS, Candidate, Facts, LoadStep, Resolution
 from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.reports.html_page import badge, document, esc, inline, markdown
-from cudnn_doctor.reports.terminal import _facts_lines, _is_cudnn_front, _summaries
+from cudnn_doctor.reports.terminal import _facts_lines, _summaries
 
 # ---------------------------------------------------------------- check: summary, findings, search order, pages
 
@@ -160,10 +160,6 @@ def _search_order_section(facts: Facts) -> str:
     return f'<section id="search-order"><h2>cuDNN search order</h2>{intro}{"".join(tables)}</section>'
 
 
-def _front_step(resolution: Resolution) -> Optional[LoadStep]:
-    return next((s for s in resolution.steps if not s.reused and _is_cudnn_front(s.name)), None)
-
-
 def _folder_key(path: str) -> str:
     cut = max(path.rfind("/"), path.rfind("\\"))
     return path[:cut].rstrip("/\\").casefold()
@@ -179,7 +175,7 @@ def _resolution_block(facts: Facts, resolution: Resolution) -> str:
     )
     where = f' in <span class="path">{esc(resolution.executable)}</span>' if resolution.executable else ""
     head = f'<div class="resolution" data-framework="{esc(resolution.framework)}"><h3>{esc(who)}{where}</h3>'
-    step = _front_step(resolution)
+    step = resolution.cudnn_front()
     if step is None:
         return head + '<p class="none">This load asks for no cuDNN library by name.</p></div>'
     versions = {i.folder.rstrip("/\\").casefold(): i.version or str(i.major) for i in facts.cudnn}

@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Iterable, Optional, TextIO
 
 from cudnn_doctor.diagnosis import Diagnosis
-from cudnn_doctor.facts import PROCESS, Facts, FrameworkBuild
+from cudnn_doctor.facts import PROCESS, Facts, FrameworkBuild, is_cudnn_front
 from cudnn_doctor.findings import Area, Finding, Severity
+from cudnn_doctor.kinds import LoadHow
 from cudnn_doctor.reports.encoding import Fitter
 
 MARKS = {None: ("✓", "green"), Severity.INFO: ("•", "blue"), Severity.WARNING: ("!", "yellow"), Severity.ERROR: ("✗", "red")}
@@ -25,7 +26,7 @@ def _short(version: Optional[str]) -> str:
 def _cudnn_summary(facts: Facts) -> str:
     """Each installation (release, CUDA major, folder), and which one each framework's load picks."""
     if not facts.cudnn:
-        if any(s.how == "root" and _is_cudnn_front(s.name) for r in facts.resolutions for s in r.steps):
+        if any(s.how is LoadHow.ROOT and is_cudnn_front(s.name) for r in facts.resolutions for s in r.steps):
             return "none found; the frameworks that load cuDNN from the system will fail"
         return "none installed on the system (framework wheels bring their own)"
     parts = []
@@ -36,17 +37,11 @@ def _cudnn_summary(facts: Facts) -> str:
         if resolution.framework == PROCESS:
             continue  # an installation no framework loads: its folder is listed above
         for step in resolution.steps:
-            if step.how != "reused" and step.winner and _is_cudnn_front(step.name):
+            if not step.reused and step.winner and is_cudnn_front(step.name):
                 copies = len(step.candidates)
                 parts.append(f"{resolution.framework} loads {step.winner}" + (f" (first of {copies} copies)" if copies > 1 else ""))
                 break
     return "; ".join(parts)
-
-
-def _is_cudnn_front(name: str) -> bool:
-    import re
-
-    return bool(re.search(r"(?i)(^|[\\/])(cudnn64_\d+\.dll|libcudnn\.so\.\d+)$", name))
 
 
 def _summaries(facts: Facts) -> dict[str, str]:

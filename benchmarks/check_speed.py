@@ -52,7 +52,9 @@ def _environment() -> dict[str, str]:
 def once(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
     """(wall, CPU) seconds of one run of `command`."""
     cpu, start = children_cpu(), time.perf_counter()
-    subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env=env or _environment())
+    subprocess.run(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env=env or _environment()
+    )
     return time.perf_counter() - start, children_cpu() - cpu
 
 
@@ -64,24 +66,39 @@ def paired(commands: dict[str, list[str]], runs: int) -> dict[str, tuple[float, 
     for _ in range(runs):
         for name, command in commands.items():
             samples[name].append(once(command))
-    return {name: (statistics.median(s[0] for s in values), statistics.median(s[1] for s in values)) for name, values in samples.items()}
+    return {
+        name: (statistics.median(s[0] for s in values), statistics.median(s[1] for s in values))
+        for name, values in samples.items()
+    }
 
 
 def doctor_command() -> list[str]:
     script = Path(sys.executable).with_name("cudnn-doctor.exe" if sys.platform == "win32" else "cudnn-doctor")
-    return [str(script) if script.exists() else sys.executable, *([] if script.exists() else ["-m", "cudnn_doctor"]), "check"]
+    return [
+        str(script) if script.exists() else sys.executable,
+        *([] if script.exists() else ["-m", "cudnn_doctor"]),
+        "check",
+    ]
 
 
 def imported(command: list[str]) -> list[str]:
     """The modules `command` imports, in order, as `-X importtime` names them."""
-    stderr = subprocess.run(command, capture_output=True, text=True, check=False, env={**_environment(), "PYTHONPROFILEIMPORTTIME": "1"}).stderr
-    return [line.rsplit("|", 1)[1].strip() for line in stderr.splitlines() if line.startswith("import time:") and not line.endswith("imported package")]
+    stderr = subprocess.run(
+        command, capture_output=True, text=True, check=False, env={**_environment(), "PYTHONPROFILEIMPORTTIME": "1"}
+    ).stderr
+    return [
+        line.rsplit("|", 1)[1].strip()
+        for line in stderr.splitlines()
+        if line.startswith("import time:") and not line.endswith("imported package")
+    ]
 
 
 def dependency_imports(doctor: list[str]) -> list[str]:
     """What `check --no-frameworks` imports that is neither the doctor's own nor what `python -c pass` imports."""
     already = set(imported([sys.executable, "-c", "pass"]))
-    tried = imported([*doctor, "--no-frameworks"])  # a failed import (`nt` on Linux) is listed at each attempt: once is enough
+    tried = imported(
+        [*doctor, "--no-frameworks"]
+    )  # a failed import (`nt` on Linux) is listed at each attempt: once is enough
     return [name for name in dict.fromkeys(tried) if name not in already and name.split(".")[0] != "cudnn_doctor"]
 
 
@@ -90,7 +107,11 @@ def headline(doctor: list[str], runs: int, with_floor: bool = True) -> tuple[flo
     commands = {"pass": [sys.executable, "-c", "pass"], "check": [*doctor, "--no-frameworks"]}
     theirs = dependency_imports(doctor) if with_floor else []
     if theirs:
-        commands["imports"] = [sys.executable, "-c", f"for name in {theirs!r}:\n    try:\n        __import__(name)\n    except Exception:\n        pass"]
+        commands["imports"] = [
+            sys.executable,
+            "-c",
+            f"for name in {theirs!r}:\n    try:\n        __import__(name)\n    except Exception:\n        pass",
+        ]
     medians = paired(commands, runs)
     (floor, floor_cpu), (check, check_cpu) = medians["pass"], medians["check"]
     ratio = check / floor
@@ -99,7 +120,9 @@ def headline(doctor: list[str], runs: int, with_floor: bool = True) -> tuple[flo
     print(f"check --no-frameworks              {check:6.3f} s wall  {check_cpu:6.3f} s CPU")
     cpu_ratio = check_cpu / floor_cpu if floor_cpu > 0 else None
     shown = f"{cpu_ratio:5.2f}x" if cpu_ratio is not None else "n/a"
-    print(f"check --no-frameworks / python -c pass: {ratio:5.2f}x wall (target {TARGET:.0f}x), {shown} CPU; median of {runs} interleaved pairs")
+    print(
+        f"check --no-frameworks / python -c pass: {ratio:5.2f}x wall (target {TARGET:.0f}x), {shown} CPU; median of {runs} interleaved pairs"
+    )
     if theirs:
         wall = medians["imports"][0]
         print(
@@ -114,14 +137,21 @@ def guard(ratio: float, recorded: float = RECORDED) -> tuple[int, str]:
     limit = GUARD_FACTOR * recorded
     if ratio > limit:
         return 1, f"REGRESSION: {ratio:.2f}x is beyond {GUARD_FACTOR:.0f} x the recorded {recorded:.1f}x ({limit:.1f}x)"
-    return 0, f"guard: {ratio:.2f}x is within {GUARD_FACTOR:.0f} x the recorded {recorded:.1f}x ({limit:.1f}x); target {TARGET:.0f}x"
+    return (
+        0,
+        f"guard: {ratio:.2f}x is within {GUARD_FACTOR:.0f} x the recorded {recorded:.1f}x ({limit:.1f}x); target {TARGET:.0f}x",
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=None, help="pairs (default 15; 9 with --quick)")
     parser.add_argument("--skip-synthetic", action="store_true")
-    parser.add_argument("--quick", action="store_true", help=f"headline only; exit 1 beyond {GUARD_FACTOR:.0f}x the recorded ratio ({RECORDED:.1f}x)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"headline only; exit 1 beyond {GUARD_FACTOR:.0f}x the recorded ratio ({RECORDED:.1f}x)",
+    )
     args = parser.parse_args()
     runs = args.runs or (9 if args.quick else 15)
     doctor = doctor_command()
@@ -148,9 +178,13 @@ def main() -> None:
     full = walls["check"]
     for module in installed:
         print(f"python -c 'import {module}'{' ' * (14 - len(module))}{walls[f'import {module}']:6.3f} s")
-    print(f"check (with framework probes)      {full:6.3f} s   target {slowest + 0.3:5.3f} s  ratio {full / (slowest + 0.3):4.2f}")
+    print(
+        f"check (with framework probes)      {full:6.3f} s   target {slowest + 0.3:5.3f} s  ratio {full / (slowest + 0.3):4.2f}"
+    )
     if "collect_env" in walls:
-        print(f"python -m torch.utils.collect_env  {walls['collect_env']:6.3f} s   check is {walls['collect_env'] / full:4.2f}x faster")
+        print(
+            f"python -m torch.utils.collect_env  {walls['collect_env']:6.3f} s   check is {walls['collect_env'] / full:4.2f}x faster"
+        )
     print(f"(medians of {runs} interleaved rounds)")
 
 
@@ -164,7 +198,9 @@ def synthetic(doctor: list[str], runs: int) -> None:
         site.mkdir(parents=True)
         (base / "venv" / "bin").mkdir()
         (base / "venv" / "bin" / "python").symlink_to(sys.executable)
-        (base / "venv" / "pyvenv.cfg").write_text(f"version = {sys.version_info[0]}.{sys.version_info[1]}.{sys.version_info[2]}\n")
+        (base / "venv" / "pyvenv.cfg").write_text(
+            f"version = {sys.version_info[0]}.{sys.version_info[1]}.{sys.version_info[2]}\n"
+        )
         for name in ("tensorflow-2.10.0", "numpy-1.26.4"):
             (site / f"{name}.dist-info").mkdir()
         files = 0
@@ -199,7 +235,9 @@ def synthetic(doctor: list[str], runs: int) -> None:
             if previous and previous[0] and previous[1] - floor > 0.01:  # below 10 ms the extra time is noise
                 extra, before = seconds - floor, previous[1] - floor
                 growth = f"  extra time x{extra / before:5.2f} for x{count / previous[0]:.0f} folders"
-            print(f"  {count:4d} folders on PATH and LD_LIBRARY_PATH  {seconds:6.3f} s  x{seconds / floor:5.2f} the 0-folder run{growth}")
+            print(
+                f"  {count:4d} folders on PATH and LD_LIBRARY_PATH  {seconds:6.3f} s  x{seconds / floor:5.2f} the 0-folder run{growth}"
+            )
             previous = (count, seconds)
 
 

@@ -94,7 +94,18 @@ def make_env(prefix: Path) -> Path:
 
 # what the doctor imports, made visible in the base environment without their dist-info (so the
 # interpreter the doctor runs in has no framework: the one running this script may have torch)
-DOCTOR_MODULES = ("yaml", "_yaml", "elftools", "pefile", "peutils", "ordlookup", "rich", "pygments", "markdown_it", "mdurl")
+DOCTOR_MODULES = (
+    "yaml",
+    "_yaml",
+    "elftools",
+    "pefile",
+    "peutils",
+    "ordlookup",
+    "rich",
+    "pygments",
+    "markdown_it",
+    "mdurl",
+)
 DOCTOR_MODULES += ("pynvml", "packaging", "platformdirs", "filelock", "typing_extensions")
 
 
@@ -197,7 +208,11 @@ def bare_interpreter(python: Path) -> int:
 
 
 def _best_of(python: Path, statement: str) -> tuple[float, int]:
-    script = f"import resource; {statement}; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)" if os.name != "nt" else f"{statement}; print(0)"
+    script = (
+        f"import resource; {statement}; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+        if os.name != "nt"
+        else f"{statement}; print(0)"
+    )
     best, peak = float("inf"), 0
     for _ in range(3):
         start = time.perf_counter()
@@ -211,8 +226,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1,10,50")
     parser.add_argument("--src", default=str(ROOT / "src"))
-    parser.add_argument("--busy", action="store_true", help="the fake import spins the CPU for its 0.2 s instead of sleeping, as a real import does")
-    parser.add_argument("--quick", action="store_true", help="1 and 10 environments; exit 1 only on a >2x regression against the target")
+    parser.add_argument(
+        "--busy",
+        action="store_true",
+        help="the fake import spins the CPU for its 0.2 s instead of sleeping, as a real import does",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="1 and 10 environments; exit 1 only on a >2x regression against the target"
+    )
     args = parser.parse_args(argv)
     sizes = [1, 10] if args.quick else [int(s) for s in args.sizes.split(",")]
     cores = os.cpu_count() or 1
@@ -220,7 +241,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         os.environ["ENVS_SCALE_BUSY"] = "1"  # inherited by the doctor, and by its children through it
     out = sys.stdout
     mode = "spins the CPU" if args.busy else "sleeps"
-    out.write(f"machine: {platform.platform()}, {cores} cores, Python {platform.python_version()}; doctor from {args.src}; the fake import {mode}\n")
+    out.write(
+        f"machine: {platform.platform()}, {cores} cores, Python {platform.python_version()}; doctor from {args.src}; the fake import {mode}\n"
+    )
     scratch = Path(tempfile.mkdtemp(prefix="envs-scale-"))
     worst = 0.0
     try:

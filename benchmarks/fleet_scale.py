@@ -56,7 +56,12 @@ def measure(size: int, runs: int) -> dict[str, float]:
     aggregate_and_render(results)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    return {"check": statistics.median(checks), "render": statistics.median(times), "peak_mib": peak / 2**20, "html_mib": sizes[2] / 2**20}
+    return {
+        "check": statistics.median(checks),
+        "render": statistics.median(times),
+        "peak_mib": peak / 2**20,
+        "html_mib": sizes[2] / 2**20,
+    }
 
 
 def uncached(runs: int = 20) -> float:
@@ -81,7 +86,9 @@ def main() -> int:
     parser.add_argument("--sizes", default="100,1000,10000")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    print(f"{'nodes':>7}  {'checks s':>9}  {'aggregate+render s':>18}  {'ratio':>6}  {'peak MiB':>9}  {'ratio':>6}  {'HTML MiB':>8}")
+    print(
+        f"{'nodes':>7}  {'checks s':>9}  {'aggregate+render s':>18}  {'ratio':>6}  {'peak MiB':>9}  {'ratio':>6}  {'HTML MiB':>8}"
+    )
     previous = None
     failed = False
     for size in sizes:
@@ -90,11 +97,15 @@ def main() -> int:
         if previous and size == previous[0] * 10:
             time_ratio = f"{row['render'] / previous[1]['render']:.1f}×"
             mem_ratio = f"{row['peak_mib'] / previous[1]['peak_mib']:.1f}×"
-        print(f"{size:>7}  {row['check']:>9.3f}  {row['render']:>18.3f}  {time_ratio:>6}  {row['peak_mib']:>9.1f}  {mem_ratio:>6}  {row['html_mib']:>8.2f}")
+        print(
+            f"{size:>7}  {row['check']:>9.3f}  {row['render']:>18.3f}  {time_ratio:>6}  {row['peak_mib']:>9.1f}  {mem_ratio:>6}  {row['html_mib']:>8.2f}"
+        )
         if size == 1000 and row["render"] >= TARGET_1000:
             failed = True
         previous = (size, row)
-    print(f"one diagnosis without the cache: {uncached() * 1000:.1f} ms (a fleet of all-different snapshots pays it per node)")
+    print(
+        f"one diagnosis without the cache: {uncached() * 1000:.1f} ms (a fleet of all-different snapshots pays it per node)"
+    )
     if 1000 in sizes:
         print(f"target: 1,000 nodes aggregate and render in under {TARGET_1000:g} s: {'missed' if failed else 'met'}")
     return 1 if failed else 0

@@ -41,7 +41,10 @@ def cases(folder: Path) -> list[tuple[str, list[str]]]:
     bomb_kb = folder / "bomb-kb.yaml"
     bomb_kb.write_text(BOMB_BODY, encoding="utf-8")
     bomb_fixture = folder / "bomb-fixture.yaml"
-    bomb_fixture.write_text(SMALL + "description: ok\nextra:\n" + "".join("  " + line + "\n" for line in BOMB_BODY.splitlines()), encoding="utf-8")
+    bomb_fixture.write_text(
+        SMALL + "description: ok\nextra:\n" + "".join("  " + line + "\n" for line in BOMB_BODY.splitlines()),
+        encoding="utf-8",
+    )
     big = folder / "big.yaml"
     line = b"# " + b"x" * 97 + b"\n"
     with open(big, "wb") as handle:
@@ -108,14 +111,20 @@ def measure(src: Path, args: list[str], deadline: float, memory: int) -> tuple[s
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--src", type=Path, default=HERE / "src", help="the `src` folder to run (default: this checkout's)")
+    parser.add_argument(
+        "--src", type=Path, default=HERE / "src", help="the `src` folder to run (default: this checkout's)"
+    )
     parser.add_argument("--deadline", type=float, default=20.0, help="seconds before a case is killed (default 20)")
-    parser.add_argument("--memory", type=int, default=2048, help="the children's address-space limit in MiB (default 2048)")
+    parser.add_argument(
+        "--memory", type=int, default=2048, help="the children's address-space limit in MiB (default 2048)"
+    )
     args = parser.parse_args()
     if os.name != "posix":
         print("POSIX only (FIFOs, RLIMIT_AS, wait4)")
         return 0
-    print(f"src: {args.src}  deadline {args.deadline:g} s  address space {args.memory} MiB  Python {sys.version.split()[0]}")
+    print(
+        f"src: {args.src}  deadline {args.deadline:g} s  address space {args.memory} MiB  Python {sys.version.split()[0]}"
+    )
     print(f"{'case':<34} {'exit':<16} {'seconds':>8} {'peak MiB':>9}  stderr")
     with tempfile.TemporaryDirectory() as folder:
         for name, command in cases(Path(folder)):

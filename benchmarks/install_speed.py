@@ -43,7 +43,10 @@ import archives  # noqa: E402
 CACHE = Path(os.environ.get("CUDNN_DOCTOR_TEST_CACHE") or Path.home() / ".cache" / "cudnn-doctor-tests")
 WHEELS = CACHE / "wheels" / "manylinux_2_28_x86_64" / "nvidia-cudnn-cu12"
 DRY_RUN_TARGET, INSTALL_TARGET = 1.5, 1.2
-QUICK_REFERENCE = (0.6, 1.4)  # --quick's (dry run, install) ratios, best of 2, after the one-pass install (a loaded 2-core EPYC)
+QUICK_REFERENCE = (
+    0.6,
+    1.4,
+)  # --quick's (dry run, install) ratios, best of 2, after the one-pass install (a loaded 2-core EPYC)
 
 
 def wheel() -> Path:
@@ -52,7 +55,19 @@ def wheel() -> Path:
     if found:
         return found[-1]
     WHEELS.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "--python-version", "3.11", "-d", str(WHEELS)]
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "-q",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--python-version",
+        "3.11",
+        "-d",
+        str(WHEELS),
+    ]
     for tag in ("manylinux_2_28_x86_64", "manylinux2014_x86_64", "manylinux_2_17_x86_64"):
         command += ["--platform", tag]
     subprocess.run([*command, "nvidia-cudnn-cu12"], check=True)
@@ -65,7 +80,9 @@ def _link(tar: tarfile.TarFile, name: str, target: str) -> None:
     tar.addfile(info)
 
 
-def _add(tar: tarfile.TarFile, name: str, size: int, stream: io.RawIOBase | io.BufferedIOBase, mode: int = 0o644) -> None:
+def _add(
+    tar: tarfile.TarFile, name: str, size: int, stream: io.RawIOBase | io.BufferedIOBase, mode: int = 0o644
+) -> None:
     info = tarfile.TarInfo(name)
     info.size, info.mode, info.mtime = size, mode, 1_700_000_000
     tar.addfile(info, stream)
@@ -111,8 +128,19 @@ def build_quick(path: Path) -> None:
     header = archives.version_header("9.5.1.17").encode()
     with tarfile.open(path, "w:xz", preset=0) as tar:
         _add(tar, f"{top}/include/cudnn_version.h", len(header), io.BytesIO(header))
-        for part in ("", "_graph", "_ops", "_cnn", "_adv", "_engines_precompiled", "_engines_runtime_compiled", "_heuristic"):
-            data = archives.fake_library(f"cudnn{part}") + os.urandom(8 << 20).translate(_NIBBLES)  # compresses 2x, as a library does
+        for part in (
+            "",
+            "_graph",
+            "_ops",
+            "_cnn",
+            "_adv",
+            "_engines_precompiled",
+            "_engines_runtime_compiled",
+            "_heuristic",
+        ):
+            data = archives.fake_library(f"cudnn{part}") + os.urandom(8 << 20).translate(
+                _NIBBLES
+            )  # compresses 2x, as a library does
             _add(tar, f"{top}/lib/libcudnn{part}.so.9.5.1", len(data), io.BytesIO(data), 0o755)
             _link(tar, f"{top}/lib/libcudnn{part}.so.9", f"libcudnn{part}.so.9.5.1")
             _link(tar, f"{top}/lib/libcudnn{part}.so", f"libcudnn{part}.so.9")
@@ -120,7 +148,14 @@ def build_quick(path: Path) -> None:
 
 def timed(command: list[str], env: Optional[dict[str, str]] = None, shell: bool = False) -> float:
     started = time.perf_counter()
-    done = subprocess.run(command if not shell else " ".join(command), shell=shell, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    done = subprocess.run(
+        command if not shell else " ".join(command),
+        shell=shell,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     if done.returncode != 0:
         sys.exit(f"{' '.join(command)} failed ({done.returncode}): {done.stderr.strip()[-500:]}")
     return time.perf_counter() - started
@@ -153,9 +188,14 @@ def _one_run(archive: Path, source: Path, base: Path) -> dict[str, float]:
     subprocess.run(["sync"], check=True)
     target = archives.toolkit(base / "doctor" / "cuda-12.6", "12.6")
     started = time.perf_counter()
-    done = subprocess.run([*doctor, "install", str(archive), "--into", str(target), "--yes"], env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [*doctor, "install", str(archive), "--into", str(target), "--yes"], env=env, capture_output=True, text=True
+    )
     figures["install"] = time.perf_counter() - started
-    if done.returncode not in (0, 1):  # 1: the checks afterwards found something (no driver here), the install itself is done
+    if done.returncode not in (
+        0,
+        1,
+    ):  # 1: the checks afterwards found something (no driver here), the install itself is done
         sys.exit(f"install failed ({done.returncode}): {done.stderr.strip()[-500:]}")
     if not (target / "lib64").is_dir() or not any((target / "lib64").iterdir()):
         sys.exit("the install wrote nothing: the comparison is void")
@@ -176,9 +216,16 @@ def report(figures: dict[str, float]) -> tuple[float, float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true", help="a small synthetic archive; exit 1 only on a >2x regression")
+    parser.add_argument(
+        "--quick", action="store_true", help="a small synthetic archive; exit 1 only on a >2x regression"
+    )
     parser.add_argument("--archive", type=Path, help="time this cuDNN tarball instead of building one")
-    parser.add_argument("--src", type=Path, default=REPO / "src", help="the cudnn_doctor sources to time (another checkout's, for before/after)")
+    parser.add_argument(
+        "--src",
+        type=Path,
+        default=REPO / "src",
+        help="the cudnn_doctor sources to time (another checkout's, for before/after)",
+    )
     args = parser.parse_args()
     print(f"machine: {machine()}")
     if args.quick:

@@ -32,7 +32,18 @@ from machine import children_cpu  # benchmarks/machine.py (this folder is sys.pa
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_FIXTURE = REPO.parent / "shared" / "fixtures" / "real" / "45-linux-ort116-cuda11-build-on-cuda121.yaml"
-ALL_TABLES = ("cuda_driver", "cuda_libraries", "cudnn", "cuda_wheels", "environment", "frameworks", "gpus", "libraries", "tensorflow", "torch")
+ALL_TABLES = (
+    "cuda_driver",
+    "cuda_libraries",
+    "cudnn",
+    "cuda_wheels",
+    "environment",
+    "frameworks",
+    "gpus",
+    "libraries",
+    "tensorflow",
+    "torch",
+)
 CHECK_TABLES = (
     "libraries",
     "frameworks",
@@ -71,7 +82,13 @@ def _env(src: Path) -> dict[str, str]:
 
 def load_ms(read: str) -> list[float]:
     """Milliseconds of one fresh interpreter's load: wall and CPU with the package import, then of the tables alone."""
-    done = subprocess.run([sys.executable, "-c", LOAD.format(read=read)], env=_env(REPO / "src"), capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", LOAD.format(read=read)],
+        env=_env(REPO / "src"),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return [float(value) for value in done.stdout.split()]
 
 
@@ -105,7 +122,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--fixture", type=Path, default=DEFAULT_FIXTURE)
-    parser.add_argument("--baseline", metavar="REV", help="also time the check on this git revision (e.g. the commit before the JSON tables)")
+    parser.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="also time the check on this git revision (e.g. the commit before the JSON tables)",
+    )
     args = parser.parse_args()
     for label, tables in (("all tables", ALL_TABLES), ("the tables check --no-frameworks reads", CHECK_TABLES)):
         reads = {reader: code.format(tables=repr(tables)) for reader, code in READERS.items()}
@@ -119,7 +140,10 @@ def main() -> None:
         print(f"{label}, median of {args.runs} fresh interpreters (wall / CPU ms; ratio of CPU against the pickle):")
         for what, at in (("read + build (imports included)", 2), ("with the knowledge package's import", 0)):
             base = medians["pickle"][at + 1]
-            shown = "   ".join(f"{reader} {values[at]:6.1f} / {values[at + 1]:5.1f} ({values[at + 1] / base:4.1f}x)" for reader, values in medians.items())
+            shown = "   ".join(
+                f"{reader} {values[at]:6.1f} / {values[at + 1]:5.1f} ({values[at + 1] / base:4.1f}x)"
+                for reader, values in medians.items()
+            )
             print(f"  {what:36} {shown}")
     commands = {"(this machine)": []}
     if args.fixture.is_file():

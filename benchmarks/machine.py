@@ -16,9 +16,7 @@ def describe() -> str:
         pass
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1024**3 if hasattr(os, "sysconf") else 0
-    return (
-        f"{model}; {usable} cores; {memory:.0f} GiB; {platform.system()} {platform.release()}; {platform.python_implementation()} {platform.python_version()}"
-    )
+    return f"{model}; {usable} cores; {memory:.0f} GiB; {platform.system()} {platform.release()}; {platform.python_implementation()} {platform.python_version()}"
 
 
 def children_cpu() -> float:

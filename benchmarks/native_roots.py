@@ -67,7 +67,9 @@ def build_elves(folder: Path) -> tuple[Path, Path]:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "stub.c").write_text("int cudaGetDeviceCount(int *n) { *n = 0; return 0; }\n")
     (folder / "ext.c").write_text('int PyInit__core(void) { return 0; }\nconst char *greeting = "hello";\n')
-    (folder / "cuda.c").write_text("int cudaGetDeviceCount(int *n);\nint PyInit__core(void) { int n; return cudaGetDeviceCount(&n); }\n")
+    (folder / "cuda.c").write_text(
+        "int cudaGetDeviceCount(int *n);\nint PyInit__core(void) { int n; return cudaGetDeviceCount(&n); }\n"
+    )
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
         sys.exit("native_roots.py needs a C compiler (cc) to build its ELF files")
@@ -110,17 +112,31 @@ def added_work(python: Path, state: Path) -> dict:
     version = ".".join(map(str, sys.version_info[:3]))
     argument = json.dumps([[str(e), version] for e in executables])
     environment = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "CUDNN_DOCTOR_STATE_DIR": str(state)}
-    result = subprocess.run([str(python), "-c", ADDED_WORK, argument], env=environment, capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [str(python), "-c", ADDED_WORK, argument], env=environment, capture_output=True, text=True, check=True
+    )
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def check(python: Path, state: Path, how: str, workdir: Path) -> float:
     base = python.parent.parent
-    environment = {**os.environ, "CONDA_PREFIX": str(base), "PYTHONPATH": str(ROOT / "src"), "CUDNN_DOCTOR_STATE_DIR": str(state), "PWD": str(workdir)}
+    environment = {
+        **os.environ,
+        "CONDA_PREFIX": str(base),
+        "PYTHONPATH": str(ROOT / "src"),
+        "CUDNN_DOCTOR_STATE_DIR": str(state),
+        "PWD": str(workdir),
+    }
     for name in ("CONDA_EXE", "VIRTUAL_ENV"):
         environment.pop(name, None)
     start = time.perf_counter()
-    subprocess.run([str(python), "-c", WITHOUT, how], env=environment, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        [str(python), "-c", WITHOUT, how],
+        env=environment,
+        cwd=workdir,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     return time.perf_counter() - start
 
 
@@ -137,14 +153,18 @@ def main() -> int:
     try:
         started = time.perf_counter()
         python = build(root, options.envs, options.packages)
-        print(f"tree: {options.envs} environments × {options.packages} packages (+ the base) in {time.perf_counter() - started:.1f} s, {root}")
+        print(
+            f"tree: {options.envs} environments × {options.packages} packages (+ the base) in {time.perf_counter() - started:.1f} s, {root}"
+        )
         states = root / "states"
         cold = [added_work(python, states / f"cold{i}") for i in range(options.repeat)]
         warm = [added_work(python, states / "cold0") for _ in range(options.repeat)]
         found = cold[0]
         print(f"roots: {found['roots']} files, {found['loads']} package loads ({len(found['packages'])} package names)")
         cold_s, warm_s = statistics.median(r["seconds"] for r in cold), statistics.median(r["seconds"] for r in warm)
-        print(f"added work (probe_package_loads), median of {options.repeat}: cold {cold_s:.3f} s (target ≤ 3 s), warm {warm_s:.3f} s (target ≤ 0.5 s)")
+        print(
+            f"added work (probe_package_loads), median of {options.repeat}: cold {cold_s:.3f} s (target ≤ 3 s), warm {warm_s:.3f} s (target ≤ 0.5 s)"
+        )
         workdir = root / "work"
         workdir.mkdir(exist_ok=True)
         figures = {}
@@ -154,7 +174,9 @@ def main() -> int:
             figures[how] = (statistics.median(colds), statistics.median(warms))
         for label, index in (("cold", 0), ("warm", 1)):
             without, with_ = figures["without"][index], figures["with"][index]
-            print(f"check {label}: without the new roots {without:.2f} s, with {with_:.2f} s, +{with_ - without:.2f} s, ratio {with_ / without:.2f}")
+            print(
+                f"check {label}: without the new roots {without:.2f} s, with {with_:.2f} s, +{with_ - without:.2f} s, ratio {with_ / without:.2f}"
+            )
         ok = cold_s <= 3.0 and warm_s <= 0.5
         print("targets met" if ok else "TARGETS MISSED")
         return 0 if ok else 1

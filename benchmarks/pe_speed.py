@@ -30,7 +30,11 @@ sys.path.insert(0, str(REPO / "src"))
 from cudnn_doctor.binaries import peheader  # noqa: E402
 from cudnn_doctor.system.binaries import pe  # noqa: E402
 
-WINE = (Path("/usr/lib/x86_64-linux-gnu/wine/x86_64-windows"), Path("/usr/lib/wine/x86_64-windows"), Path("/usr/lib/wine"))
+WINE = (
+    Path("/usr/lib/x86_64-linux-gnu/wine/x86_64-windows"),
+    Path("/usr/lib/wine/x86_64-windows"),
+    Path("/usr/lib/wine"),
+)
 IMPORTS = {
     "struct reader": "from cudnn_doctor.binaries import peheader",
     "pefile": "import pefile",
@@ -57,7 +61,10 @@ def import_ms(statement: str, runs: int) -> float:
     """Median milliseconds of `statement` in a fresh interpreter (after one warm-up run that caches the bytecode)."""
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "PYTHONPYCACHEPREFIX": CACHE}
     command = [sys.executable, "-c", TIMED_IMPORT.format(statement=statement)]
-    times = [float(subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout) for _ in range(runs + 1)]
+    times = [
+        float(subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout)
+        for _ in range(runs + 1)
+    ]
     return statistics.median(times[1:])
 
 
@@ -94,7 +101,9 @@ def main() -> None:
         sys.exit(f"no PE files under {folder}")
     quick = sum(_quick(path) for path in files)
     print(describe())
-    print(f"{len(files)} PE files under {folder}; the struct reader answers {quick}, pefile the other {len(files) - quick}")
+    print(
+        f"{len(files)} PE files under {folder}; the struct reader answers {quick}, pefile the other {len(files) - quick}"
+    )
     imports = {label: import_ms(statement, args.runs) for label, statement in IMPORTS.items()}
     reads = {
         "struct reader": read_ms(_quick, files, args.runs),
@@ -105,11 +114,15 @@ def main() -> None:
         print(f"import {label:<16} {ms:7.2f} ms")
     for label, ms in reads.items():
         print(f"read   {label:<16} {ms:7.3f} ms a file")
-    print(f"pefile / struct reader: import x{imports['pefile'] / imports['struct reader']:.1f}, read x{reads['pefile'] / reads['struct reader']:.1f}")
+    print(
+        f"pefile / struct reader: import x{imports['pefile'] / imports['struct reader']:.1f}, read x{reads['pefile'] / reads['struct reader']:.1f}"
+    )
     for count in (10, 50):
         ours = imports["struct reader"] + count * reads["read_pe (both)"]
         theirs = imports["pefile"] + count * reads["pefile"]
-        print(f"{count} DLLs, import included: {theirs:.1f} ms with pefile, {ours:.1f} ms with read_pe (x{theirs / ours:.1f})")
+        print(
+            f"{count} DLLs, import included: {theirs:.1f} ms with pefile, {ours:.1f} ms with read_pe (x{theirs / ours:.1f})"
+        )
 
 
 if __name__ == "__main__":

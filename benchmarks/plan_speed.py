@@ -23,9 +23,44 @@ import time
 
 QUERIES = [
     ["--framework", "torch", "--os", "windows", "--python", "3.10", "--gpu", "RTX 3060", "--driver", "472.12"],
-    ["--framework", "tensorflow==2.5.0", "--os", "windows", "--python", "3.8", "--gpu", "RTX 3060", "--driver", "528.49"],
-    ["--framework", "tensorflow==2.12", "--os", "windows", "--python", "3.10", "--gpu", "RTX 3060", "--driver", "528.49"],
-    ["--framework", "torch", "--framework", "tensorflow", "--os", "linux", "--python", "3.11", "--gpu", "A100", "--driver", "535.104.05"],
+    [
+        "--framework",
+        "tensorflow==2.5.0",
+        "--os",
+        "windows",
+        "--python",
+        "3.8",
+        "--gpu",
+        "RTX 3060",
+        "--driver",
+        "528.49",
+    ],
+    [
+        "--framework",
+        "tensorflow==2.12",
+        "--os",
+        "windows",
+        "--python",
+        "3.10",
+        "--gpu",
+        "RTX 3060",
+        "--driver",
+        "528.49",
+    ],
+    [
+        "--framework",
+        "torch",
+        "--framework",
+        "tensorflow",
+        "--os",
+        "linux",
+        "--python",
+        "3.11",
+        "--gpu",
+        "A100",
+        "--driver",
+        "535.104.05",
+    ],
     ["--framework", "onnxruntime", "--os", "linux", "--python", "3.11", "--gpu", "RTX 4090", "--driver", "550.54.14"],
     ["--framework", "paddle", "--os", "windows", "--python", "3.9", "--gpu", "RTX 2080", "--driver", "531.14"],
     ["--framework", "jax", "--os", "wsl", "--python", "3.12", "--gpu", "H100", "--driver", "581.15"],
@@ -59,8 +94,12 @@ def in_process(runs: int) -> None:
             samples.append(time.perf_counter() - begin)
         median = statistics.median(samples) * 1000
         found = "stack" if plan.stack else "no stack"
-        print(f"solve {' '.join(query[:2]):33} first {first * 1000:6.1f} ms  then {median:6.1f} ms  {plan.considered:5d} considered  {found}")
-    print(f"slowest first solve {worst * 1000:.1f} ms, ratio to 50 ms {worst / 0.05:.2f}: {'within' if worst < 0.05 else 'OVER'} the target")
+        print(
+            f"solve {' '.join(query[:2]):33} first {first * 1000:6.1f} ms  then {median:6.1f} ms  {plan.considered:5d} considered  {found}"
+        )
+    print(
+        f"slowest first solve {worst * 1000:.1f} ms, ratio to 50 ms {worst / 0.05:.2f}: {'within' if worst < 0.05 else 'OVER'} the target"
+    )
 
 
 def _request(build_request, query: list[str]):
@@ -86,7 +125,9 @@ def as_command(runs: int) -> None:
         total = _timed([*doctor, *query], runs)
         own = total - floor
         worst = max(worst, own)
-        print(f"plan {' '.join(query[:2]):33} {total * 1000:7.1f} ms  own {own * 1000:6.1f} ms  ratio to 50 ms {own / 0.05:4.2f}")
+        print(
+            f"plan {' '.join(query[:2]):33} {total * 1000:7.1f} ms  own {own * 1000:6.1f} ms  ratio to 50 ms {own / 0.05:4.2f}"
+        )
     print(f"slowest own time {worst * 1000:.1f} ms: {'within' if worst < 0.05 else 'OVER'} the 50 ms target")
 
 

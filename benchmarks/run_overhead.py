@@ -18,7 +18,11 @@ import subprocess
 import sys
 import time
 
-PROGRAM = [sys.executable, "-c", "import ctypes, json, sqlite3, ssl, decimal, hashlib; print(sum(i * i for i in range(12_000_000)))"]
+PROGRAM = [
+    sys.executable,
+    "-c",
+    "import ctypes, json, sqlite3, ssl, decimal, hashlib; print(sum(i * i for i in range(12_000_000)))",
+]
 
 
 def timed(command: list[str]) -> float:
@@ -34,7 +38,9 @@ def main() -> None:
     args = parser.parse_args()
     program = shlex.split(args.program) if args.program else PROGRAM
     wrapped = [sys.executable, "-m", "cudnn_doctor", "run", "--", *program]
-    environment_note = "bytecode cached" if not os.environ.get("PYTHONDONTWRITEBYTECODE") else "PYTHONDONTWRITEBYTECODE set"
+    environment_note = (
+        "bytecode cached" if not os.environ.get("PYTHONDONTWRITEBYTECODE") else "PYTHONDONTWRITEBYTECODE set"
+    )
     timed(program), timed(wrapped)  # warm the file cache and .pyc files
     alone, under = [], []
     for _ in range(args.runs):
@@ -42,10 +48,14 @@ def main() -> None:
         under.append(timed(wrapped))
     a, u = statistics.median(alone), statistics.median(under)
     added = (u - a) / a
-    print(f"machine: {os.cpu_count()} CPUs, python {sys.version.split()[0]} ({environment_note}); {args.runs} runs each, alternating")
+    print(
+        f"machine: {os.cpu_count()} CPUs, python {sys.version.split()[0]} ({environment_note}); {args.runs} runs each, alternating"
+    )
     print(f"program alone          {a:7.3f} s")
     print(f"under cudnn-doctor run {u:7.3f} s")
-    print(f"added {added * 100:.1f} % ({(u - a) * 1000:.0f} ms): ratio to the 5 % target {added / 0.05:.2f}: {'within' if added < 0.05 else 'OVER'}")
+    print(
+        f"added {added * 100:.1f} % ({(u - a) * 1000:.0f} ms): ratio to the 5 % target {added / 0.05:.2f}: {'within' if added < 0.05 else 'OVER'}"
+    )
 
 
 if __name__ == "__main__":

@@ -28,7 +28,18 @@ def main() -> None:
     parser.add_argument("--framework", default="torch")
     parser.add_argument("--cpu-only", action="store_true")
     args = parser.parse_args()
-    command = [sys.executable, "-m", "cudnn_doctor", "verify", "--quick", "--format", "json", "--no-history", "--framework", args.framework]
+    command = [
+        sys.executable,
+        "-m",
+        "cudnn_doctor",
+        "verify",
+        "--quick",
+        "--format",
+        "json",
+        "--no-history",
+        "--framework",
+        args.framework,
+    ]
     if args.cpu_only:
         command.append("--cpu-only")
     with tempfile.TemporaryDirectory() as state:
@@ -43,10 +54,16 @@ def main() -> None:
     kernels = sum(sum(b["runs_s"]) for b in framework["benchmarks"])
     cases = sum(b["elapsed_s"] for b in framework["benchmarks"])
     gpu = result["gpu"]["name"] if result["gpu"] else "no GPU (CPU baseline only)"
-    print(f"machine: {gpu}; {os.cpu_count()} CPUs; python {sys.version.split()[0]}; {framework['framework']} {framework.get('version')}")
+    print(
+        f"machine: {gpu}; {os.cpu_count()} CPUs; python {sys.version.split()[0]}; {framework['framework']} {framework.get('version')}"
+    )
     print(f"command (verify --quick)      {wall:7.2f} s")
-    print(f"worker, import to last case   {framework['total_s']:7.2f} s   {framework['total_s'] / wall:5.2f} of the command")
-    print(f"framework import              {framework['import_s']:7.2f} s   {framework['import_s'] / wall:5.2f} of the command")
+    print(
+        f"worker, import to last case   {framework['total_s']:7.2f} s   {framework['total_s'] / wall:5.2f} of the command"
+    )
+    print(
+        f"framework import              {framework['import_s']:7.2f} s   {framework['import_s'] / wall:5.2f} of the command"
+    )
     print(f"cases (setup, warm-up, runs)  {cases:7.2f} s   {cases / wall:5.2f} of the command")
     print(f"kernels timed                 {kernels:7.2f} s   {kernels / wall:5.2f} of the command")
     overhead = (cases - kernels) / cases

@@ -16,7 +16,11 @@ PARTS8 = ("ops_infer", "ops_train", "cnn_infer", "cnn_train", "adv_infer", "adv_
 
 def version_header(version: str) -> str:
     major, minor, patch = version.split(".")[:3]
-    formula = "CUDNN_MAJOR * 10000 + CUDNN_MINOR * 100 + CUDNN_PATCHLEVEL" if int(major) >= 9 else "CUDNN_MAJOR * 1000 + CUDNN_MINOR * 100 + CUDNN_PATCHLEVEL"
+    formula = (
+        "CUDNN_MAJOR * 10000 + CUDNN_MINOR * 100 + CUDNN_PATCHLEVEL"
+        if int(major) >= 9
+        else "CUDNN_MAJOR * 1000 + CUDNN_MINOR * 100 + CUDNN_PATCHLEVEL"
+    )
     return (
         f"/* cudnn_version.h */\n#ifndef CUDNN_VERSION_H_\n#define CUDNN_VERSION_H_\n\n#define CUDNN_MAJOR {major}\n#define CUDNN_MINOR {minor}\n"
         f"#define CUDNN_PATCHLEVEL {patch}\n\n#define CUDNN_VERSION ({formula})\n\n#endif\n"
@@ -44,9 +48,19 @@ def pe_image(machine: int = 0x8664) -> bytes:
 def windows_members(version: str = "8.5.0.96", cuda: int = 11, layout: str = "archive") -> dict[str, bytes]:
     """{member name: bytes} for the 8.x `cuda/` zip, the 8.3+ `_archive` zip, or the 9.x layout."""
     major = int(version.split(".")[0])
-    parts = PARTS8 if major == 8 else ("graph", "ops", "cnn", "adv", "engines_precompiled", "engines_runtime_compiled", "heuristic")
-    top = {"cuda": "cuda", "archive": f"cudnn-windows-x86_64-{version}_cuda{cuda}-archive", "v9": f"cudnn-windows-x86_64-{version}_cuda{cuda}-archive"}[layout]
-    bin_dir, include, lib = ("bin", "include", "lib/x64") if layout != "v9" else (f"bin/{cuda}.x", f"include/{cuda}.x", f"lib/{cuda}.x/x64")
+    parts = (
+        PARTS8
+        if major == 8
+        else ("graph", "ops", "cnn", "adv", "engines_precompiled", "engines_runtime_compiled", "heuristic")
+    )
+    top = {
+        "cuda": "cuda",
+        "archive": f"cudnn-windows-x86_64-{version}_cuda{cuda}-archive",
+        "v9": f"cudnn-windows-x86_64-{version}_cuda{cuda}-archive",
+    }[layout]
+    bin_dir, include, lib = (
+        ("bin", "include", "lib/x64") if layout != "v9" else (f"bin/{cuda}.x", f"include/{cuda}.x", f"lib/{cuda}.x/x64")
+    )
     members = {f"{top}/{bin_dir}/cudnn64_{major}.dll": fake_library(f"cudnn64_{major}.dll")}
     for part in parts:
         members[f"{top}/{bin_dir}/cudnn_{part}64_{major}.dll"] = fake_library(f"cudnn_{part}64_{major}.dll")
@@ -68,7 +82,9 @@ def write_zip(path: Path, members: dict[str, bytes]) -> Path:
 def native_archive(folder: Path, version: str = "8.9.7.29", cuda: int = 12) -> Path:
     """The archive a user of this OS downloads: the Windows zip on Windows, the Linux .tar.xz elsewhere."""
     if sys.platform == "win32":
-        return write_zip(folder / f"cudnn-windows-x86_64-{version}_cuda{cuda}-archive.zip", windows_members(version, cuda))
+        return write_zip(
+            folder / f"cudnn-windows-x86_64-{version}_cuda{cuda}-archive.zip", windows_members(version, cuda)
+        )
     return linux_tar(folder / f"cudnn-linux-x86_64-{version}_cuda{cuda}-archive.tar.xz", version, cuda)
 
 
@@ -108,7 +124,9 @@ def toolkit(root: Path, version: str = "12.6", windows: Optional[bool] = None) -
     (root / "include").mkdir()
     (root / ("lib/x64" if windows else "lib64")).mkdir(parents=True)
     (root / "bin" / ("nvcc.exe" if windows else "nvcc")).write_bytes(b"nvcc")
-    (root / "include" / "cuda.h").write_text(f"#define CUDA_VERSION {int(version.split('.')[0]) * 1000 + int(version.split('.')[1]) * 10}\n")
+    (root / "include" / "cuda.h").write_text(
+        f"#define CUDA_VERSION {int(version.split('.')[0]) * 1000 + int(version.split('.')[1]) * 10}\n"
+    )
     (root / "version.json").write_text('{"cuda": {"version": "%s"}}' % version)
     return root
 

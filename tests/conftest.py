@@ -61,12 +61,17 @@ def pip_install(python: Path, *args: str, timeout: float = 1800) -> None:
 
     try:
         done = subprocess.run(
-            [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *args], capture_output=True, text=True, timeout=timeout
+            [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
     except subprocess.TimeoutExpired:
         pytest.skip("the package registry did not answer in time")
     if done.returncode != 0:
-        pytest.skip(f"cannot install {' '.join(args)} from the package registry: {done.stderr.strip().splitlines()[-1:]}")
+        pytest.skip(
+            f"cannot install {' '.join(args)} from the package registry: {done.stderr.strip().splitlines()[-1:]}"
+        )
 
 
 def cached_venv(name: str, *requirements: str) -> Path:
@@ -75,11 +80,16 @@ def cached_venv(name: str, *requirements: str) -> Path:
     import subprocess
 
     with cached(f"venvs/{name}-{content_name(sys.version, *requirements)}") as folder:
-        python, stamp = folder / "bin" / "python", folder / "cudnn-doctor-requirements.txt"  # the stamp: every requirement in
+        python, stamp = (
+            folder / "bin" / "python",
+            folder / "cudnn-doctor-requirements.txt",
+        )  # the stamp: every requirement in
         if python.exists() and stamp.is_file():
             return python
         base = Path(getattr(sys, "_base_executable", sys.executable))
-        made = subprocess.run([str(base), "-m", "venv", "--clear", str(folder)], capture_output=True, text=True, timeout=300)
+        made = subprocess.run(
+            [str(base), "-m", "venv", "--clear", str(folder)], capture_output=True, text=True, timeout=300
+        )
         if made.returncode != 0:
             pytest.skip(f"cannot create a venv with {base}: {made.stderr.strip().splitlines()[-1:]}")
         pip_install(python, *requirements)
@@ -96,7 +106,8 @@ def content_name(*parts: str) -> str:
 
 # A live install on Windows writes the user's Path in HKCU\\Environment: there, only in the Windows lane's throwaway Wine prefix.
 live_install = pytest.mark.skipif(
-    sys.platform == "win32" and not os.environ.get("CUDNN_DOCTOR_WINE_LANE"), reason="a live install writes HKCU\\Environment: only in the Wine lane"
+    sys.platform == "win32" and not os.environ.get("CUDNN_DOCTOR_WINE_LANE"),
+    reason="a live install writes HKCU\\Environment: only in the Wine lane",
 )
 
 
@@ -236,7 +247,16 @@ WINDOWS_BASE: dict[str, Any] = {
         "cuda_driver_version": 12040,
         "gpus": [{"name": "NVIDIA GeForce RTX 3060", "compute_capability": "8.6", "memory_total_mib": 12288}],
     },
-    "pythons": [{"executable": "C:\\Users\\dev\\env\\python.exe", "version": "3.10.11", "current": True, "kind": "venv", "packages": {}, "frameworks": {}}],
+    "pythons": [
+        {
+            "executable": "C:\\Users\\dev\\env\\python.exe",
+            "version": "3.10.11",
+            "current": True,
+            "kind": "venv",
+            "packages": {},
+            "frameworks": {},
+        }
+    ],
 }
 LINUX_BASE: dict[str, Any] = {
     "schema": "machine-fixture/1",
@@ -249,7 +269,16 @@ LINUX_BASE: dict[str, Any] = {
         "cuda_driver_version": 12040,
         "gpus": [{"name": "NVIDIA GeForce RTX 4090", "compute_capability": "8.9", "memory_total_mib": 24564}],
     },
-    "pythons": [{"executable": "/home/dev/.venv/bin/python", "version": "3.11.7", "current": True, "kind": "venv", "packages": {}, "frameworks": {}}],
+    "pythons": [
+        {
+            "executable": "/home/dev/.venv/bin/python",
+            "version": "3.11.7",
+            "current": True,
+            "kind": "venv",
+            "packages": {},
+            "frameworks": {},
+        }
+    ],
 }
 
 

@@ -52,7 +52,11 @@ def _base(importer: str, is_package: bool, level: int) -> str:
 
 
 def imports_of(
-    source: str, importer: str, is_package: bool, known: Optional[Mapping[str, object]] = None, exports: Optional[Mapping[str, Mapping[str, str]]] = None
+    source: str,
+    importer: str,
+    is_package: bool,
+    known: Optional[Mapping[str, object]] = None,
+    exports: Optional[Mapping[str, Mapping[str, str]]] = None,
 ) -> set[str]:
     """The modules `source` (the text of module `importer`) imports, absolute and resolved.
 
@@ -94,4 +98,6 @@ def package_graph(package_dir: Path) -> dict[str, set[str]]:
     modules = modules_of(package_dir)
     sources = {name: module.path.read_text(encoding="utf-8") for name, module in modules.items()}
     exports = {name: lazy_exports(sources[name]) for name, module in modules.items() if module.is_package}
-    return {name: imports_of(sources[name], name, module.is_package, modules, exports) for name, module in modules.items()}
+    return {
+        name: imports_of(sources[name], name, module.is_package, modules, exports) for name, module in modules.items()
+    }

@@ -23,7 +23,9 @@ def stdlib_entries() -> list[str]:
     return [p for p in sys.path if p and not p.rstrip("\\/").endswith(("site-packages", "dist-packages"))]
 
 
-def pth_interpreter(folder: Path, named: Sequence[Path], import_site: bool = False, stdlib: Optional[Sequence[str]] = None) -> Path:
+def pth_interpreter(
+    folder: Path, named: Sequence[Path], import_site: bool = False, stdlib: Optional[Sequence[str]] = None
+) -> Path:
     """A copy of the running interpreter in `folder` whose `._pth` names `named` (first), then the standard
     library; skips the test where the copy does not honour it (POSIX before 3.11, or a copy that cannot start)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -44,15 +46,23 @@ def pth_interpreter(folder: Path, named: Sequence[Path], import_site: bool = Fal
     lines = [str(p) for p in named] + list(stdlib_entries() if stdlib is None else stdlib)
     pth.write_text("\n".join(lines + (["import site"] if import_site else [])) + "\n", encoding="utf-8")
     seen = _sys_path(executable)
-    if seen is None or [os.path.normcase(p) for p in seen[: len(lines)]] != [os.path.normcase(os.path.abspath(p)) for p in lines]:
-        pytest.skip(f"a copy of this interpreter does not take its sys.path from a ._pth file (Python {sys.version.split()[0]}, {sys.platform})")
+    if seen is None or [os.path.normcase(p) for p in seen[: len(lines)]] != [
+        os.path.normcase(os.path.abspath(p)) for p in lines
+    ]:
+        pytest.skip(
+            f"a copy of this interpreter does not take its sys.path from a ._pth file (Python {sys.version.split()[0]}, {sys.platform})"
+        )
     return executable
 
 
 def _sys_path(executable: Path) -> Optional[list[str]]:
     try:
         done = subprocess.run(
-            [str(executable), "-c", "import json, sys; print(json.dumps(sys.path))"], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+            [str(executable), "-c", "import json, sys; print(json.dumps(sys.path))"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
         )
         return json.loads(done.stdout.strip().splitlines()[-1])
     except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):

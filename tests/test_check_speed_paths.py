@@ -42,7 +42,14 @@ NEVER_ON_A_FIXTURE = (
     "inspect",
     "platformdirs",  # on Windows it imports ctypes: a replayed fixture never looks for the user's `kb update`
 )
-NEVER_LIVE = ("pickle", "uuid", "cudnn_doctor.knowledge.schema", "yaml", "rich", "dataclasses")  # whatever the machine has
+NEVER_LIVE = (
+    "pickle",
+    "uuid",
+    "cudnn_doctor.knowledge.schema",
+    "yaml",
+    "rich",
+    "dataclasses",
+)  # whatever the machine has
 
 _MODULES_AFTER = """
 import io, contextlib, json, sys
@@ -55,7 +62,9 @@ print(json.dumps(sorted(sys.modules)))
 
 def _modules_after(*argv: str) -> set[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    done = subprocess.run([sys.executable, "-c", _MODULES_AFTER, *argv], capture_output=True, text=True, check=True, env=env, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", _MODULES_AFTER, *argv], capture_output=True, text=True, check=True, env=env, timeout=120
+    )
     return set(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
@@ -94,7 +103,13 @@ def _fix_kinds_found(*argv: str) -> list:
     from cudnn_doctor.checks.registry import RULES
 
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    done = subprocess.run([sys.executable, "-m", "cudnn_doctor", *argv, "--format", "json"], capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "cudnn_doctor", *argv, "--format", "json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     return [RULES[f["id"]].fix_kind if f["id"] in RULES else None for f in json.loads(done.stdout)["findings"]]
 
 
@@ -123,7 +138,9 @@ def test_check_on_this_machine_builds_no_table_and_imports_none_of_the_slow_modu
 def test_the_tests_above_would_see_a_slow_module(tmp_path):
     """A user's --kb rows are checked against the schema: that run imports it, and the same check says so."""
     kb = tmp_path / "kb.yaml"
-    kb.write_text('torch:\n  index_url:\n    template: "https://download.pytorch.org/whl/cu{tag}"\n    source: "https://pytorch.org/ (test)"\n')
+    kb.write_text(
+        'torch:\n  index_url:\n    template: "https://download.pytorch.org/whl/cu{tag}"\n    source: "https://pytorch.org/ (test)"\n'
+    )
     fixture = _fixture_samples()[:1] or [None]
     argv = ["check", "--no-frameworks", "--kb", str(kb)] + (["--fixture", str(fixture[0])] if fixture[0] else [])
     assert "cudnn_doctor.knowledge.schema" in _modules_after(*argv)
@@ -148,7 +165,14 @@ def test_a_listed_file_name_is_its_basename_on_this_machine():
 
 
 @pytest.mark.parametrize(
-    "path", ["C:\\Windows\\System32\\nvcuda.dll", "C:/Windows/System32/NVML.DLL", "D:\\x/y\\cudnn64_8.dll", "C:\\cudnn.dll", "\\\\server\\share\\a\\b.dll"]
+    "path",
+    [
+        "C:\\Windows\\System32\\nvcuda.dll",
+        "C:/Windows/System32/NVML.DLL",
+        "D:\\x/y\\cudnn64_8.dll",
+        "C:\\cudnn.dll",
+        "\\\\server\\share\\a\\b.dll",
+    ],
 )
 def test_a_listed_windows_file_name_is_its_basename(path):
     assert driver._name_of(True)(path) == PathRules("windows").basename(path)
@@ -223,7 +247,13 @@ Requires-Dist: ???
 
 Requires-Dist: nvidia-in-the-body
 """
-_LINUX = {"platform_system": "Linux", "platform_machine": "x86_64", "python_version": "3.11", "python_full_version": "3.11.9", "sys_platform": "linux"}
+_LINUX = {
+    "platform_system": "Linux",
+    "platform_machine": "x86_64",
+    "python_version": "3.11",
+    "python_full_version": "3.11.9",
+    "sys_platform": "linux",
+}
 
 
 def _nvidia(name: str) -> bool:
@@ -241,12 +271,20 @@ def test_wanted_requirements_are_those_of_the_full_parse():
 
 @pytest.mark.live
 def test_no_wanted_line_no_packaging_requirements():
-    other = re.sub("(?i)nvidia|cuda", "other", _TORCH_METADATA).replace("Requires-Dist: ???\n", "")  # a line without a name is parsed
+    other = re.sub("(?i)nvidia|cuda", "other", _TORCH_METADATA).replace(
+        "Requires-Dist: ???\n", ""
+    )  # a line without a name is parsed
     code = (
         "import sys\nfrom cudnn_doctor.probes.wheel_files import requirements_of\n"
         f"print(list(requirements_of({other!r}, {{}}, lambda n: n.startswith('nvidia-') or n == 'cuda-toolkit')), 'packaging.requirements' in sys.modules)"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )
     assert done.stdout.strip() == "[] False"
 
 
@@ -284,7 +322,9 @@ def test_a_folder_listed_under_another_name_gives_what_listing_it_gives(tmp_path
     shared, alone = _live_index(True), _live_index(False)
     for folder in folders:
         assert list(shared.files(folder).items()) == list(alone.files(folder).items()), folder
-    assert shared.files(str(tmp_path / "lib"))["link.so"] == f"{tmp_path}/lib/link.so" and "sub" not in shared.files(str(real))
+    assert shared.files(str(tmp_path / "lib"))["link.so"] == f"{tmp_path}/lib/link.so" and "sub" not in shared.files(
+        str(real)
+    )
     assert shared._by_real and not alone._by_real
 
 
@@ -365,7 +405,9 @@ def test_check_compiles_no_pattern_while_importing_its_modules():
     """Every module `check` imports (~100) used to compile its patterns at import, ~70 of them, most unused."""
     argv = ["check", "--no-frameworks"] + [str(p) for p in _fixture_samples()[:1] for p in ("--fixture", p)]
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    done = subprocess.run([sys.executable, "-c", _COMPILED_AT_IMPORT, *argv], capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", _COMPILED_AT_IMPORT, *argv], capture_output=True, text=True, env=env, timeout=120
+    )
     last = done.stdout.strip().splitlines()[-1].split(" ", 3)
     assert int(last[1]) > 30  # it ran, importing the doctor's modules
     assert last[3] == "[]"
@@ -382,7 +424,12 @@ def _compiled_at_module_level(path) -> list[int]:
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
                 continue
             func = getattr(child, "func", None)
-            if isinstance(child, ast.Call) and isinstance(func, ast.Attribute) and func.attr == "compile" and getattr(func.value, "id", "") == "re":
+            if (
+                isinstance(child, ast.Call)
+                and isinstance(func, ast.Attribute)
+                and func.attr == "compile"
+                and getattr(func.value, "id", "") == "re"
+            ):
                 found.append(child.lineno)
             visit(child)
 
@@ -401,7 +448,9 @@ def test_no_module_compiles_a_pattern_at_import():
 
 def test_the_ast_check_sees_a_module_level_compile(tmp_path):
     module = tmp_path / "m.py"
-    module.write_text("import re\nA = re.compile('a')\nB = {'b': re.compile('b')}\nclass C:\n    D = re.compile('d')\ndef f():\n    return re.compile('e')\n")
+    module.write_text(
+        "import re\nA = re.compile('a')\nB = {'b': re.compile('b')}\nclass C:\n    D = re.compile('d')\ndef f():\n    return re.compile('e')\n"
+    )
     assert _compiled_at_module_level(module) == [2, 3, 5]
 
 

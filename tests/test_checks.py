@@ -17,7 +17,14 @@ CUDA = "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA"
 
 
 def python(exe, version="3.10.11", packages=None, frameworks=None, current=True):
-    return {"executable": exe, "version": version, "current": current, "kind": "venv", "packages": packages or {}, "frameworks": frameworks or {}}
+    return {
+        "executable": exe,
+        "version": version,
+        "current": current,
+        "kind": "venv",
+        "packages": packages or {},
+        "frameworks": frameworks or {},
+    }
 
 
 def test_every_required_id_is_registered():
@@ -56,19 +63,44 @@ def test_arch_list_rules():
 
 def test_driver_too_old_respects_minor_version_compatibility():
     def torch(cuda):
-        return {"torch": {"version": f"2.3.1+cu{cuda.replace('.', '')}", "cuda": cuda, "cuda_available": True, "device_count": 1, "arch_list": ["sm_86"]}}
+        return {
+            "torch": {
+                "version": f"2.3.1+cu{cuda.replace('.', '')}",
+                "cuda": cuda,
+                "cuda_available": True,
+                "device_count": 1,
+                "arch_list": ["sm_86"],
+            }
+        }
 
-    old = {"driver_version": "525.60.13", "cuda_driver_version": 12000, "gpus": [{"name": "NVIDIA GeForce RTX 3060", "compute_capability": "8.6"}]}
-    assert "driver-too-old" not in ids(machine(LINUX_BASE, nvml=old, pythons=[python("/v/bin/python", frameworks=torch("12.1"))]))
+    old = {
+        "driver_version": "525.60.13",
+        "cuda_driver_version": 12000,
+        "gpus": [{"name": "NVIDIA GeForce RTX 3060", "compute_capability": "8.6"}],
+    }
+    assert "driver-too-old" not in ids(
+        machine(LINUX_BASE, nvml=old, pythons=[python("/v/bin/python", frameworks=torch("12.1"))])
+    )
     older = dict(old, driver_version="470.63.01", cuda_driver_version=11040)
-    found = findings_of(machine(LINUX_BASE, nvml=older, pythons=[python("/v/bin/python", frameworks=torch("12.1"))]), "driver-too-old")
+    found = findings_of(
+        machine(LINUX_BASE, nvml=older, pythons=[python("/v/bin/python", frameworks=torch("12.1"))]), "driver-too-old"
+    )
     assert found and "needs driver >= 525" in found[0].detail
 
 
 def test_cuda_toolkit_missing_is_info_unless_a_framework_needs_it():
     assert findings_of(machine(LINUX_BASE), "cuda-toolkit-missing")[0].severity is Severity.INFO
-    tf = {"tensorflow": {"version": "2.10.0", "built_with_cuda": True, "gpus": [], "build_info": {"cuda_version": "64_112", "cudnn_version": "64_8"}}}
-    document = machine(WINDOWS_BASE, pythons=[python("C:\\env\\python.exe", packages={"tensorflow": "2.10.0"}, frameworks=tf)])
+    tf = {
+        "tensorflow": {
+            "version": "2.10.0",
+            "built_with_cuda": True,
+            "gpus": [],
+            "build_info": {"cuda_version": "64_112", "cudnn_version": "64_8"},
+        }
+    }
+    document = machine(
+        WINDOWS_BASE, pythons=[python("C:\\env\\python.exe", packages={"tensorflow": "2.10.0"}, frameworks=tf)]
+    )
     found = findings_of(document, "cuda-toolkit-missing")
     assert found[0].severity is Severity.ERROR and "cudart64_110.dll" in found[0].detail
     assert "cuda-libs-not-found" in ids(document)
@@ -97,7 +129,10 @@ def test_path_missing_dir_and_duplicates():
 
 
 def test_env_var_ineffective_table_and_typos():
-    document = machine(LINUX_BASE, env={"CUDNN_AUTOTUNE": "0", "CUDA_LAUNCH_BLOCKIN": "1", "CUDA_VISIBLE_DEVICES": "0", "CUDA_VERSION": "12.1"})
+    document = machine(
+        LINUX_BASE,
+        env={"CUDNN_AUTOTUNE": "0", "CUDA_LAUNCH_BLOCKIN": "1", "CUDA_VISIBLE_DEVICES": "0", "CUDA_VERSION": "12.1"},
+    )
     found = {f.evidence.variable: f for f in findings_of(document, "env-var-ineffective")}
     assert set(found) == {"CUDNN_AUTOTUNE", "CUDA_LAUNCH_BLOCKIN"}
     assert "TF_CUDNN_USE_AUTOTUNE" in found["CUDNN_AUTOTUNE"].fix[0]
@@ -113,33 +148,80 @@ def test_tf_cpu_build_only_with_a_gpu():
 
 
 def test_python_unsupported():
-    torch = {"torch": {"version": "2.0.1+cu118", "cuda": "11.8", "cuda_available": True, "device_count": 1, "arch_list": ["sm_86"]}}
-    found = findings_of(machine(LINUX_BASE, pythons=[python("/v/bin/python", "3.12.1", {"torch": "2.0.1+cu118"}, torch)]), "python-unsupported")
+    torch = {
+        "torch": {
+            "version": "2.0.1+cu118",
+            "cuda": "11.8",
+            "cuda_available": True,
+            "device_count": 1,
+            "arch_list": ["sm_86"],
+        }
+    }
+    found = findings_of(
+        machine(LINUX_BASE, pythons=[python("/v/bin/python", "3.12.1", {"torch": "2.0.1+cu118"}, torch)]),
+        "python-unsupported",
+    )
     assert found and "supports Python >=3.8,<3.12," in found[0].detail
     assert "python=3.11`" in found[0].fix[0]  # the newest minor the range allows, derived from the specifier
-    assert not findings_of(machine(LINUX_BASE, pythons=[python("/v/bin/python", "3.11.7", {"torch": "2.0.1+cu118"}, torch)]), "python-unsupported")
+    assert not findings_of(
+        machine(LINUX_BASE, pythons=[python("/v/bin/python", "3.11.7", {"torch": "2.0.1+cu118"}, torch)]),
+        "python-unsupported",
+    )
 
 
 def test_torch_cuda_unavailable_links_its_causes():
-    torch = {"torch": {"version": "2.1.0+cu121", "cuda": "12.1", "cuda_available": False, "device_count": 0, "arch_list": []}}
-    nvml = {"driver_version": "472.12", "cuda_driver_version": 11040, "gpus": [{"name": "NVIDIA GeForce RTX 3060", "compute_capability": "8.6"}]}
-    found = findings_of(machine(WINDOWS_BASE, nvml=nvml, pythons=[python("C:\\e\\python.exe", frameworks=torch)]), "torch-cuda-unavailable")
+    torch = {
+        "torch": {"version": "2.1.0+cu121", "cuda": "12.1", "cuda_available": False, "device_count": 0, "arch_list": []}
+    }
+    nvml = {
+        "driver_version": "472.12",
+        "cuda_driver_version": 11040,
+        "gpus": [{"name": "NVIDIA GeForce RTX 3060", "compute_capability": "8.6"}],
+    }
+    found = findings_of(
+        machine(WINDOWS_BASE, nvml=nvml, pythons=[python("C:\\e\\python.exe", frameworks=torch)]),
+        "torch-cuda-unavailable",
+    )
     assert found[0].explained_by == ("driver-too-old",)
     healthy = {"torch": dict(torch["torch"], cuda_available=True)}
-    assert not findings_of(machine(WINDOWS_BASE, pythons=[python("C:\\e\\python.exe", frameworks=healthy)]), "torch-cuda-unavailable")
+    assert not findings_of(
+        machine(WINDOWS_BASE, pythons=[python("C:\\e\\python.exe", frameworks=healthy)]), "torch-cuda-unavailable"
+    )
 
 
 def test_interpreter_mismatch_not_when_current_has_it_too():
-    gpu_torch = {"torch": {"version": "2.3.1+cu121", "cuda": "12.1", "cuda_available": True, "device_count": 1, "arch_list": ["sm_86"]}}
-    both = [python("C:\\a\\python.exe", frameworks=gpu_torch), python("C:\\b\\python.exe", frameworks=gpu_torch, current=False)]
+    gpu_torch = {
+        "torch": {
+            "version": "2.3.1+cu121",
+            "cuda": "12.1",
+            "cuda_available": True,
+            "device_count": 1,
+            "arch_list": ["sm_86"],
+        }
+    }
+    both = [
+        python("C:\\a\\python.exe", frameworks=gpu_torch),
+        python("C:\\b\\python.exe", frameworks=gpu_torch, current=False),
+    ]
     assert "interpreter-mismatch" not in ids(machine(WINDOWS_BASE, pythons=both))
     only_other = [python("C:\\a\\python.exe"), python("C:\\b\\python.exe", frameworks=gpu_torch, current=False)]
     assert "interpreter-mismatch" in ids(machine(WINDOWS_BASE, pythons=only_other))
 
 
 def test_stale_terminal_fix_says_restart_instead_of_edit_path():
-    tf = {"tensorflow": {"version": "2.10.0", "built_with_cuda": True, "gpus": [], "build_info": {"cuda_version": "64_112", "cudnn_version": "64_8"}}}
-    files = {f"{CUDA}\\v11.2\\bin\\cudart64_110.dll": {}, f"{CUDA}\\v11.2\\bin\\cudnn64_8.dll": {}, f"{CUDA}\\v11.2\\bin\\nvcc.exe": {}}
+    tf = {
+        "tensorflow": {
+            "version": "2.10.0",
+            "built_with_cuda": True,
+            "gpus": [],
+            "build_info": {"cuda_version": "64_112", "cudnn_version": "64_8"},
+        }
+    }
+    files = {
+        f"{CUDA}\\v11.2\\bin\\cudart64_110.dll": {},
+        f"{CUDA}\\v11.2\\bin\\cudnn64_8.dll": {},
+        f"{CUDA}\\v11.2\\bin\\nvcc.exe": {},
+    }
     persistent = {"user": {"Path": f"{CUDA}\\v11.2\\bin"}, "system": {"Path": "%SystemRoot%\\System32;%SystemRoot%"}}
     pythons = [python("C:\\env\\python.exe", packages={"tensorflow": "2.10.0"}, frameworks=tf)]
     stale = machine(WINDOWS_BASE, files=files, pythons=pythons, persistent_env=persistent)
@@ -177,11 +259,23 @@ def test_a_framework_newer_than_the_data_says_so_and_how_to_update():
     local build tag of a known release (2.15.0+cu126) are not."""
 
     def with_torch(version):
-        report = {"torch": {"version": version, "cuda": "13.2", "cuda_available": True, "device_count": 1, "arch_list": ["sm_90"]}}
+        report = {
+            "torch": {
+                "version": version,
+                "cuda": "13.2",
+                "cuda_available": True,
+                "device_count": 1,
+                "arch_list": ["sm_90"],
+            }
+        }
         return machine(LINUX_BASE, pythons=[python("/v/bin/python", packages={"torch": version}, frameworks=report)])
 
     (found,) = findings_of(with_torch("2.16.0"), "knowledge-outdated")
-    assert found.severity is Severity.INFO and "torch 2.16.0" in found.detail and "(2.15.0, from the package index as recorded on" in found.detail
+    assert (
+        found.severity is Severity.INFO
+        and "torch 2.16.0" in found.detail
+        and "(2.15.0, from the package index as recorded on" in found.detail
+    )
     assert any("cudnn-doctor kb update" in step for step in found.fix)
     assert not findings_of(with_torch("2.15.0"), "knowledge-outdated")
     assert not findings_of(with_torch("2.15.0+cu126"), "knowledge-outdated")
@@ -203,7 +297,11 @@ def test_a_rule_whose_severity_depends_on_the_case_says_so():
             if found.severity is not rule.severity and index not in causes and not rule.severity_when:
                 undeclared.add((found.id, found.severity.value, path.name))
     assert not undeclared, sorted(undeclared)[:10]
-    assert {r for r, rule in RULES.items() if rule.severity_when} >= {"cudnn-shadowed", "dependency-missing", "cuda-toolkit-missing"}
+    assert {r for r, rule in RULES.items() if rule.severity_when} >= {
+        "cudnn-shadowed",
+        "dependency-missing",
+        "cuda-toolkit-missing",
+    }
 
 
 def test_an_interpreter_whose_version_is_no_version_plans_without_a_python():

@@ -124,7 +124,9 @@ def test_framework_probe_that_hangs_in_a_grandchild(tmp_path, monkeypatch):
 @pytest.mark.live
 @LINUX
 @pytest.mark.parametrize("ending", ["exit", "hang"])
-def test_the_pool_place_is_given_back_when_the_child_has_ended_not_after_its_leftovers_are_looked_for(monkeypatch, ending):
+def test_the_pool_place_is_given_back_when_the_child_has_ended_not_after_its_leftovers_are_looked_for(
+    monkeypatch, ending
+):
     """`ended` runs after a normal exit, before /proc is scanned for what the child left (the next framework child
     need not wait for that scan); never at a deadline, where the caller must note the hang before giving back."""
     order: list[str] = []
@@ -208,7 +210,9 @@ def test_windows_grandchild_holding_the_output_dies_with_the_job(tmp_path, endin
     started = time.monotonic()
     result = run_child([sys.executable, "-c", WINDOWS_GRANDCHILD, str(marker), ending], timeout=timeout)
     elapsed = time.monotonic() - started
-    assert result.stdout.startswith("grandchild ") and result.stderr == "said on stderr\n", result  # kept, also on timeout
+    assert result.stdout.startswith("grandchild ") and result.stderr == "said on stderr\n", (
+        result
+    )  # kept, also on timeout
     pid = int(result.stdout.split()[1])
     ended = _windows_process_ended(pid, within=3)
     if ending == "hang":
@@ -324,7 +328,9 @@ def test_kill_tree_and_kill_all_go_through_the_job(monkeypatch):
     job = winjob.Job.contain(0x99, kernel32)
     assert job is not None
     monkeypatch.setattr(child.subprocess, "run", lambda *a, **k: pytest.fail("taskkill run although there is a job"))
-    monkeypatch.setattr(child.os, "killpg", lambda *a: pytest.fail("killpg run although there is a job"), raising=False)  # absent on Windows
+    monkeypatch.setattr(
+        child.os, "killpg", lambda *a: pytest.fail("killpg run although there is a job"), raising=False
+    )  # absent on Windows
     process = FakeProcess()
     monkeypatch.setitem(child._live, process, child._Running(job, b"no such tag"))  # type: ignore[arg-type]
     child.kill_all()

@@ -100,7 +100,13 @@ def test_corrupt_yaml_is_one_line_exit_2(tmp_path, capsys):
 
 
 def test_kb_overlay_with_a_newer_torch_release_changes_the_diagnosis(tmp_path, capsys):
-    torch = {"version": "2.16.0+cu126", "cuda": "12.6", "cuda_available": True, "device_count": 1, "arch_list": ["sm_86"]}
+    torch = {
+        "version": "2.16.0+cu126",
+        "cuda": "12.6",
+        "cuda_available": True,
+        "device_count": 1,
+        "arch_list": ["sm_86"],
+    }
     python = {
         "executable": "/v/bin/python",
         "version": "3.9.18",
@@ -123,7 +129,11 @@ def test_kb_overlay_with_a_newer_torch_release_changes_the_diagnosis(tmp_path, c
 
     assert python_findings() == (0, [])  # torch 2.16 is newer than the shipped table: nothing to say
     code, found = python_findings("--kb", str(newer))
-    assert code == 1 and "torch 2.16.0+cu126 supports Python >=3.10,<3.15" in found[0]["detail"] and "python=3.14" in found[0]["fix"][0]
+    assert (
+        code == 1
+        and "torch 2.16.0+cu126 supports Python >=3.10,<3.15" in found[0]["detail"]
+        and "python=3.14" in found[0]["fix"][0]
+    )
     assert python_findings() == (0, [])  # the overlay lasted for that run only
 
 
@@ -131,10 +141,16 @@ def test_kb_overlay_with_a_newer_torch_release_changes_the_diagnosis(tmp_path, c
 def test_a_bad_kb_file_is_one_line_exit_2(tmp_path, capsys, command):
     fixture = write(tmp_path, machine(LINUX_BASE))
     mine = tmp_path / "mine.yaml"
-    mine.write_text("torch:\n  releases:\n    - {version: '2.15', pyton: '>=3.10', cuda: ['12.6'], source: 'https://x'}\n", encoding="utf-8")
+    mine.write_text(
+        "torch:\n  releases:\n    - {version: '2.15', pyton: '>=3.10', cuda: ['12.6'], source: 'https://x'}\n",
+        encoding="utf-8",
+    )
     code, out, err = cli([*command, "--fixture", str(fixture), "--kb", str(mine)], capsys)
     assert (code, out) == (2, "")
-    assert err == f"cudnn-doctor: error: {mine}: torch.releases[0] (version 2.15): unknown key 'pyton' (did you mean 'python'?)\n"
+    assert (
+        err
+        == f"cudnn-doctor: error: {mine}: torch.releases[0] (version 2.15): unknown key 'pyton' (did you mean 'python'?)\n"
+    )
 
 
 @pytest.mark.live
@@ -162,7 +178,10 @@ def test_live_check_on_a_machine_without_gpu(capsys):
 
 
 @pytest.mark.live
-@pytest.mark.skipif(shutil.which("nvcc") is None or shutil.which("nvidia-smi") is not None, reason="needs the development machine: nvcc, no driver")
+@pytest.mark.skipif(
+    shutil.which("nvcc") is None or shutil.which("nvidia-smi") is not None,
+    reason="needs the development machine: nvcc, no driver",
+)
 def test_live_check_shows_the_toolkit(capsys):
     code, out, _ = cli(["check", "--no-frameworks", "--no-color"], capsys)
     assert code == 1
@@ -174,7 +193,9 @@ def test_live_check_shows_the_toolkit(capsys):
     ("path", "install"),
     [
         pytest.param(
-            GALLERY / "win-torch-cpu-wheel-from-pypi.yaml", "torch==2.2.2 torchvision==0.17.2 --index-url https://download.pytorch.org/whl/cu121", id="gallery"
+            GALLERY / "win-torch-cpu-wheel-from-pypi.yaml",
+            "torch==2.2.2 torchvision==0.17.2 --index-url https://download.pytorch.org/whl/cu121",
+            id="gallery",
         ),
         pytest.param(
             SHARED_FIXTURES / "seed" / "seed-win-torch-cpu-wheel.yaml",
@@ -218,7 +239,9 @@ def test_readme_samples_are_the_real_output(capsys, monkeypatch):
 def test_explain_one_id_and_all(capsys):
     assert main(["explain", "cudnn-shadowed"]) == 0
     out = capsys.readouterr().out
-    assert re.match(r"cudnn-shadowed \(warning or by case(, [^)]+)?\): An earlier copy of a cuDNN library wins the search\n", out)
+    assert re.match(
+        r"cudnn-shadowed \(warning or by case(, [^)]+)?\): An earlier copy of a cuDNN library wins the search\n", out
+    )
     assert "Severity: warning; error when the copy found first is unusable" in out
     assert main(["explain", "--all", "--format", "json"]) == 0
     pages = json.loads(capsys.readouterr().out)

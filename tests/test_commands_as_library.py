@@ -21,7 +21,9 @@ from cudnn_doctor.system.fixture import FixtureSystem
 from . import archives
 from .conftest import WINDOWS_BASE, machine
 
-SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "src" / "cudnn_doctor" / "reports" / "changes.schema.json").read_text())
+SCHEMA = json.loads(
+    (Path(__file__).resolve().parents[1] / "src" / "cudnn_doctor" / "reports" / "changes.schema.json").read_text()
+)
 TARGET = "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v11.8"
 STATE = "C:\\Users\\dev\\AppData\\Local\\cudnn-doctor"
 
@@ -36,7 +38,11 @@ def toolkit_machine() -> dict[str, Any]:
         f"{TARGET}\\bin\\cudnn64_8.dll": {"text": "MZ the user's cuDNN 8.2"},
         "C:\\Windows\\System32\\cudnn64_8.dll": {"size": 300000},
     }
-    env = {"USERPROFILE": "C:\\Users\\dev", "LOCALAPPDATA": "C:\\Users\\dev\\AppData\\Local", "PATH": f"{TARGET}\\bin;C:\\Windows\\System32;C:\\Windows"}
+    env = {
+        "USERPROFILE": "C:\\Users\\dev",
+        "LOCALAPPDATA": "C:\\Users\\dev\\AppData\\Local",
+        "PATH": f"{TARGET}\\bin;C:\\Windows\\System32;C:\\Windows",
+    }
     return machine(WINDOWS_BASE, files=files, env=env)
 
 
@@ -47,7 +53,9 @@ def content(system: FixtureSystem, path: str) -> bytes:
 
 @pytest.fixture(scope="module")
 def archive_path(tmp_path_factory) -> Path:
-    return archives.write_zip(tmp_path_factory.mktemp("a") / "cudnn-windows-x86_64-8.5.0.96_cuda11-archive.zip", archives.windows_members())
+    return archives.write_zip(
+        tmp_path_factory.mktemp("a") / "cudnn-windows-x86_64-8.5.0.96_cuda11-archive.zip", archives.windows_members()
+    )
 
 
 @pytest.fixture
@@ -77,7 +85,9 @@ def test_install_rollback_and_history_as_library_calls_on_a_fixture_machine(arch
 def test_a_dry_run_shows_the_plan_and_never_asks(archive_path):
     system = FixtureSystem(toolkit_machine())
     shown = []
-    result = install(system, archive_path, dry_run=True, show=shown.append, confirm=lambda: pytest.fail("a dry run asked"))
+    result = install(
+        system, archive_path, dry_run=True, show=shown.append, confirm=lambda: pytest.fail("a dry run asked")
+    )
     assert result.dry_run and not result.applied and shown and not history(system).entries
 
 
@@ -97,7 +107,12 @@ def test_fix_as_a_library_call_reports_each_finding_before_and_after():
     assert outcomes["cudnn-in-system-dir"].verdict == "fixed" and outcomes["cudnn-in-system-dir"].before == 1
     assert "cudnn-in-system-dir" not in {f.id for f in diagnose(system, with_frameworks=False).findings}
     assert [e["kind"] for e in history(system).entries] == ["fix"]
-    dry = fix(FixtureSystem(toolkit_machine()), dry_run=True, diagnose=lambda m: diagnose(m, with_frameworks=False), confirm=lambda: pytest.fail("asked"))
+    dry = fix(
+        FixtureSystem(toolkit_machine()),
+        dry_run=True,
+        diagnose=lambda m: diagnose(m, with_frameworks=False),
+        confirm=lambda: pytest.fail("asked"),
+    )
     assert dry.dry_run and not dry.applied and dry.exit_code == 0 and dry.outcomes == ()
 
 
@@ -109,14 +124,30 @@ def run_json(capsys, *argv: str) -> tuple[int, dict[str, Any]]:
 
 
 def test_the_commands_run_on_a_fixture_file_and_their_json_follows_the_schema(capsys, fixture_file, archive_path):
-    code, planned = run_json(capsys, "install", str(archive_path), "--fixture", str(fixture_file), "--dry-run", "--format", "json")
-    assert code == 0 and planned["schema"] == "cudnn-doctor-install/1" and planned["target"] == TARGET and not planned["applied"]
+    code, planned = run_json(
+        capsys, "install", str(archive_path), "--fixture", str(fixture_file), "--dry-run", "--format", "json"
+    )
+    assert (
+        code == 0
+        and planned["schema"] == "cudnn-doctor-install/1"
+        and planned["target"] == TARGET
+        and not planned["applied"]
+    )
     assert {a["kind"] for a in planned["actions"]} >= {"add", "replace"} and planned["bytes_to_write"] > 0
-    code, installed = run_json(capsys, "install", str(archive_path), "--fixture", str(fixture_file), "--yes", "--format", "json")
+    code, installed = run_json(
+        capsys, "install", str(archive_path), "--fixture", str(fixture_file), "--yes", "--format", "json"
+    )
     assert installed["applied"] and not installed["live"] and code == installed["exit_code"]
-    code, fixed = run_json(capsys, "fix", "--fixture", str(fixture_file), "--yes", "--no-frameworks", "--format", "json")
-    assert fixed["applied"] and {"id": "cudnn-in-system-dir", "before": 1, "after": 0, "verdict": "fixed"} in fixed["outcomes"]
-    code, undone = run_json(capsys, "rollback", "--fixture", str(fixture_file), "--format", "json")  # a fresh process: memory is gone
+    code, fixed = run_json(
+        capsys, "fix", "--fixture", str(fixture_file), "--yes", "--no-frameworks", "--format", "json"
+    )
+    assert (
+        fixed["applied"]
+        and {"id": "cudnn-in-system-dir", "before": 1, "after": 0, "verdict": "fixed"} in fixed["outcomes"]
+    )
+    code, undone = run_json(
+        capsys, "rollback", "--fixture", str(fixture_file), "--format", "json"
+    )  # a fresh process: memory is gone
     assert code == 0 and undone["nothing_to_undo"] and undone["undone"] is None
     code, listed = run_json(capsys, "history", "--fixture", str(fixture_file), "--format", "json")
     assert code == 0 and listed["entries"] == []

@@ -135,7 +135,16 @@ def test_a_tag_never_yields_a_number_like_112(digits):
 
 @pytest.mark.parametrize(
     "cuda, tag",
-    [("12.1", "121"), ("11.8", "118"), ("11.2", "112"), ("10.0", "100"), ("10.1", "101"), ("9.2", "92"), ("8.0", "80"), ("13.0", "130")],
+    [
+        ("12.1", "121"),
+        ("11.8", "118"),
+        ("11.2", "112"),
+        ("10.0", "100"),
+        ("10.1", "101"),
+        ("9.2", "92"),
+        ("8.0", "80"),
+        ("13.0", "130"),
+    ],
 )
 def test_cuda_tag_writes_what_the_table_reads(cuda, tag):
     assert cuda_tag(cuda) == tag
@@ -144,13 +153,25 @@ def test_cuda_tag_writes_what_the_table_reads(cuda, tag):
 
 @pytest.mark.parametrize(
     "value, expected",
-    [("64_112", "11.2"), ("112", "11.2"), ("118", "11.8"), ("80", "8.0"), ("12", "12"), ("12040", "12.4"), ("11.2", "11.2"), ("64_1180", None)],
+    [
+        ("64_112", "11.2"),
+        ("112", "11.2"),
+        ("118", "11.8"),
+        ("80", "8.0"),
+        ("12", "12"),
+        ("12040", "12.4"),
+        ("11.2", "11.2"),
+        ("64_1180", None),
+    ],
 )
 def test_parse_cuda_version_reads_a_bare_tag_as_a_tag(value, expected):
     assert parse_cuda_version(value) == _expected(expected)
 
 
-@pytest.mark.parametrize("number, major", [("12", 12), ("11", 11), ("110", 11), ("101", 10), ("100", 10), ("80", 8), ("90", 9), ("1180", None), ("x", None)])
+@pytest.mark.parametrize(
+    "number, major",
+    [("12", 12), ("11", 11), ("110", 11), ("101", 10), ("100", 10), ("80", 8), ("90", 9), ("1180", None), ("x", None)],
+)
 def test_a_dll_number_is_read_by_the_same_table(number, major):
     assert cuda_major_of_dll_number(number) == major
 
@@ -159,7 +180,9 @@ def test_a_dll_number_is_read_by_the_same_table(number, major):
 
 
 def _python(packages):
-    return PythonEnv(executable="/env/bin/python", version="3.11.8", kind="venv", current=True, packages=packages, frameworks={})
+    return PythonEnv(
+        executable="/env/bin/python", version="3.11.8", kind="venv", current=True, packages=packages, frameworks={}
+    )
 
 
 def _build(name, packages):
@@ -220,7 +243,12 @@ def test_no_probe_splits_cuda_digits_itself():
     import cudnn_doctor
 
     root = pathlib.Path(cudnn_doctor.__file__).parent
-    for path in (root / "probes" / "builds.py", root / "probes" / "wheel_files.py", root / "probes" / "cudnn_versions.py", root / "planner" / "candidates.py"):
+    for path in (
+        root / "probes" / "builds.py",
+        root / "probes" / "wheel_files.py",
+        root / "probes" / "cudnn_versions.py",
+        root / "planner" / "candidates.py",
+    ):
         text = path.read_text(encoding="utf-8")
         for old in (r"\+cu(\d+)(\d)", r"post(\d+)(\d)", r"cuda(\d+?)(x|\d)", r'"-cu(\d+)$"', 'replace(".", "")'):
             assert old not in text, (path.name, old)

@@ -11,7 +11,14 @@ from .conftest import LINUX_BASE, WINDOWS_BASE, machine, run
 
 CUDA = "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v11.8"
 PARTS = ("ops_infer", "ops_train", "cnn_infer", "cnn_train", "adv_infer", "adv_train")
-TF = {"tensorflow": {"version": "2.10.0", "built_with_cuda": True, "gpus": [], "build_info": {"cuda_version": "64_112", "cudnn_version": "64_8"}}}
+TF = {
+    "tensorflow": {
+        "version": "2.10.0",
+        "built_with_cuda": True,
+        "gpus": [],
+        "build_info": {"cuda_version": "64_112", "cudnn_version": "64_8"},
+    }
+}
 
 
 def cudnn8(folder: str, version: str = "8.9.7.29", cuda: int = 11, parts=PARTS, **overrides: Any) -> dict[str, Any]:
@@ -26,7 +33,12 @@ def cudnn8(folder: str, version: str = "8.9.7.29", cuda: int = 11, parts=PARTS, 
     }
     for part in parts:
         loads = [f"cublas64_{cuda}.dll", f"cublasLt64_{cuda}.dll", "zlibwapi.dll"] if part == "ops_infer" else []
-        files[f"{folder}\\cudnn_{part}64_8.dll"] = {"size": 9000000, "version": version, "imports": ["KERNEL32.dll"], "loads": loads}
+        files[f"{folder}\\cudnn_{part}64_8.dll"] = {
+            "size": 9000000,
+            "version": version,
+            "imports": ["KERNEL32.dll"],
+            "loads": loads,
+        }
     for path, changes in overrides.items():
         files[path] = {**files.get(path, {}), **changes}
     return files
@@ -38,12 +50,21 @@ def toolkit(extra: dict[str, Any], path_extra: str = "") -> dict[str, Any]:
         for name in ("cudart64_110.dll", "cublas64_11.dll", "cublasLt64_11.dll", "zlibwapi.dll", "nvcc.exe")
     }
     files[f"{CUDA}\\include\\cudnn.h"] = {"size": 100}
-    files[f"{CUDA}\\include\\cudnn_version.h"] = {"text": "#define CUDNN_MAJOR 8\n#define CUDNN_MINOR 9\n#define CUDNN_PATCHLEVEL 7\n"}
+    files[f"{CUDA}\\include\\cudnn_version.h"] = {
+        "text": "#define CUDNN_MAJOR 8\n#define CUDNN_MINOR 9\n#define CUDNN_PATCHLEVEL 7\n"
+    }
     files[f"{CUDA}\\lib\\x64\\cudnn.lib"] = {"size": 100}
     files.update(extra)
     env = {"PATH": f"{path_extra}{CUDA}\\bin;C:\\Windows\\System32;C:\\Windows", "CUDA_PATH": CUDA}
     pythons = [
-        {"executable": "C:\\env\\python.exe", "version": "3.10.11", "current": True, "kind": "conda", "packages": {"tensorflow": "2.10.0"}, "frameworks": TF}
+        {
+            "executable": "C:\\env\\python.exe",
+            "version": "3.10.11",
+            "current": True,
+            "kind": "conda",
+            "packages": {"tensorflow": "2.10.0"},
+            "frameworks": TF,
+        }
     ]
     return machine(WINDOWS_BASE, files=files, env=env, pythons=pythons)
 
@@ -84,7 +105,12 @@ def test_older_copy_first_on_path_is_shadowed_and_too_old():
     assert "C:\\tools\\cudnn\\bin\\cudnn64_8.dll" in result["cudnn-shadowed"].detail
     assert "cudnn-version-mismatch" in result
     same = cudnn8("C:\\tools\\cudnn\\bin")
-    assert found(toolkit({**cudnn8(f"{CUDA}\\bin"), **same}, path_extra="C:\\tools\\cudnn\\bin;"))["cudnn-shadowed"].severity is Severity.WARNING
+    assert (
+        found(toolkit({**cudnn8(f"{CUDA}\\bin"), **same}, path_extra="C:\\tools\\cudnn\\bin;"))[
+            "cudnn-shadowed"
+        ].severity
+        is Severity.WARNING
+    )
 
 
 def test_mixed_versions_within_one_folder():
@@ -93,7 +119,10 @@ def test_mixed_versions_within_one_folder():
 
 
 def test_system32_copy():
-    files = {**cudnn8(f"{CUDA}\\bin"), "C:\\Windows\\System32\\cudnn64_8.dll": {"size": 300000, "version": "8.9.7.29", "imports": ["KERNEL32.dll"]}}
+    files = {
+        **cudnn8(f"{CUDA}\\bin"),
+        "C:\\Windows\\System32\\cudnn64_8.dll": {"size": 300000, "version": "8.9.7.29", "imports": ["KERNEL32.dll"]},
+    }
     result = found(toolkit(files))
     assert "cudnn-in-system-dir" in result and "cudnn-shadowed" in result
 
@@ -129,7 +158,11 @@ def test_zero_bytes_unreadable_and_wrong_architecture():
 def test_linux_optional_nvrtc_is_a_warning_and_system_copy_owned_by_dpkg_is_fine():
     lib = "/usr/lib/x86_64-linux-gnu"
     files = {
-        f"{lib}/libcudnn.so.8": {"soname": "libcudnn.so.8", "imports": ["libc.so.6"], "loads": [f"libcudnn_{p}.so.8" for p in PARTS]},
+        f"{lib}/libcudnn.so.8": {
+            "soname": "libcudnn.so.8",
+            "imports": ["libc.so.6"],
+            "loads": [f"libcudnn_{p}.so.8" for p in PARTS],
+        },
         f"{lib}/libcudart.so.11.0": {"soname": "libcudart.so.11.0"},
         "/var/lib/dpkg/info/libcudnn8.list": {"text": f"{lib}/libcudnn.so.8\n"},
     }
@@ -139,15 +172,43 @@ def test_linux_optional_nvrtc_is_a_warning_and_system_copy_owned_by_dpkg_is_fine
             "imports": ["libc.so.6"],
             "loads": ["libnvrtc.so"] if part == "cnn_infer" else [],
         }
-    tf = {"tensorflow": {"version": "2.12.0", "built_with_cuda": True, "gpus": [], "build_info": {"cuda_version": "11.8", "cudnn_version": "8"}}}
-    pythons = [{"executable": "/v/bin/python", "version": "3.10.12", "current": True, "kind": "venv", "packages": {"tensorflow": "2.12.0"}, "frameworks": tf}]
+    tf = {
+        "tensorflow": {
+            "version": "2.12.0",
+            "built_with_cuda": True,
+            "gpus": [],
+            "build_info": {"cuda_version": "11.8", "cudnn_version": "8"},
+        }
+    }
+    pythons = [
+        {
+            "executable": "/v/bin/python",
+            "version": "3.10.12",
+            "current": True,
+            "kind": "venv",
+            "packages": {"tensorflow": "2.12.0"},
+            "frameworks": tf,
+        }
+    ]
     result = found(machine(LINUX_BASE, files=files, pythons=pythons))
-    assert result["dependency-missing"].severity is Severity.WARNING and "libnvrtc.so" in result["dependency-missing"].detail
+    assert (
+        result["dependency-missing"].severity is Severity.WARNING
+        and "libnvrtc.so" in result["dependency-missing"].detail
+    )
     assert "cudnn-in-system-dir" not in result
 
 
 def _linux_python(frameworks, packages):
-    return [{"executable": "/v/bin/python", "version": "3.11.7", "current": True, "kind": "venv", "packages": packages, "frameworks": frameworks}]
+    return [
+        {
+            "executable": "/v/bin/python",
+            "version": "3.11.7",
+            "current": True,
+            "kind": "venv",
+            "packages": packages,
+            "frameworks": frameworks,
+        }
+    ]
 
 
 def test_version_mismatch_from_jax_and_torch_messages():
@@ -172,12 +233,18 @@ def test_version_mismatch_from_jax_and_torch_messages():
     }
     assert (
         "loaded 8.5.0, compiled with 8.7.0"
-        in found(machine(LINUX_BASE, pythons=_linux_python(torch, {"torch": "2.0.1+cu118"})))["cudnn-version-mismatch"].detail
+        in found(machine(LINUX_BASE, pythons=_linux_python(torch, {"torch": "2.0.1+cu118"})))[
+            "cudnn-version-mismatch"
+        ].detail
     )
 
 
 def test_missing_library_named_in_an_import_error_is_a_missing_dependency():
-    torch = {"torch": {"import_error": "OSError: libcudnn_ops_infer.so.8: cannot open shared object file: No such file or directory"}}
+    torch = {
+        "torch": {
+            "import_error": "OSError: libcudnn_ops_infer.so.8: cannot open shared object file: No such file or directory"
+        }
+    }
     finding = found(machine(LINUX_BASE, pythons=_linux_python(torch, {"torch": "2.0.1"})))["dependency-missing"]
     assert "libcudnn_ops_infer.so.8" in finding.detail and "cuDNN" in finding.detail
 
@@ -200,22 +267,40 @@ CUDNN9_PARTS = ("graph", "engines_precompiled", "engines_runtime_compiled", "heu
 def cudnn9(folder: str, version: str = "9.1.0.70", cuda: int = 12) -> dict[str, Any]:
     """cuDNN 9 DLLs: the front library loads the graph and engine libraries at run time."""
     parts = CUDNN9_PARTS
-    files = {f"{folder}\\cudnn64_9.dll": {"size": 300000, "version": version, "imports": ["KERNEL32.dll"], "loads": [f"cudnn_{p}64_9.dll" for p in parts]}}
+    files = {
+        f"{folder}\\cudnn64_9.dll": {
+            "size": 300000,
+            "version": version,
+            "imports": ["KERNEL32.dll"],
+            "loads": [f"cudnn_{p}64_9.dll" for p in parts],
+        }
+    }
     for part in parts:
         loads = [f"cublas64_{cuda}.dll", f"cublasLt64_{cuda}.dll"] if part == "ops" else []
-        files[f"{folder}\\cudnn_{part}64_9.dll"] = {"size": 9000000, "version": version, "imports": ["KERNEL32.dll"], "loads": loads}
+        files[f"{folder}\\cudnn_{part}64_9.dll"] = {
+            "size": 9000000,
+            "version": version,
+            "imports": ["KERNEL32.dll"],
+            "loads": loads,
+        }
     return files
 
 
 def test_a_framework_that_needs_cudnn_8_where_only_cudnn_9_is_installed():
     document = toolkit(cudnn9(f"{CUDA}\\bin", cuda=11))
-    document["files"][f"{CUDA}\\include\\cudnn_version.h"] = {"text": "#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 1\n#define CUDNN_PATCHLEVEL 0\n"}
+    document["files"][f"{CUDA}\\include\\cudnn_version.h"] = {
+        "text": "#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 1\n#define CUDNN_PATCHLEVEL 0\n"
+    }
     findings = run(document).findings
     by_id = {f.id: f for f in findings}
     mismatch = by_id["cudnn-version-mismatch"]
-    assert "needs cuDNN 8" in mismatch.detail and "only other majors are installed: cuDNN 9.1.0" in mismatch.detail, mismatch.detail
+    assert "needs cuDNN 8" in mismatch.detail and "only other majors are installed: cuDNN 9.1.0" in mismatch.detail, (
+        mismatch.detail
+    )
     assert mismatch.evidence["installed"] == ["9.1.0"] and mismatch.severity is Severity.ERROR  # the header comes first
-    assert re.search(r"cuDNN 8\.(x|\d)", mismatch.fix[0]), mismatch.fix  # a cuDNN 8: the planner's release once it can plan TensorFlow, else "8.x"
+    assert re.search(r"cuDNN 8\.(x|\d)", mismatch.fix[0]), (
+        mismatch.fix
+    )  # a cuDNN 8: the planner's release once it can plan TensorFlow, else "8.x"
     # The framework's missing cudnn64_8.dll is the same problem: said under the version mismatch, not beside it.
     missing = by_id["cudnn-missing"]
     assert missing.symptom_of is not None and findings[missing.symptom_of].id == "cudnn-version-mismatch"
@@ -232,7 +317,10 @@ def _torch_with_pip_cudnn9(engine_imports: list[str], torch_imports: list[str]) 
     site = "/v/lib/python3.11/site-packages"
     cudnn = f"{site}/nvidia/cudnn/lib"
     files: dict[str, Any] = {
-        f"{site}/torch/lib/libtorch_cuda.so": {"imports": ["libcudnn.so.9", *torch_imports, "libc.so.6"], "rpath": ["$ORIGIN/../../nvidia/cudnn/lib"]},
+        f"{site}/torch/lib/libtorch_cuda.so": {
+            "imports": ["libcudnn.so.9", *torch_imports, "libc.so.6"],
+            "rpath": ["$ORIGIN/../../nvidia/cudnn/lib"],
+        },
         f"{cudnn}/libcudnn.so.9": {
             "soname": "libcudnn.so.9",
             "imports": ["libc.so.6"],
@@ -242,9 +330,24 @@ def _torch_with_pip_cudnn9(engine_imports: list[str], torch_imports: list[str]) 
     }
     for part in CUDNN9_PARTS:
         imports = engine_imports if part == "engines_precompiled" else []
-        files[f"{cudnn}/libcudnn_{part}.so.9"] = {"soname": f"libcudnn_{part}.so.9", "imports": [*imports, "libc.so.6"], "rpath": ["$ORIGIN"]}
-    torch = {"torch": {"version": "2.4.0+cu124", "cuda": "12.4", "cuda_available": True, "device_count": 1, "cudnn": 90100, "arch_list": ["sm_89"]}}
-    return machine(LINUX_BASE, files=files, pythons=_linux_python(torch, {"torch": "2.4.0+cu124", "nvidia-cudnn-cu12": "9.1.0.70"}))
+        files[f"{cudnn}/libcudnn_{part}.so.9"] = {
+            "soname": f"libcudnn_{part}.so.9",
+            "imports": [*imports, "libc.so.6"],
+            "rpath": ["$ORIGIN"],
+        }
+    torch = {
+        "torch": {
+            "version": "2.4.0+cu124",
+            "cuda": "12.4",
+            "cuda_available": True,
+            "device_count": 1,
+            "cudnn": 90100,
+            "arch_list": ["sm_89"],
+        }
+    }
+    return machine(
+        LINUX_BASE, files=files, pythons=_linux_python(torch, {"torch": "2.4.0+cu124", "nvidia-cudnn-cu12": "9.1.0.70"})
+    )
 
 
 def test_a_working_torch_vouches_for_its_static_imports_not_for_cudnns_lazy_loads():
@@ -252,7 +355,9 @@ def test_a_working_torch_vouches_for_its_static_imports_not_for_cudnns_lazy_load
     assert "dependency-missing" not in found(_torch_with_pip_cudnn9([], ["libcudart.so.12"]))
     # An engine library cuDNN loads only when the first convolution runs needs a cuBLASLt that is nowhere: still an error.
     finding = found(_torch_with_pip_cudnn9(["libcublasLt.so.12"], []))["dependency-missing"]
-    assert "libcudnn_engines_precompiled.so.9" in finding.detail and "libcublasLt.so.12" in finding.detail, finding.detail
+    assert "libcudnn_engines_precompiled.so.9" in finding.detail and "libcublasLt.so.12" in finding.detail, (
+        finding.detail
+    )
     assert finding.severity is Severity.ERROR
     # A name the live process already holds (torch imported it) is reused by the engine library: no finding.
     assert "dependency-missing" not in found(_torch_with_pip_cudnn9(["libcublasLt.so.12"], ["libcublasLt.so.12"]))
@@ -279,7 +384,10 @@ def test_a_framework_that_says_it_cannot_load_cudnn_outranks_the_emulation():
 
 def test_a_jax_style_minimum_is_said_in_the_mismatch():
     document = toolkit(cudnn8(f"{CUDA}\\bin"))
-    tf = dict(TF["tensorflow"], log="Outdated cuDNN installation found.\nVersion JAX was built against: 8907\nMinimum supported: 9100\nInstalled version: 8907")
+    tf = dict(
+        TF["tensorflow"],
+        log="Outdated cuDNN installation found.\nVersion JAX was built against: 8907\nMinimum supported: 9100\nInstalled version: 8907",
+    )
     document["pythons"][0]["frameworks"] = {"tensorflow": tf}
     mismatch = found(document)["cudnn-version-mismatch"]
     assert "loaded 8.9.7, compiled with 8.9.7, needs at least 9.1.0" in mismatch.detail, mismatch.detail

@@ -43,13 +43,20 @@ def front(release: Optional[str] = None) -> dict[str, Any]:
     return {"soname": "libcudnn.so.9", "imports": ["libc.so.6"], "loads": loads, "dt_rpath": ["$ORIGIN"]}
 
 
-def cudnn9(folder: str, release: Optional[str] = None, cuda: int = 12, parts=PARTS, with_front: bool = True) -> dict[str, Any]:
+def cudnn9(
+    folder: str, release: Optional[str] = None, cuda: int = 12, parts=PARTS, with_front: bool = True
+) -> dict[str, Any]:
     files = {f"{folder}/libcudnn.so.9": front(release)} if with_front else {}
     for part in parts:
         imports = [] if part == "graph" else ["libcudnn_graph.so.9"]
         imports += [f"libcublasLt.so.{cuda}"] if part in ("adv", "engines_precompiled") else []
         loads = [f"libcudnn_{p}.so.9" for p in ENGINES] if part == "graph" else []
-        files[f"{folder}/libcudnn_{part}.so.9"] = {"soname": f"libcudnn_{part}.so.9", "imports": [*imports, "libc.so.6"], "loads": loads, "rpath": ["$ORIGIN"]}
+        files[f"{folder}/libcudnn_{part}.so.9"] = {
+            "soname": f"libcudnn_{part}.so.9",
+            "imports": [*imports, "libc.so.6"],
+            "loads": loads,
+            "rpath": ["$ORIGIN"],
+        }
     files[f"/usr/local/cuda-{cuda}/lib64/libcublasLt.so.{cuda}"] = {"soname": f"libcublasLt.so.{cuda}"}
     return files
 
@@ -57,7 +64,9 @@ def cudnn9(folder: str, release: Optional[str] = None, cuda: int = 12, parts=PAR
 def wheel(version: str = "9.28.1.4", cuda: int = 12, release: Optional[str] = "9.28.1") -> dict[str, Any]:
     """nvidia-cudnn-cuXX in the test interpreter's site-packages, with its dist-info."""
     files = cudnn9(WHEEL, release, cuda)
-    files[f"{SITE}/nvidia_cudnn_cu{cuda}-{version}.dist-info/METADATA"] = {"text": f"Metadata-Version: 2.1\nName: nvidia-cudnn-cu{cuda}\nVersion: {version}\n"}
+    files[f"{SITE}/nvidia_cudnn_cu{cuda}-{version}.dist-info/METADATA"] = {
+        "text": f"Metadata-Version: 2.1\nName: nvidia-cudnn-cu{cuda}\nVersion: {version}\n"
+    }
     return files
 
 
@@ -65,22 +74,54 @@ def header(major: int, minor: int, patch: int) -> dict[str, Any]:
     return {"text": f"#define CUDNN_MAJOR {major}\n#define CUDNN_MINOR {minor}\n#define CUDNN_PATCHLEVEL {patch}\n"}
 
 
-TORCH = {"torch": {"version": "2.8.0+cu128", "cuda": "12.8", "cuda_available": True, "device_count": 1, "arch_list": ["sm_89"]}}
+TORCH = {
+    "torch": {
+        "version": "2.8.0+cu128",
+        "cuda": "12.8",
+        "cuda_available": True,
+        "device_count": 1,
+        "arch_list": ["sm_89"],
+    }
+}
 ORT = {"onnxruntime": {"version": "1.20.1", "providers": ["CUDAExecutionProvider", "CPUExecutionProvider"]}}
 
 
 def torch_machine(files: dict[str, Any], ld_library_path: str) -> dict[str, Any]:
     """torch 2.8 +cu128: libtorch_cuda.so imports libcudnn.so.9 through its RUNPATH into the wheel."""
-    files = {**files, f"{SITE}/torch/lib/libtorch_cuda.so": {"imports": ["libcudnn.so.9", "libc.so.6"], "rpath": ["$ORIGIN/../../nvidia/cudnn/lib"]}}
-    python = {"executable": "/v/bin/python", "version": "3.11.7", "current": True, "kind": "venv", "packages": {"torch": "2.8.0+cu128"}, "frameworks": TORCH}
+    files = {
+        **files,
+        f"{SITE}/torch/lib/libtorch_cuda.so": {
+            "imports": ["libcudnn.so.9", "libc.so.6"],
+            "rpath": ["$ORIGIN/../../nvidia/cudnn/lib"],
+        },
+    }
+    python = {
+        "executable": "/v/bin/python",
+        "version": "3.11.7",
+        "current": True,
+        "kind": "venv",
+        "packages": {"torch": "2.8.0+cu128"},
+        "frameworks": TORCH,
+    }
     return machine(LINUX_BASE, files=files, env={"LD_LIBRARY_PATH": ld_library_path}, pythons=[python])
 
 
 def ort_machine(files: dict[str, Any], ld_library_path: str) -> dict[str, Any]:
     """onnxruntime-gpu 1.20 (CUDA 12, cuDNN 9): loads libcudnn.so.9 by name from the system search path."""
     provider = f"{SITE}/onnxruntime/capi/libonnxruntime_providers_cuda.so"
-    files = {**files, provider: {"soname": "libonnxruntime_providers_cuda.so", "imports": ["libc.so.6"]}, f"{SITE}/onnxruntime/__init__.py": {"text": ""}}
-    python = {"executable": "/v/bin/python", "version": "3.11.7", "current": True, "kind": "venv", "packages": {"onnxruntime-gpu": "1.20.1"}, "frameworks": ORT}
+    files = {
+        **files,
+        provider: {"soname": "libonnxruntime_providers_cuda.so", "imports": ["libc.so.6"]},
+        f"{SITE}/onnxruntime/__init__.py": {"text": ""},
+    }
+    python = {
+        "executable": "/v/bin/python",
+        "version": "3.11.7",
+        "current": True,
+        "kind": "venv",
+        "packages": {"onnxruntime-gpu": "1.20.1"},
+        "frameworks": ORT,
+    }
     return machine(LINUX_BASE, files=files, env={"LD_LIBRARY_PATH": ld_library_path}, pythons=[python])
 
 
@@ -126,7 +167,9 @@ def test_the_wheel_names_its_cuda_major_and_the_front_its_own_release():
 
 def test_two_releases_unpacked_over_one_wheel_folder_leave_the_metadata_silent():
     files = wheel("9.28.1.4", release=None)
-    files[f"{SITE}/nvidia_cudnn_cu12-9.1.0.70.dist-info/METADATA"] = {"text": "Name: nvidia-cudnn-cu12\nVersion: 9.1.0.70\n"}
+    files[f"{SITE}/nvidia_cudnn_cu12-9.1.0.70.dist-info/METADATA"] = {
+        "text": "Name: nvidia-cudnn-cu12\nVersion: 9.1.0.70\n"
+    }
     assert install_at(ort_machine(files, WHEEL), WHEEL).version is None
 
 
@@ -137,12 +180,28 @@ def test_a_conda_environment_s_own_record():
     files[f"{prefix}/conda-meta/cudnn-9.3.0.75-h93bb076_0.json"] = {"text": json.dumps(record)}
     for part in ("adv", "engines_precompiled"):  # no cuBLAS name in the binaries: the record's dependency tells
         files[f"{prefix}/lib/libcudnn_{part}.so.9"]["imports"] = ["libcudnn_graph.so.9", "libc.so.6"]
-    python = {"executable": f"{prefix}/bin/python", "version": "3.11.7", "current": True, "kind": "conda", "packages": {}, "frameworks": {}}
+    python = {
+        "executable": f"{prefix}/bin/python",
+        "version": "3.11.7",
+        "current": True,
+        "kind": "conda",
+        "packages": {},
+        "frameworks": {},
+    }
     install = install_at(machine(LINUX_BASE, files=files, pythons=[python]), f"{prefix}/lib")
     assert (install.version, install.version_source, install.cuda_major) == ("9.3.0.75", CONDA_META, 12)
     windows = {"C:\\conda\\Library\\bin\\cudnn64_9.dll": {"imports": ["KERNEL32.dll"]}}
-    windows["C:\\conda\\conda-meta\\cudnn-9.3.0.75-cuda12_0.json"] = {"text": json.dumps({"version": "9.3.0.75", "build": "cuda12_0"})}
-    python = {"executable": "C:\\conda\\python.exe", "version": "3.11.7", "current": True, "kind": "conda", "packages": {}, "frameworks": {}}
+    windows["C:\\conda\\conda-meta\\cudnn-9.3.0.75-cuda12_0.json"] = {
+        "text": json.dumps({"version": "9.3.0.75", "build": "cuda12_0"})
+    }
+    python = {
+        "executable": "C:\\conda\\python.exe",
+        "version": "3.11.7",
+        "current": True,
+        "kind": "conda",
+        "packages": {},
+        "frameworks": {},
+    }
     install = install_at(machine(WINDOWS_BASE, files=windows, pythons=[python]), "C:\\conda\\Library\\bin")
     assert (install.version, install.version_source, install.cuda_major) == ("9.3.0.75", CONDA_META, 12)
 
@@ -157,18 +216,31 @@ def test_file_name_and_file_version():
     assert (install.version, install.version_source) == ("9.2.1", FILE_NAME)
     # The names the front asks for outrank its file name.
     files[f"{lib}/libcudnn.so.9.2.1"] = front("9.2.0")
-    assert (install_at(ort_machine(files, ""), lib).version_source, install_at(ort_machine(files, ""), lib).version) == (ASKED_NAMES, "9.2.0")
+    assert (
+        install_at(ort_machine(files, ""), lib).version_source,
+        install_at(ort_machine(files, ""), lib).version,
+    ) == (ASKED_NAMES, "9.2.0")
     bin_ = "C:\\cudnn\\bin"
-    dlls = {f"{bin_}\\cudnn64_9.dll": {"version": "9.1.0.70", "imports": ["KERNEL32.dll"]}, f"{bin_}\\cudnn_graph64_9.dll": {"imports": ["KERNEL32.dll"]}}
+    dlls = {
+        f"{bin_}\\cudnn64_9.dll": {"version": "9.1.0.70", "imports": ["KERNEL32.dll"]},
+        f"{bin_}\\cudnn_graph64_9.dll": {"imports": ["KERNEL32.dll"]},
+    }
     document = machine(WINDOWS_BASE, files=dlls, env={"PATH": f"{bin_};C:\\Windows\\System32"})
     assert (install_at(document, bin_).version, install_at(document, bin_).version_source) == ("9.1.0.70", FILE_VERSION)
-    document = machine(WINDOWS_BASE, files={**dlls, "C:\\cudnn\\include\\cudnn_version.h": header(9, 1, 0)}, env={"PATH": f"{bin_};C:\\Windows\\System32"})
+    document = machine(
+        WINDOWS_BASE,
+        files={**dlls, "C:\\cudnn\\include\\cudnn_version.h": header(9, 1, 0)},
+        env={"PATH": f"{bin_};C:\\Windows\\System32"},
+    )
     assert (install_at(document, bin_).version, install_at(document, bin_).version_source) == ("9.1.0", HEADER)
 
 
 def test_the_live_load_is_not_asked_when_the_files_tell():
     files = wheel()
-    files[f"{WHEEL}/libcudnn.so.9"]["load"] = {"ok": True, "cudnn_version": 90100}  # answered by whichever graph library won
+    files[f"{WHEEL}/libcudnn.so.9"]["load"] = {
+        "ok": True,
+        "cudnn_version": 90100,
+    }  # answered by whichever graph library won
     assert install_at(ort_machine(files, WHEEL), WHEEL).version == "9.28.1.4"
 
 
@@ -192,8 +264,14 @@ def test_a_wheel_never_borrows_the_system_or_toolkit_header():
     document["env"]["PATH"] = f"{toolkit}/bin:/usr/bin"
     installs = {i.folder: i for i in run(document).facts.cudnn}
     assert installs[WHEEL].version is None and installs[WHEEL].header is None  # not the system's 9.1.0
-    assert (installs[f"{nested}/lib"].version, installs[f"{nested}/lib"].version_source) == ("9.3.0", ASKED_NAMES)  # not the toolkit's
-    assert (installs[sys_lib].version, installs[sys_lib].header) == ("9.1.0", "/usr/include/x86_64-linux-gnu/cudnn_version_v9.h")  # its own
+    assert (installs[f"{nested}/lib"].version, installs[f"{nested}/lib"].version_source) == (
+        "9.3.0",
+        ASKED_NAMES,
+    )  # not the toolkit's
+    assert (installs[sys_lib].version, installs[sys_lib].header) == (
+        "9.1.0",
+        "/usr/include/x86_64-linux-gnu/cudnn_version_v9.h",
+    )  # its own
 
 
 # --- every library of one load --------------------------------------------------------------------
@@ -212,7 +290,9 @@ def test_a_stray_older_front_ahead_of_a_wheel_is_mixed_versions_with_the_right_v
     libraries = found[0].evidence["libraries"]
     assert libraries[f"{STRAY}/libcudnn.so.9"] == "9.1.0"
     assert libraries[f"{WHEEL}/libcudnn_graph.so.9"] == "9.28.1"
-    assert libraries[f"{WHEEL}/libcudnn_engines_precompiled.so.9"] == "9.28.1"  # loaded at run time by the graph library
+    assert (
+        libraries[f"{WHEEL}/libcudnn_engines_precompiled.so.9"] == "9.28.1"
+    )  # loaded at run time by the graph library
     assert "combines releases 9.1.0, 9.28.1" in found[0].detail
     known = found[0].evidence["known_from"]  # how each version is known
     assert (known[f"{STRAY}/libcudnn.so.9"], known[f"{WHEEL}/libcudnn_graph.so.9"]) == (ASKED_NAMES, DIST_INFO)
@@ -220,7 +300,14 @@ def test_a_stray_older_front_ahead_of_a_wheel_is_mixed_versions_with_the_right_v
 
 def test_a_stray_front_ahead_of_a_wheel_without_any_framework():
     """No framework installed: a program started here loads the stray front by name and gets the wheel's sub-libraries."""
-    python = {"executable": "/v/bin/python", "version": "3.11.7", "current": True, "kind": "venv", "packages": {}, "frameworks": {}}
+    python = {
+        "executable": "/v/bin/python",
+        "version": "3.11.7",
+        "current": True,
+        "kind": "venv",
+        "packages": {},
+        "frameworks": {},
+    }
     files = {**wheel(), f"{STRAY}/libcudnn.so.9": front("9.1.0")}
     document = machine(LINUX_BASE, files=files, env={"LD_LIBRARY_PATH": f"{STRAY}:{WHEEL}"}, pythons=[python])
     found = findings(document, "cudnn-mixed-versions")
@@ -252,17 +339,30 @@ def test_the_front_takes_a_file_of_its_full_release_name_before_the_soname_searc
     document = ort_machine(files, f"{STRAY}:{WHEEL}:/usr/local/cuda-12/lib64")
     steps = {s.name: s for r in run(document).facts.resolutions for s in r.steps if not s.reused}
     assert steps["libcudnn_graph.so.9.1.0"].winner == f"{system}/libcudnn_graph.so.9.1.0"
-    assert "libcudnn_graph.so.9" not in steps and steps["libcudnn_ops.so.9.1.0"].winner == f"{system}/libcudnn_ops.so.9.1.0"
+    assert (
+        "libcudnn_graph.so.9" not in steps
+        and steps["libcudnn_ops.so.9.1.0"].winner == f"{system}/libcudnn_ops.so.9.1.0"
+    )
     assert steps["libcudnn_engines_precompiled.so.9"].winner == f"{WHEEL}/libcudnn_engines_precompiled.so.9"
     libraries = findings(document, "cudnn-mixed-versions")[0].evidence["libraries"]
-    assert libraries[f"{system}/libcudnn_graph.so.9.1.0"] == "9.1.0" and libraries[f"{WHEEL}/libcudnn_heuristic.so.9"] == "9.28.1"
+    assert (
+        libraries[f"{system}/libcudnn_graph.so.9.1.0"] == "9.1.0"
+        and libraries[f"{WHEEL}/libcudnn_heuristic.so.9"] == "9.28.1"
+    )
 
 
 def test_an_older_front_copied_over_a_wheel_is_mixed():
     """No framework: a program loading the wheel by path combines the front's own release with its wheel's."""
     files = wheel(release=None)
     files[f"{WHEEL}/libcudnn.so.9"] = front("9.24.0")
-    python = {"executable": "/v/bin/python", "version": "3.11.7", "current": True, "kind": "venv", "packages": {}, "frameworks": {}}
+    python = {
+        "executable": "/v/bin/python",
+        "version": "3.11.7",
+        "current": True,
+        "kind": "venv",
+        "packages": {},
+        "frameworks": {},
+    }
     found = findings(machine(LINUX_BASE, files=files, pythons=[python]), "cudnn-mixed-versions")
     assert len(found) == 1 and "combines releases 9.24.0, 9.28.1" in found[0].detail, found
     assert not findings(machine(LINUX_BASE, files=wheel(), pythons=[python]), "cudnn-mixed-versions")
@@ -273,11 +373,22 @@ def test_an_older_front_in_a_conda_environment_nothing_loads_is_mixed_within_the
     against the package record (conda wrote every file it lists; a header would say nothing of that)."""
     prefix = "/home/dev/miniconda3/envs/old"
     files = cudnn9(f"{prefix}/lib", "9.1.0")
-    files[f"{prefix}/conda-meta/cudnn-9.3.0.75-h93bb076_0.json"] = {"text": json.dumps({"version": "9.3.0.75", "build": "h93bb076_0"})}
-    python = {"executable": f"{prefix}/bin/python", "version": "3.11.7", "current": True, "kind": "conda", "packages": {}, "frameworks": {}}
+    files[f"{prefix}/conda-meta/cudnn-9.3.0.75-h93bb076_0.json"] = {
+        "text": json.dumps({"version": "9.3.0.75", "build": "h93bb076_0"})
+    }
+    python = {
+        "executable": f"{prefix}/bin/python",
+        "version": "3.11.7",
+        "current": True,
+        "kind": "conda",
+        "packages": {},
+        "frameworks": {},
+    }
     found = findings(machine(LINUX_BASE, files=files, pythons=[python]), "cudnn-mixed-versions")
     assert len(found) == 1 and found[0].evidence == {"folder": f"{prefix}/lib"}, found
-    assert "releases 9.1.0, 9.3.0" in found[0].detail and f"{prefix}/lib/libcudnn_graph.so.9 (9.3.0.75)" in found[0].detail
+    assert (
+        "releases 9.1.0, 9.3.0" in found[0].detail and f"{prefix}/lib/libcudnn_graph.so.9 (9.3.0.75)" in found[0].detail
+    )
     files[f"{prefix}/include/cudnn_version.h"] = header(9, 3, 0)
     del files[f"{prefix}/conda-meta/cudnn-9.3.0.75-h93bb076_0.json"]
     assert not findings(machine(LINUX_BASE, files=files, pythons=[python]), "cudnn-mixed-versions")
@@ -325,18 +436,27 @@ def test_the_release_a_front_formats_its_sub_library_names_with(tmp_path, optimi
         'void *graph(void) { return open_versioned("libcudnn_graph.so"); }\n'
     )
     out = tmp_path / "libcudnn.so.9"
-    subprocess.run(["gcc", optimise, "-shared", "-fPIC", "-o", str(out), str(source), "-Wl,-soname,libcudnn.so.9"], check=True)
+    subprocess.run(
+        ["gcc", optimise, "-shared", "-fPIC", "-o", str(out), str(source), "-Wl,-soname,libcudnn.so.9"], check=True
+    )
     assert front_release(str(out), 9) == (9, 3, 2)
     assert front_release(str(out), 8) is None  # a major that is not the library's own: not trusted
-    assert "libcudnn_graph.so.9.3.2" in read_binary(str(out)).loads and "libcudnn_graph.so.9" in read_binary(str(out)).loads
+    assert (
+        "libcudnn_graph.so.9.3.2" in read_binary(str(out)).loads
+        and "libcudnn_graph.so.9" in read_binary(str(out)).loads
+    )
     other = tmp_path / "libother.so"
-    subprocess.run(["gcc", optimise, "-shared", "-fPIC", "-o", str(other), str(source), "-Wl,-soname,libother.so.9"], check=True)
+    subprocess.run(
+        ["gcc", optimise, "-shared", "-fPIC", "-o", str(other), str(source), "-Wl,-soname,libother.so.9"], check=True
+    )
     assert not any(n.endswith(".9.3.2") for n in read_binary(str(other)).loads)  # only a cuDNN front is read this way
 
 
 def _real_fronts() -> dict[str, Path]:
     """release → a real libcudnn.so.9 from an installed nvidia-cudnn wheel (the test venvs, this interpreter's)."""
-    sites = list(CACHE.glob("venvs/*/lib/python*/site-packages")) + [Path(p) for p in sys.path if p.endswith("site-packages")]
+    sites = list(CACHE.glob("venvs/*/lib/python*/site-packages")) + [
+        Path(p) for p in sys.path if p.endswith("site-packages")
+    ]
     fronts = {}
     for site in sites:
         for info in site.glob("nvidia_cudnn_cu*-9.*.dist-info"):
@@ -362,7 +482,10 @@ def test_a_stray_real_front_ahead_of_a_real_wheel_front(tmp_path):
     fronts = _real_fronts()
     if len(fronts) < 2:
         pytest.skip("needs two releases of the nvidia-cudnn cuDNN 9 wheel installed here")
-    old, new = sorted(fronts, key=lambda v: tuple(int(n) for n in v.split(".")))[:2][0], max(fronts, key=lambda v: tuple(int(n) for n in v.split(".")))
+    old, new = (
+        sorted(fronts, key=lambda v: tuple(int(n) for n in v.split(".")))[:2][0],
+        max(fronts, key=lambda v: tuple(int(n) for n in v.split("."))),
+    )
     shutil.copy(fronts[old], tmp_path / "old-libcudnn.so.9")
     shutil.copy(fronts[new], tmp_path / "new-libcudnn.so.9")
     files = wheel(new, release=None)
@@ -383,5 +506,16 @@ def test_a_full_release_name_is_tried_before_the_soname_it_extends():
     """The try-list order of the front's names is the order ld.so's LD_DEBUG=libs shows it trying them."""
     from cudnn_doctor.binaries.names import group_loads
 
-    groups = group_loads(["libcudnn_graph.so.9", "libcudnn_graph.so.9.28", "libcudnn_graph.so.9.28.1", "libcudart.so.12", "libcudart.so.13"])
-    assert groups == [("libcudnn_graph.so.9.28.1", "libcudnn_graph.so.9.28", "libcudnn_graph.so.9"), ("libcudart.so.13", "libcudart.so.12")]
+    groups = group_loads(
+        [
+            "libcudnn_graph.so.9",
+            "libcudnn_graph.so.9.28",
+            "libcudnn_graph.so.9.28.1",
+            "libcudart.so.12",
+            "libcudart.so.13",
+        ]
+    )
+    assert groups == [
+        ("libcudnn_graph.so.9.28.1", "libcudnn_graph.so.9.28", "libcudnn_graph.so.9"),
+        ("libcudart.so.13", "libcudart.so.12"),
+    ]

@@ -48,7 +48,11 @@ def _page(rule_id: str) -> bool:
 def test_the_readme_is_a_front_door_that_links_into_the_docs():
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     lines = readme.splitlines()
-    assert lines[0] == "```" and lines[1].startswith("python3 -m venv .venv && ") and lines[2].startswith("python3 -m venv .venv && ")
+    assert (
+        lines[0] == "```"
+        and lines[1].startswith("python3 -m venv .venv && ")
+        and lines[2].startswith("python3 -m venv .venv && ")
+    )
     assert len(lines) <= 110, len(lines)  # about two screens
     for target in re.findall(r"\]\((docs/[^)#]+)", readme):
         assert (REPO / target).is_file(), target

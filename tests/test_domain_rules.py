@@ -21,19 +21,36 @@ from .conftest import LINUX_BASE, WINDOWS_BASE, machine
 
 @pytest.mark.parametrize(
     ("number", "major"),
-    [("12", 12), ("11", 11), ("13", 13), ("10", 10), ("110", 11), ("101", 10), ("100", 10), ("92", 9), ("80", 8), ("", None), ("x1", None)],
+    [
+        ("12", 12),
+        ("11", 11),
+        ("13", 13),
+        ("10", 10),
+        ("110", 11),
+        ("101", 10),
+        ("100", 10),
+        ("92", 9),
+        ("80", 8),
+        ("", None),
+        ("x1", None),
+    ],
 )
 def test_cuda_major_of_a_dll_number(number, major):
     assert cuda_major_of_dll_number(number) == major
 
 
-@pytest.mark.parametrize(("name", "major"), [("cudart64_110.dll", "11"), ("cublas64_12.dll", "12"), ("cudart64_101.dll", "10"), ("cublas64_80.dll", "8")])
+@pytest.mark.parametrize(
+    ("name", "major"),
+    [("cudart64_110.dll", "11"), ("cublas64_12.dll", "12"), ("cudart64_101.dll", "10"), ("cublas64_80.dll", "8")],
+)
 def test_the_library_provider_names_the_same_major(name, major):
     provider = knowledge.library_provider(name)
     assert provider is not None and f"CUDA {major} " in provider.provider
 
 
-@pytest.mark.parametrize(("code", "name", "arch"), [(0x8664, "x64", "x86_64"), (0xAA64, "arm64", "aarch64"), (0x14C, "x86", "x86")])
+@pytest.mark.parametrize(
+    ("code", "name", "arch"), [(0x8664, "x64", "x86_64"), (0xAA64, "arm64", "aarch64"), (0x14C, "x86", "x86")]
+)
 def test_a_pe_machine_has_one_name_for_the_reader_and_the_installer(tmp_path: Path, code, name, arch):
     library = tmp_path / "x.dll"
     library.write_bytes(pe_image(code))
@@ -42,7 +59,9 @@ def test_a_pe_machine_has_one_name_for_the_reader_and_the_installer(tmp_path: Pa
     assert arch_of_machine(name) == arch and machine_of_arch("windows", arch) == name
     assert library_problem("x.dll", pe_image(code), "windows", arch) is None
     other = "aarch64" if arch != "aarch64" else "x86_64"
-    assert library_problem("x.dll", pe_image(code), "windows", other) == f"it is built for {arch}, this machine is {other}"
+    assert (
+        library_problem("x.dll", pe_image(code), "windows", other) == f"it is built for {arch}, this machine is {other}"
+    )
 
 
 @pytest.mark.parametrize(("base", "expected"), [(WINDOWS_BASE, "x64"), (LINUX_BASE, "x86_64")])

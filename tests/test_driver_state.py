@@ -28,7 +28,11 @@ from .test_driver_libraries import LIB, TF, _real, _stack
 MISMATCH = "driver-library-mismatch"
 CONTAINER = "gpu-not-passed-to-container"
 SMI_MISMATCH = {
-    "nvidia-smi": {"returncode": 18, "stdout": "Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 550.144\n", "stderr": ""}
+    "nvidia-smi": {
+        "returncode": 18,
+        "stdout": "Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 550.144\n",
+        "stderr": "",
+    }
 }
 SMI_NO_DRIVER = {
     "nvidia-smi": {
@@ -54,7 +58,13 @@ TORCH = {
         }
     },
 }
-TF_PYTHON = {"executable": "/v/bin/python", "version": "3.10.12", "current": True, "kind": "venv", "packages": {"tensorflow": "2.12.0"}}
+TF_PYTHON = {
+    "executable": "/v/bin/python",
+    "version": "3.10.12",
+    "current": True,
+    "kind": "venv",
+    "packages": {"tensorflow": "2.12.0"},
+}
 
 
 def _module(version: str, open_module: bool = False) -> dict[str, Any]:
@@ -63,13 +73,24 @@ def _module(version: str, open_module: bool = False) -> dict[str, Any]:
     return {"/proc/driver/nvidia/version": {"text": text}}
 
 
-def _upgraded(kernel: Optional[str] = "550.127.05", libraries: str = "550.144.03", commands: Optional[dict] = None, **changes: Any) -> dict[str, Any]:
+def _upgraded(
+    kernel: Optional[str] = "550.127.05", libraries: str = "550.144.03", commands: Optional[dict] = None, **changes: Any
+) -> dict[str, Any]:
     """A Linux machine whose driver libraries are `libraries` and whose loaded module is `kernel` (None: no /proc file)."""
     files = {**_real(LIB, libraries), **(_module(kernel) if kernel else {})}
-    return machine(LINUX_BASE, files=files, nvml=None, commands=SMI_MISMATCH if commands is None else commands, pythons=[TORCH], **changes)
+    return machine(
+        LINUX_BASE,
+        files=files,
+        nvml=None,
+        commands=SMI_MISMATCH if commands is None else commands,
+        pythons=[TORCH],
+        **changes,
+    )
 
 
-def _container(files: Optional[dict[str, Any]] = None, env: Optional[dict[str, str]] = None, marker: bool = True, **changes: Any) -> dict[str, Any]:
+def _container(
+    files: Optional[dict[str, Any]] = None, env: Optional[dict[str, str]] = None, marker: bool = True, **changes: Any
+) -> dict[str, Any]:
     """A Docker container with TensorFlow, CUDA 11 and cuDNN 8 inside, started without the GPU unless `files` add it."""
     log = (
         "W tensorflow/tsl/platform/default/dso_loader.cc:66] Could not load dynamic library 'libcuda.so.1'; dlerror: libcuda.so.1: "
@@ -77,7 +98,12 @@ def _container(files: Optional[dict[str, Any]] = None, env: Optional[dict[str, s
         "I tensorflow/compiler/xla/stream_executor/cuda/cuda_diagnostics.cc:168] no NVIDIA GPU device is present: /dev/nvidia0 does not exist\n"
     )
     python = {**TF_PYTHON, "frameworks": {"tensorflow": {**TF["tensorflow"], "log": log}}}
-    all_files = {**_stack(), **_module("535.183.01"), **({"/.dockerenv": {"size": 0}} if marker else {}), **(files or {})}
+    all_files = {
+        **_stack(),
+        **_module("535.183.01"),
+        **({"/.dockerenv": {"size": 0}} if marker else {}),
+        **(files or {}),
+    }
     return machine(LINUX_BASE, files=all_files, env=env or {}, pythons=[python], **{"nvml": None, **changes})
 
 
@@ -101,12 +127,18 @@ def test_module_and_libraries_of_two_releases_are_one_mismatch_with_both_version
     [found] = [f for f in findings if f.id == MISMATCH]
     assert found.severity is Severity.ERROR and found.symptom_of is None
     assert "550.127.05 (/proc/driver/nvidia/version)" in found.detail
-    assert f"550.144.03 ({LIB}/libcuda.so.550.144.03)" in found.detail and f"{LIB}/libnvidia-ml.so.550.144.03" in found.detail
+    assert (
+        f"550.144.03 ({LIB}/libcuda.so.550.144.03)" in found.detail
+        and f"{LIB}/libnvidia-ml.so.550.144.03" in found.detail
+    )
     assert "Driver/library version mismatch" in found.detail
     assert found.fix[0].startswith("Reboot") and "550.144.03" in found.fix[0]
     assert "sudo modprobe -r nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia" in found.fix[1]
     assert found.evidence["kernel_module"] == "550.127.05"
-    assert found.evidence["libraries"] == {f"{LIB}/libcuda.so.550.144.03": "550.144.03", f"{LIB}/libnvidia-ml.so.550.144.03": "550.144.03"}
+    assert found.evidence["libraries"] == {
+        f"{LIB}/libcuda.so.550.144.03": "550.144.03",
+        f"{LIB}/libnvidia-ml.so.550.144.03": "550.144.03",
+    }
     symptoms = {f.id: _cause_of(findings, f) for f in findings if f.symptom_of is not None}
     assert symptoms == {"no-nvidia-gpu": MISMATCH, "torch-cuda-unavailable": MISMATCH}
     assert diagnosis.facts.driver_state.libraries == (
@@ -137,7 +169,10 @@ def test_the_open_kernel_module_line_is_read():
 
 def test_the_soname_link_decides_which_release_is_in_use():
     """An old versioned file left beside the new one is not what the loader takes: no mismatch with the module."""
-    files = {f"{LIB}/libcuda.so.470.82.01": {"soname": "libcuda.so.1"}, f"{LIB}/libnvidia-ml.so.470.82.01": {"soname": "libnvidia-ml.so.1"}}
+    files = {
+        f"{LIB}/libcuda.so.470.82.01": {"soname": "libcuda.so.1"},
+        f"{LIB}/libnvidia-ml.so.470.82.01": {"soname": "libnvidia-ml.so.1"},
+    }
     document = _upgraded(kernel="550.144.03", commands=SMI_NO_DRIVER)
     document["files"].update(files)
     assert MISMATCH not in _by_id(document)
@@ -214,7 +249,11 @@ def test_container_on_a_host_without_any_driver_still_names_the_container():
         ({"/run/.containerenv": {"size": 0}}, {}, "/run/.containerenv"),
         ({}, {"container": "podman"}, "container=podman"),
         ({}, {"KUBERNETES_SERVICE_HOST": "10.96.0.1"}, "KUBERNETES_SERVICE_HOST"),
-        ({"/proc/1/cgroup": {"text": "12:devices:/kubepods/besteffort/pod1234/abcd\n0::/\n"}}, {}, "/proc/1/cgroup (kubepods)"),
+        (
+            {"/proc/1/cgroup": {"text": "12:devices:/kubepods/besteffort/pod1234/abcd\n0::/\n"}},
+            {},
+            "/proc/1/cgroup (kubepods)",
+        ),
         ({"/proc/1/cgroup": {"text": "11:memory:/docker/0123456789abcdef\n"}}, {}, "/proc/1/cgroup (docker)"),
     ],
 )
@@ -235,7 +274,11 @@ def test_near_miss_container_with_the_gpu():
 @pytest.mark.parametrize("given", ["libraries", "devices"])
 def test_near_miss_container_with_half_the_gpu(given):
     """Either half present is not "started without GPU access": the gap is another finding's."""
-    files = _real(LIB, "535.183.01") if given == "libraries" else {"/dev/nvidia0": {"size": 0}, "/dev/nvidiactl": {"size": 0}}
+    files = (
+        _real(LIB, "535.183.01")
+        if given == "libraries"
+        else {"/dev/nvidia0": {"size": 0}, "/dev/nvidiactl": {"size": 0}}
+    )
     assert CONTAINER not in _by_id(_container(files))
 
 
@@ -277,7 +320,10 @@ def test_snapshot_records_what_the_probe_read():
         recorder = RecordingSystem(FixtureSystem(document))
         live = diagnose(recorder, with_frameworks=True)
         snapshot = recorder.document("replayed")
-        assert "/proc/driver/nvidia/version" in snapshot["files"] and "text" in snapshot["files"]["/proc/driver/nvidia/version"]
+        assert (
+            "/proc/driver/nvidia/version" in snapshot["files"]
+            and "text" in snapshot["files"]["/proc/driver/nvidia/version"]
+        )
         replay = run(snapshot)
         assert replay.facts.driver_state == live.facts.driver_state
         assert {f.id for f in replay.findings} == {f.id for f in live.findings}

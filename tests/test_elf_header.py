@@ -34,9 +34,17 @@ def _elf_files(folder: Path, limit: int = 0, top: bool = False) -> list[Path]:
 
 # NVIDIA's libraries as the tests download them: loose, in extracted wheels and archives, in the test venvs' nvidia/
 # and onnxruntime/ packages (the venvs' other packages are not NVIDIA's, and walking them all takes seconds)
-_PLACES = ("wheels", "archives", "venvs/*/lib/python*/site-packages/nvidia", "venvs/*/lib/python*/site-packages/onnxruntime")
+_PLACES = (
+    "wheels",
+    "archives",
+    "venvs/*/lib/python*/site-packages/nvidia",
+    "venvs/*/lib/python*/site-packages/onnxruntime",
+)
 DOWNLOADED = (
-    sorted({p for place in _PLACES for folder in TEST_CACHE.glob(place) if folder.is_dir() for p in _elf_files(folder)} | set(_elf_files(TEST_CACHE, top=True)))
+    sorted(
+        {p for place in _PLACES for folder in TEST_CACHE.glob(place) if folder.is_dir() for p in _elf_files(folder)}
+        | set(_elf_files(TEST_CACHE, top=True))
+    )
     if TEST_CACHE.is_dir()
     else []
 )
@@ -102,7 +110,13 @@ def test_no_section_headers_is_read_as_pyelftools_reads_it(tmp_path):
 @pytest.mark.live
 def test_reading_a_library_does_not_import_pyelftools():
     code = "import sys; from cudnn_doctor.system.binaries import read_binary; info = read_binary(sys.executable); print(info.format, 'elftools' in sys.modules)"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )
     if done.stdout.split()[0] != "elf":
         pytest.skip("the interpreter is not an ELF file here")
     assert done.stdout.split() == ["elf", "False"]

@@ -48,7 +48,10 @@ def _embeddable(root: Path, pth: str, pth_name: str = "python311._pth") -> Path:
 @pytest.mark.live
 def test_only_the_folders_its_pth_file_names_count(tmp_path):
     """The embeddable zip's own `._pth` comments out `import site`: Lib\\site-packages is then invisible."""
-    exe = _embeddable(tmp_path / "python_embeded", "python311.zip\r\n.\r\n../packages\r\n\r\n# Uncomment to run site.main() automatically\r\n#import site\r\n")
+    exe = _embeddable(
+        tmp_path / "python_embeded",
+        "python311.zip\r\n.\r\n../packages\r\n\r\n# Uncomment to run site.main() automatically\r\n#import site\r\n",
+    )
     _dist(tmp_path.joinpath("python_embeded", *_site()), "torch", "2.5.1+cu124")
     _dist(tmp_path / "packages", "onnxruntime_gpu", "1.31.1")
     info = LiveSystem().python_info(str(exe))
@@ -91,12 +94,16 @@ def test_pth_file_lines(tmp_path):
     """As CPython reads them: a BOM, comments (whole or trailing), blank lines and other `import` lines are skipped."""
     pth = tmp_path / "python311._pth"
     absolute = tmp_path / "elsewhere"
-    pth.write_bytes(f"\ufeffpython311.zip\r\n  # note\r\n\r\nLib/site-packages # trailing\r\nimport foo\r\n{absolute}\r\nimport site\r\n".encode())
+    pth.write_bytes(
+        f"\ufeffpython311.zip\r\n  # note\r\n\r\nLib/site-packages # trailing\r\nimport foo\r\n{absolute}\r\nimport site\r\n".encode()
+    )
     folders, import_site = pyenv.read_pth(pth)
     assert folders == [tmp_path / "python311.zip", tmp_path / "Lib" / "site-packages", absolute] and import_site
 
 
-@pytest.mark.parametrize("path", ["C:\\py\\Lib\\site-packages\\", "/usr/lib/python3/dist-packages", "C:/py/Lib/Site-Packages/"])
+@pytest.mark.parametrize(
+    "path", ["C:\\py\\Lib\\site-packages\\", "/usr/lib/python3/dist-packages", "C:/py/Lib/Site-Packages/"]
+)
 def test_site_folders_are_recognised_however_the_path_ends(path):
     """Python 3.9 keeps a `._pth` line's trailing backslash in sys.path."""
     assert pyenv.is_site_folder(path)
@@ -129,9 +136,18 @@ def test_the_doctor_running_in_an_embedded_interpreter_reads_what_it_imports_fro
     folder named there counts, not only those called site-packages."""
     _dist(tmp_path / "packages", "onnxruntime_gpu", "1.31.1")
     sites = [p for p in sys.path if pyenv.is_site_folder(p)]
-    exe = pth_interpreter(tmp_path / "python_embeded", [tmp_path / "packages", *sites], stdlib=[*stdlib_entries(), str(Path(pyenv.__file__).parents[2])])
-    script = SEEN + "from cudnn_doctor.system.live import LiveSystem\ni = LiveSystem().python_info(sys.executable)\nprint(json.dumps([i.kind, i.packages]))\n"
-    done = subprocess.run([str(exe), "-c", "import sys\n" + script], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    exe = pth_interpreter(
+        tmp_path / "python_embeded",
+        [tmp_path / "packages", *sites],
+        stdlib=[*stdlib_entries(), str(Path(pyenv.__file__).parents[2])],
+    )
+    script = (
+        SEEN
+        + "from cudnn_doctor.system.live import LiveSystem\ni = LiveSystem().python_info(sys.executable)\nprint(json.dumps([i.kind, i.packages]))\n"
+    )
+    done = subprocess.run(
+        [str(exe), "-c", "import sys\n" + script], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+    )
     lines = done.stdout.strip().splitlines()
     assert len(lines) == 2, done.stderr
     seen = {canonicalize_name(k): v for k, v in json.loads(lines[0]).items()}
@@ -160,7 +176,10 @@ def test_a_framework_is_probed_from_the_pth_folders_whatever_pythonpath_says(tmp
 
 
 @pytest.mark.live
-@pytest.mark.skipif(pyenv.pth_file(Path(sys.executable)) is None, reason="the running interpreter has no ._pth file (the Windows lane's has)")
+@pytest.mark.skipif(
+    pyenv.pth_file(Path(sys.executable)) is None,
+    reason="the running interpreter has no ._pth file (the Windows lane's has)",
+)
 def test_the_running_embeddable_interpreter(tmp_path):
     info = LiveSystem().python_info(sys.executable)
     assert info.kind == "embedded" and info.packages.get("packaging") and info.packages.get("pyyaml")

@@ -37,7 +37,16 @@ CUDA_LIB = "/usr/local/cuda-12.4/lib64"
 # Unicode's line breaks (str.splitlines splits on all of them) and the shell's own specials
 SEPARATORS = ("\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
 # each would leave a file in the shell's working folder if any of it ran (a redirection alone makes it: no PATH needed)
-INJECTIONS = ("$(>ran1)", "`>ran2`", "';>ran3;'", "\n>ran4\n", '";>ran5;"', "\\'\n>ran6\n'", "${x:=$(>ran7)}", "\u2028>ran8\u2028")
+INJECTIONS = (
+    "$(>ran1)",
+    "`>ran2`",
+    "';>ran3;'",
+    "\n>ran4\n",
+    '";>ran5;"',
+    "\\'\n>ran6\n'",
+    "${x:=$(>ran7)}",
+    "\u2028>ran8\u2028",
+)
 
 
 def shell(name: str) -> str:
@@ -47,7 +56,9 @@ def shell(name: str) -> str:
     return found
 
 
-def source(program: str, script: bytes, name: str, value: Optional[bytes], cwd: Path) -> tuple[Optional[bytes], Optional[bytes]]:
+def source(
+    program: str, script: bytes, name: str, value: Optional[bytes], cwd: Path
+) -> tuple[Optional[bytes], Optional[bytes]]:
     """Source `script` in `program` started with `env -i` (only `name`, when given) in `cwd`: the variable as the
     shell had it before (Debian's /etc/zsh/zshenv gives zsh a PATH when it is empty) and after; None: unset."""
     with tempfile.NamedTemporaryFile(suffix=".sh", delete=False) as handle:
@@ -103,21 +114,34 @@ _char = st.one_of(
     st.sampled_from([chr(c) for c in range(0xDC80, 0xDD00)]),  # bytes that are not UTF-8, as os.environ has them
     st.characters(blacklist_categories=("Cs",), blacklist_characters=":\x00"),
 )
-_entry = st.one_of(st.sampled_from(INJECTIONS), st.text(_char, max_size=12), st.builds("".join, st.lists(st.sampled_from(INJECTIONS + SEPARATORS), max_size=4)))
+_entry = st.one_of(
+    st.sampled_from(INJECTIONS),
+    st.text(_char, max_size=12),
+    st.builds("".join, st.lists(st.sampled_from(INJECTIONS + SEPARATORS), max_size=4)),
+)
 
 
 @st.composite
 def cases(draw: st.DrawFn) -> tuple[str, list[str], tuple[str, ...], bool]:
     entries = draw(st.lists(_entry, min_size=1, max_size=6))
     dropped = draw(st.lists(st.sampled_from(entries), max_size=3)) + draw(st.lists(_entry, max_size=2))
-    return draw(st.sampled_from(("LD_LIBRARY_PATH", "PATH"))), entries, tuple(dict.fromkeys(key(d) for d in dropped)), draw(st.booleans())
+    return (
+        draw(st.sampled_from(("LD_LIBRARY_PATH", "PATH"))),
+        entries,
+        tuple(dict.fromkeys(key(d) for d in dropped)),
+        draw(st.booleans()),
+    )
 
 
 @pytest.mark.live
 @pytest.mark.parametrize("name", SHELLS)
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(case=cases())
-@example(case=("LD_LIBRARY_PATH", ["/a\n>ran9", "/b\u2028c", "/x\udce9", "/a\n>ran9/"], ("/a\n>ran9", "/x\udce9"), True))
+@example(
+    case=("LD_LIBRARY_PATH", ["/a\n>ran9", "/b\u2028c", "/x\udce9", "/a\n>ran9/"], ("/a\n>ran9", "/x\udce9"), True)
+)
 @example(case=("PATH", list(INJECTIONS), tuple(INJECTIONS[::2]), False))
 def test_every_shell_gives_the_rules_value_and_runs_nothing_for_any_value(tmp_path, name, case):
     program = shell(name)
@@ -136,7 +160,12 @@ def test_every_shell_gives_the_rules_value_and_runs_nothing_for_any_value(tmp_pa
 
 
 @settings(max_examples=200, deadline=None)
-@given(lines=st.dictionaries(st.sampled_from(("PATH", "LD_LIBRARY_PATH", "X_1")), st.tuples(st.booleans(), st.lists(_entry, max_size=4).map(tuple))))
+@given(
+    lines=st.dictionaries(
+        st.sampled_from(("PATH", "LD_LIBRARY_PATH", "X_1")),
+        st.tuples(st.booleans(), st.lists(_entry, max_size=4).map(tuple)),
+    )
+)
 def test_the_reader_gives_back_what_the_writer_wrote(lines):
     assert read_env_sh(env_sh_text(lines)) == lines
 
@@ -195,11 +224,16 @@ def test_env_sh_own_path_with_a_newline_is_no_command(tmp_path, name):
     assert b"ran-from-path" not in text
     cwd = tmp_path / "cwd"
     cwd.mkdir()
-    assert sourced(program, text, "LD_LIBRARY_PATH", f"/usr/local/cuda-10.0/lib64:{CUDA_LIB}".encode(), cwd) == CUDA_LIB.encode()
+    assert (
+        sourced(program, text, "LD_LIBRARY_PATH", f"/usr/local/cuda-10.0/lib64:{CUDA_LIB}".encode(), cwd)
+        == CUDA_LIB.encode()
+    )
     assert os.listdir(cwd) == []
     # the line the user is told to add names the file as one shell word
     word = line.removeprefix("add  . ").removesuffix("  to ~/.bashrc")
-    shown = subprocess.run([program, "-c", f'printf "%s" {word}'], env={"HOME": "/home/dev"}, capture_output=True, cwd=cwd, timeout=30)
+    shown = subprocess.run(
+        [program, "-c", f'printf "%s" {word}'], env={"HOME": "/home/dev"}, capture_output=True, cwd=cwd, timeout=30
+    )
     assert shown.stdout == file.encode() and os.listdir(cwd) == []
 
 
@@ -224,10 +258,15 @@ def test_a_later_fix_keeps_an_earlier_line_whose_folder_holds_a_line_separator(t
     assert read_env_sh(first.decode("utf-8", "surrogateescape"))["LD_LIBRARY_PATH"] == (False, (gone,))
     # a new shell: the first fix in effect, and PATH later got a duplicate of its own
     later = copy.deepcopy(system)
-    later.document["env"].update({"LD_LIBRARY_PATH": CUDA_LIB, "PATH": "/usr/local/cuda-12.4/bin:/usr/bin:/usr/local/cuda-12.4/bin"})
+    later.document["env"].update(
+        {"LD_LIBRARY_PATH": CUDA_LIB, "PATH": "/usr/local/cuda-12.4/bin:/usr/bin:/usr/local/cuda-12.4/bin"}
+    )
     fix(later, {"path-duplicate-entries"}, "20261206-000001-quote2")
     second = written(later)
-    assert read_env_sh(second.decode("utf-8", "surrogateescape")) == {"LD_LIBRARY_PATH": (False, (gone,)), "PATH": (True, ())}
+    assert read_env_sh(second.decode("utf-8", "surrogateescape")) == {
+        "LD_LIBRARY_PATH": (False, (gone,)),
+        "PATH": (True, ()),
+    }
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     assert sourced(program, second, "LD_LIBRARY_PATH", ld.encode(), cwd) == CUDA_LIB.encode()

@@ -21,7 +21,10 @@ ROOTS = {"gallery": GALLERY, "shared": SHARED_FIXTURES}
 
 
 def findings(path: Path) -> list[list[str]]:
-    return sorted([f.id, f.severity.value, f.detail] for f in diagnose(FixtureSystem.from_file(path), with_frameworks=True).findings)
+    return sorted(
+        [f.id, f.severity.value, f.detail]
+        for f in diagnose(FixtureSystem.from_file(path), with_frameworks=True).findings
+    )
 
 
 def write() -> None:

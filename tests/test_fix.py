@@ -39,17 +39,30 @@ PARTS = ["", "_ops_infer", "_ops_train", "_cnn_infer", "_cnn_train", "_adv_infer
 
 def system32_machine() -> FixtureSystem:
     """cuDNN 8.5 in the toolkit, and two files of an older 8.2 that a tutorial put in System32 (searched first)."""
-    files: dict[str, Any] = {f"{TK7}\\bin\\cudnn{p}64_8.dll": {"size": 2048, "version": "8.5.0.96", "machine": "x64"} for p in PARTS}
+    files: dict[str, Any] = {
+        f"{TK7}\\bin\\cudnn{p}64_8.dll": {"size": 2048, "version": "8.5.0.96", "machine": "x64"} for p in PARTS
+    }
     files[f"{TK7}\\version.json"] = {"text": '{"cuda": {"version": "11.7.1"}}'}
     for name in ("cudnn64_8.dll", "cudnn_ops_infer64_8.dll"):
-        files[f"C:\\Windows\\System32\\{name}"] = {"text": f"MZ {name} of cuDNN 8.2", "version": "8.2.0.53", "machine": "x64"}
-    return FixtureSystem(machine(WINDOWS_BASE, files=files, env={"PATH": f"C:\\Windows\\System32;C:\\Windows;{TK7}\\bin", "CUDA_PATH": TK7}))
+        files[f"C:\\Windows\\System32\\{name}"] = {
+            "text": f"MZ {name} of cuDNN 8.2",
+            "version": "8.2.0.53",
+            "machine": "x64",
+        }
+    return FixtureSystem(
+        machine(
+            WINDOWS_BASE, files=files, env={"PATH": f"C:\\Windows\\System32;C:\\Windows;{TK7}\\bin", "CUDA_PATH": TK7}
+        )
+    )
 
 
 def nested_machine() -> FixtureSystem:
     """A cuDNN 8.2 archive for CUDA 11 copied into v11.3 with its top `cuda` folder (bin, include, lib\\x64, a LICENSE)."""
     top = f"{TK3}\\cuda"
-    files: dict[str, Any] = {f"{top}\\bin\\cudnn{p}64_8.dll": {"text": f"MZ cudnn{p} 8.2", "version": "8.2.1.32", "machine": "x64"} for p in PARTS}
+    files: dict[str, Any] = {
+        f"{top}\\bin\\cudnn{p}64_8.dll": {"text": f"MZ cudnn{p} 8.2", "version": "8.2.1.32", "machine": "x64"}
+        for p in PARTS
+    }
     files.update(
         {
             f"{TK3}\\bin\\nvcc.exe": {"size": 100},
@@ -57,12 +70,18 @@ def nested_machine() -> FixtureSystem:
             f"{TK3}\\include\\cuda.h": {"text": "#define CUDA_VERSION 11030\n"},
             f"{TK3}\\version.json": {"text": '{"cuda": {"version": "11.3.1"}}'},
             f"{top}\\include\\cudnn.h": {"text": "#include <cudnn_version.h>\n"},
-            f"{top}\\include\\cudnn_version.h": {"text": "#define CUDNN_MAJOR 8\n#define CUDNN_MINOR 2\n#define CUDNN_PATCHLEVEL 1\n"},
+            f"{top}\\include\\cudnn_version.h": {
+                "text": "#define CUDNN_MAJOR 8\n#define CUDNN_MINOR 2\n#define CUDNN_PATCHLEVEL 1\n"
+            },
             f"{top}\\lib\\x64\\cudnn.lib": {"text": "!<arch>\n"},
             f"{top}\\NVIDIA_SLA_cuDNN_Support.txt": {"text": "license"},
         }
     )
-    return FixtureSystem(machine(WINDOWS_BASE, files=files, env={"PATH": f"C:\\Windows\\System32;C:\\Windows;{TK3}\\bin", "CUDA_PATH": TK3}))
+    return FixtureSystem(
+        machine(
+            WINDOWS_BASE, files=files, env={"PATH": f"C:\\Windows\\System32;C:\\Windows;{TK3}\\bin", "CUDA_PATH": TK3}
+        )
+    )
 
 
 def linux_shadowed_machine() -> FixtureSystem:
@@ -98,12 +117,16 @@ def linux_nested_machine() -> FixtureSystem:
         f"{cuda}/version.json": {"text": '{"cuda": {"version": "12.4.1"}}'},
         f"{cuda}/lib64/libcudart.so.12": {"size": 100},
         f"{cuda}/include/cuda.h": {"text": "#define CUDA_VERSION 12040\n"},
-        f"{top}/include/cudnn_version.h": {"text": "#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 1\n#define CUDNN_PATCHLEVEL 0\n"},
+        f"{top}/include/cudnn_version.h": {
+            "text": "#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 1\n#define CUDNN_PATCHLEVEL 0\n"
+        },
         f"{top}/lib/libcudnn.so.9": {"link": "libcudnn.so.9.1.0"},
         f"{top}/lib/libcudnn.so.9.1.0": {"text": "ELF cudnn 9.1", "soname": "libcudnn.so.9"},
         f"{top}/LICENSE": {"text": "license"},
     }
-    return FixtureSystem(machine(LINUX_BASE, files=files, env={"LD_LIBRARY_PATH": f"{cuda}/lib64", "PATH": f"{cuda}/bin:/usr/bin:/bin"}))
+    return FixtureSystem(
+        machine(LINUX_BASE, files=files, env={"LD_LIBRARY_PATH": f"{cuda}/lib64", "PATH": f"{cuda}/bin:/usr/bin:/bin"})
+    )
 
 
 STRAY = "/opt/stray-cudnn/lib"
@@ -113,12 +136,17 @@ def stray_before_wheel_machine(stray_version: str = "9.5.1") -> FixtureSystem:
     """A hand-copied libcudnn.so.9 on LD_LIBRARY_PATH ahead of the venv's nvidia-cudnn-cu12 wheel that ONNX Runtime should load."""
     from .test_wheels import CU12_LINUX, folders, ort_machine
 
-    document = ort_machine(False, wheels=CU12_LINUX, env={"LD_LIBRARY_PATH": ":".join([STRAY, *folders(False, CU12_LINUX)])})
+    document = ort_machine(
+        False, wheels=CU12_LINUX, env={"LD_LIBRARY_PATH": ":".join([STRAY, *folders(False, CU12_LINUX)])}
+    )
     for entry in document["files"].values():
         entry["size"] = min(entry.get("size", 0), 4096) if "size" in entry else entry.get("size")
     document["files"] = {k: {kk: vv for kk, vv in v.items() if vv is not None} for k, v in document["files"].items()}
     document["files"][f"{STRAY}/libcudnn.so.9"] = {"link": f"libcudnn.so.{stray_version}"}
-    document["files"][f"{STRAY}/libcudnn.so.{stray_version}"] = {"text": f"\x7fELF a stray cuDNN {stray_version}", "soname": "libcudnn.so.9"}
+    document["files"][f"{STRAY}/libcudnn.so.{stray_version}"] = {
+        "text": f"\x7fELF a stray cuDNN {stray_version}",
+        "soname": "libcudnn.so.9",
+    }
     return FixtureSystem(document)
 
 
@@ -184,7 +212,9 @@ def rollback(system: Any, state: str) -> transaction.UndoReport:
 
 
 def fixed_entries(system: Any, state: str) -> list[dict]:
-    return [h for h in transaction.Store(system, state).history() if h["state"] in ("installed", transaction.UNFINISHED)]
+    return [
+        h for h in transaction.Store(system, state).history() if h["state"] in ("installed", transaction.UNFINISHED)
+    ]
 
 
 def test_every_rule_with_a_fix_kind_has_a_planner_and_back():
@@ -244,8 +274,14 @@ def test_linux_shadowing_copy_goes_with_its_links():
     system = linux_shadowed_machine()
     fix(system, LINUX_STATE)
     for name in ("libcudnn.so.8", "libcudnn.so.8.1.1", "libcudnn_cnn_infer.so.8", "libcudnn_cnn_infer.so.8.1.1"):
-        assert system.stat(f"/opt/cudnn-8.1.1/lib64/{name}") is None and system.link_target(f"/opt/cudnn-8.1.1/lib64/{name}") is None
-    assert system.link_target(f"{LINUX_STATE}/quarantine/20261205-000000-abcdef/opt/cudnn-8.1.1/lib64/libcudnn.so.8") == "libcudnn.so.8.1.1"
+        assert (
+            system.stat(f"/opt/cudnn-8.1.1/lib64/{name}") is None
+            and system.link_target(f"/opt/cudnn-8.1.1/lib64/{name}") is None
+        )
+    assert (
+        system.link_target(f"{LINUX_STATE}/quarantine/20261205-000000-abcdef/opt/cudnn-8.1.1/lib64/libcudnn.so.8")
+        == "libcudnn.so.8.1.1"
+    )
 
 
 @pytest.mark.slow  # exhaustive: every operation, every file (the slow lane)
@@ -316,12 +352,18 @@ def test_a_shadowing_copy_that_is_usable_or_owned_by_a_package_is_not_planned():
     diagnosis = diagnose(system, with_frameworks=False)
     shadowed = next(f for f in diagnosis.findings if f.id == "cudnn-shadowed")
     usable = shadowed._replace(severity=shadowed.severity.WARNING)
-    assert PLANNERS["cudnn-shadowed"](usable, diagnosis.facts)  # the next copy is apt's libcudnn8 8.6, newer: the stray goes
+    assert PLANNERS["cudnn-shadowed"](
+        usable, diagnosis.facts
+    )  # the next copy is apt's libcudnn8 8.6, newer: the stray goes
     unowned = diagnosis.facts._replace(cudnn=tuple(i._replace(package=None) for i in diagnosis.facts.cudnn))
-    assert PLANNERS["cudnn-shadowed"](usable, unowned) == []  # two hand-made copies, the winner usable: the user chooses
+    assert (
+        PLANNERS["cudnn-shadowed"](usable, unowned) == []
+    )  # two hand-made copies, the winner usable: the user chooses
     owned = diagnosis.facts._replace(cudnn=tuple(i._replace(package="libcudnn8") for i in diagnosis.facts.cudnn))
     assert PLANNERS["cudnn-shadowed"](shadowed, owned) == []
-    assert all(isinstance(c, MoveFile) and c.dest is None for c in PLANNERS["cudnn-shadowed"](shadowed, diagnosis.facts))
+    assert all(
+        isinstance(c, MoveFile) and c.dest is None for c in PLANNERS["cudnn-shadowed"](shadowed, diagnosis.facts)
+    )
 
 
 def test_a_stray_copy_ahead_of_a_pip_wheel_is_quarantined_not_the_wheel():
@@ -329,11 +371,17 @@ def test_a_stray_copy_ahead_of_a_pip_wheel_is_quarantined_not_the_wheel():
     diagnosis = diagnose(system)
     shadowed = next(f for f in diagnosis.findings if f.id == "cudnn-shadowed")
     assert shadowed.severity.value == "warning"  # usable, but not the copy the environment installed
-    assert PLANNERS["cudnn-shadowed"](shadowed, diagnosis.facts) == [MoveFile(f"{STRAY}/libcudnn.so.9"), MoveFile(f"{STRAY}/libcudnn.so.9.5.1")]
+    assert PLANNERS["cudnn-shadowed"](shadowed, diagnosis.facts) == [
+        MoveFile(f"{STRAY}/libcudnn.so.9"),
+        MoveFile(f"{STRAY}/libcudnn.so.9.5.1"),
+    ]
     wheel = diagnosis.facts.cudnn[0]
     assert "site-packages" in wheel.folder
     newer = diagnosis.facts._replace(
-        cudnn=tuple(i._replace(version="9.0.0") if "site-packages" in i.folder else i._replace(version="9.5.1") for i in diagnosis.facts.cudnn)
+        cudnn=tuple(
+            i._replace(version="9.0.0") if "site-packages" in i.folder else i._replace(version="9.5.1")
+            for i in diagnosis.facts.cudnn
+        )
     )
     assert PLANNERS["cudnn-shadowed"](shadowed, newer) == []  # the wheel is older than the stray: the user decides
     flipped = shadowed._replace(evidence=shadowed.evidence._replace(used=shadowed.evidence.copies[1]))
@@ -375,7 +423,9 @@ def test_path_fixes_rewrite_the_registry_path_keeping_var_references_and_types()
     before = system.persistent_env()
     fix(system, WIN_STATE, {"path-duplicate-entries", "path-missing-dir"})
     after = system.persistent_env()
-    assert after["system"]["Path"] == "C:\\Windows\\System32;C:\\Windows;%CUDA_PATH%\\bin"  # the first copy stays, %VAR% as written
+    assert (
+        after["system"]["Path"] == "C:\\Windows\\System32;C:\\Windows;%CUDA_PATH%\\bin"
+    )  # the first copy stays, %VAR% as written
     assert "Path" not in after["user"] or after["user"]["Path"] == ""
     assert system.persistent_env_kind("system", "Path") == "REG_EXPAND_SZ"
     rollback(system, WIN_STATE)
@@ -407,7 +457,9 @@ def test_an_ineffective_variable_on_linux_keeps_its_manual_steps():
 
 def cli(monkeypatch, system: Any, *argv: str) -> int:
     monkeypatch.setattr("cudnn_doctor.system.open_system", lambda fixture=None, limit=None: system)
-    monkeypatch.setattr(system, "state_dir", lambda: WIN_STATE if system.os == "windows" else LINUX_STATE)  # the described machine's own state folder
+    monkeypatch.setattr(
+        system, "state_dir", lambda: WIN_STATE if system.os == "windows" else LINUX_STATE
+    )  # the described machine's own state folder
     return main(list(argv))
 
 
@@ -429,7 +481,9 @@ def test_fix_exit_codes(monkeypatch, capsys):
     system = system32_machine()
     assert cli(monkeypatch, system, "fix", "no-such-finding", "--yes") == 2
     before = snapshot(system, WIN_STATE)
-    assert cli(monkeypatch, system, "fix", "--no-frameworks") == 2  # not a terminal and no --yes: refuses, changes nothing
+    assert (
+        cli(monkeypatch, system, "fix", "--no-frameworks") == 2
+    )  # not a terminal and no --yes: refuses, changes nothing
     assert snapshot(system, WIN_STATE) == before
     # only the ids named: the System32 copy stays when only the header finding is asked for
     assert cli(monkeypatch, system, "fix", "cudnn-header-missing", "--yes", "--no-frameworks") == 1
@@ -457,7 +511,9 @@ def test_explain_and_reports_say_a_finding_has_an_automatic_fix(monkeypatch, cap
 def test_a_finding_whose_case_the_fix_does_not_handle_says_no_automatic_fix(monkeypatch, capsys):
     """env-var-ineffective has a safe fix for the Windows registry; on Linux (a variable from a shell file) it stays manual.
     path-missing-dir on Linux is fixed in the doctor's env.sh."""
-    system = FixtureSystem(machine(LINUX_BASE, env={"CUDNN_AUTOTUNE": "1", "LD_LIBRARY_PATH": "/usr/local/cuda-10.0/lib64"}))
+    system = FixtureSystem(
+        machine(LINUX_BASE, env={"CUDNN_AUTOTUNE": "1", "LD_LIBRARY_PATH": "/usr/local/cuda-10.0/lib64"})
+    )
     monkeypatch.setattr("cudnn_doctor.system.open_system", lambda fixture=None, limit=None: system)
     main(["check", "--no-frameworks", "--format", "json"])
     found = {f["id"]: f["autofix"] for f in json.loads(capsys.readouterr().out)["findings"]}
@@ -467,7 +523,9 @@ def test_a_finding_whose_case_the_fix_does_not_handle_says_no_automatic_fix(monk
     windows = path_machine()
     monkeypatch.setattr("cudnn_doctor.system.open_system", lambda fixture=None, limit=None: windows)
     main(["check", "--no-frameworks", "--format", "json"])
-    assert {f["id"]: f["autofix"] for f in json.loads(capsys.readouterr().out)["findings"]}["path-missing-dir"] == "safe"
+    assert {f["id"]: f["autofix"] for f in json.loads(capsys.readouterr().out)["findings"]}[
+        "path-missing-dir"
+    ] == "safe"
 
 
 SHARED = shared_fixture_paths()
@@ -528,9 +586,15 @@ def test_an_unsafe_fix_needs_the_flag_and_says_how_it_is_undone(capsys):
     assert main(["fix", "--dry-run", "--unsafe-fixes", "--fixture", str(TORCH_CPU)]) == 0
     out = capsys.readouterr().out
     assert "fix torch-cpu-build (unsafe)" in out
-    assert "-m pip install torch==2.2.2 torchvision==0.17.2 --index-url https://download.pytorch.org/whl/cu121 (needs the network)" in out
+    assert (
+        "-m pip install torch==2.2.2 torchvision==0.17.2 --index-url https://download.pytorch.org/whl/cu121 (needs the network)"
+        in out
+    )
     python = "C:\\Users\\mira\\projects\\yolo\\.venv\\Scripts\\python.exe"
-    assert f'undo: "{python}" -m pip uninstall -y torch torchvision, then "{python}" -m pip install torch==2.2.2 torchvision==0.17.2' in out
+    assert (
+        f'undo: "{python}" -m pip uninstall -y torch torchvision, then "{python}" -m pip install torch==2.2.2 torchvision==0.17.2'
+        in out
+    )
 
 
 def test_an_unsafe_fix_runs_its_commands_in_order_and_history_keeps_the_undo(monkeypatch, capsys):
@@ -553,7 +617,9 @@ def test_an_unsafe_fix_runs_its_commands_in_order_and_history_keeps_the_undo(mon
 
 
 @pytest.mark.live
-@pytest.mark.skipif(sys.platform == "win32", reason="Wine makes no symbolic links (os.symlink succeeds and leaves nothing)")
+@pytest.mark.skipif(
+    sys.platform == "win32", reason="Wine makes no symbolic links (os.symlink succeeds and leaves nothing)"
+)
 def test_a_fix_on_the_live_file_system_moves_links_as_links_and_rolls_back(tmp_path):
     """The same transaction on real files: os.replace moves, a link stays a link, rollback gives back every byte and folder."""
     from cudnn_doctor.system.live import LiveSystem
@@ -567,7 +633,11 @@ def test_a_fix_on_the_live_file_system_moves_links_as_links_and_rolls_back(tmp_p
 
     def state() -> dict[str, Any]:
         return {
-            str(p.relative_to(tmp_path / "machine")): ("link", str(p.readlink())) if p.is_symlink() else "folder" if p.is_dir() else p.read_bytes()
+            str(p.relative_to(tmp_path / "machine")): ("link", str(p.readlink()))
+            if p.is_symlink()
+            else "folder"
+            if p.is_dir()
+            else p.read_bytes()
             for p in sorted((tmp_path / "machine").rglob("*"))
         }
 
@@ -580,7 +650,9 @@ def test_a_fix_on_the_live_file_system_moves_links_as_links_and_rolls_back(tmp_p
         transaction.apply_fix(expanded.steps, store, "t1", "fix: test", str(stray))
     assert not stray.parent.exists() and managed.read_text() == "export LD_LIBRARY_PATH=/x\n"
     quarantined = Path(store.quarantine_path("t1")) / str(stray).lstrip("/")
-    assert (quarantined / "libcudnn.so.9").is_symlink() and (quarantined / "libcudnn.so.9.1.0").read_bytes() == b"\x7fELF a stray cuDNN 9.1"
+    assert (quarantined / "libcudnn.so.9").is_symlink() and (
+        quarantined / "libcudnn.so.9.1.0"
+    ).read_bytes() == b"\x7fELF a stray cuDNN 9.1"
     with store.locked():
         _, report = transaction.rollback_last(store)
     assert report.complete and state() == before

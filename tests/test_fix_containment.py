@@ -25,7 +25,12 @@ from cudnn_doctor.fixes import MoveFile, MoveTree
 from cudnn_doctor.install import transaction
 from cudnn_doctor.install.fix import expand
 
-pytestmark = [pytest.mark.live, pytest.mark.skipif(sys.platform == "win32", reason="symbolic links: Wine makes none (os.symlink succeeds and leaves nothing)")]
+pytestmark = [
+    pytest.mark.live,
+    pytest.mark.skipif(
+        sys.platform == "win32", reason="symbolic links: Wine makes none (os.symlink succeeds and leaves nothing)"
+    ),
+]
 
 
 def state_of(root: Path) -> dict[str, Any]:
@@ -56,7 +61,9 @@ def nested_changes(toolkit: Path, top: Path) -> list[Any]:
     return [*(MoveTree(str(top / sub), str(toolkit / dest)) for sub, dest in pairs), MoveTree(str(top))]
 
 
-def run_fix(system: Any, state: Path, changes: Sequence[Any], txid: str = "t1", before_apply: Optional[Any] = None) -> dict[str, Any]:
+def run_fix(
+    system: Any, state: Path, changes: Sequence[Any], txid: str = "t1", before_apply: Optional[Any] = None
+) -> dict[str, Any]:
     store = transaction.Store(system, str(state))
     with store.locked():
         transaction.recover(store)

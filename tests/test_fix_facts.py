@@ -135,7 +135,10 @@ def _torch_builds_unknown(facts, found):
                     except InvalidVersion:
                         pass
                 for gpu in facts.driver.gpus:
-                    if gpu.compute_capability and knowledge.cuda_runs_on_compute_capability(Version(cuda), gpu.compute_capability) is False:
+                    if (
+                        gpu.compute_capability
+                        and knowledge.cuda_runs_on_compute_capability(Version(cuda), gpu.compute_capability) is False
+                    ):
                         wrong.append((found.id, step, f"CUDA {cuda} does not run on sm_{gpu.compute_capability}"))
     return wrong
 
@@ -209,14 +212,19 @@ def _json_tree(diagnosis):
     ], len(findings)
 
 
-_HTML_ARTICLE = re.compile(r'<article class="finding (error|warning|info)" id="[^"]*" data-id="([^"]+)">(.*?)</article>', re.S)
+_HTML_ARTICLE = re.compile(
+    r'<article class="finding (error|warning|info)" id="[^"]*" data-id="([^"]+)">(.*?)</article>', re.S
+)
 _HTML_SYMPTOM = re.compile(r'<li data-id="([^"]+)">.*?\((error|warning|info)\): ', re.S)
 
 
 def _html_tree(diagnosis):
     out = io.StringIO()
     html.render_check(diagnosis, out)
-    return [(i, sev, [(s, ss) for s, ss in _HTML_SYMPTOM.findall(body)]) for sev, i, body in _HTML_ARTICLE.findall(out.getvalue())]
+    return [
+        (i, sev, [(s, ss) for s, ss in _HTML_SYMPTOM.findall(body)])
+        for sev, i, body in _HTML_ARTICLE.findall(out.getvalue())
+    ]
 
 
 @pytest.mark.parametrize("path", MACHINES, ids=lambda p: p.name)

@@ -32,7 +32,9 @@ def _doctor(python: Path, tmp_path: Path, ld_library_path: str, *argv: str) -> s
         "LD_LIBRARY_PATH": ld_library_path,
         "CUDNN_DOCTOR_STATE_DIR": str(tmp_path / "state"),
     }
-    return subprocess.run([str(python), "-m", "cudnn_doctor", *argv], capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    return subprocess.run(
+        [str(python), "-m", "cudnn_doctor", *argv], capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path
+    )
 
 
 def _shadowed(python: Path, tmp_path: Path, ld_library_path: str) -> list[dict]:
@@ -53,7 +55,9 @@ def test_fix_quarantines_a_stray_cudnn_ahead_of_the_pip_one_and_rollback_restore
     search = f"{stray}:{site}/nvidia/cu13/lib:{site}/nvidia/cudnn/lib"
     before = real.read_bytes()
     found = _shadowed(python, tmp_path, search)
-    assert found and found[0]["evidence"]["used"] == str(stray / "libcudnn.so.9") and found[0]["autofix"] == "safe", found
+    assert found and found[0]["evidence"]["used"] == str(stray / "libcudnn.so.9") and found[0]["autofix"] == "safe", (
+        found
+    )
 
     done = _doctor(python, tmp_path, search, "fix", "--yes")
     assert done.returncode in (0, 1), done.stderr

@@ -50,7 +50,13 @@ def windows_toolkit() -> FixtureSystem:
         f"{WIN_TK}\\lib\\x64\\cudart.lib": {},
         f"{WIN_TK}\\version.json": {"text": '{"cuda": {"version": "11.8.0"}}'},
     }
-    return FixtureSystem(machine(WINDOWS_BASE, files=files, env={"PATH": f"C:\\Windows\\System32;C:\\Windows;{WIN_TK}\\bin", "CUDA_PATH": WIN_TK}))
+    return FixtureSystem(
+        machine(
+            WINDOWS_BASE,
+            files=files,
+            env={"PATH": f"C:\\Windows\\System32;C:\\Windows;{WIN_TK}\\bin", "CUDA_PATH": WIN_TK},
+        )
+    )
 
 
 def linux_toolkit() -> FixtureSystem:
@@ -60,7 +66,13 @@ def linux_toolkit() -> FixtureSystem:
         f"{LINUX_TK}/include/cuda.h": {"text": "#define CUDA_VERSION 12040\n"},
         f"{LINUX_TK}/lib64/libcudart.so.12": {"size": 100},
     }
-    return FixtureSystem(machine(LINUX_BASE, files=files, env={"LD_LIBRARY_PATH": f"{LINUX_TK}/lib64", "PATH": f"{LINUX_TK}/bin:/usr/bin:/bin"}))
+    return FixtureSystem(
+        machine(
+            LINUX_BASE,
+            files=files,
+            env={"LD_LIBRARY_PATH": f"{LINUX_TK}/lib64", "PATH": f"{LINUX_TK}/bin:/usr/bin:/bin"},
+        )
+    )
 
 
 def install(system: FixtureSystem, archive_path: Path, target: str, state: str) -> None:
@@ -76,7 +88,9 @@ def install(system: FixtureSystem, archive_path: Path, target: str, state: str) 
 
 def windows_case(tmp_path: Path) -> tuple[FixtureSystem, Path]:
     """cuDNN 8.5 installed by the doctor into v11.8; then its headers and import libraries were deleted."""
-    path = archives.write_zip(tmp_path / "cudnn-windows-x86_64-8.5.0.96_cuda11-archive.zip", archives.windows_members("8.5.0.96", 11))
+    path = archives.write_zip(
+        tmp_path / "cudnn-windows-x86_64-8.5.0.96_cuda11-archive.zip", archives.windows_members("8.5.0.96", 11)
+    )
     system = windows_toolkit()
     install(system, path, WIN_TK, WIN_STATE)
     for folder in (f"{WIN_TK}\\include", f"{WIN_TK}\\lib\\x64"):
@@ -108,7 +122,9 @@ def ids_of(system: Any) -> set[str]:
 
 def plan_of(system: Any, state: str, only: Optional[set[str]] = None):
     diagnosis = diagnose(system, with_frameworks=False)
-    return plan_fixes(diagnosis.findings, diagnosis.facts, only, releases=recorded_releases(transaction.Store(system, state)))
+    return plan_fixes(
+        diagnosis.findings, diagnosis.facts, only, releases=recorded_releases(transaction.Store(system, state))
+    )
 
 
 def fix(system: Any, state: str, only: Optional[set[str]] = None) -> None:
@@ -143,7 +159,10 @@ def test_the_restored_bytes_are_the_archives_and_every_missing_header_comes_back
     members = archives.windows_members("8.5.0.96", 11)
     top = "cudnn-windows-x86_64-8.5.0.96_cuda11-archive"
     assert system.open_read(f"{WIN_TK}\\include\\cudnn_version.h").read() == members[f"{top}/include/cudnn_version.h"]
-    assert system.open_read(f"{WIN_TK}\\lib\\x64\\cudnn_ops_infer64_8.lib").read() == members[f"{top}/lib/x64/cudnn_ops_infer64_8.lib"]
+    assert (
+        system.open_read(f"{WIN_TK}\\lib\\x64\\cudnn_ops_infer64_8.lib").read()
+        == members[f"{top}/lib/x64/cudnn_ops_infer64_8.lib"]
+    )
     assert system.exists(f"{WIN_TK}\\lib\\x64\\cudart.lib")  # the toolkit's own files are untouched
 
 
@@ -151,7 +170,10 @@ def test_only_the_missing_files_are_planned(tmp_path):
     system, _ = linux_case(tmp_path)
     plan = plan_of(system, LINUX_STATE, {"cudnn-header-missing"})
     dests = sorted(c.dest for f in plan.fixes for c in f.changes)
-    assert dests == [f"{LINUX_TK}/include/cudnn.h", f"{LINUX_TK}/include/cudnn_version.h"]  # the other cudnn_*.h are still there
+    assert dests == [
+        f"{LINUX_TK}/include/cudnn.h",
+        f"{LINUX_TK}/include/cudnn_version.h",
+    ]  # the other cudnn_*.h are still there
 
 
 @pytest.mark.slow  # exhaustive: every operation, every file (the slow lane)
@@ -203,7 +225,10 @@ def test_an_archive_gone_from_disk_keeps_the_manual_steps_and_says_so(tmp_path, 
     plan = plan_of(system, WIN_STATE)
     assert not plan.fixes
     why = {s.finding.id: s.why for s in plan.skipped}
-    assert f"the archive {path} that installed cuDNN 8.5.0 into {WIN_TK} is not on disk any more" in why["cudnn-header-missing"]
+    assert (
+        f"the archive {path} that installed cuDNN 8.5.0 into {WIN_TK} is not on disk any more"
+        in why["cudnn-header-missing"]
+    )
     assert "is not on disk any more" in why["cudnn-import-lib-missing"]
     monkeypatch.setattr("cudnn_doctor.system.open_system", lambda fixture=None, limit=None: system)
     monkeypatch.setattr(system, "state_dir", lambda: WIN_STATE)  # the described machine's own state folder
@@ -215,7 +240,9 @@ def test_an_archive_gone_from_disk_keeps_the_manual_steps_and_says_so(tmp_path, 
 def test_an_archive_of_another_size_or_other_bytes_gives_nothing_back(tmp_path):
     system, path = windows_case(tmp_path)
     path.write_bytes(path.read_bytes() + b"\0")  # the same path, another file
-    assert "has changed since" in {s.finding.id: s.why for s in plan_of(system, WIN_STATE).skipped}["cudnn-header-missing"]
+    assert (
+        "has changed since" in {s.finding.id: s.why for s in plan_of(system, WIN_STATE).skipped}["cudnn-header-missing"]
+    )
     other = archives.windows_members("8.5.0.96", 11)
     top = "cudnn-windows-x86_64-8.5.0.96_cuda11-archive"
     other[f"{top}/include/cudnn.h"] = b"/* another release's header */\n"
@@ -320,7 +347,10 @@ def test_linux_path_fixes_write_one_managed_env_sh_that_a_new_shell_sources_clea
     plan = plan_of(system, LINUX_STATE)
     assert {f.finding.id for f in plan.fixes} >= {"path-missing-dir", "path-duplicate-entries"}
     exports = {c.name: c.value for c in plan.changes if hasattr(c, "name") and hasattr(c, "file")}
-    assert exports == {"LD_LIBRARY_PATH": f"{CUDA_LIB}:/opt/other", "PATH": f"{LINUX_TK}/bin:/usr/bin:/bin"}  # order kept, both fixes merged
+    assert exports == {
+        "LD_LIBRARY_PATH": f"{CUDA_LIB}:/opt/other",
+        "PATH": f"{LINUX_TK}/bin:/usr/bin:/bin",
+    }  # order kept, both fixes merged
     fix(system, LINUX_STATE)
     text = system.open_read(ENV_SH).read().decode()
     assert text.startswith("# Managed by cudnn-doctor")
@@ -338,7 +368,9 @@ def test_a_second_fix_rewrites_the_managed_file_and_keeps_the_first_ones_variabl
     system = linux_path_machine()
     fix(system, LINUX_STATE, {"path-duplicate-entries"})
     first = system.open_read(ENV_SH).read()
-    assert b"\n_cudnn_doctor_clean LD_LIBRARY_PATH --repeats\n" in first and b"_cudnn_doctor_clean PATH" not in first  # PATH has no duplicate
+    assert (
+        b"\n_cudnn_doctor_clean LD_LIBRARY_PATH --repeats\n" in first and b"_cudnn_doctor_clean PATH" not in first
+    )  # PATH has no duplicate
     # a new shell sourced it, and later PATH got a duplicate of its own
     later = with_env(system, {**sourced(system, tmp_path), "PATH": f"{LINUX_TK}/bin:/usr/bin:{LINUX_TK}/bin:/bin"})
     assert "path-duplicate-entries" in ids_of(later)
@@ -350,7 +382,10 @@ def test_a_second_fix_rewrites_the_managed_file_and_keeps_the_first_ones_variabl
     text = later.open_read(ENV_SH).read().decode()
     assert text.splitlines()[0].startswith("# Managed by cudnn-doctor")
     assert text.count("# Managed by cudnn-doctor") == 1 and text.count("\n_cudnn_doctor_clean LD_LIBRARY_PATH ") == 1
-    assert "\n_cudnn_doctor_clean PATH --repeats\n" in text and sourced(later, tmp_path)["PATH"] == f"{LINUX_TK}/bin:/usr/bin:/bin"
+    assert (
+        "\n_cudnn_doctor_clean PATH --repeats\n" in text
+        and sourced(later, tmp_path)["PATH"] == f"{LINUX_TK}/bin:/usr/bin:/bin"
+    )
     rollback(later, LINUX_STATE)
     assert later.open_read(ENV_SH).read() == first  # the second fix undone: the first's file, byte for byte
 
@@ -368,7 +403,9 @@ def test_a_file_the_doctor_does_not_manage_is_never_overwritten():
 
 
 def test_xdg_config_home_is_respected_and_a_relative_one_ignored():
-    assert {c.file for c in plan_of(linux_path_machine(XDG_CONFIG_HOME="/home/dev/cfg"), LINUX_STATE).changes} == {"/home/dev/cfg/cudnn-doctor/env.sh"}
+    assert {c.file for c in plan_of(linux_path_machine(XDG_CONFIG_HOME="/home/dev/cfg"), LINUX_STATE).changes} == {
+        "/home/dev/cfg/cudnn-doctor/env.sh"
+    }
     assert {c.file for c in plan_of(linux_path_machine(XDG_CONFIG_HOME="cfg"), LINUX_STATE).changes} == {ENV_SH}
 
 
@@ -376,7 +413,9 @@ def test_xdg_config_home_is_respected_and_a_relative_one_ignored():
 def test_env_sh_only_removes_folders_and_never_freezes_this_shells_value(tmp_path):
     """An activated environment's folder, or a folder another rc file adds later, is neither written into env.sh
     nor lost by a shell that sources it: the file names only the folders it drops."""
-    system = linux_path_machine(VIRTUAL_ENV="/home/dev/.venv", PATH=f"/home/dev/.venv/bin:/usr/local/cuda-10.0/bin:{LINUX_TK}/bin:/usr/bin:/bin")
+    system = linux_path_machine(
+        VIRTUAL_ENV="/home/dev/.venv", PATH=f"/home/dev/.venv/bin:/usr/local/cuda-10.0/bin:{LINUX_TK}/bin:/usr/bin:/bin"
+    )
     fix(system, LINUX_STATE, {"path-missing-dir"})
     text = system.open_read(ENV_SH).read().decode()
     assert "/home/dev/.venv" not in text and "/usr/bin" not in text
@@ -418,7 +457,10 @@ def test_the_shell_function_gives_what_the_plan_shows(tmp_path, value, drop, rep
         pytest.skip("needs a POSIX shell")
     for shell in shells:
         shown = subprocess.run(
-            [shell, "-c", f'. "{script}"; printf "%s" "${{V-(unset)}}"'], env={"V": value, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True
+            [shell, "-c", f'. "{script}"; printf "%s" "${{V-(unset)}}"'],
+            env={"V": value, "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            text=True,
         )
         assert shown.stdout == expected, (shell, shown.stderr)
 
@@ -484,8 +526,14 @@ def test_the_onnxruntime_extras_line_is_an_unsafe_fix_run_once_in_its_interprete
     assert {"cudnn-missing", "cuda-libs-not-found"} <= {f.finding.id for f in plan.fixes}
     commands = [c for c in plan.changes if isinstance(c, RunCommand)]
     assert len(commands) == 1  # one line for every finding it answers
-    assert commands[0].argv == (LINUX_EXE, "-m", "pip", "install", "onnxruntime-gpu[cuda,cudnn]==1.22.0") and commands[0].network
-    assert "pip uninstall -y every nvidia-* package" in commands[0].undo and "onnxruntime-gpu itself is not changed" in commands[0].undo
+    assert (
+        commands[0].argv == (LINUX_EXE, "-m", "pip", "install", "onnxruntime-gpu[cuda,cudnn]==1.22.0")
+        and commands[0].network
+    )
+    assert (
+        "pip uninstall -y every nvidia-* package" in commands[0].undo
+        and "onnxruntime-gpu itself is not changed" in commands[0].undo
+    )
 
 
 def test_an_older_onnxruntime_without_extras_gets_no_automatic_fix():
@@ -515,7 +563,9 @@ def test_the_extras_fix_command_says_network_and_undo_and_runs_pip(monkeypatch, 
     assert "-m pip install onnxruntime-gpu[cuda,cudnn]==1.22.0 (needs the network); undo: " in out
     monkeypatch.setattr(system, "run", run)
     main(["fix", "--unsafe-fixes", "--yes"])
-    assert [a[1:] for a in ran if a[1:3] == ["-m", "pip"]] == [["-m", "pip", "install", "onnxruntime-gpu[cuda,cudnn]==1.22.0"]]
+    assert [a[1:] for a in ran if a[1:3] == ["-m", "pip"]] == [
+        ["-m", "pip", "install", "onnxruntime-gpu[cuda,cudnn]==1.22.0"]
+    ]
     capsys.readouterr()
     assert main(["rollback"]) == 0
     assert "to undo it, run: " in capsys.readouterr().out
@@ -549,12 +599,19 @@ def test_live_env_sh_fix_a_new_bash_that_sources_it_is_clean_and_rollback_remove
 
     assert {"path-missing-dir", "path-duplicate-entries"} <= ids()
     done = subprocess.run(
-        [*doctor, "fix", "--yes", "--no-frameworks", "path-missing-dir", "path-duplicate-entries"], env=env, capture_output=True, text=True, timeout=120
+        [*doctor, "fix", "--yes", "--no-frameworks", "path-missing-dir", "path-duplicate-entries"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert "add  . ~/.config/cudnn-doctor/env.sh  to ~/.bashrc" in done.stdout, done.stdout + done.stderr
     assert "path-missing-dir: takes effect in shells that source env.sh" in done.stdout
     written = home / ".config" / "cudnn-doctor" / "env.sh"
-    assert written.read_text().splitlines()[-2] == "_cudnn_doctor_clean LD_LIBRARY_PATH --repeats /usr/local/cuda-10.0/lib64"
+    assert (
+        written.read_text().splitlines()[-2]
+        == "_cudnn_doctor_clean LD_LIBRARY_PATH --repeats /usr/local/cuda-10.0/lib64"
+    )
     assert not {"path-missing-dir", "path-duplicate-entries"} & ids(". ~/.config/cudnn-doctor/env.sh; ")
     assert sorted(os.listdir(home)) == [".config"]  # no rc file was made or edited
     assert subprocess.run([*doctor, "rollback"], env=env, capture_output=True, timeout=120).returncode == 0

@@ -167,7 +167,10 @@ SEGMENTS = [
     "wsl",
     "nvidia-smi",
 ]
-NUMBERS = st.one_of(st.integers(min_value=-(2**70), max_value=2**70), st.sampled_from([0, -1, 1, 2**31, 2**63, 2**64, 10**30, 8500, 90501, 12040, 11080, 4096]))
+NUMBERS = st.one_of(
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.sampled_from([0, -1, 1, 2**31, 2**63, 2**64, 10**30, 8500, 90501, 12040, 11080, 4096]),
+)
 
 text = st.one_of(st.text(max_size=24), st.sampled_from(ODD_STRINGS), st.sampled_from(VERSIONS), st.sampled_from(NAMES))
 path = st.builds(
@@ -177,14 +180,21 @@ path = st.builds(
     st.sampled_from(["/", "\\"]),
 )
 scalar = st.one_of(st.none(), st.booleans(), NUMBERS, st.floats(allow_nan=True, allow_infinity=True), text, path)
-anything = st.recursive(scalar, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(text, inner, max_size=4), max_leaves=10)
+anything = st.recursive(
+    scalar, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(text, inner, max_size=4), max_leaves=10
+)
 
 
 @st.composite
 def smi_table(draw: Callable) -> str:
     """A plausible nvidia-smi table, mangled or not."""
     driver, cuda = draw(st.sampled_from(VERSIONS + ["550.144.03", "451.48", "384.81"])), draw(st.sampled_from(VERSIONS))
-    name = draw(st.sampled_from(["NVIDIA GeForce RTX 3060", "GeForce GTX 1080 Ti", "Tesla K80", "NVIDIA GeForce RTX 4090 ...", "", "\u00fc"]) | text)
+    name = draw(
+        st.sampled_from(
+            ["NVIDIA GeForce RTX 3060", "GeForce GTX 1080 Ti", "Tesla K80", "NVIDIA GeForce RTX 4090 ...", "", "\u00fc"]
+        )
+        | text
+    )
     lines = [
         f"| NVIDIA-SMI {driver}   Driver Version: {driver}   CUDA Version: {cuda}     |",
         "|-------------------------------+----------------------+----------------------+",
@@ -247,7 +257,13 @@ def set_string(doc: dict, draw: Callable) -> None:
 
 
 def set_number(doc: dict, draw: Callable) -> None:
-    places = [(c, k) for c in _containers(doc) if isinstance(c, dict) for k, v in c.items() if isinstance(v, int) and not isinstance(v, bool)]
+    places = [
+        (c, k)
+        for c in _containers(doc)
+        if isinstance(c, dict)
+        for k, v in c.items()
+        if isinstance(v, int) and not isinstance(v, bool)
+    ]
     if places:
         container, key = draw(st.sampled_from(places))
         container[key] = draw(NUMBERS)
@@ -268,7 +284,22 @@ def file_entry(doc: dict, draw: Callable) -> None:
     for field in draw(
         st.lists(
             st.sampled_from(
-                ["size", "text", "imports", "loads", "soname", "rpath", "dt_rpath", "version", "machine", "link", "readable", "exports", "load", "source"]
+                [
+                    "size",
+                    "text",
+                    "imports",
+                    "loads",
+                    "soname",
+                    "rpath",
+                    "dt_rpath",
+                    "version",
+                    "machine",
+                    "link",
+                    "readable",
+                    "exports",
+                    "load",
+                    "source",
+                ]
             ),
             max_size=5,
             unique=True,
@@ -281,11 +312,23 @@ def file_entry(doc: dict, draw: Callable) -> None:
         elif field == "readable":
             entry[field] = draw(st.booleans())
         elif field == "load":
-            entry[field] = draw(st.fixed_dictionaries({}, optional={"ok": st.booleans(), "error": text, "cudnn_version": NUMBERS, "cudart_version": NUMBERS}))
+            entry[field] = draw(
+                st.fixed_dictionaries(
+                    {},
+                    optional={"ok": st.booleans(), "error": text, "cudnn_version": NUMBERS, "cudart_version": NUMBERS},
+                )
+            )
         elif field == "link":
-            entry[field] = draw(path | st.sampled_from(sorted(files) or ["/"]) | st.sampled_from([target, ".", "..", target + "/x", ""]))
+            entry[field] = draw(
+                path | st.sampled_from(sorted(files) or ["/"]) | st.sampled_from([target, ".", "..", target + "/x", ""])
+            )
         elif field == "source":
-            entry[field] = draw(st.sampled_from(["missing.bin", "../../../../dev/zero", "/dev/zero", ".", "", "/etc/hostname", sys.executable]) | text)
+            entry[field] = draw(
+                st.sampled_from(
+                    ["missing.bin", "../../../../dev/zero", "/dev/zero", ".", "", "/etc/hostname", sys.executable]
+                )
+                | text
+            )
         elif field == "text":
             entry[field] = draw(
                 text
@@ -313,7 +356,9 @@ def link_loop(doc: dict, draw: Callable) -> None:
     files = _files(doc)
     env = doc.get("env") if isinstance(doc.get("env"), dict) else {}
     sep = "\\" if doc.get("os") == "windows" else "/"
-    candidates = sorted(files) + [p for v in env.values() if isinstance(v, str) for p in v.split(";" if sep == "\\" else ":") if p]
+    candidates = sorted(files) + [
+        p for v in env.values() if isinstance(v, str) for p in v.split(";" if sep == "\\" else ":") if p
+    ]
     base = draw(st.sampled_from(candidates)) if candidates else (f"C:{sep}x" if sep == "\\" else "/x")
     kind = draw(st.sampled_from(["self", "pair", "triple", "child", "parent"]))
     a, b, c = base, base + sep + "loop-b", base + sep + "loop-c"
@@ -366,7 +411,12 @@ def set_command(doc: dict, draw: Callable) -> None:
         commands = doc["commands"] = {}
     key = draw(
         st.sampled_from(
-            ["nvidia-smi", "nvcc --version", "ldconfig -p", "nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total --format=csv,noheader"]
+            [
+                "nvidia-smi",
+                "nvcc --version",
+                "ldconfig -p",
+                "nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total --format=csv,noheader",
+            ]
         )
         | text
     )
@@ -405,14 +455,22 @@ def set_nvml(doc: dict, draw: Callable) -> None:
         {},
         optional={
             "name": text,
-            "compute_capability": st.sampled_from(["8.6", "3.7", "9.0", "12.0", "x", "", "8", "8.6.1", "-1.0", "99999999999999.0"]) | text,
+            "compute_capability": st.sampled_from(
+                ["8.6", "3.7", "9.0", "12.0", "x", "", "8", "8.6.1", "-1.0", "99999999999999.0"]
+            )
+            | text,
             "memory_total_mib": NUMBERS,
             "uuid": text,
         },
     )
     doc["nvml"] = draw(
         st.fixed_dictionaries(
-            {}, optional={"driver_version": st.sampled_from(VERSIONS) | text, "cuda_driver_version": NUMBERS, "gpus": st.lists(gpu, max_size=3)}
+            {},
+            optional={
+                "driver_version": st.sampled_from(VERSIONS) | text,
+                "cuda_driver_version": NUMBERS,
+                "gpus": st.lists(gpu, max_size=3),
+            },
         )
     )
 
@@ -424,7 +482,22 @@ REPORT = {
     "cuda_available": st.booleans() | st.none(),
     "device_count": NUMBERS,
     "arch_list": st.lists(
-        st.sampled_from(["sm_86", "sm_37", "compute_90", "sm_", "sm_1", "sm_x", "sm_9999999999999999999", "compute_", "x_86", "sm_8a"]) | text, max_size=5
+        st.sampled_from(
+            [
+                "sm_86",
+                "sm_37",
+                "compute_90",
+                "sm_",
+                "sm_1",
+                "sm_x",
+                "sm_9999999999999999999",
+                "compute_",
+                "x_86",
+                "sm_8a",
+            ]
+        )
+        | text,
+        max_size=5,
     ),
     "error": text,
     "import_error": text,
@@ -439,7 +512,11 @@ REPORT = {
         ]
     ),
     "built_with_cuda": st.booleans(),
-    "build_info": st.dictionaries(st.sampled_from(["cuda_version", "cudnn_version", "is_cuda_build"]) | text, text | st.booleans() | NUMBERS, max_size=3),
+    "build_info": st.dictionaries(
+        st.sampled_from(["cuda_version", "cudnn_version", "is_cuda_build"]) | text,
+        text | st.booleans() | NUMBERS,
+        max_size=3,
+    ),
     "gpus": st.lists(text, max_size=3),
     "providers": st.lists(st.sampled_from(["CUDAExecutionProvider", "CPUExecutionProvider"]) | text, max_size=3),
     "compiled_with_cuda": st.booleans(),
@@ -462,7 +539,9 @@ def set_python(doc: dict, draw: Callable) -> None:
         python = {"executable": draw(path), "version": draw(st.sampled_from(VERSIONS) | text)}
         pythons.append(python)
     if draw(st.booleans()):
-        python["packages"] = draw(st.dictionaries(st.sampled_from(NAMES) | text, st.sampled_from(VERSIONS) | text, max_size=4))
+        python["packages"] = draw(
+            st.dictionaries(st.sampled_from(NAMES) | text, st.sampled_from(VERSIONS) | text, max_size=4)
+        )
     frameworks = python.get("frameworks")
     if not isinstance(frameworks, dict):
         frameworks = python["frameworks"] = {}
@@ -485,7 +564,11 @@ def set_top(doc: dict, draw: Callable) -> None:
         "arch": st.sampled_from(["x86_64", "aarch64", "ppc"]),
         "wsl": st.booleans() | NUMBERS,
         "persistent_env": st.fixed_dictionaries(
-            {}, optional={"user": st.dictionaries(text, text | path, max_size=3), "system": st.dictionaries(text, text | path, max_size=3)}
+            {},
+            optional={
+                "user": st.dictionaries(text, text | path, max_size=3),
+                "system": st.dictionaries(text, text | path, max_size=3),
+            },
         ),
         "name": text,
         "schema": st.sampled_from(["machine-fixture/1", "machine-fixture/2"]),
@@ -567,7 +650,14 @@ def test_mutated_fixtures_never_crash_the_check(capsys):
     started = time.monotonic()
 
     # no shrinking: a mutant is a whole machine, and the message already names the fixture and the mutations
-    @settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=list(HealthCheck), phases=[Phase.generate], report_multiple_bugs=False)
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+        phases=[Phase.generate],
+        report_multiple_bugs=False,
+    )
     @given(data=st.data())
     def one_mutant(data: st.DataObject) -> None:
         draw = data.draw
@@ -580,17 +670,23 @@ def test_mutated_fixtures_never_crash_the_check(capsys):
         as_json = draw(st.booleans(), label="json file")
         fmt = draw(st.sampled_from(["text", "json"]), label="format")
         encoding = draw(st.sampled_from(["utf-8", "cp1252", "ascii"]), label="stdout encoding")
-        args = ["check", "--fixture", str(_write(document, folder, as_json)), "--format", fmt, "--no-color"] + (["-v"] if draw(st.booleans()) else [])
+        args = ["check", "--fixture", str(_write(document, folder, as_json)), "--format", fmt, "--no-color"] + (
+            ["-v"] if draw(st.booleans()) else []
+        )
         begun = time.monotonic()
         try:
             code, out, err = _run(args, encoding)
         except Hang:
-            pytest.fail(f"{FIXTURES[index].name} mutated by {[m.__name__ for m in applied]} ran longer than {PER_RUN_SECONDS} s")
+            pytest.fail(
+                f"{FIXTURES[index].name} mutated by {[m.__name__ for m in applied]} ran longer than {PER_RUN_SECONDS} s"
+            )
         elapsed = time.monotonic() - begun
         stats["mutants"] += 1
         stats[f"exit {code}"] += 1
         assert code in (0, 1, 2), (code, err)
-        assert elapsed < PER_RUN_SECONDS, f"{FIXTURES[index].name} mutated by {[m.__name__ for m in applied]} took {elapsed:.1f} s"
+        assert elapsed < PER_RUN_SECONDS, (
+            f"{FIXTURES[index].name} mutated by {[m.__name__ for m in applied]} took {elapsed:.1f} s"
+        )
         if code == 2:
             assert out == "" and err.count("\n") == 1 and err.startswith("cudnn-doctor: error: "), err
             return

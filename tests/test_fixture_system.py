@@ -36,7 +36,13 @@ def test_links_are_followed_through_folders_and_chains():
 
 
 def test_sizes_text_and_permissions():
-    files = {"/a/text.h": {"text": "#define X 1\n"}, "/a/bin.so": {}, "/a/empty.so": {"size": 0}, "/a/locked.so": {"readable": False}, "/empty/": {}}
+    files = {
+        "/a/text.h": {"text": "#define X 1\n"},
+        "/a/bin.so": {},
+        "/a/empty.so": {"size": 0},
+        "/a/locked.so": {"readable": False},
+        "/empty/": {},
+    }
     system = FixtureSystem(machine(LINUX_BASE, files=files))
     assert system.stat("/a/text.h").size == len("#define X 1\n")
     assert system.stat("/a/bin.so").size == 1024

@@ -64,12 +64,18 @@ def test_the_shared_machines_as_a_fleet(capsys):
     assert set(nodes) == {f.stem for f in files}
     assert all(n["status"] == OK for n in nodes.values())
     groups = document["groups"]
-    assert sum(g["size"] for g in groups) == len(files) and groups[0]["reference"] and not any(g["reference"] for g in groups[1:])
+    assert (
+        sum(g["size"] for g in groups) == len(files)
+        and groups[0]["reference"]
+        and not any(g["reference"] for g in groups[1:])
+    )
     reference = groups[0]["stack"]
     for group in groups[1:]:
         differing = [f for f in STACK_FIELDS if group["stack"][f] != reference[f]]
         assert [d["field"] for d in group["drift"]] == differing and differing
-        assert all(d["reference"] == reference[d["field"]] and d["value"] == group["stack"][d["field"]] for d in group["drift"])
+        assert all(
+            d["reference"] == reference[d["field"]] and d["value"] == group["stack"][d["field"]] for d in group["drift"]
+        )
     # Each node's own findings are those `check --fixture` reports on that machine.
     for path in files[:4]:
         assert main(["check", "--fixture", str(path), "--format", "json"]) in (0, 1)
@@ -111,7 +117,14 @@ def test_identical_nodes_are_one_stack_diagnosed_once(tmp_path, capsys):
 def test_the_cache_tells_different_machines_apart():
     healthy = load_fixture(HEALTHY)
     checker = Checker()
-    same = checker.result("a", {**healthy, "name": "other", "nvml": {**healthy["nvml"], "gpus": [{**healthy["nvml"]["gpus"][0], "uuid": "GPU-x"}]}})
+    same = checker.result(
+        "a",
+        {
+            **healthy,
+            "name": "other",
+            "nvml": {**healthy["nvml"], "gpus": [{**healthy["nvml"]["gpus"][0], "uuid": "GPU-x"}]},
+        },
+    )
     first = checker.result("b", healthy)
     other = checker.result("c", with_driver(healthy, "470.223.02"))
     assert checker.diagnosed == 2
@@ -150,7 +163,9 @@ def test_an_unhealthy_node_and_the_text_report(tmp_path, capsys):
 
 def test_a_broken_snapshot_is_a_node_in_error_not_the_end(tmp_path, capsys):
     folder = write_nodes(tmp_path / "s", {"good": load_fixture(HEALTHY)})
-    (folder / "bad.yaml").write_text("schema: machine-fixture/1\nname: x\nos: linux\nenv: {}\nfiles: {}\nbogus: 1\n", encoding="utf-8")
+    (folder / "bad.yaml").write_text(
+        "schema: machine-fixture/1\nname: x\nos: linux\nenv: {}\nfiles: {}\nbogus: 1\n", encoding="utf-8"
+    )
     code, document = fleet_json(capsys, "--from", str(folder))
     assert code == 1
     bad = next(n for n in document["nodes"] if n["node"] == "bad")
@@ -167,7 +182,9 @@ def test_files_and_folders_mix_and_repeated_stems_keep_their_paths(tmp_path, cap
     assert [n["node"] for n in document["nodes"]] == [str(one / "n.json"), "m", str(two / "n.json")]
 
 
-@pytest.mark.parametrize("arguments", [["--from", "/nonexistent/snaps"], ["--from", "EMPTY"], ["--from", "x", "--ray", "auto"], []])
+@pytest.mark.parametrize(
+    "arguments", [["--from", "/nonexistent/snaps"], ["--from", "EMPTY"], ["--from", "x", "--ray", "auto"], []]
+)
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, arguments):
     (tmp_path / "EMPTY").mkdir()
     arguments = [str(tmp_path / a) if a == "EMPTY" else a for a in arguments]
@@ -238,8 +255,17 @@ def test_a_large_reference_group_starts_closed():
     tree = parse(_html(report)).root
     groups = {g.attrs["id"]: g for g in tree.find_all("details", class_="group")}
     assert list(groups) == ["stack-1", "stack-2", "stack-3", "not-checked"]
-    assert "open" not in groups["stack-1"].attrs and "open" in groups["stack-2"].attrs and "open" in groups["not-checked"].attrs
-    assert [r.attrs["data-status"] for r in groups["not-checked"].find_all("tr", class_="node")] == ["dead", "timeout", "dead", "timeout"]
+    assert (
+        "open" not in groups["stack-1"].attrs
+        and "open" in groups["stack-2"].attrs
+        and "open" in groups["not-checked"].attrs
+    )
+    assert [r.attrs["data-status"] for r in groups["not-checked"].find_all("tr", class_="node")] == [
+        "dead",
+        "timeout",
+        "dead",
+        "timeout",
+    ]
     assert len(tree.find_all("tr", class_="node")) == 1000
 
 
@@ -308,7 +334,9 @@ def test_a_failing_interpreter_is_one_line(tmp_path):
     from cudnn_doctor.fleet.node import _snapshot_in
 
     fake = tmp_path / "python"
-    fake.write_text("#!/bin/sh\necho 'Traceback (most recent call last):' >&2\necho 'ModuleNotFoundError: no cudnn_doctor' >&2\nexit 1\n")
+    fake.write_text(
+        "#!/bin/sh\necho 'Traceback (most recent call last):' >&2\necho 'ModuleNotFoundError: no cudnn_doctor' >&2\nexit 1\n"
+    )
     fake.chmod(0o755)
     with pytest.raises(RuntimeError) as raised:
         _snapshot_in(str(fake), False, 30.0)

@@ -30,7 +30,10 @@ TIMEOUT = 25  # seconds; the slow node waits 600
 
 
 def _env(fixture: Path, delay: int = 0) -> dict[str, str]:
-    env = {"PYTHONPATH": os.pathsep.join(filter(None, [SRC, os.environ.get("PYTHONPATH")])), FIXTURE_VARIABLE: str(fixture)}
+    env = {
+        "PYTHONPATH": os.pathsep.join(filter(None, [SRC, os.environ.get("PYTHONPATH")])),
+        FIXTURE_VARIABLE: str(fixture),
+    }
     if delay:
         env[DELAY_VARIABLE] = str(delay)
     return env
@@ -77,11 +80,16 @@ def test_a_local_cluster_with_drift_a_dead_node_and_a_slow_one(cluster, capsys):
     nodes = {n["node"]: n for n in document["nodes"]}
     assert set(nodes) == set(name.values())
     status = {node: nodes[name[node]]["status"] for node in name}
-    assert status == {cluster.head_node: "ok", second: "ok", drifting: "ok", slow: "timeout", doomed: "dead"}, {name[k]: v for k, v in status.items()}
+    assert status == {cluster.head_node: "ok", second: "ok", drifting: "ok", slow: "timeout", doomed: "dead"}, {
+        name[k]: v for k, v in status.items()
+    }
     assert nodes[name[slow]]["error"] == f"no answer within {TIMEOUT} s"
 
     reference, minority = document["groups"]
-    assert sorted(reference["nodes"]) == sorted([name[cluster.head_node], name[second]]) and reference["stack"]["driver"] == "550.54.15"
+    assert (
+        sorted(reference["nodes"]) == sorted([name[cluster.head_node], name[second]])
+        and reference["stack"]["driver"] == "550.54.15"
+    )
     assert minority["nodes"] == [name[drifting]]
     drift = {d["field"]: (d["reference"], d["value"]) for d in minority["drift"]}
     assert drift["driver"] == ("550.54.15", "470.223.02") and drift["gpus"] == ("NVIDIA GeForce RTX 4090", "Tesla T4")
@@ -124,4 +132,7 @@ def test_an_address_that_does_not_answer_is_one_line_in_seconds(capsys):
         port = probe.getsockname()[1]
     assert main(["fleet", "--ray", f"127.0.0.1:{port}"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"cudnn-doctor: error: --ray 127.0.0.1:{port}: cannot connect to the Ray cluster:") and err.count("\n") == 1
+    assert (
+        err.startswith(f"cudnn-doctor: error: --ray 127.0.0.1:{port}: cannot connect to the Ray cluster:")
+        and err.count("\n") == 1
+    )

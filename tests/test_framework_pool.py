@@ -22,7 +22,9 @@ from cudnn_doctor.system.live import LiveSystem
 
 from .conftest import GALLERY
 
-linux_fork = pytest.mark.skipif(not hasattr(os, "fork") or sys.platform != "linux", reason="the fold needs fork and /proc/self/maps")
+linux_fork = pytest.mark.skipif(
+    not hasattr(os, "fork") or sys.platform != "linux", reason="the fold needs fork and /proc/self/maps"
+)
 
 
 @pytest.fixture
@@ -65,7 +67,9 @@ def _counting_import(site: Path, log: Path, seconds: float) -> None:
 
 def _pythons(count: int) -> tuple[PythonEnv, ...]:
     """`count` environments with ONNX Runtime installed (all the running interpreter: each is asked on its own)."""
-    return tuple(PythonEnv(sys.executable, "3", "venv", index == 0, {"onnxruntime": "1.16.3"}) for index in range(count))
+    return tuple(
+        PythonEnv(sys.executable, "3", "venv", index == 0, {"onnxruntime": "1.16.3"}) for index in range(count)
+    )
 
 
 @pytest.mark.live
@@ -95,7 +99,9 @@ def test_an_interpreter_that_timed_out_is_not_asked_again(site, tmp_path, monkey
     starts = tmp_path / "starts"
     for name in ("jax", "paddle"):
         (site / name).mkdir()
-        (site / name / "__init__.py").write_text(f"open({str(starts)!r}, 'a').write('{name}\\n')\nimport time\ntime.sleep(30)\n", encoding="utf-8")
+        (site / name / "__init__.py").write_text(
+            f"open({str(starts)!r}, 'a').write('{name}\\n')\nimport time\ntime.sleep(30)\n", encoding="utf-8"
+        )
     system = LiveSystem()
     reports = system.framework_reports(sys.executable, ["jax", "paddle"], timeout=2)
     assert all(report["error"].startswith("TimeoutError") for report in reports.values())
@@ -131,7 +137,9 @@ def test_the_forked_loads_are_not_seen_by_the_import(site, tmp_path):
     """The fork is taken before the import: a library it loads is not in the framework's process."""
     libz = Path(ctypes.util.find_library("z") or "libz.so.1").name
     maps = tmp_path / "maps"
-    _onnxruntime(site, f"import time\ntime.sleep(0.3)\nopen({str(maps)!r}, 'w').write(open('/proc/self/maps').read())\n")
+    _onnxruntime(
+        site, f"import time\ntime.sleep(0.3)\nopen({str(maps)!r}, 'w').write(open('/proc/self/maps').read())\n"
+    )
     system = LiveSystem()
     system.expect_mapped_libraries(sys.executable, lambda machine: {"onnxruntime": [libz]})
     system.framework_reports(sys.executable, ["onnxruntime"], timeout=60)
@@ -150,7 +158,11 @@ def test_the_framework_child_imports_nothing_a_light_framework_does_not(site):
 
     def imported(argv: list[str]) -> set[str]:
         done = subprocess.run([sys.executable, "-X", "importtime", *argv], capture_output=True, text=True, check=True)
-        return {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:") and "|" in line}
+        return {
+            line.rsplit("|", 1)[1].strip()
+            for line in done.stderr.splitlines()
+            if line.startswith("import time:") and "|" in line
+        }
 
     bare = imported(["-c", "import onnxruntime"])
     probe = imported(["-c", _script("framework_probe.py"), "onnxruntime", _script("map_probe.py"), libz])
@@ -174,7 +186,10 @@ class _Hinted(FixtureSystem):
         return super().mapped_libraries(executable, names)
 
 
-@pytest.mark.parametrize("name", ["linux-tf213-old-cudnn81-first-on-ld-library-path.yaml", "win-healthy-tf210-cuda112-cudnn81-tools-folder.yaml"])
+@pytest.mark.parametrize(
+    "name",
+    ["linux-tf213-old-cudnn81-first-on-ld-library-path.yaml", "win-healthy-tf210-cuda112-cudnn81-tools-folder.yaml"],
+)
 def test_the_hint_names_what_the_loader_check_asks(name):
     """Before the import, the packages on disk already say which names TensorFlow loads: the guess is the question."""
     system = _Hinted.from_file(GALLERY / name)
@@ -189,7 +204,9 @@ def test_loader_checks_are_answered_in_order(monkeypatch):
     system = FixtureSystem.from_file(GALLERY / "linux-tf213-old-cudnn81-first-on-ld-library-path.yaml")
     resolutions = diagnose(system).facts.resolutions
     doubled = tuple(r._replace(executable=f"/env{index}/bin/python") for index, r in enumerate(resolutions * 4))
-    monkeypatch.setattr(system, "mapped_libraries", lambda exe, names: {"loaded": {n: f"{exe}:{n}" for n in names}, "errors": {}})
+    monkeypatch.setattr(
+        system, "mapped_libraries", lambda exe, names: {"loaded": {n: f"{exe}:{n}" for n in names}, "errors": {}}
+    )
     confirmations = probe_confirmations(system, doubled)
     assert len({c.executable for c in confirmations}) > 1
     assert all(c.real == f"{c.executable}:{c.name}" for c in confirmations)
@@ -201,8 +218,16 @@ def test_slow_imports_start_first_and_each_report_goes_with_its_environment(monk
     from cudnn_doctor.probes import confirm
     from cudnn_doctor.probes import pythons as module
 
-    packages = [{"onnxruntime-gpu": "1.20.1"}, {"cupy-cuda12x": "13.3.0"}, {"torch": "2.5.1"}, {"numpy": "2.1"}, {"tensorflow": "2.17.0", "jax": "0.4.35"}]
-    environments = tuple(PythonEnv(f"/env{index}/bin/python", "3.11", "venv", False, p) for index, p in enumerate(packages))
+    packages = [
+        {"onnxruntime-gpu": "1.20.1"},
+        {"cupy-cuda12x": "13.3.0"},
+        {"torch": "2.5.1"},
+        {"numpy": "2.1"},
+        {"tensorflow": "2.17.0", "jax": "0.4.35"},
+    ]
+    environments = tuple(
+        PythonEnv(f"/env{index}/bin/python", "3.11", "venv", False, p) for index, p in enumerate(packages)
+    )
     started: list[str] = []
 
     class Recording(FixtureSystem):
@@ -210,10 +235,18 @@ def test_slow_imports_start_first_and_each_report_goes_with_its_environment(monk
             started.append(executable)
             return {name: {"version": executable} for name in frameworks}
 
-    monkeypatch.setattr(confirm, "in_pool", lambda ask, items: [ask(item) for item in items])  # one at a time, in its order
+    monkeypatch.setattr(
+        confirm, "in_pool", lambda ask, items: [ask(item) for item in items]
+    )  # one at a time, in its order
     system = Recording.from_file(GALLERY / "linux-tf213-old-cudnn81-first-on-ld-library-path.yaml")
     probed = module.probe_frameworks(system, environments)
-    assert started == ["/env4/bin/python", "/env2/bin/python", "/env0/bin/python", "/env1/bin/python", "/env3/bin/python"]
+    assert started == [
+        "/env4/bin/python",
+        "/env2/bin/python",
+        "/env0/bin/python",
+        "/env1/bin/python",
+        "/env3/bin/python",
+    ]
     assert [sorted(p.frameworks) for p in probed] == [["onnxruntime"], ["cupy"], ["torch"], [], ["jax", "tensorflow"]]
     assert all(report["version"] == p.executable for p in probed for report in p.frameworks.values())
 
@@ -233,11 +266,26 @@ def test_interpreter_mismatch_compares_each_environment_with_the_current_one_onl
 
     from .conftest import LINUX_BASE, machine, run
 
-    gpu = {"torch": {"version": "2.3.1+cu121", "cuda": "12.1", "cuda_available": True, "device_count": 1, "arch_list": ["sm_86"]}}
+    gpu = {
+        "torch": {
+            "version": "2.3.1+cu121",
+            "cuda": "12.1",
+            "cuda_available": True,
+            "device_count": 1,
+            "arch_list": ["sm_86"],
+        }
+    }
     cpu = {"torch": {"version": "2.3.1+cpu", "cuda": None, "cuda_available": False, "device_count": 0, "arch_list": []}}
 
     def env(index: int, frameworks: dict, current: bool = False) -> dict:
-        return {"executable": f"/envs/e{index}/bin/python", "version": "3.11.7", "current": current, "kind": "conda", "packages": {}, "frameworks": frameworks}
+        return {
+            "executable": f"/envs/e{index}/bin/python",
+            "version": "3.11.7",
+            "current": current,
+            "kind": "conda",
+            "packages": {},
+            "frameworks": frameworks,
+        }
 
     pythons = [env(0, {}, current=True)] + [env(i, gpu if i % 3 else cpu) for i in range(1, 31)]
     facts = run(machine(LINUX_BASE, pythons=pythons)).facts

@@ -137,7 +137,9 @@ def test_importing_leaves_no_trace_in_the_home_folder(target, tmp_path, monkeypa
     assert list(home.iterdir()) == []
 
 
-@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed (CI installs torch==2.13.0)")
+@pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None, reason="torch is not installed (CI installs torch==2.13.0)"
+)
 def test_real_torch_cpu_build():
     report = LiveSystem().framework_reports(sys.executable, ["torch"], timeout=120)["torch"]
     import torch

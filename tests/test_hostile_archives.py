@@ -35,7 +35,12 @@ HEADER = archives.version_header("9.1.0.70").encode()
 
 def elf(machine: int = 62, size: int = 2048) -> bytes:
     """An ELF64 header pyelftools reads (62 = x86_64, 183 = aarch64), then filler."""
-    header = b"\x7fELF" + bytes([2, 1, 1, 0]) + bytes(8) + struct.pack("<HHIQQQIHHHHHH", 3, machine, 1, 0, 0, 0, 0, 64, 56, 0, 64, 0, 0)
+    header = (
+        b"\x7fELF"
+        + bytes([2, 1, 1, 0])
+        + bytes(8)
+        + struct.pack("<HHIQQQIHHHHHH", 3, machine, 1, 0, 0, 0, 0, 64, 56, 0, 64, 0, 0)
+    )
     return header + os.urandom(size)
 
 
@@ -56,7 +61,13 @@ def tar(path: Path, entries: list[tuple], mode: str = "w:xz") -> Path:
                 info.size = len(value)
                 archive.addfile(info, io.BytesIO(value))
                 continue
-            info.type = {"link": tarfile.SYMTYPE, "hard": tarfile.LNKTYPE, "dir": tarfile.DIRTYPE, "chr": tarfile.CHRTYPE, "fifo": tarfile.FIFOTYPE}[kind]
+            info.type = {
+                "link": tarfile.SYMTYPE,
+                "hard": tarfile.LNKTYPE,
+                "dir": tarfile.DIRTYPE,
+                "chr": tarfile.CHRTYPE,
+                "fifo": tarfile.FIFOTYPE,
+            }[kind]
             if kind in ("link", "hard"):
                 info.linkname = value
             archive.addfile(info)
@@ -98,7 +109,10 @@ WTOP = "cudnn-windows-x86_64-9.1.0.70_cuda12-archive"
 
 def valid_windows() -> list[tuple]:
     """A small but real-looking cuDNN 9 Windows archive (the 9.x installer layout: bin/12.x, include/12.x)."""
-    return [("file", f"{WTOP}/include/12.x/cudnn_version.h", HEADER), ("file", f"{WTOP}/bin/12.x/cudnn64_9.dll", archives.pe_image())]
+    return [
+        ("file", f"{WTOP}/include/12.x/cudnn_version.h", HEADER),
+        ("file", f"{WTOP}/bin/12.x/cudnn64_9.dll", archives.pe_image()),
+    ]
 
 
 # (case id, builder(path) -> archive, what the one line must say, archive suffix)
@@ -106,13 +120,48 @@ def valid_windows() -> list[tuple]:
 CASES: list[tuple[str, Callable[[Path], Path], str, str]] = [
     ("tar-dotdot", lambda p: tar(p, [*valid(), ("file", "../../evil.so", elf())]), "climbs out", ".tar.xz"),
     ("zip-dotdot", lambda p: zipped(p, [*valid(), ("file", f"{TOP}/../../evil.so", elf())]), "climbs out", ".zip"),
-    ("zip-backslash-dotdot", lambda p: zipped(p, [*valid(), ("file", f"{TOP}\\..\\..\\evil.so", elf())]), "climbs out", ".zip"),
-    ("tar-absolute", lambda p: tar(p, [*valid(), ("file", "/tmp/cudnn-doctor-evil", b"x")]), "absolute path", ".tar.xz"),
-    ("zip-absolute", lambda p: zipped(p, [*valid(), ("file", "/tmp/cudnn-doctor-evil", b"x")]), "absolute path", ".zip"),
-    ("zip-drive-letter", lambda p: zipped(p, [*valid(), ("file", "C:/Windows/System32/evil.dll", b"MZ")]), "absolute path", ".zip"),
-    ("tar-link-absolute", lambda p: tar(p, [*valid(), ("link", f"{TOP}/lib/libcudnn_evil.so", "/etc/passwd")]), "absolute target", ".tar.xz"),
-    ("zip-link-absolute", lambda p: zipped(p, [*valid(), ("link", f"{TOP}/lib/libcudnn_evil.so", "/etc/passwd")]), "absolute target", ".zip"),
-    ("tar-link-leaves-archive", lambda p: tar(p, [*valid(), ("link", f"{TOP}/lib/up", "../../../etc")]), "points outside the archive", ".tar.xz"),
+    (
+        "zip-backslash-dotdot",
+        lambda p: zipped(p, [*valid(), ("file", f"{TOP}\\..\\..\\evil.so", elf())]),
+        "climbs out",
+        ".zip",
+    ),
+    (
+        "tar-absolute",
+        lambda p: tar(p, [*valid(), ("file", "/tmp/cudnn-doctor-evil", b"x")]),
+        "absolute path",
+        ".tar.xz",
+    ),
+    (
+        "zip-absolute",
+        lambda p: zipped(p, [*valid(), ("file", "/tmp/cudnn-doctor-evil", b"x")]),
+        "absolute path",
+        ".zip",
+    ),
+    (
+        "zip-drive-letter",
+        lambda p: zipped(p, [*valid(), ("file", "C:/Windows/System32/evil.dll", b"MZ")]),
+        "absolute path",
+        ".zip",
+    ),
+    (
+        "tar-link-absolute",
+        lambda p: tar(p, [*valid(), ("link", f"{TOP}/lib/libcudnn_evil.so", "/etc/passwd")]),
+        "absolute target",
+        ".tar.xz",
+    ),
+    (
+        "zip-link-absolute",
+        lambda p: zipped(p, [*valid(), ("link", f"{TOP}/lib/libcudnn_evil.so", "/etc/passwd")]),
+        "absolute target",
+        ".zip",
+    ),
+    (
+        "tar-link-leaves-archive",
+        lambda p: tar(p, [*valid(), ("link", f"{TOP}/lib/up", "../../../etc")]),
+        "points outside the archive",
+        ".tar.xz",
+    ),
     (
         "tar-write-through-own-link",
         lambda p: tar(p, [*valid(), ("link", f"{TOP}/lib/up", "../.."), ("file", f"{TOP}/lib/up/outside.so", elf())]),
@@ -121,58 +170,147 @@ CASES: list[tuple[str, Callable[[Path], Path], str, str]] = [
     ),
     (
         "tar-link-chain",
-        lambda p: tar(p, [*valid(), ("link", f"{TOP}/lib/l1", ".."), ("link", f"{TOP}/lib/l1/l2", ".."), ("file", f"{TOP}/lib/l1/l2/x.so", elf())]),
+        lambda p: tar(
+            p,
+            [
+                *valid(),
+                ("link", f"{TOP}/lib/l1", ".."),
+                ("link", f"{TOP}/lib/l1/l2", ".."),
+                ("file", f"{TOP}/lib/l1/l2/x.so", elf()),
+            ],
+        ),
         "written through the link",
         ".tar.xz",
     ),
-    ("tar-link-dotdot-after-name", lambda p: tar(p, [*valid(), ("link", f"{TOP}/lib/x", "libcudnn.so.9/../..")]), "'..' after a folder name", ".tar.xz"),
-    ("tar-hardlink-leaves-archive", lambda p: tar(p, [*valid(), ("hard", f"{TOP}/lib/libcudnn_h.so.9", "../../etc/passwd")]), "names no file", ".tar.xz"),
-    ("tar-hardlink-absolute", lambda p: tar(p, [*valid(), ("hard", f"{TOP}/lib/libcudnn_h.so.9", "/etc/passwd")]), "names no file", ".tar.xz"),
-    ("tar-hardlink-to-nothing", lambda p: tar(p, [*valid(), ("hard", f"{TOP}/lib/libcudnn_h.so.9", f"{TOP}/lib/nothing")]), "names no file", ".tar.xz"),
+    (
+        "tar-link-dotdot-after-name",
+        lambda p: tar(p, [*valid(), ("link", f"{TOP}/lib/x", "libcudnn.so.9/../..")]),
+        "'..' after a folder name",
+        ".tar.xz",
+    ),
+    (
+        "tar-hardlink-leaves-archive",
+        lambda p: tar(p, [*valid(), ("hard", f"{TOP}/lib/libcudnn_h.so.9", "../../etc/passwd")]),
+        "names no file",
+        ".tar.xz",
+    ),
+    (
+        "tar-hardlink-absolute",
+        lambda p: tar(p, [*valid(), ("hard", f"{TOP}/lib/libcudnn_h.so.9", "/etc/passwd")]),
+        "names no file",
+        ".tar.xz",
+    ),
+    (
+        "tar-hardlink-to-nothing",
+        lambda p: tar(p, [*valid(), ("hard", f"{TOP}/lib/libcudnn_h.so.9", f"{TOP}/lib/nothing")]),
+        "names no file",
+        ".tar.xz",
+    ),
     ("tar-char-device", lambda p: tar(p, [*valid(), ("chr", f"{TOP}/lib/null", None)]), "device or FIFO", ".tar.xz"),
     ("tar-fifo", lambda p: tar(p, [*valid(), ("fifo", f"{TOP}/lib/pipe", None)]), "device or FIFO", ".tar.xz"),
     ("zip-fifo", lambda p: zipped(p, [*valid(), ("fifo", f"{TOP}/lib/pipe", b"")]), "FIFO", ".zip"),
     (
         "tar-truncated",
-        lambda p: truncated(p, lambda q: tar(q, [*valid(), ("file", f"{TOP}/lib/libcudnn_ops.so.9.1.0", os.urandom(200_000))])),
+        lambda p: truncated(
+            p, lambda q: tar(q, [*valid(), ("file", f"{TOP}/lib/libcudnn_ops.so.9.1.0", os.urandom(200_000))])
+        ),
         "truncated",
         ".tar.xz",
     ),
     (
         "zip-truncated",
-        lambda p: truncated(p, lambda q: zipped(q, [*valid(), ("file", f"{TOP}/lib/libcudnn_ops.so.9.1.0", os.urandom(200_000))])),
+        lambda p: truncated(
+            p, lambda q: zipped(q, [*valid(), ("file", f"{TOP}/lib/libcudnn_ops.so.9.1.0", os.urandom(200_000))])
+        ),
         "truncated",
         ".zip",
     ),
-    ("zip-member-bomb", lambda p: zipped(p, [*valid(), ("file", f"{TOP}/lib/libcudnn_ops.so.9.1.0", zeros(48 << 20))]), "bomb", ".zip"),
-    ("zip-total-bomb", lambda p: zipped(p, [*valid(), *[("file", f"{TOP}/lib/libcudnn_part{i}.so.9", zeros(1 << 20)) for i in range(200)]]), "bomb", ".zip"),
+    (
+        "zip-member-bomb",
+        lambda p: zipped(p, [*valid(), ("file", f"{TOP}/lib/libcudnn_ops.so.9.1.0", zeros(48 << 20))]),
+        "bomb",
+        ".zip",
+    ),
+    (
+        "zip-total-bomb",
+        lambda p: zipped(
+            p, [*valid(), *[("file", f"{TOP}/lib/libcudnn_part{i}.so.9", zeros(1 << 20)) for i in range(200)]]
+        ),
+        "bomb",
+        ".zip",
+    ),
     (
         "tar-gz-bomb",
-        lambda p: tar(p, [*valid(), *[("file", f"{TOP}/lib/libcudnn_part{i}.so.9", zeros(16 << 20)) for i in range(5)]], "w:gz"),
+        lambda p: tar(
+            p, [*valid(), *[("file", f"{TOP}/lib/libcudnn_part{i}.so.9", zeros(16 << 20)) for i in range(5)]], "w:gz"
+        ),
         "bomb",
         ".tar.gz",
     ),
     (
         "no-cudnn-at-all",
-        lambda p: tar(p, [("file", "openssl-3.0.13/include/openssl/ssl.h", b"#define OPENSSL 1\n"), ("file", "openssl-3.0.13/lib/libssl.so.3", elf())]),
+        lambda p: tar(
+            p,
+            [
+                ("file", "openssl-3.0.13/include/openssl/ssl.h", b"#define OPENSSL 1\n"),
+                ("file", "openssl-3.0.13/lib/libssl.so.3", elf()),
+            ],
+        ),
         "it is not a cuDNN archive",  # said from its first members, before it is read (issue 31)
         ".tar.xz",
     ),
-    ("tar-duplicate-member", lambda p: tar(p, [*valid(), ("file", f"{TOP}/lib/libcudnn.so.9.1.0", elf())]), "twice", ".tar.xz"),
-    ("zip-duplicate-member", lambda p: zipped(p, [*valid(), ("file", f"{TOP}/lib/libcudnn.so.9.1.0", elf())]), "twice", ".zip"),
+    (
+        "tar-duplicate-member",
+        lambda p: tar(p, [*valid(), ("file", f"{TOP}/lib/libcudnn.so.9.1.0", elf())]),
+        "twice",
+        ".tar.xz",
+    ),
+    (
+        "zip-duplicate-member",
+        lambda p: zipped(p, [*valid(), ("file", f"{TOP}/lib/libcudnn.so.9.1.0", elf())]),
+        "twice",
+        ".zip",
+    ),
     ("too-many-members", many_members, "more than 20,000 members", ".zip"),
-    ("control-character-name", lambda p: tar(p, [*valid(), ("file", f"{TOP}/lib/libcudnn\x1b[2J.so", elf())]), "control character", ".tar.xz"),
-    ("windows-stream-name", lambda p: zipped(p, [*valid(), ("file", f"{TOP}/include/cudnn.h:hidden", b"x")]), "control character or one of", ".zip"),
+    (
+        "control-character-name",
+        lambda p: tar(p, [*valid(), ("file", f"{TOP}/lib/libcudnn\x1b[2J.so", elf())]),
+        "control character",
+        ".tar.xz",
+    ),
+    (
+        "windows-stream-name",
+        lambda p: zipped(p, [*valid(), ("file", f"{TOP}/include/cudnn.h:hidden", b"x")]),
+        "control character or one of",
+        ".zip",
+    ),
 ]
 
 # Refused by the plan, for the OS the archive is built for: a Linux archive on Linux, a Windows one on Windows.
 LINUX_CASES: list[tuple[str, Callable[[Path], Path], str, str]] = [
-    ("tar-link-escapes-once-installed", lambda p: tar(p, [*valid(), ("link", f"{TOP}/lib/up", "../..")]), "outside", ".tar.xz"),
-    ("zip-link-escapes-once-installed", lambda p: zipped(p, [*valid(), ("link", f"{TOP}/lib/up", "../..")]), "outside", ".zip"),
-    ("so-that-is-not-elf", lambda p: tar(p, [*valid(), ("file", f"{TOP}/lib/libcudnn_ops.so.9.1.0", b"#!/bin/sh\nrm -rf ~\n")]), "not an ELF", ".tar.xz"),
+    (
+        "tar-link-escapes-once-installed",
+        lambda p: tar(p, [*valid(), ("link", f"{TOP}/lib/up", "../..")]),
+        "outside",
+        ".tar.xz",
+    ),
+    (
+        "zip-link-escapes-once-installed",
+        lambda p: zipped(p, [*valid(), ("link", f"{TOP}/lib/up", "../..")]),
+        "outside",
+        ".zip",
+    ),
+    (
+        "so-that-is-not-elf",
+        lambda p: tar(p, [*valid(), ("file", f"{TOP}/lib/libcudnn_ops.so.9.1.0", b"#!/bin/sh\nrm -rf ~\n")]),
+        "not an ELF",
+        ".tar.xz",
+    ),
     (
         "aarch64-library",
-        lambda p: tar(p, [("file", f"{TOP}/include/cudnn_version.h", HEADER), ("file", f"{TOP}/lib/libcudnn.so.9.1.0", elf(183))]),
+        lambda p: tar(
+            p, [("file", f"{TOP}/include/cudnn_version.h", HEADER), ("file", f"{TOP}/lib/libcudnn.so.9.1.0", elf(183))]
+        ),
         "aarch64",
         ".tar.xz",
     ),
@@ -189,22 +327,55 @@ LINUX_CASES: list[tuple[str, Callable[[Path], Path], str, str]] = [
         "aarch64",
         ".tar.xz",
     ),
-    ("two-members-one-destination", lambda p: tar(p, [*valid(), ("file", f"{TOP}/lib64/libcudnn.so.9.1.0", elf())]), "would both be installed", ".tar.xz"),
-    ("file-over-a-toolkit-folder", lambda p: tar(p, [*valid(), ("file", f"{TOP}/lib/stubs", elf())]), "replace the folder", ".tar.xz"),
-    ("dll-in-a-linux-archive", lambda p: tar(p, [*valid(), ("file", f"{TOP}/bin/cudnn64_9.dll", b"MZ" + bytes(100))]), "windows archive", ".tar.xz"),
+    (
+        "two-members-one-destination",
+        lambda p: tar(p, [*valid(), ("file", f"{TOP}/lib64/libcudnn.so.9.1.0", elf())]),
+        "would both be installed",
+        ".tar.xz",
+    ),
+    (
+        "file-over-a-toolkit-folder",
+        lambda p: tar(p, [*valid(), ("file", f"{TOP}/lib/stubs", elf())]),
+        "replace the folder",
+        ".tar.xz",
+    ),
+    (
+        "dll-in-a-linux-archive",
+        lambda p: tar(p, [*valid(), ("file", f"{TOP}/bin/cudnn64_9.dll", b"MZ" + bytes(100))]),
+        "windows archive",
+        ".tar.xz",
+    ),
 ]
 WINDOWS_CASES: list[tuple[str, Callable[[Path], Path], str, str]] = [
-    ("win-link-escapes-once-installed", lambda p: zipped(p, [*valid_windows(), ("link", f"{WTOP}/bin/12.x/up", "../..")]), "outside", ".zip"),
-    ("win-link-inside", lambda p: zipped(p, [*valid_windows(), ("link", f"{WTOP}/bin/12.x/cudnn.dll", "cudnn64_9.dll")]), "no links", ".zip"),
+    (
+        "win-link-escapes-once-installed",
+        lambda p: zipped(p, [*valid_windows(), ("link", f"{WTOP}/bin/12.x/up", "../..")]),
+        "outside",
+        ".zip",
+    ),
+    (
+        "win-link-inside",
+        lambda p: zipped(p, [*valid_windows(), ("link", f"{WTOP}/bin/12.x/cudnn.dll", "cudnn64_9.dll")]),
+        "no links",
+        ".zip",
+    ),
     (
         "dll-that-is-not-pe",
-        lambda p: zipped(p, [*valid_windows(), ("file", f"{WTOP}/bin/12.x/cudnn_ops64_9.dll", b"@echo off\r\ndel /q *\r\n")]),
+        lambda p: zipped(
+            p, [*valid_windows(), ("file", f"{WTOP}/bin/12.x/cudnn_ops64_9.dll", b"@echo off\r\ndel /q *\r\n")]
+        ),
         "not a PE",
         ".zip",
     ),
     (
         "arm64-dll",
-        lambda p: zipped(p, [("file", f"{WTOP}/include/12.x/cudnn_version.h", HEADER), ("file", f"{WTOP}/bin/12.x/cudnn64_9.dll", archives.pe_image(0xAA64))]),
+        lambda p: zipped(
+            p,
+            [
+                ("file", f"{WTOP}/include/12.x/cudnn_version.h", HEADER),
+                ("file", f"{WTOP}/bin/12.x/cudnn64_9.dll", archives.pe_image(0xAA64)),
+            ],
+        ),
         "aarch64",
         ".zip",
     ),
@@ -214,8 +385,18 @@ WINDOWS_CASES: list[tuple[str, Callable[[Path], Path], str, str]] = [
         "would both be installed",
         ".zip",
     ),
-    ("win-file-over-a-toolkit-folder", lambda p: zipped(p, [*valid_windows(), ("file", f"{WTOP}/lib/12.x/x64/stubs", b"x")]), "replace the folder", ".zip"),
-    ("so-in-a-windows-archive", lambda p: zipped(p, [*valid_windows(), ("file", f"{WTOP}/bin/12.x/libcudnn.so.9", elf())]), "no windows library", ".zip"),
+    (
+        "win-file-over-a-toolkit-folder",
+        lambda p: zipped(p, [*valid_windows(), ("file", f"{WTOP}/lib/12.x/x64/stubs", b"x")]),
+        "replace the folder",
+        ".zip",
+    ),
+    (
+        "so-in-a-windows-archive",
+        lambda p: zipped(p, [*valid_windows(), ("file", f"{WTOP}/bin/12.x/libcudnn.so.9", elf())]),
+        "no windows library",
+        ".zip",
+    ),
 ]
 
 
@@ -227,7 +408,9 @@ def tree_hash(root: Path) -> str:
         for name in sorted(dirs + files):
             path = Path(folder) / name
             info = path.lstat()
-            digest.update(f"{path.relative_to(root)}\0{stat.S_IFMT(info.st_mode)}\0{stat.S_IMODE(info.st_mode)}\0".encode())
+            digest.update(
+                f"{path.relative_to(root)}\0{stat.S_IFMT(info.st_mode)}\0{stat.S_IMODE(info.st_mode)}\0".encode()
+            )
             if path.is_symlink():
                 digest.update(os.readlink(path).encode())
             elif path.is_file():
@@ -258,7 +441,11 @@ PLATFORM_CASES = WINDOWS_CASES if WINDOWS else LINUX_CASES
 
 
 @pytest.mark.live
-@pytest.mark.parametrize(("build", "message", "suffix"), [case[1:] for case in CASES + PLATFORM_CASES], ids=[case[0] for case in CASES + PLATFORM_CASES])
+@pytest.mark.parametrize(
+    ("build", "message", "suffix"),
+    [case[1:] for case in CASES + PLATFORM_CASES],
+    ids=[case[0] for case in CASES + PLATFORM_CASES],
+)
 def test_hostile_archive_is_refused_and_nothing_changes(tmp_path, capsys, build, message, suffix):
     parent, target = machine(tmp_path)
     (tmp_path / "archives").mkdir()
@@ -300,10 +487,20 @@ def test_a_link_in_the_target_that_leads_out_is_never_written_through(tmp_path, 
 def test_a_hard_link_is_installed_as_a_copy_of_the_file_it_names(tmp_path):
     _, target = machine(tmp_path)
     if WINDOWS:
-        library, base, original, copy = archives.pe_image(), valid_windows(), f"{WTOP}/bin/12.x/cudnn_ops64_9.dll", target / "bin" / "cudnn_ops64_9b.dll"
+        library, base, original, copy = (
+            archives.pe_image(),
+            valid_windows(),
+            f"{WTOP}/bin/12.x/cudnn_ops64_9.dll",
+            target / "bin" / "cudnn_ops64_9b.dll",
+        )
         hard = f"{WTOP}/bin/12.x/cudnn_ops64_9b.dll"
     else:
-        library, base, original, copy = elf(), valid(), f"{TOP}/lib/libcudnn_ops.so.9.1.0", target / "lib64" / "libcudnn_ops.so.9"
+        library, base, original, copy = (
+            elf(),
+            valid(),
+            f"{TOP}/lib/libcudnn_ops.so.9.1.0",
+            target / "lib64" / "libcudnn_ops.so.9",
+        )
         hard = f"{TOP}/lib/libcudnn_ops.so.9"
     archive = tar(tmp_path / "cudnn.tar.xz", [*base, ("file", original, library), ("hard", hard, original)])
     assert main(["install", str(archive), "--into", str(target), "--yes"]) in (0, 1)
@@ -317,7 +514,11 @@ def test_links_that_stay_inside_once_installed_are_kept(tmp_path):
     _, target = machine(tmp_path)
     archive = tar(
         tmp_path / "cudnn.tar.xz",
-        [*valid(), ("link", f"{TOP}/lib/libcudnn.so", "libcudnn.so.9"), ("link", f"{TOP}/lib/cudnn_version.h", "../include/cudnn_version.h")],
+        [
+            *valid(),
+            ("link", f"{TOP}/lib/libcudnn.so", "libcudnn.so.9"),
+            ("link", f"{TOP}/lib/cudnn_version.h", "../include/cudnn_version.h"),
+        ],
     )
     assert main(["install", str(archive), "--into", str(target), "--yes"]) in (0, 1)
     assert os.readlink(target / "lib64" / "libcudnn.so") == "libcudnn.so.9"

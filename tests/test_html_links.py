@@ -25,7 +25,9 @@ def _links(text: str) -> list[str]:
 
 def test_a_url_in_a_path_entry_is_text_in_the_report():
     """Before, every https URL in a fix step became a link, the PATH entry's included."""
-    system = FixtureSystem(machine(WINDOWS_BASE, env={"PATH": f"C:\\Windows\\System32;{EVIL};http://x.example/cuda/bin"}))
+    system = FixtureSystem(
+        machine(WINDOWS_BASE, env={"PATH": f"C:\\Windows\\System32;{EVIL};http://x.example/cuda/bin"})
+    )
     diagnosis = diagnose(system, with_frameworks=False)
     assert any(EVIL in step for f in diagnosis.findings for step in f.fix)  # the machine's text is in a fix step
     out = io.StringIO()
@@ -37,12 +39,16 @@ def test_a_url_in_a_path_entry_is_text_in_the_report():
 
 
 def test_the_doctors_own_urls_stay_links():
-    assert html_page.inline("Install it from https://developer.nvidia.com/cuda-downloads and see https://evil.example/a.") == (
+    assert html_page.inline(
+        "Install it from https://developer.nvidia.com/cuda-downloads and see https://evil.example/a."
+    ) == (
         'Install it from <a href="https://developer.nvidia.com/cuda-downloads">https://developer.nvidia.com/cuda-downloads</a> and see https://evil.example/a.'
     )
     assert links.chosen_url("https://download.pytorch.org/whl/cu121")  # the knowledge's template
     assert not links.chosen_url("https://download.pytorch.org/whl/cu121/../../evil")
-    assert 'href="https://example.com/x"' in html.markdown("See https://example.com/x.")  # the pages are the doctor's own text
+    assert 'href="https://example.com/x"' in html.markdown(
+        "See https://example.com/x."
+    )  # the pages are the doctor's own text
 
 
 def test_every_url_the_rules_name_is_a_chosen_one():

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from cudnn_doctor.cli import main
-from cudnn_doctor.reports import html, html_charts, html_check
+from cudnn_doctor.reports import html, html_charts
 from cudnn_doctor.system.fixture_format import load_fixture
 
 from .conftest import GALLERY, REPO, gallery_paths, run, shared_fixture_paths
@@ -148,7 +148,9 @@ def test_every_finding_with_its_fix_steps_and_page(tmp_path, capsys, fixture):
     for index, finding in enumerate(findings):
         if "symptom_of" in finding:
             article = articles[causes.index(finding["symptom_of"])]
-            assert finding["id"] in [li.attrs["data-id"] for li in article.find("div", class_="symptoms").find_all("li")]
+            assert finding["id"] in [
+                li.attrs["data-id"] for li in article.find("div", class_="symptoms").find_all("li")
+            ]
             continue
         article = articles[causes.index(index)]
         assert finding["title"] in article.find("h3").clean()
@@ -209,7 +211,11 @@ def test_the_two_cuda_folders_table_of_the_guides(tmp_path, capsys):
         pytest.skip("no shared seed fixture seed-win-two-cuda-old-cudnn-first")
     code, _, _, out = check(tmp_path, fixture, capsys)
     assert code == 1
-    table = parse(out.read_text(encoding="utf-8")).root.find("div", data_framework="tensorflow").find("table", class_="search-order")
+    table = (
+        parse(out.read_text(encoding="utf-8"))
+        .root.find("div", data_framework="tensorflow")
+        .find("table", class_="search-order")
+    )
     assert table.attrs["data-library"] == "cudnn64_8.dll"
     rows = {r.find_all("td")[1].clean(): r for r in table.find("tbody").find_all("tr")}
     used = rows["C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v11.2\\bin"]
@@ -319,7 +325,9 @@ def test_check_report_loads_nothing_from_the_network(tmp_path, capsys):
 
 
 def test_verify_report_loads_nothing_from_the_network():
-    _loads_nothing(_verify_html(_verify_example(), _diagnosis(GALLERY / "linux-tf213-old-cudnn81-first-on-ld-library-path.yaml")))
+    _loads_nothing(
+        _verify_html(_verify_example(), _diagnosis(GALLERY / "linux-tf213-old-cudnn81-first-on-ld-library-path.yaml"))
+    )
 
 
 # ---------------------------------------------------------------- the verify charts
@@ -331,7 +339,9 @@ def _bars(tree: Node, chart: str) -> dict[str, list[tuple[float, float]]]:
     assert len(svgs) == 1, f"{len(svgs)} charts of kind {chart}"
     bars: dict[str, list[tuple[float, float]]] = {}
     for rect in svgs[0].find_all("rect", class_="bar"):
-        bars.setdefault(rect.attrs["data-label"], []).append((float(rect.attrs["data-value"]), float(rect.attrs["width"])))
+        bars.setdefault(rect.attrs["data-label"], []).append(
+            (float(rect.attrs["data-value"]), float(rect.attrs["width"]))
+        )
     return bars
 
 
@@ -366,8 +376,12 @@ def test_one_chart_per_kind_with_bars_that_follow_the_numbers():
     verdicts = [li.attrs["data-id"] for li in tree.find("ul", id="verdicts-torch").find_all("li")]
     assert verdicts == ["gpu-faster-than-cpu", "cudnn-active", "matmul-peak"]
     gpu = tree.find("section", id="gpu")
-    assert "NVIDIA H100 80GB HBM3 · compute capability 9.0 · driver 570.124.06" in gpu.find("p", class_="gpu-line").clean()
-    state = {tr.find("th").clean(): tr.find("td").clean() for tr in gpu.find("table", class_="gpu-state").find_all("tr")}
+    assert (
+        "NVIDIA H100 80GB HBM3 · compute capability 9.0 · driver 570.124.06" in gpu.find("p", class_="gpu-line").clean()
+    )
+    state = {
+        tr.find("th").clean(): tr.find("td").clean() for tr in gpu.find("table", class_="gpu-state").find_all("tr")
+    }
     assert state == {
         "clocks": "sm 1980 MHz, sm_max 1980 MHz, memory 2619 MHz",
         "power": "612 W draw of 700 W limit",
@@ -407,9 +421,13 @@ def test_throttle_reasons_and_a_peak_above_the_datasheet():
 
 def test_the_comparison_with_the_last_run():
     result = _verify_example()
-    result["compare"] = [{"framework": "torch", "id": "matmul-8192-bf16", "before_s": 0.00151, "after_s": 0.00302, "ratio": 0.5}]
+    result["compare"] = [
+        {"framework": "torch", "id": "matmul-8192-bf16", "before_s": 0.00151, "after_s": 0.00302, "ratio": 0.5}
+    ]
     rows = parse(_verify_html(result)).root.find("table", class_="compare").find("tbody").find_all("tr")
-    assert [[td.clean() for td in r.find_all("td")] for r in rows] == [["torch", "matmul-8192-bf16", "1.51 ms", "3.02 ms", "0.5×"]]
+    assert [[td.clean() for td in r.find_all("td")] for r in rows] == [
+        ["torch", "matmul-8192-bf16", "1.51 ms", "3.02 ms", "0.5×"]
+    ]
     assert 'id="compare"' not in _verify_html(_verify_example())  # null: no section
 
 
@@ -419,7 +437,9 @@ def _no_gpu_result() -> dict[str, Any]:
     result["gpu"] = None
     result["exit_code"] = 1
     framework = result["frameworks"][0]
-    framework.update(status="no-gpu", message="no NVIDIA GPU: torch.cuda.is_available() is False; the CPU baseline ran", smoke=[])
+    framework.update(
+        status="no-gpu", message="no NVIDIA GPU: torch.cuda.is_available() is False; the CPU baseline ran", smoke=[]
+    )
     framework["benchmarks"] = [b for b in framework["benchmarks"] if b["device"] == "cpu"]
     framework["verdicts"] = [{"id": "no-gpu", "status": "fail", "text": "no NVIDIA GPU: only the CPU baseline ran"}]
     return result
@@ -438,7 +458,9 @@ def test_a_result_without_a_gpu():
     assert tree.find("figure", id="chart-gpucpu-torch").find("h4").clean() == "CPU baseline (no GPU run to compare)"
     assert "no NVIDIA GPU: CPU baseline only" in tree.find("header").clean()
     section = tree.find("section", id="fw-torch")
-    assert "no-gpu" in section.find("h2").clean() and "the CPU baseline ran" in section.find("p", class_="message").clean()
+    assert (
+        "no-gpu" in section.find("h2").clean() and "the CPU baseline ran" in section.find("p", class_="message").clean()
+    )
 
 
 def test_verify_with_the_diagnosis_carries_the_check_report():
@@ -446,7 +468,9 @@ def test_verify_with_the_diagnosis_carries_the_check_report():
     tree = parse(_verify_html(_verify_example(), diagnosis)).root
     for section in ("gpu", "fw-torch", "summary", "findings", "search-order", "pages"):
         assert tree.find("section", id=section)
-    assert {a.attrs["data-id"] for a in tree.find_all("article")} == {f.id for f in diagnosis.findings if f.symptom_of is None}
+    assert {a.attrs["data-id"] for a in tree.find_all("article")} == {
+        f.id for f in diagnosis.findings if f.symptom_of is None
+    }
 
 
 # ---------------------------------------------------------------- the CLI option and the atomic write
@@ -519,7 +543,11 @@ def test_the_header_and_banner_follow_the_verdict_and_say_when_and_where():
     assert '<header class="top verdict-ok">' in healthy and '<div class="banner ok" role="status">✓ Healthy' in healthy
     assert "checked 2026-12-07 00:30 UTC on gpu-box" in healthy
     failing = _check_page(FAILING, when="2026-12-07 00:30 UTC")
-    assert '<header class="top verdict-err">' in failing and '<div class="banner err"' in failing and " on " not in failing.split("</p>")[0]
+    assert (
+        '<header class="top verdict-err">' in failing
+        and '<div class="banner err"' in failing
+        and " on " not in failing.split("</p>")[0]
+    )
 
 
 def test_each_finding_shows_its_fix_command():
@@ -575,13 +603,17 @@ def test_the_report_renders_in_chromium(tmp_path, capsys):
             page.goto(page_file.as_uri())
             for selector in ("section#findings article.finding", "table.search-order", "ul.verdicts", "section#gpu"):
                 box = page.locator(selector).first.bounding_box()
-                assert page.locator(selector).first.is_visible() and box and box["width"] > 100 and box["height"] > 10, selector
+                assert (
+                    page.locator(selector).first.is_visible() and box and box["width"] > 100 and box["height"] > 10
+                ), selector
             for kind in ("gpucpu", "cudnn", "peak", "bandwidth"):
                 chart = page.locator(f'svg[data-chart="{kind}"]')
                 box = chart.bounding_box()
                 assert chart.is_visible() and box and box["width"] > 300 and box["height"] > 40, kind
                 bars = chart.locator("rect.bar")
-                assert bars.count() >= 1 and all((bars.nth(i).bounding_box() or {}).get("width", 0) > 0 for i in range(bars.count()))
+                assert bars.count() >= 1 and all(
+                    (bars.nth(i).bounding_box() or {}).get("width", 0) > 0 for i in range(bars.count())
+                )
             off = page.locator('svg[data-chart="cudnn"] rect.bar[data-label="cuDNN off"]').bounding_box()
             on = page.locator('svg[data-chart="cudnn"] rect.bar[data-label="cuDNN on"]').bounding_box()
             assert off["width"] > 10 * on["width"]
@@ -623,15 +655,23 @@ def test_healthy_failing_fleet_and_markdown_pages_in_chromium(tmp_path, capsys):
 
     from cudnn_doctor.reports import markdown_report
 
-    pages = {"check-healthy": tmp_path / "healthy.html", "check-failing": tmp_path / "failing.html", "fleet": tmp_path / "fleet.html"}
-    pages["check-healthy"].write_text(_check_page(HEALTHY, when="2026-12-07 00:30 UTC", host="gpu-box"), encoding="utf-8")
+    pages = {
+        "check-healthy": tmp_path / "healthy.html",
+        "check-failing": tmp_path / "failing.html",
+        "fleet": tmp_path / "fleet.html",
+    }
+    pages["check-healthy"].write_text(
+        _check_page(HEALTHY, when="2026-12-07 00:30 UTC", host="gpu-box"), encoding="utf-8"
+    )
     pages["check-failing"].write_text(_check_page(FAILING, when="2026-12-07 00:30 UTC"), encoding="utf-8")
     main(["fleet", "--from", str(GALLERY), "--html", str(pages["fleet"])])
     text = io.StringIO()
     markdown_report.render(_diagnosis(FAILING), text)
     body = MarkdownIt("commonmark").enable("table").render(text.getvalue())
     pages["markdown"] = tmp_path / "markdown.html"
-    pages["markdown"].write_text(f'<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>{body}</body></html>', encoding="utf-8")
+    pages["markdown"].write_text(
+        f'<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>{body}</body></html>', encoding="utf-8"
+    )
     capsys.readouterr()
     shots = _artifacts()
     with sync_api.sync_playwright() as playwright:
@@ -643,9 +683,15 @@ def test_healthy_failing_fleet_and_markdown_pages_in_chromium(tmp_path, capsys):
                 if name.startswith("check"):
                     banner = page.locator("div.banner")
                     colour = banner.evaluate("e => getComputedStyle(e).borderLeftColor")
-                    assert banner.is_visible() and colour == ("rgb(46, 125, 50)" if name == "check-healthy" else "rgb(198, 40, 40)"), (name, colour)
+                    assert banner.is_visible() and colour == (
+                        "rgb(46, 125, 50)" if name == "check-healthy" else "rgb(198, 40, 40)"
+                    ), (name, colour)
                 if name == "markdown":
-                    assert page.locator("table").is_visible() and page.locator("h4").count() >= 1 and page.locator("ol li").count() >= 1
+                    assert (
+                        page.locator("table").is_visible()
+                        and page.locator("h4").count() >= 1
+                        and page.locator("ol li").count() >= 1
+                    )
                 shot = shots / f"html-{name}.png"
                 page.screenshot(path=str(shot), full_page=True)
                 assert shot.stat().st_size > 5_000, name

@@ -75,7 +75,9 @@ def install_windows(system: FixtureSystem, archive_path: Path, target: str, afte
     return plan
 
 
-@pytest.mark.parametrize(("layout", "version", "cuda"), [("cuda", "8.2.0.53", 11), ("archive", "8.5.0.96", 11), ("v9", "9.1.0.70", 12)])
+@pytest.mark.parametrize(
+    ("layout", "version", "cuda"), [("cuda", "8.2.0.53", 11), ("archive", "8.5.0.96", 11), ("v9", "9.1.0.70", 12)]
+)
 def test_windows_layouts_land_in_bin_include_and_lib_x64(tmp_path, layout, version, cuda):
     members = archives.windows_members(version, cuda, layout)
     path = archives.write_zip(tmp_path / f"cudnn-{layout}.zip", members)
@@ -83,7 +85,9 @@ def test_windows_layouts_land_in_bin_include_and_lib_x64(tmp_path, layout, versi
     target = f"{CUDA}\\v{cuda}.8"
     info = inspect(Archive(path))
     assert (info.version, info.os) == (".".join(version.split(".")[:3]), "windows")
-    assert info.cuda_major == (cuda if layout != "cuda" else None)  # an old `cuda/` zip with its name changed says nothing
+    assert info.cuda_major == (
+        cuda if layout != "cuda" else None
+    )  # an old `cuda/` zip with its name changed says nothing
     install_windows(system, path, target)
     major = version.split(".")[0]
     front = members[next(m for m in members if m.endswith(f"cudnn64_{major}.dll"))]
@@ -100,7 +104,10 @@ def test_linux_tar_xz_keeps_symlink_chains_and_checksums(tmp_path, capsys):
     target = archives.toolkit(tmp_path / "cuda-12.6")
     assert main(["install", str(path), "--into", str(target), "--yes"]) in (0, 1)
     lib = target / "lib64"
-    assert os.readlink(lib / "libcudnn.so") == "libcudnn.so.8" and os.readlink(lib / "libcudnn.so.8") == "libcudnn.so.8.9.7"
+    assert (
+        os.readlink(lib / "libcudnn.so") == "libcudnn.so.8"
+        and os.readlink(lib / "libcudnn.so.8") == "libcudnn.so.8.9.7"
+    )
     with tarfile.open(path) as archive:
         real = archive.extractfile("cudnn-linux-x86_64-8.9.7.29_cuda12-archive/lib/libcudnn_ops_infer.so.8.9.7").read()
     assert (lib / "libcudnn_ops_infer.so.8.9.7").read_bytes() == real
@@ -112,7 +119,11 @@ def _two_releases(tmp_path):
     """A toolkit and two archives of one release: the same names, new bytes."""
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    return archives.toolkit(tmp_path / "cuda-12.6"), archives.native_archive(tmp_path / "a", "8.9.7.29"), archives.native_archive(tmp_path / "b", "8.9.7.29")
+    return (
+        archives.toolkit(tmp_path / "cuda-12.6"),
+        archives.native_archive(tmp_path / "a", "8.9.7.29"),
+        archives.native_archive(tmp_path / "b", "8.9.7.29"),
+    )
 
 
 @pytest.mark.live
@@ -253,7 +264,9 @@ def test_refusals(tmp_path):
     path = archives.write_zip(tmp_path / "cudnn-8.9.7.29_cuda12-archive.zip", archives.windows_members("8.9.7.29", 12))
     info = inspect(Archive(path))
     system = windows_machine()
-    foreign = archives.linux_tar(tmp_path / "linux.tar.xz") if sys.platform == "win32" else path  # the other OS's archive
+    foreign = (
+        archives.linux_tar(tmp_path / "linux.tar.xz") if sys.platform == "win32" else path
+    )  # the other OS's archive
     with pytest.raises(UsageError, match=f"{'linux' if sys.platform == 'win32' else 'windows'} archive"):
         choose_target(LiveSystem(), inspect(Archive(foreign)), ToolkitFacts(), str(tmp_path), False)
     with pytest.raises(UsageError, match="system folder"):
@@ -271,17 +284,26 @@ def test_permission_denied_names_the_file_and_changes_nothing(tmp_path, capsys):
     target = archives.toolkit(tmp_path / "cuda-12.6")
     (target / "lib64").chmod(0o555)
     before = archives.tree(target)
-    assert main(["install", str(archives.linux_tar(tmp_path / "c-cuda12-archive.tar.xz")), "--into", str(target), "--yes"]) == 2
+    assert (
+        main(["install", str(archives.linux_tar(tmp_path / "c-cuda12-archive.tar.xz")), "--into", str(target), "--yes"])
+        == 2
+    )
     assert "permission denied" in capsys.readouterr().err and archives.tree(target) == before
 
 
 def test_windows_path_is_added_once_to_the_user_path_keeping_expand_variables():
     toolkit = "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v11.8"
-    persistent = {"user": {"Path": "%USERPROFILE%\\AppData\\Local\\Microsoft\\WindowsApps"}, "system": {"Path": "%SystemRoot%\\system32;%SystemRoot%"}}
+    persistent = {
+        "user": {"Path": "%USERPROFILE%\\AppData\\Local\\Microsoft\\WindowsApps"},
+        "system": {"Path": "%SystemRoot%\\system32;%SystemRoot%"},
+    }
     system = FixtureSystem(machine(WINDOWS_BASE, persistent_env=persistent))
     changes = windows_changes(system, toolkit, set_cudnn_home=True)
     apply_windows_changes(system, changes)
-    assert system.persistent_env()["user"]["Path"] == f"%USERPROFILE%\\AppData\\Local\\Microsoft\\WindowsApps;{toolkit}\\bin"
+    assert (
+        system.persistent_env()["user"]["Path"]
+        == f"%USERPROFILE%\\AppData\\Local\\Microsoft\\WindowsApps;{toolkit}\\bin"
+    )
     assert system.persistent_env()["user"]["CUDNN_HOME"] == toolkit
     assert system.env_writes[-1] == ("broadcast", "WM_SETTINGCHANGE", "Environment")
     assert windows_changes(system, toolkit, set_cudnn_home=True) == []  # the second time: nothing to add
@@ -296,7 +318,10 @@ def test_windows_path_already_reachable_through_a_system_variable():
 
 def test_cuda_major_from_the_old_name_or_from_the_cublas_the_ops_library_loads(tmp_path):
     members = archives.windows_members("8.2.0.53", 11, "cuda")
-    assert inspect(Archive(archives.write_zip(tmp_path / "cudnn-11.3-windows-x64-v8.2.0.53.zip", members))).cuda_major == 11
+    assert (
+        inspect(Archive(archives.write_zip(tmp_path / "cudnn-11.3-windows-x64-v8.2.0.53.zip", members))).cuda_major
+        == 11
+    )
     members["cuda/bin/cudnn_ops_infer64_8.dll"] += b"\0cublas64_12.dll\0"
     assert inspect(Archive(archives.write_zip(tmp_path / "renamed.zip", members))).cuda_major == 12
 
@@ -311,7 +336,12 @@ def test_the_plan_names_the_release_it_replaces(tmp_path, capsys):
     assert "replace" in out and "of cuDNN 8.6.0 (backed up)" in out
     # the totals close the plan (issue 31): the one header replaced, the rest added, and the size to write
     total = out.strip().splitlines()[-1]
-    assert total.startswith("Total: ") and "1 to replace (backed up)" in total and " to add" in total and " MB to write" in total, total
+    assert (
+        total.startswith("Total: ")
+        and "1 to replace (backed up)" in total
+        and " to add" in total
+        and " MB to write" in total
+    ), total
     assert "#define CUDNN_MINOR 6" in (target / "include" / "cudnn_version.h").read_text()  # a dry run changes nothing
 
 
@@ -326,7 +356,9 @@ def test_one_install_at_a_time_and_history_changes_nothing_while_one_runs(tmp_pa
     """A second terminal: `history` only reads (it used to "recover" the install under way), install and rollback wait their turn."""
     target = archives.toolkit(tmp_path / "cuda-12.6")
     path = archives.native_archive(tmp_path)
-    delay = "2" if WINDOWS else "0.2"  # per file: the first install must outlast three more starts of Python (slow under Wine)
+    delay = (
+        "2" if WINDOWS else "0.2"
+    )  # per file: the first install must outlast three more starts of Python (slow under Wine)
     env = dict(os.environ, CUDNN_DOCTOR_STATE_DIR=str(state), CUDNN_DOCTOR_TEST_DELAY=delay)
     first = subprocess.Popen(
         [sys.executable, "-m", "cudnn_doctor", "install", str(path), "--into", str(target), "--yes"],
@@ -346,7 +378,9 @@ def test_one_install_at_a_time_and_history_changes_nothing_while_one_runs(tmp_pa
     assert store.journal()["state"] == "in-progress" and set(_installed(target)) >= set(copying)
     for argv in (["install", str(path), "--into", str(target), "--yes"], ["rollback"]):
         other = subprocess.run([*second, *argv], env=env, capture_output=True, text=True, timeout=60)
-        assert other.returncode == 2 and "another cudnn-doctor install or rollback is running" in other.stderr, other.stderr
+        assert other.returncode == 2 and "another cudnn-doctor install or rollback is running" in other.stderr, (
+            other.stderr
+        )
     out, err = first.communicate(timeout=60)
     assert first.returncode in (0, 1) and "Installed" in out, err
     assert store.journal()["state"] == "committed" and (target / LIBRARY).is_file()
@@ -357,7 +391,11 @@ def test_the_state_lock_refuses_a_second_holder_and_is_free_again_after(tmp_path
     """Busy, not "cannot write ...lock": under Wine a held msvcrt lock reports errno 0, which filelock took for a failure."""
     path = str(tmp_path / "lock")
     system = LiveSystem()
-    with system.lock(path), pytest.raises(Busy, match="another cudnn-doctor install or rollback is running"), system.lock(path):
+    with (
+        system.lock(path),
+        pytest.raises(Busy, match="another cudnn-doctor install or rollback is running"),
+        system.lock(path),
+    ):
         pass
     with system.lock(path):  # released: the next install takes it
         pass

@@ -24,7 +24,18 @@ from cudnn_doctor.system.interface import REG_EXPAND_SZ, REG_SZ, registry_kind
 
 from . import archives
 from .registry import user_environment
-from .test_install_faults import STATE, TARGET, Faulty, archive_path, cli, install, installed_entries, rollback, tree, windows_machine
+from .test_install_faults import (
+    STATE,
+    TARGET,
+    Faulty,
+    archive_path,
+    cli,
+    install,
+    installed_entries,
+    rollback,
+    tree,
+    windows_machine,
+)
 
 __all__ = ["archive_path"]  # the module-scoped fixture, shared
 
@@ -35,7 +46,11 @@ WINDOWS_APPS = "%USERPROFILE%\\AppData\\Local\\Microsoft\\WindowsApps"
 def registry(system: FixtureSystem) -> dict[str, Any]:
     """Every persistent value with its type: what a rollback must give back exactly."""
     persistent = system.persistent_env() or {}
-    return {(scope, name): (value, system.persistent_env_kind(scope, name)) for scope, values in persistent.items() for name, value in values.items()}
+    return {
+        (scope, name): (value, system.persistent_env_kind(scope, name))
+        for scope, values in persistent.items()
+        for name, value in values.items()
+    }
 
 
 def prepared(user: dict[str, tuple[str, str]]) -> FixtureSystem:
@@ -87,7 +102,11 @@ def test_rollback_deletes_what_did_not_exist_and_broadcasts(monkeypatch, capsys,
     system.env_writes.clear()
     assert cli(monkeypatch, system, "rollback") == 0
     assert registry(system) == before and "Path" not in system.persistent_env()["user"]
-    assert system.env_writes == [("user", "CUDNN_HOME", None), ("user", "Path", None), ("broadcast", "WM_SETTINGCHANGE", "Environment")]
+    assert system.env_writes == [
+        ("user", "CUDNN_HOME", None),
+        ("user", "Path", None),
+        ("broadcast", "WM_SETTINGCHANGE", "Environment"),
+    ]
     out = capsys.readouterr().out
     assert "user Path restored to (unset)" in out and "user CUDNN_HOME restored to (unset)" in out
 
@@ -146,7 +165,17 @@ def test_the_journal_holds_the_old_value_and_type_before_the_registry_is_written
     system.set_persistent_env = write  # type: ignore[method-assign]
     with pytest.raises(CudnnDoctorError):
         install(system, archive_path, changes(system))
-    assert seen[0] == [{"env": 0, "started": True, "name": "Path", "existed": True, "old": WINDOWS_APPS, "old_kind": REG_SZ, "kind": REG_SZ}]
+    assert seen[0] == [
+        {
+            "env": 0,
+            "started": True,
+            "name": "Path",
+            "existed": True,
+            "old": WINDOWS_APPS,
+            "old_kind": REG_SZ,
+            "kind": REG_SZ,
+        }
+    ]
 
 
 def test_nothing_outside_the_target_and_the_state_folder_is_written(archive_path):
@@ -154,12 +183,20 @@ def test_nothing_outside_the_target_and_the_state_folder_is_written(archive_path
 
     def outside(system: FixtureSystem) -> dict[str, Any]:
         """Everything but the target, the state folder and the folders that lead to the state folder."""
-        return {p: v for p, v in tree(system, "C:\\").items() if not p.startswith((TARGET.lower(), STATE.lower())) and not STATE.lower().startswith(p)}
+        return {
+            p: v
+            for p, v in tree(system, "C:\\").items()
+            if not p.startswith((TARGET.lower(), STATE.lower())) and not STATE.lower().startswith(p)
+        }
 
     others = outside(system)
     install(system, archive_path, changes(system))
     assert outside(system) == others
-    assert [(scope, name) for scope, name, _ in system.env_writes] == [("user", "Path"), ("user", "CUDNN_HOME"), ("broadcast", "WM_SETTINGCHANGE")]
+    assert [(scope, name) for scope, name, _ in system.env_writes] == [
+        ("user", "Path"),
+        ("user", "CUDNN_HOME"),
+        ("broadcast", "WM_SETTINGCHANGE"),
+    ]
     assert system.persistent_env()["system"] == {"Path": "%SystemRoot%\\system32;%SystemRoot%"}
 
 
@@ -191,7 +228,9 @@ def test_a_fault_anywhere_in_an_install_with_environment_changes_recovers_the_re
     installed = (tree(done, TARGET), registry(done))
     counter = RegistryFaulty(prepared(START))
     install(counter, archive_path, changes(counter.inner))
-    points = [p for p in range(counter.count) if p >= counter.count - 20]  # the tail: the registry writes, the history, the commit
+    points = [
+        p for p in range(counter.count) if p >= counter.count - 20
+    ]  # the tail: the registry writes, the history, the commit
     seen = set()
     for point in points:
         system = prepared(START)
@@ -285,7 +324,10 @@ def test_the_live_registry_writes_a_new_path_as_reg_expand_sz_and_keeps_an_exist
     system.set_persistent_env("user", "Path", BIN)
     system.set_persistent_env("user", "CUDNN_HOME", TARGET)
     assert user == {"Path": (BIN, fake.REG_EXPAND_SZ), "CUDNN_HOME": (TARGET, fake.REG_SZ)}
-    assert system.persistent_env_kind("user", "Path") == REG_EXPAND_SZ and system.persistent_env_kind("user", "Nope") is None
+    assert (
+        system.persistent_env_kind("user", "Path") == REG_EXPAND_SZ
+        and system.persistent_env_kind("user", "Nope") is None
+    )
     user["Path"] = (WINDOWS_APPS, fake.REG_SZ)  # a literal REG_SZ Path holding a %VAR%: not promoted
     system.set_persistent_env("user", "Path", f"{WINDOWS_APPS};{BIN}")
     assert user["Path"] == (f"{WINDOWS_APPS};{BIN}", fake.REG_SZ)
@@ -297,7 +339,8 @@ def test_the_live_registry_writes_a_new_path_as_reg_expand_sz_and_keeps_an_exist
 
 # The real registry: only in the Wine lane's throwaway prefix (conftest puts HKCU\Environment back after each test).
 wine_registry = pytest.mark.skipif(
-    sys.platform != "win32" or not os.environ.get("CUDNN_DOCTOR_WINE_LANE"), reason="writes the real HKCU\\Environment: only in the Wine lane"
+    sys.platform != "win32" or not os.environ.get("CUDNN_DOCTOR_WINE_LANE"),
+    reason="writes the real HKCU\\Environment: only in the Wine lane",
 )
 
 
@@ -332,21 +375,28 @@ def test_a_live_install_writes_hkcu_environment_and_rollback_restores_it(tmp_pat
     _set_user_values({"Path": old_path, "CUDNN_HOME": old_home})
     target = archives.toolkit(tmp_path / "cuda-12.6")
     started = time.monotonic()
-    assert main(["install", str(archives.native_archive(tmp_path)), "--into", str(target), "--yes", "--set-cudnn-home"]) in (0, 1)
+    assert main(
+        ["install", str(archives.native_archive(tmp_path)), "--into", str(target), "--yes", "--set-cudnn-home"]
+    ) in (0, 1)
     elapsed = time.monotonic() - started
     values = user_environment()
     bin_dir = f"{target}\\bin"
     if old_path is None:
         assert values["Path"] == (bin_dir, winreg.REG_EXPAND_SZ)  # as Windows' own Path
     else:
-        assert values["Path"] == (f"{WINDOWS_APPS};{bin_dir}", kind)  # an existing value keeps its type, %VAR% unexpanded
+        assert values["Path"] == (
+            f"{WINDOWS_APPS};{bin_dir}",
+            kind,
+        )  # an existing value keeps its type, %VAR% unexpanded
     assert values["CUDNN_HOME"] == (str(target), kind if kind is not None else winreg.REG_SZ)
     assert elapsed < 60, elapsed  # the WM_SETTINGCHANGE broadcast returned (SendMessageTimeout, 5 s at most)
     capsys.readouterr()
     assert main(["rollback"]) == 0
     after = user_environment()
     assert after.get("Path") == old_path and after.get("CUDNN_HOME") == old_home  # deleted when they did not exist
-    assert " file(s) removed." in capsys.readouterr().out  # the files the install added (issue 31: removed, not "restored")
+    assert (
+        " file(s) removed." in capsys.readouterr().out
+    )  # the files the install added (issue 31: removed, not "restored")
 
 
 @pytest.mark.live

@@ -36,13 +36,17 @@ WRITES = ("open_read", "open_write", "make_dirs", "replace", "remove", "symlink"
 class Faulty:
     """A System that fails its k-th operation: once (`crash=False`) or that one and every later one (a killed process)."""
 
-    def __init__(self, inner: FixtureSystem, fail_at: Optional[int] = None, crash: bool = False, error: Optional[OSError] = None) -> None:
+    def __init__(
+        self, inner: FixtureSystem, fail_at: Optional[int] = None, crash: bool = False, error: Optional[OSError] = None
+    ) -> None:
         self.inner, self.fail_at, self.crash, self.count = inner, fail_at, crash, 0
         self.error = error or OSError(errno.EIO, "input/output error (injected)")
 
     def _tick(self, path: str = "") -> None:
         self.count += 1
-        if self.fail_at is not None and (self.count - 1 == self.fail_at or (self.crash and self.count - 1 > self.fail_at)):
+        if self.fail_at is not None and (
+            self.count - 1 == self.fail_at or (self.crash and self.count - 1 > self.fail_at)
+        ):
             raise type(self.error)(self.error.errno, self.error.strerror, path)
 
     def __getattr__(self, name: str) -> Any:
@@ -107,7 +111,9 @@ def tree(system: FixtureSystem, root: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def archive_path(tmp_path_factory) -> Path:
-    return archives.write_zip(tmp_path_factory.mktemp("a") / "cudnn-windows-x86_64-8.5.0.96_cuda11-archive.zip", archives.windows_members())
+    return archives.write_zip(
+        tmp_path_factory.mktemp("a") / "cudnn-windows-x86_64-8.5.0.96_cuda11-archive.zip", archives.windows_members()
+    )
 
 
 def install(system: Any, path: Path, env: tuple[EnvChange, ...] = ()) -> None:
@@ -133,7 +139,9 @@ def rollback(system: Any) -> transaction.UndoReport:
 
 def installed_entries(system: FixtureSystem) -> list[dict]:
     """Installs still (even partly) in place: installed, or a rollback that did not finish."""
-    return [h for h in transaction.Store(system, STATE).history() if h["state"] in ("installed", transaction.UNFINISHED)]
+    return [
+        h for h in transaction.Store(system, STATE).history() if h["state"] in ("installed", transaction.UNFINISHED)
+    ]
 
 
 def leftovers(system: FixtureSystem) -> list[str]:
@@ -234,7 +242,10 @@ def test_forgot_sudo_is_one_line_and_leaves_nothing_behind(monkeypatch, capsys, 
     assert tree(system, TARGET) == before and not leftovers(system)
     assert transaction.Store(system, STATE).journal()["state"] == "rolled-back"
     assert cli(monkeypatch, system, "history") == 0
-    assert cli(monkeypatch, system, "install", str(archive_path), "--yes") in (0, 1)  # with rights, the next install works
+    assert cli(monkeypatch, system, "install", str(archive_path), "--yes") in (
+        0,
+        1,
+    )  # with rights, the next install works
     assert tree(system, TARGET) != before
 
 
@@ -259,7 +270,9 @@ def test_rollback_leaves_files_changed_since_and_names_them(monkeypatch, capsys,
     assert mine in err and "changed since" in err
     assert system.open_read(mine).read() == b"edited by the user after the install"
     after = tree(system, TARGET)
-    assert {k: v for k, v in after.items() if k != mine.lower()} == {k: v for k, v in before.items() if k != mine.lower()}
+    assert {k: v for k, v in after.items() if k != mine.lower()} == {
+        k: v for k, v in before.items() if k != mine.lower()
+    }
 
 
 def test_rollback_with_a_missing_or_altered_backup_changes_nothing(monkeypatch, capsys, archive_path):
@@ -297,7 +310,10 @@ def test_rollback_removes_the_folders_the_install_created(tmp_path, monkeypatch)
 
 
 def test_rollback_undoes_the_persistent_environment_changes(monkeypatch, capsys, archive_path):
-    persistent = {"user": {"Path": "%USERPROFILE%\\AppData\\Local\\Microsoft\\WindowsApps"}, "system": {"Path": "%SystemRoot%\\system32"}}
+    persistent = {
+        "user": {"Path": "%USERPROFILE%\\AppData\\Local\\Microsoft\\WindowsApps"},
+        "system": {"Path": "%SystemRoot%\\system32"},
+    }
     system = windows_machine()
     system.document["persistent_env"] = persistent
     assert cli(monkeypatch, system, "install", str(archive_path), "--yes", "--set-cudnn-home") in (0, 1)
@@ -306,7 +322,9 @@ def test_rollback_undoes_the_persistent_environment_changes(monkeypatch, capsys,
     system.set_persistent_env("user", "Path", user["Path"] + ";C:\\Tools")  # the user adds a folder afterwards
     assert cli(monkeypatch, system, "rollback") == 0
     user = system.persistent_env()["user"]
-    assert user["Path"] == "%USERPROFILE%\\AppData\\Local\\Microsoft\\WindowsApps;C:\\Tools" and "CUDNN_HOME" not in user
+    assert (
+        user["Path"] == "%USERPROFILE%\\AppData\\Local\\Microsoft\\WindowsApps;C:\\Tools" and "CUDNN_HOME" not in user
+    )
     assert "removed" in capsys.readouterr().out
 
 
@@ -320,7 +338,10 @@ def test_rollback_undoes_the_persistent_environment_changes(monkeypatch, capsys,
         ("journal.jsonl", "[]\n"),
         ("journal.jsonl", '{"id": "x"}\n'),
         ("journal.jsonl", 'garbage\n{"state": "committed"}\n'),
-        ("journal.jsonl", '{"id": "x", "archive": "a", "target": "t", "steps": [{"dest": "d", "kind": "add"}]}\n{"step": 7, "started": true}\n'),
+        (
+            "journal.jsonl",
+            '{"id": "x", "archive": "a", "target": "t", "steps": [{"dest": "d", "kind": "add"}]}\n{"step": 7, "started": true}\n',
+        ),
     ],
 )
 @pytest.mark.parametrize("command", ["install", "rollback", "history"])
@@ -357,7 +378,11 @@ def test_an_unusable_state_folder_is_one_line(monkeypatch, capsys, archive_path,
                 if path.lower().startswith(STATE.lower() + "\\"):
                     raise NotADirectoryError(errno.ENOTDIR, "Not a directory", path)
     else:
-        error = PermissionError(errno.EROFS, "Read-only file system") if problem == "read-only" else OSError(errno.ENOSPC, "No space left on device")
+        error = (
+            PermissionError(errno.EROFS, "Read-only file system")
+            if problem == "read-only"
+            else OSError(errno.ENOSPC, "No space left on device")
+        )
 
         class Broken(Faulty):  # type: ignore[no-redef]
             def _tick(self, path: str = "") -> None:
@@ -384,7 +409,10 @@ def test_the_journal_grows_linearly_with_the_number_of_files(tmp_path):
     """2,000 files cost ten times what 200 do, not a hundred (a journal rewritten per file is quadratic)."""
     written = {}
     for count in (200, 2000):
-        members = {f"cudnn-windows-x86_64-8.9.7.29_cuda11-archive/include/cudnn_extra_{i}.h": b"/* header */" for i in range(count)}
+        members = {
+            f"cudnn-windows-x86_64-8.9.7.29_cuda11-archive/include/cudnn_extra_{i}.h": b"/* header */"
+            for i in range(count)
+        }
         members.update(archives.windows_members("8.9.7.29", 11))
         path = archives.write_zip(tmp_path / f"cudnn-{count}_cuda11-archive.zip", members)
         system = Counting(windows_machine())
@@ -465,7 +493,10 @@ def test_history_entry_is_written_before_the_journal_commits(archive_path):
 
 def test_names_that_collide_on_windows_are_refused(tmp_path, monkeypatch, capsys):
     """`cudnn64_8.dll` and `CUDNN64_8.DLL` are two members of a zip but one file on Windows (and bin/a/x.dll, bin/b/x.dll one after flattening)."""
-    for extra in ("cudnn-windows-x86_64-8.5.0.96_cuda11-archive/bin/CUDNN64_8.DLL", "cudnn-windows-x86_64-8.5.0.96_cuda11-archive/bin/old/cudnn64_8.dll"):
+    for extra in (
+        "cudnn-windows-x86_64-8.5.0.96_cuda11-archive/bin/CUDNN64_8.DLL",
+        "cudnn-windows-x86_64-8.5.0.96_cuda11-archive/bin/old/cudnn64_8.dll",
+    ):
         members = archives.windows_members()
         members[extra] = archives.fake_library("cudnn64_8.dll")
         path = archives.write_zip(tmp_path / "cudnn-windows-x86_64-8.5.0.96_cuda11-archive.zip", members)
@@ -488,7 +519,11 @@ def test_a_registry_that_refuses_the_path_change_is_one_line_and_undoes_the_inst
     monkeypatch.setattr(system, "set_persistent_env", refuse)
     assert cli(monkeypatch, system, "install", str(archive_path), "--yes") == 2
     err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1 and "could not set user Path in the registry (Access is denied)" in err and "every file was restored" in err
+    assert (
+        len(err.strip().splitlines()) == 1
+        and "could not set user Path in the registry (Access is denied)" in err
+        and "every file was restored" in err
+    )
     monkeypatch.undo()
     assert tree(system, TARGET) == tree(windows_machine(), TARGET) and system.persistent_env()["user"] == {}
     assert not installed_entries(system)

@@ -49,13 +49,18 @@ def windows_machine() -> FixtureSystem:
     }
     files.update({f"{BIN}\\{name}": {"text": f"MZ the user's {name} of cuDNN 8.2"} for name in OLD_DLLS})
     system = FixtureSystem(machine(WINDOWS_BASE, files=files))
-    system.document["persistent_env"] = {"user": {"Path": "%USERPROFILE%\\AppData\\Local\\Microsoft\\WindowsApps"}, "system": {}}
+    system.document["persistent_env"] = {
+        "user": {"Path": "%USERPROFILE%\\AppData\\Local\\Microsoft\\WindowsApps"},
+        "system": {},
+    }
     return system
 
 
 @pytest.fixture(scope="module")
 def archive_path(tmp_path_factory) -> Path:
-    return archives.write_zip(tmp_path_factory.mktemp("a") / "cudnn-windows-x86_64-8.5.0.96_cuda11-archive.zip", archives.windows_members())
+    return archives.write_zip(
+        tmp_path_factory.mktemp("a") / "cudnn-windows-x86_64-8.5.0.96_cuda11-archive.zip", archives.windows_members()
+    )
 
 
 def cli(monkeypatch, capsys, system: Any, *argv: str) -> tuple[int, str]:
@@ -100,7 +105,9 @@ def test_a_held_file_can_be_read_and_renamed_but_not_replaced_deleted_or_opened_
         handle.write(b"MZ new")
     with pytest.raises(PermissionError) as refused:
         system.replace(dll + ".new", dll)
-    assert refused.value.winerror == 5 and refused.value.filename2 == dll  # what Windows (and Wine 8) say for a mapped image
+    assert (
+        refused.value.winerror == 5 and refused.value.filename2 == dll
+    )  # what Windows (and Wine 8) say for a mapped image
     with pytest.raises(PermissionError):
         system.remove(dll)
     with pytest.raises(PermissionError):
@@ -125,7 +132,9 @@ def test_install_onto_a_held_dll_is_refused_before_anything_is_written(monkeypat
     assert f"{BIN}\\cudnn_ops_infer64_8.dll" in line and all(p in line for p in JUPYTER), line
     assert "nothing was changed" in line and "administrator" not in line and transaction.TEMP_SUFFIX not in line
     assert tree(system, TARGET) == before and not leftovers(system)
-    assert journal_state(system) is None and history_states(system) == []  # not even a journal: every later command works
+    assert (
+        journal_state(system) is None and history_states(system) == []
+    )  # not even a journal: every later command works
     assert system.persistent_env()["user"]["Path"].endswith("WindowsApps")
     assert cli(monkeypatch, capsys, system, "history")[0] == 0
     system.release(f"{BIN}\\cudnn_ops_infer64_8.dll")
@@ -173,16 +182,22 @@ def test_a_dll_loaded_half_way_through_the_install_is_undone_and_named(monkeypat
     system = windows_machine()
     before = tree(system, TARGET)
     last = replaced_dlls(archive_path)[-1]  # the others are replaced by then, and must be put back
-    code, err = cli(monkeypatch, capsys, LoadsDuring(system, last, JUPYTER[:1], "replace"), "install", str(archive_path), "--yes")
+    code, err = cli(
+        monkeypatch, capsys, LoadsDuring(system, last, JUPYTER[:1], "replace"), "install", str(archive_path), "--yes"
+    )
     line = one_line(err)
     assert code == 2 and last in line and JUPYTER[0] in line and "every file was restored" in line, line
     assert "administrator" not in line and transaction.TEMP_SUFFIX not in line
     assert tree(system, TARGET) == before and not leftovers(system)
     assert journal_state(system) == "rolled-back" and history_states(system) == []
-    assert system.persistent_env()["user"]["Path"].endswith("WindowsApps")  # the environment is written after the files: never reached
+    assert system.persistent_env()["user"]["Path"].endswith(
+        "WindowsApps"
+    )  # the environment is written after the files: never reached
 
 
-def test_access_denied_on_a_file_nobody_holds_stays_a_permission_problem_naming_the_file(monkeypatch, capsys, archive_path):
+def test_access_denied_on_a_file_nobody_holds_stays_a_permission_problem_naming_the_file(
+    monkeypatch, capsys, archive_path
+):
     """A read-only or locked-down DLL refuses the rename with WinError 5 too, but opens for writing without a sharing violation."""
     system = windows_machine()
     before = tree(system, TARGET)
@@ -220,15 +235,25 @@ def test_rollback_with_a_loaded_dll_changes_nothing_and_names_it(monkeypatch, ca
     system.hold(new_dll, JUPYTER[:1])
     code, err = cli(monkeypatch, capsys, system, "rollback")
     line = one_line(err)
-    assert code == 2 and new_dll in line and JUPYTER[0] in line and "nothing was changed" in line and "rollback` again" in line, line
-    assert tree(system, TARGET) == after_install and system.persistent_env()["user"] == env  # not a single file, nor the environment
+    assert (
+        code == 2
+        and new_dll in line
+        and JUPYTER[0] in line
+        and "nothing was changed" in line
+        and "rollback` again" in line
+    ), line
+    assert (
+        tree(system, TARGET) == after_install and system.persistent_env()["user"] == env
+    )  # not a single file, nor the environment
     assert history_states(system) == ["installed"]
     system.release(new_dll)
     assert cli(monkeypatch, capsys, system, "rollback")[0] == 0
     assert tree(system, TARGET) == before and history_states(system) == ["rolled-back"] and not leftovers(system)
 
 
-def test_a_dll_loaded_half_way_through_a_rollback_leaves_a_truthful_history_that_rollback_finishes(monkeypatch, capsys, archive_path):
+def test_a_dll_loaded_half_way_through_a_rollback_leaves_a_truthful_history_that_rollback_finishes(
+    monkeypatch, capsys, archive_path
+):
     before = tree(windows_machine(), TARGET)
     system = installed(monkeypatch, capsys, archive_path)
     victim = replaced_dlls(archive_path)[0]  # undone last (newest first): the program loads it while the undo runs
@@ -251,7 +276,11 @@ def test_a_dll_loaded_half_way_through_a_rollback_leaves_a_truthful_history_that
 def written_dlls(system: FixtureSystem) -> list[str]:
     """The DLLs an interrupted install had written, in its order (undo puts them back newest first)."""
     steps = transaction.Store(system, STATE).journal()["steps"]
-    found = [s["dest"] for s in steps if s["dest"].endswith(".dll") and s.get("new") and transaction.identity(system, s["dest"]) == s["new"]]
+    found = [
+        s["dest"]
+        for s in steps
+        if s["dest"].endswith(".dll") and s.get("new") and transaction.identity(system, s["dest"]) == s["new"]
+    ]
     assert found, "the install must be killed after it replaced a DLL"
     return found
 
@@ -300,7 +329,11 @@ class FakeKernel32:
         self.error, self.images, self.closed = error, images or {}, []
 
     def CreateFileW(self, path, access, share, security, disposition, flags, template):
-        assert access == winfiles.GENERIC_WRITE and share == winfiles.FILE_SHARE_ALL and disposition == winfiles.OPEN_EXISTING
+        assert (
+            access == winfiles.GENERIC_WRITE
+            and share == winfiles.FILE_SHARE_ALL
+            and disposition == winfiles.OPEN_EXISTING
+        )
         return winfiles.INVALID_HANDLE_VALUE if self.error is not None else 1234
 
     def CloseHandle(self, handle):
@@ -353,8 +386,12 @@ class FakeRestartManager:
 def test_the_restart_manager_names_the_holders_by_program_file():
     many = [(100 + i, f"App {i}") for i in range(12)]  # more than the first call has room for
     rm = FakeRestartManager([(4242, "Python"), (77, "Visual Studio Code"), (4242, "Python"), *many])
-    found = winfiles.holders(["C:\\a.dll"], rm, FakeKernel32(None, {4242: "C:\\Python39\\python.exe", 77: "C:\\VS Code\\Code.exe"}))
-    assert found[:2] == ["python.exe (pid 4242)", "Code.exe (pid 77)"] and "App 3 (pid 103)" in found and len(found) == 14
+    found = winfiles.holders(
+        ["C:\\a.dll"], rm, FakeKernel32(None, {4242: "C:\\Python39\\python.exe", 77: "C:\\VS Code\\Code.exe"})
+    )
+    assert (
+        found[:2] == ["python.exe (pid 4242)", "Code.exe (pid 77)"] and "App 3 (pid 103)" in found and len(found) == 14
+    )
     assert rm.registered == ["C:\\a.dll"] and rm.ended
 
 
@@ -365,14 +402,20 @@ def test_a_restart_manager_that_cannot_start_names_nobody():
 
 # For real: a Windows Python under Wine (or Windows) holds the DLL -----------------------------------
 
-windows_only = pytest.mark.skipif(sys.platform != "win32", reason="a DLL loaded by another process: Windows (the Wine lane)")
+windows_only = pytest.mark.skipif(
+    sys.platform != "win32", reason="a DLL loaded by another process: Windows (the Wine lane)"
+)
 
 
 def a_real_dll() -> bytes:
     """A DLL any Windows Python can load: its own python3.dll (a venv's base), or _ctypes.pyd."""
     import _ctypes
 
-    for candidate in (Path(sys.base_prefix) / "python3.dll", Path(sys.executable).parent / "python3.dll", Path(_ctypes.__file__)):
+    for candidate in (
+        Path(sys.base_prefix) / "python3.dll",
+        Path(sys.executable).parent / "python3.dll",
+        Path(_ctypes.__file__),
+    ):
         if candidate.is_file():
             return candidate.read_bytes()
     pytest.skip("no DLL of this Python found to load")
@@ -384,7 +427,11 @@ class Holder:
     def __init__(self, dll: Path) -> None:
         code = "import ctypes, sys; ctypes.WinDLL(sys.argv[1]); print('loaded', flush=True); sys.stdin.read()"
         self.process = subprocess.Popen(
-            [sys.executable, "-c", code, str(dll)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=str(dll.parent.parent)
+            [sys.executable, "-c", code, str(dll)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            cwd=str(dll.parent.parent),
         )
         assert self.process.stdout.readline().strip() == b"loaded"
 

@@ -22,7 +22,10 @@ HIDDEN = ("\u202e", "\u2066", "\x85", "\x9b", "\u200f", "\u2028")
 
 def test_visible_escapes_controls_bidi_and_undecodable_bytes_and_nothing_else():
     assert visible("cudnn_\u202eh.exe") == "cudnn_\\u202eh.exe"
-    assert visible("a\x85b\x9b\x7f\u2066\u2069\u200f\u2028\udce9") == "a\\x85b\\x9b\\x7f\\u2066\\u2069\\u200f\\u2028\\udce9"
+    assert (
+        visible("a\x85b\x9b\x7f\u2066\u2069\u200f\u2028\udce9")
+        == "a\\x85b\\x9b\\x7f\\u2066\\u2069\\u200f\\u2028\\udce9"
+    )
     plain = "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v12.6\\include\\cudnn.h → café ✓ 日本 (1,024 bytes)"
     assert visible(plain) == plain
 

@@ -57,12 +57,16 @@ def test_a_tar_is_read_once_as_a_stream_for_listing_version_machine_and_hashes(t
     archive = Archive(path, opener=xz_stream)
     info = inspect(archive)
     library = next(m for m in archive.members if m.is_file and ".so" in m.name)
-    with tarfile.TarFile.open(path) as whole:  # the truth, read apart (tarfile.TarFile.open is not the counted function)
+    with tarfile.TarFile.open(
+        path
+    ) as whole:  # the truth, read apart (tarfile.TarFile.open is not the counted function)
         expected = whole.extractfile(whole.getmember(library.name)).read()
     assert archive.digest(library) == hashlib.sha256(expected).hexdigest()
     assert archive.read_head(library) == expected[: 1 << 16] and info.version == "8.9.7"
     archive.close()
-    assert modes[1:] == ["r|" if xz else "r|*"], modes  # the sniff, then the one streaming pass (from xz's pipe, or the file)
+    assert modes[1:] == ["r|" if xz else "r|*"], (
+        modes
+    )  # the sniff, then the one streaming pass (from xz's pipe, or the file)
 
 
 def test_the_cuda_major_is_read_from_the_ops_library_in_the_same_pass(tmp_path, monkeypatch):
@@ -83,7 +87,9 @@ def test_the_install_renames_spooled_files_and_leaves_no_spool(tmp_path, monkeyp
     path = archives.linux_tar(tmp_path / "cudnn-linux-x86_64-8.9.7.29_cuda12-archive.tar.xz")
     copied: list[str] = []
     real_copy = apply_module._copy_member
-    monkeypatch.setattr(apply_module, "_copy_member", lambda *a, **k: copied.append(a[2].member.name) or real_copy(*a, **k))
+    monkeypatch.setattr(
+        apply_module, "_copy_member", lambda *a, **k: copied.append(a[2].member.name) or real_copy(*a, **k)
+    )
     modes = _count_tar_opens(monkeypatch)
     assert main(["install", str(path), "--into", str(target), "--yes"]) in (0, 1)
     assert copied == []  # every file was renamed from the spool, none read from the archive again
@@ -138,7 +144,9 @@ def test_a_big_scan_is_cached_by_content_and_found_again_without_scanning(big_st
     assert (state / "scan-cache.json").is_file()
     monkeypatch.setattr(scan, "_CACHE", scan._ScanCache())  # a new process: read from the file
     monkeypatch.setattr(scan, "_scan", lambda *a: pytest.fail("scanned again"))
-    monkeypatch.setattr(scan, "_content_key", lambda *a: pytest.fail("hashed again: the file's identity should have found it"))
+    monkeypatch.setattr(
+        scan, "_content_key", lambda *a: pytest.fail("hashed again: the file's identity should have found it")
+    )
     assert scan.library_names(str(big_strings), "elf") == first
 
 
@@ -158,7 +166,10 @@ def test_a_changed_library_is_scanned_again(big_strings):
     assert "libcudnn_cnn.so.9" in scan.library_names(str(big_strings), "elf")
 
 
-@pytest.mark.parametrize("damage", [b"{not json", b'{"files": [], "names": 3}', b'{"files": {"k": "c"}, "names": {"c": [1, 2]}}', b"\xff\xfe"])
+@pytest.mark.parametrize(
+    "damage",
+    [b"{not json", b'{"files": [], "names": 3}', b'{"files": {"k": "c"}, "names": {"c": [1, 2]}}', b"\xff\xfe"],
+)
 def test_a_damaged_scan_cache_is_ignored(big_strings, monkeypatch, state, damage):
     state.mkdir(exist_ok=True)
     (state / "scan-cache.json").write_bytes(damage)
@@ -174,7 +185,11 @@ def _elf_heads() -> list[tuple[str, bytes]]:
     from .conftest import TEST_CACHE
     from .test_hostile_archives import elf
 
-    paths = [TEST_CACHE / "libcudart.so.12", *sorted(TEST_CACHE.glob("venvs/*/lib/python*/site-packages/nvidia/*/lib/*.so*")), Path(sys.executable).resolve()]
+    paths = [
+        TEST_CACHE / "libcudart.so.12",
+        *sorted(TEST_CACHE.glob("venvs/*/lib/python*/site-packages/nvidia/*/lib/*.so*")),
+        Path(sys.executable).resolve(),
+    ]
     heads = [(str(p), p.read_bytes()[: 1 << 16]) for p in paths if p.is_file()]
     return heads + [(f"e_machine {m}", elf(m)) for m in (3, 40, 62, 183, 243)]
 
@@ -238,4 +253,6 @@ def test_a_spool_that_would_not_fit_is_refused_before_it_fills_the_disk(tmp_path
     assert main(["install", str(path), "--into", str(target), "--yes"]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "free some space" in err, err
-    assert archives.tree(target) == before and not [p for p in target.iterdir() if p.name.startswith(transaction.SPOOL_PREFIX)]
+    assert archives.tree(target) == before and not [
+        p for p in target.iterdir() if p.name.startswith(transaction.SPOOL_PREFIX)
+    ]

@@ -27,7 +27,13 @@ def state(tmp_path, monkeypatch):
 def test_a_wheel_is_read_as_cudnn_of_its_cuda_major(tmp_path, windows):
     path = archives.wheel(tmp_path, "9.1.0.70", 12, windows=windows)
     info = inspect(Archive(path))
-    assert (info.layout, info.top, info.version, info.cuda_major, info.os) == ("wheel", "nvidia/cudnn", "9.1.0", 12, "windows" if windows else "linux")
+    assert (info.layout, info.top, info.version, info.cuda_major, info.os) == (
+        "wheel",
+        "nvidia/cudnn",
+        "9.1.0",
+        12,
+        "windows" if windows else "linux",
+    )
 
 
 @pytest.mark.live

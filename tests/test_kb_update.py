@@ -37,13 +37,26 @@ def _index(base: str) -> dict[str, bytes]:
     """Every tracked distribution's page: what the doctor knows, plus jax 0.13.0 and its CUDA 13 plugin."""
     pages = {}
     for name in pypi.TRACKED:
-        files = [{"filename": f"{name.replace('-', '_')}-{r.version}-py3-none-any.whl", "url": f"{base}/none.whl"} for r in knowledge.published(name)]
+        files = [
+            {"filename": f"{name.replace('-', '_')}-{r.version}-py3-none-any.whl", "url": f"{base}/none.whl"}
+            for r in knowledge.published(name)
+        ]
         if name == "jax":
             files = [f for f in files if not f["filename"].startswith("jax-0.")] + [
-                {"filename": "jax-0.13.0-py3-none-any.whl", "url": f"{base}/files/jax.whl", "size": len(WHEEL), "requires-python": ">=3.12"}
+                {
+                    "filename": "jax-0.13.0-py3-none-any.whl",
+                    "url": f"{base}/files/jax.whl",
+                    "size": len(WHEEL),
+                    "requires-python": ">=3.12",
+                }
             ]
         if name == "jax-cuda13-plugin":
-            files.append({"filename": "jax_cuda13_plugin-0.13.0-cp312-cp312-manylinux_2_27_x86_64.whl", "url": f"{base}/none.whl"})
+            files.append(
+                {
+                    "filename": "jax_cuda13_plugin-0.13.0-cp312-cp312-manylinux_2_27_x86_64.whl",
+                    "url": f"{base}/none.whl",
+                }
+            )
         pages[f"/simple/{name}/"] = json.dumps({"meta": {"api-version": "1.1"}, "name": name, "files": files}).encode()
     return pages
 
@@ -121,11 +134,16 @@ def _unchanged(result: update.Update, says: str) -> None:
 
 
 def test_a_malformed_index_changes_nothing(served):
-    _unchanged(update.update(write_whole, get=_quick, index=served(**{"/simple/jax/": b"<html>not json</html>"})), "JSONDecodeError")
+    _unchanged(
+        update.update(write_whole, get=_quick, index=served(**{"/simple/jax/": b"<html>not json</html>"})),
+        "JSONDecodeError",
+    )
 
 
 def test_an_oversized_answer_is_cut_off(served):
-    _unchanged(update.update(write_whole, get=_quick, index=served(**{"/simple/jax/": b" " * (100 << 20)})), "more than")
+    _unchanged(
+        update.update(write_whole, get=_quick, index=served(**{"/simple/jax/": b" " * (100 << 20)})), "more than"
+    )
 
 
 def test_a_slow_index_times_out(served):
@@ -137,7 +155,9 @@ def test_a_slow_index_times_out(served):
 
 
 def test_a_file_pointing_off_https_is_refused(served):
-    page = json.dumps({"files": [{"filename": "jax-0.13.0-py3-none-any.whl", "url": "http://files.example/jax.whl", "size": 100000}]}).encode()
+    page = json.dumps(
+        {"files": [{"filename": "jax-0.13.0-py3-none-any.whl", "url": "http://files.example/jax.whl", "size": 100000}]}
+    ).encode()
     _unchanged(update.update(write_whole, get=_quick, index=served(**{"/simple/jax/": page})), "not an HTTPS URL")
 
 

@@ -27,7 +27,9 @@ from .test_fix_containment import nested_changes, state_of
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(sys.platform == "win32" or not hasattr(os, "fork"), reason="os.fork, SIGKILL and symbolic links are POSIX"),
+    pytest.mark.skipif(
+        sys.platform == "win32" or not hasattr(os, "fork"), reason="os.fork, SIGKILL and symbolic links are POSIX"
+    ),
 ]
 
 TRIALS = int(os.environ.get("CUDNN_DOCTOR_KILL_TRIALS", "120"))
@@ -98,8 +100,12 @@ def build(machine: Path) -> list[Any]:
         (toolkit / folder).mkdir(parents=True)
     (toolkit / "bin" / "nvcc").write_bytes(b"nvcc")
     (toolkit / "include" / "cuda.h").write_bytes(b"#define CUDA_VERSION 12040\n")
-    (toolkit / "include" / "cudnn_version.h").write_bytes(b"#define CUDNN_MAJOR 9\n")  # the same bytes as the nested one's
-    (toolkit / "lib64" / "libcudnn.so.9.1.0").write_bytes(b"\x7fELF the toolkit's own older build")  # replaced, backed up
+    (toolkit / "include" / "cudnn_version.h").write_bytes(
+        b"#define CUDNN_MAJOR 9\n"
+    )  # the same bytes as the nested one's
+    (toolkit / "lib64" / "libcudnn.so.9.1.0").write_bytes(
+        b"\x7fELF the toolkit's own older build"
+    )  # replaced, backed up
     top = toolkit / "cudnn-linux-x86_64-9.1.0.70_cuda12-archive"
     (top / "include" / "sub").mkdir(parents=True)
     (top / "include" / "cudnn.h").write_bytes(b"/* cudnn 9.1 */" * 200)
@@ -113,7 +119,11 @@ def build(machine: Path) -> list[Any]:
     stray.mkdir(parents=True)
     (stray / "libcudnn.so.8.1.1").write_bytes(b"\x7fELF stray 8.1")
     os.symlink("libcudnn.so.8.1.1", stray / "libcudnn.so.8")
-    return [*nested_changes(toolkit, top), MoveFile(str(stray / "libcudnn.so.8")), MoveFile(str(stray / "libcudnn.so.8.1.1"))]
+    return [
+        *nested_changes(toolkit, top),
+        MoveFile(str(stray / "libcudnn.so.8")),
+        MoveFile(str(stray / "libcudnn.so.8.1.1")),
+    ]
 
 
 def run_command(system: Any, argv: list[str], changes: list[Any], state: Path) -> int:
@@ -175,7 +185,10 @@ def count_operations(tmp_path: Path, argv: list[str], before_fix: bool) -> int:
     shutil.rmtree(state, ignore_errors=True)
     changes = build(machine)
     if not before_fix:
-        assert in_child(lambda: run_command(LiveSystem(), ["fix", "--yes", "--no-frameworks"], changes, state)) in (0, 1)
+        assert in_child(lambda: run_command(LiveSystem(), ["fix", "--yes", "--no-frameworks"], changes, state)) in (
+            0,
+            1,
+        )
     counter = Killing(LiveSystem(), kill_at=-1)
 
     def counted() -> int:
@@ -204,9 +217,13 @@ def test_random_kills_of_fix_and_rollback_end_byte_identical_after_the_next_roll
         shutil.rmtree(state, ignore_errors=True)
         changes = build(machine)
         if command == "rollback":
-            assert in_child(lambda changes=changes: run_command(LiveSystem(), ["fix", "--yes", "--no-frameworks"], changes, state)) in (0, 1)
+            assert in_child(
+                lambda changes=changes: run_command(LiveSystem(), ["fix", "--yes", "--no-frameworks"], changes, state)
+            ) in (0, 1)
         point = rng.randrange(total)
-        code = in_child(lambda point=point, changes=changes: run_command(Killing(LiveSystem(), point), argv, changes, state))
+        code = in_child(
+            lambda point=point, changes=changes: run_command(Killing(LiveSystem(), point), argv, changes, state)
+        )
         if code == -signal.SIGKILL:
             kills += 1
         else:
@@ -218,4 +235,6 @@ def test_random_kills_of_fix_and_rollback_end_byte_identical_after_the_next_roll
     elapsed = time.perf_counter() - started
     assert kills >= min(100, TRIALS - 5)
     with capsys.disabled():
-        print(f"\nkill harness, {command}: {TRIALS} trials, {kills} killed, {finished} finished, {total} operations, {elapsed:.1f} s")
+        print(
+            f"\nkill harness, {command}: {TRIALS} trials, {kills} killed, {finished} finished, {total} operations, {elapsed:.1f} s"
+        )

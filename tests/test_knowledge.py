@@ -17,13 +17,17 @@ from cudnn_doctor.knowledge import files, generate, records, schema, tables
 
 def test_every_table_loads_with_review_date():
     dates = knowledge.reviewed_dates()
-    assert set(dates) == set(schema.TABLES) == {path.stem for path in generate.DATA.glob("*.yaml")} | set(generate.SOURCED)
+    assert (
+        set(dates) == set(schema.TABLES) == {path.stem for path in generate.DATA.glob("*.yaml")} | set(generate.SOURCED)
+    )
     assert all(len(date) == 10 for date in dates.values())
 
 
 def test_shipped_json_is_generated_from_the_yaml():
     expected = generate.render(generate.read_yaml_tables())
-    assert generate.OUTPUT.read_text(encoding="utf-8") == expected, f"{generate.OUTPUT.name} is out of date: run `{generate.COMMAND}`"
+    assert generate.OUTPUT.read_text(encoding="utf-8") == expected, (
+        f"{generate.OUTPUT.name} is out of date: run `{generate.COMMAND}`"
+    )
 
 
 def test_the_generator_checks_without_writing(capsys):
@@ -53,7 +57,11 @@ def test_each_section_checks_exactly_its_record_fields():
 def test_a_run_loads_the_tables_without_pyyaml():
     code = "import sys; from cudnn_doctor import knowledge; [knowledge.table(n) for n in knowledge.schema.TABLES]; print('yaml' in sys.modules)"
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": str(generate.DATA.parents[2])}
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(generate.DATA.parents[2])},
     )
     assert done.stdout.strip() == "False"
 
@@ -79,16 +87,33 @@ def test_a_renamed_key_names_the_file_and_the_row(tmp_path):
     ("row", "message"),
     [
         ('{version: "2.15", cuda: ["12.6"], source: "https://x"}', "releases[0] (version 2.15): missing key 'python'"),
-        ('{version: 2.15, python: ">=3.10", cuda: ["12.6"], source: "https://x"}', "releases[0]: 'version': expected a version in quotes"),
-        ('{version: "2.15", python: "3.10-3.14", cuda: ["12.6"], source: "https://x"}', "'python': expected a PEP 440 version range"),
-        ('{version: "2.15", python: ">=3.10", cuda: [12.6], source: "https://x"}', "'cuda': expected a list of versions in quotes"),
-        ('{version: "2.15", python: ">=3.10", cuda: ["12.6"], source: "blog.csdn.net/x"}', "'source': expected an https:// URL"),
-        ('{version: "2.15", python: ">=3.10", cuda: ["12.6"], source: "https://x", copy: "mirror"}', "'copy': expected an https:// URL"),
+        (
+            '{version: 2.15, python: ">=3.10", cuda: ["12.6"], source: "https://x"}',
+            "releases[0]: 'version': expected a version in quotes",
+        ),
+        (
+            '{version: "2.15", python: "3.10-3.14", cuda: ["12.6"], source: "https://x"}',
+            "'python': expected a PEP 440 version range",
+        ),
+        (
+            '{version: "2.15", python: ">=3.10", cuda: [12.6], source: "https://x"}',
+            "'cuda': expected a list of versions in quotes",
+        ),
+        (
+            '{version: "2.15", python: ">=3.10", cuda: ["12.6"], source: "blog.csdn.net/x"}',
+            "'source': expected an https:// URL",
+        ),
+        (
+            '{version: "2.15", python: ">=3.10", cuda: ["12.6"], source: "https://x", copy: "mirror"}',
+            "'copy': expected an https:// URL",
+        ),
         ("just text", "releases[0]: expected a mapping of keys to values"),
     ],
 )
 def test_a_bad_row_is_one_clear_error(row, message):
-    document = files.parse_yaml(f"reviewed: 2026-12-03\nindex_url: {{template: x, source: 'https://x'}}\nreleases:\n  - {row}\n", "torch.yaml")
+    document = files.parse_yaml(
+        f"reviewed: 2026-12-03\nindex_url: {{template: x, source: 'https://x'}}\nreleases:\n  - {row}\n", "torch.yaml"
+    )
     with pytest.raises(KnowledgeError, match=r"^torch\.yaml: ") as raised:
         schema.build("torch", document, "torch.yaml")
     assert message in str(raised.value)
@@ -102,7 +127,9 @@ def test_file_level_errors():
     with pytest.raises(KnowledgeError, match="missing key 'index_url'"):
         schema.build("torch", {"reviewed": "2026-12-03", "releases": []}, "torch.yaml")
     rows = [{"version": v, "python": ">=3.8", "cuda": ["11.8"], "source": "https://x"} for v in ("2.0", "2.0.1")]
-    with pytest.raises(KnowledgeError, match=r"^mine.yaml: torch.releases\[1\] \(version 2.0.1\): same key as torch.releases\[0\]"):
+    with pytest.raises(
+        KnowledgeError, match=r"^mine.yaml: torch.releases\[1\] \(version 2.0.1\): same key as torch.releases\[0\]"
+    ):
         schema.partial("torch", {"releases": rows}, "mine.yaml")
 
 
@@ -110,9 +137,14 @@ def test_driver_table_is_monotonic():
     shipped = knowledge.table("cuda_driver")
     tables._check_cuda_driver(shipped, "cuda_driver.yaml")
     broken = shipped._replace(
-        toolkits=(records.ToolkitDriver("10.0", "GA", "410", "411", "https://x"), records.ToolkitDriver("10.1", "GA", "400", "418", "https://x"))
+        toolkits=(
+            records.ToolkitDriver("10.0", "GA", "410", "411", "https://x"),
+            records.ToolkitDriver("10.1", "GA", "400", "418", "https://x"),
+        )
     )
-    with pytest.raises(KnowledgeError, match=r"cuda_driver\.yaml: CUDA 10\.1 needs an older linux driver than CUDA 10\.0"):
+    with pytest.raises(
+        KnowledgeError, match=r"cuda_driver\.yaml: CUDA 10\.1 needs an older linux driver than CUDA 10\.0"
+    ):
         tables._check_cuda_driver(broken, "cuda_driver.yaml")
 
 
@@ -165,11 +197,19 @@ def test_framework_tables():
     assert knowledge.onnxruntime_build(Version("1.26.0")).cuda == "12"  # build_and_package_info.py: 12.8
     assert knowledge.onnxruntime_build(Version("1.27.0")).cuda == "13.0"  # the first CUDA 13 build on PyPI
     assert knowledge.onnxruntime_build(Version("1.31.1")).cudnn == "9"
-    assert [knowledge.zlibwapi_required(Version(v)) for v in ("8.2.4", "8.3.0", "8.9.7.29", "9.0.0")] == [False, True, True, False]
+    assert [knowledge.zlibwapi_required(Version(v)) for v in ("8.2.4", "8.3.0", "8.9.7.29", "9.0.0")] == [
+        False,
+        True,
+        True,
+        False,
+    ]
     assert knowledge.library_provider("cublas64_11.dll").provider.startswith("the CUDA 11 toolkit")
 
 
-@pytest.mark.parametrize(("text", "newest"), [(">=3.8,<3.12", "3.11"), ("<=3.10,>=3.7", "3.10"), ("==3.11.*", "3.11"), (">=3.9", "3.9"), ("<3", None)])
+@pytest.mark.parametrize(
+    ("text", "newest"),
+    [(">=3.8,<3.12", "3.11"), ("<=3.10,>=3.7", "3.10"), ("==3.11.*", "3.11"), (">=3.9", "3.9"), ("<3", None)],
+)
 def test_newest_minor_of_a_range(text, newest):
     assert records.VersionRange(text).newest_minor() == newest
 
@@ -185,7 +225,9 @@ def test_overlay_replaces_and_adds_rows_then_goes_away(tmp_path):
     assert knowledge.torch_release(Version("2.16.0")) is None
     with knowledge.overlay(mine):
         assert knowledge.torch_release(Version("2.16.0")).cuda == ("12.6", "13.0")
-        assert str(knowledge.torch_release(Version("2.0.0")).python) == ">=3.8,<3.13"  # same key (2.0) as the shipped row: replaced
+        assert (
+            str(knowledge.torch_release(Version("2.0.0")).python) == ">=3.8,<3.13"
+        )  # same key (2.0) as the shipped row: replaced
         assert knowledge.torch_release(Version("2.1.0")).version == "2.1"  # the others stay
         assert knowledge.table("torch").releases[0].version == "2.16"  # first, for lookups that take the first match
     assert knowledge.torch_release(Version("2.16.0")) is None
@@ -201,7 +243,11 @@ def test_overlay_replaces_and_adds_rows_then_goes_away(tmp_path):
             "a.yaml: torch.releases[0] (version 2.15): unknown key 'pyton' (did you mean 'python'?)",
         ),
         ("a.json", '{"torh": {}}', "a.json: unknown table 'torh' (did you mean 'torch'?)"),
-        ("a.json", '{"torch": {"relases": []}}', "a.json: unknown key 'torch.relases' (did you mean 'torch.releases'?)"),
+        (
+            "a.json",
+            '{"torch": {"relases": []}}',
+            "a.json: unknown key 'torch.relases' (did you mean 'torch.releases'?)",
+        ),
         ("a.json", "[1, 2", "a.json: not valid JSON"),
         ("a.yaml", "- just\n- a list\n", "a.yaml: expected a mapping of table names"),
         (

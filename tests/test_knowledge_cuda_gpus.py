@@ -44,7 +44,12 @@ def test_every_row_cites_an_nvidia_page(name):
         ("12.2.0", "GA", "535.54.03", "536.25"),  # row 'CUDA 12.2 GA'
         ("11.8.0", "GA", "520.61.05", "520.06"),  # row 'CUDA 11.8 GA'
         ("11.0.3", "Update 1", "450.51.06", "451.82"),  # row 'CUDA 11.0.3 Update 1'
-        ("10.1.243", "GA (and its updates)", "418.39", "418.96"),  # row 'CUDA 10.1 (10.1.105 general release, and updates)'
+        (
+            "10.1.243",
+            "GA (and its updates)",
+            "418.39",
+            "418.96",
+        ),  # row 'CUDA 10.1 (10.1.105 general release, and updates)'
         ("12.3.2", "Update 1", "545.23.08", "546.12"),  # no row of its own: the newest of 12.3 at or below it
         ("13.0.0", "GA", "580.65.06", None),  # row 'CUDA 13.0 GA': Windows N/A
         ("13.2.2", "Update 2", "595.71.05", None),  # row 'CUDA 13.2 Update 2'
@@ -58,7 +63,19 @@ def test_toolkit_release_rows(cuda, release, linux, windows):
 
 def test_every_release_from_10_0_to_13_2_update_2_has_a_row():
     versions = {row.cuda for row in knowledge.table("cuda_driver").toolkits}
-    assert {"10.0.130", "10.2.89", "11.0.2", "11.4.4", "11.8.0", "12.0.0", "12.6.3", "12.9.1", "13.0.2", "13.1.1", "13.2.2"} <= versions
+    assert {
+        "10.0.130",
+        "10.2.89",
+        "11.0.2",
+        "11.4.4",
+        "11.8.0",
+        "12.0.0",
+        "12.6.3",
+        "12.9.1",
+        "13.0.2",
+        "13.1.1",
+        "13.2.2",
+    } <= versions
     assert all(row.windows is None for row in knowledge.table("cuda_driver").toolkits if Version(row.cuda).major == 13)
     assert all(row.windows for row in knowledge.table("cuda_driver").toolkits if Version(row.cuda).major < 13)
     assert knowledge.toolkit_release(Version("12.7")) is None  # there was no CUDA 12.7
@@ -92,14 +109,20 @@ def test_the_probe_fills_a_missing_driver_cuda_version_from_the_full_table():
 def test_minor_version_floors_and_their_upper_bounds():
     # Table 1 of minor-version-compatibility.html: 11.x >= 450 < 525 (exact floor 450.80.02 / 452.39), 12.x >= 525 < 580, 13.x >= 580
     rows = {m: knowledge.minor_version_floor(m) for m in (11, 12, 13)}
-    assert [(r.linux, r.windows, r.upper) for r in rows.values()] == [("450.80.02", "452.39", "525"), ("525", "525", "580"), ("580", "580", None)]
+    assert [(r.linux, r.windows, r.upper) for r in rows.values()] == [
+        ("450.80.02", "452.39", "525"),
+        ("525", "525", "580"),
+        ("580", "580", None),
+    ]
     assert knowledge.minor_version_floor(10) is None
 
 
 def test_driver_requirement_keeps_nvidias_spelling():
     need = knowledge.driver_requirement(Version("11.8"), "linux")
     assert (need.driver, need.driver_text) == (Version("450.80.2"), "450.80.02")
-    assert knowledge.driver_requirement(Version("10.1.243"), "windows").driver_text == "418.96"  # row 'CUDA 10.1 (10.1.105 ...)'
+    assert (
+        knowledge.driver_requirement(Version("10.1.243"), "windows").driver_text == "418.96"
+    )  # row 'CUDA 10.1 (10.1.105 ...)'
     assert knowledge.driver_requirement(Version("10.0"), "linux").driver_text == "410.48"
 
 
@@ -109,7 +132,11 @@ def test_driver_too_old_prints_the_vendor_driver_string():
     # so the 11.x floor is what it needs. With nvcc the release's own minimum (520.61.05) applies: compiling is not
     # covered by minor-version compatibility (test_a_toolkit_that_compiles_needs_its_own_minimum).
     files = {"/usr/local/cuda-11.8/version.json": {"text": '{"cuda": {"version": "11.8.0"}}'}}
-    nvml = {"driver_version": "450.51.06", "cuda_driver_version": 11000, "gpus": [{"name": "NVIDIA A100-SXM4-40GB", "compute_capability": "8.0"}]}
+    nvml = {
+        "driver_version": "450.51.06",
+        "cuda_driver_version": 11000,
+        "gpus": [{"name": "NVIDIA A100-SXM4-40GB", "compute_capability": "8.0"}],
+    }
     found = findings_of(machine(LINUX_BASE, nvml=nvml, files=files), "driver-too-old")
     assert found, "CUDA 11.8 on driver 450.51.06 is below the 11.x floor 450.80.02"
     assert "needs driver >= 450.80.02 (" in found[0].detail and "450.80.2 " not in found[0].detail
@@ -126,8 +153,25 @@ EXE = "/home/dev/.venv/bin/python"
 
 def _torch_cu129(arch_list):
     """torch 2.8.0+cu129 as its live report gives it, with the kernels it was built with."""
-    report = {"torch": {"version": "2.8.0+cu129", "cuda": "12.9", "cuda_available": True, "device_count": 1, "arch_list": arch_list}}
-    return [{"executable": EXE, "version": "3.12.3", "current": True, "kind": "venv", "packages": {"torch": "2.8.0+cu129"}, "frameworks": report}]
+    report = {
+        "torch": {
+            "version": "2.8.0+cu129",
+            "cuda": "12.9",
+            "cuda_available": True,
+            "device_count": 1,
+            "arch_list": arch_list,
+        }
+    }
+    return [
+        {
+            "executable": EXE,
+            "version": "3.12.3",
+            "current": True,
+            "kind": "venv",
+            "packages": {"torch": "2.8.0+cu129"},
+            "frameworks": report,
+        }
+    ]
 
 
 # 570.124.06 reports CUDA 12.8: past the 12.x floor (525), below CUDA 12.9's own minimum (575.51.03).
@@ -137,39 +181,69 @@ NVML_570 = {"driver_version": "570.124.06", "cuda_driver_version": 12080, "gpus"
 def test_a_build_with_only_ptx_for_the_gpu_needs_its_release_minimum():
     """sm_90 SASS and compute_90 PTX on a cc 12.0 GPU: what runs is PTX from CUDA 12.9, which a 12.8 driver cannot
     JIT-compile (cudaErrorUnsupportedPtxVersion); minor-version compatibility does not cover PTX JIT."""
-    found = findings_of(machine(LINUX_BASE, nvml=NVML_570, pythons=_torch_cu129(["sm_80", "sm_90", "compute_90"])), "driver-too-old")
+    found = findings_of(
+        machine(LINUX_BASE, nvml=NVML_570, pythons=_torch_cu129(["sm_80", "sm_90", "compute_90"])), "driver-too-old"
+    )
     assert found, "PTX JIT of CUDA 12.9 PTX on a 12.8 driver"
     detail = found[0].detail
     assert "needs driver >= 575.51.03 (" in detail
-    assert "CUDA 12.9's own minimum is 575.51.03" in detail and "the minor-version compatibility floor of CUDA 12.x is 525" in detail
-    assert "its own minimum applies" in detail and "does not cover PTX JIT" in detail and "no native code for NVIDIA GeForce RTX 5090 (sm_120)" in detail
+    assert (
+        "CUDA 12.9's own minimum is 575.51.03" in detail
+        and "the minor-version compatibility floor of CUDA 12.x is 525" in detail
+    )
+    assert (
+        "its own minimum applies" in detail
+        and "does not cover PTX JIT" in detail
+        and "no native code for NVIDIA GeForce RTX 5090 (sm_120)" in detail
+    )
     need = found[0].evidence["needs"][0]
-    assert (need["rule"], need["driver"], need["exact"], need["floor"]) == ("toolkit release", "575.51.03", "575.51.03", "525")
+    assert (need["rule"], need["driver"], need["exact"], need["floor"]) == (
+        "toolkit release",
+        "575.51.03",
+        "575.51.03",
+        "525",
+    )
     assert "an NVIDIA driver >= 575.51.03 " in found[0].fix[0]
     # keeping the driver: PyTorch's own cu129 wheel has sm_120 code, so it runs from the floor
-    assert "torch 2.8.0 (cu129, CUDA 12.9) (the published build, with native code for the GPU) runs on it" in found[0].fix[1]
+    assert (
+        "torch 2.8.0 (cu129, CUDA 12.9) (the published build, with native code for the GPU) runs on it"
+        in found[0].fix[1]
+    )
 
 
 def test_the_same_build_with_native_code_for_the_gpu_runs_from_the_floor():
     """sm_120 SASS in the arch list: native code, minor-version compatibility, 570 (>= 525) runs it."""
-    assert not findings_of(machine(LINUX_BASE, nvml=NVML_570, pythons=_torch_cu129(["sm_90", "sm_120", "compute_120"])), "driver-too-old")
+    assert not findings_of(
+        machine(LINUX_BASE, nvml=NVML_570, pythons=_torch_cu129(["sm_90", "sm_120", "compute_120"])), "driver-too-old"
+    )
 
 
 def test_a_build_with_only_ptx_is_fine_on_a_driver_with_its_release_minimum():
     nvml = {"driver_version": "575.51.03", "cuda_driver_version": 12090, "gpus": [RTX_5090]}
-    assert not findings_of(machine(LINUX_BASE, nvml=nvml, pythons=_torch_cu129(["sm_80", "sm_90", "compute_90"])), "driver-too-old")
+    assert not findings_of(
+        machine(LINUX_BASE, nvml=nvml, pythons=_torch_cu129(["sm_80", "sm_90", "compute_90"])), "driver-too-old"
+    )
 
 
 def test_a_toolkit_that_compiles_needs_its_own_minimum():
     """nvcc 11.8 on driver 470.57.02 (CUDA 11.4, past the 11.x floor 450.80.02): compiling with a toolkit newer than the
     driver is not covered by minor-version compatibility; 11.8's own minimum, 520.61.05, applies."""
-    nvml = {"driver_version": "470.57.02", "cuda_driver_version": 11040, "gpus": [{"name": "NVIDIA A100-SXM4-40GB", "compute_capability": "8.0"}]}
+    nvml = {
+        "driver_version": "470.57.02",
+        "cuda_driver_version": 11040,
+        "gpus": [{"name": "NVIDIA A100-SXM4-40GB", "compute_capability": "8.0"}],
+    }
     version = {"/usr/local/cuda-11.8/version.json": {"text": '{"cuda": {"version": "11.8.0"}}'}}
-    found = findings_of(machine(LINUX_BASE, nvml=nvml, files={"/usr/local/cuda-11.8/bin/nvcc": {}, **version}), "driver-too-old")
+    found = findings_of(
+        machine(LINUX_BASE, nvml=nvml, files={"/usr/local/cuda-11.8/bin/nvcc": {}, **version}), "driver-too-old"
+    )
     assert found, "compiling with nvcc 11.8 on a CUDA 11.4 driver"
     detail = found[0].detail
     assert "CUDA toolkit 11.8.0 at /usr/local/cuda-11.8 needs driver >= 520.61.05 (" in detail
-    assert "CUDA 11.8's own minimum is 520.61.05, the minor-version compatibility floor of CUDA 11.x is 450.80.02" in detail
+    assert (
+        "CUDA 11.8's own minimum is 520.61.05, the minor-version compatibility floor of CUDA 11.x is 450.80.02"
+        in detail
+    )
     assert "does not cover compiling with CUDA 11.8's nvcc" in detail
     assert found[0].evidence["needs"][0]["rule"] == "toolkit release"
     # the same runtime without nvcc runs from the floor
@@ -199,9 +273,15 @@ def test_a_toolkit_that_compiles_needs_its_own_minimum():
 def test_driver_rule_table(cuda, os_name, use, exact, floor, rule):
     found = knowledge.driver_rule(Version(cuda), os_name, use)
     assert found is not None
-    assert (found.exact.driver_text if found.exact else None, found.floor.driver_text if found.floor else None, found.rule) == (exact, floor, rule)
+    assert (
+        found.exact.driver_text if found.exact else None,
+        found.floor.driver_text if found.floor else None,
+        found.rule,
+    ) == (exact, floor, rule)
     assert found.need is (found.floor if rule == knowledge.MINOR_VERSION_COMPATIBILITY else found.exact)
-    assert found.why and ("own minimum" if rule == knowledge.TOOLKIT_RELEASE else "minor-version floor") in found.explain()
+    assert (
+        found.why and ("own minimum" if rule == knowledge.TOOLKIT_RELEASE else "minor-version floor") in found.explain()
+    )
 
 
 @pytest.mark.parametrize(
@@ -236,14 +316,25 @@ def test_cuda_supports_compute_capability(cuda, cc, supported):
 
 
 def test_cuda_min_compute_capability_per_major():
-    assert {m: str(knowledge.cuda_min_compute_capability(m)[0]) for m in (11, 12, 13)} == {11: "3.5", 12: "5.0", 13: "7.5"}
+    assert {m: str(knowledge.cuda_min_compute_capability(m)[0]) for m in (11, 12, 13)} == {
+        11: "3.5",
+        12: "5.0",
+        13: "7.5",
+    }
     assert knowledge.cuda_min_compute_capability(10) is None  # only lower-bound rows for CUDA 10
     assert knowledge.cuda_min_compute_capability(13)[1].startswith("https://pypi.org/project/nvidia-cuda-nvcc/")
 
 
 def test_the_floor_of_a_major_still_finds_old_gpus():
-    files = {"/usr/local/cuda-13.0/bin/nvcc": {}, "/usr/local/cuda-13.0/version.json": {"text": '{"cuda": {"version": "13.0.2"}}'}}
-    nvml = {"driver_version": "580.95.05", "cuda_driver_version": 13000, "gpus": [{"name": "Tesla V100-SXM2-16GB", "compute_capability": "7.0"}]}
+    files = {
+        "/usr/local/cuda-13.0/bin/nvcc": {},
+        "/usr/local/cuda-13.0/version.json": {"text": '{"cuda": {"version": "13.0.2"}}'},
+    }
+    nvml = {
+        "driver_version": "580.95.05",
+        "cuda_driver_version": 13000,
+        "gpus": [{"name": "Tesla V100-SXM2-16GB", "compute_capability": "7.0"}],
+    }
     found = findings_of(machine(LINUX_BASE, nvml=nvml, files=files), "gpu-arch-unsupported")
     assert found and found[0].evidence["min_cc"] == "7.5"
 

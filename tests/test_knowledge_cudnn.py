@@ -62,7 +62,9 @@ def test_nvidia_names_parse_and_are_named_back(name: str):
     assert parsed is not None and parsed.arch == "x86_64"
     assert parsed.os == ("windows" if name.endswith(".zip") else "linux")
     assert name.startswith("cudnn-") and parsed.version in name and str(parsed.cuda_major) in name
-    assert knowledge.cudnn_archive_name(parsed.version, Version(parsed.cuda or str(parsed.cuda_major)), parsed.os) == name
+    assert (
+        knowledge.cudnn_archive_name(parsed.version, Version(parsed.cuda or str(parsed.cuda_major)), parsed.os) == name
+    )
 
 
 @pytest.mark.parametrize(("name", "arch"), OTHER_ARCH_NAMES)
@@ -75,7 +77,10 @@ def test_other_platforms_parse_with_their_arch(name: str, arch: str):
 @pytest.mark.parametrize(
     ("name", "cuda_major"),
     [
-        ("C:\\Users\\me\\Downloads\\cudnn-windows-x86_64-8.5.0.96_cuda11-archive (1).zip", 11),  # a browser's second download
+        (
+            "C:\\Users\\me\\Downloads\\cudnn-windows-x86_64-8.5.0.96_cuda11-archive (1).zip",
+            11,
+        ),  # a browser's second download
         ("cudnn-windows-x86_64-9.1.0.70_cuda12-archive", 12),  # the archive's top folder
         ("/tmp/CUDNN-LINUX-X86_64-8.9.7.29_CUDA12-ARCHIVE.TAR.XZ", 12),
         ("cudnn-11.3-windows-x64-v8.2.0.53.zip", 11),
@@ -101,7 +106,9 @@ def test_tensorflow_2_5s_cuda_11_2_gets_the_one_cuda_11_binary_of_8_1():
     per minor (11.0, 11.1), so none serves 11.2."""
     windows = fulls("11.2", "windows")
     assert "8.1.1.33" in windows and "8.0.5.39" not in windows
-    assert knowledge.cudnn_archive_name("8.1.1.33", Version("11.3"), "windows") == "cudnn-11.2-windows-x64-v8.1.1.33.zip"
+    assert (
+        knowledge.cudnn_archive_name("8.1.1.33", Version("11.3"), "windows") == "cudnn-11.2-windows-x64-v8.1.1.33.zip"
+    )
     assert knowledge.cudnn_archive_name("8.0.5.39", Version("11.2"), "linux") is None
 
 
@@ -120,7 +127,9 @@ def test_cuda_10_2_reaches_8_7_and_holds_7_6_5():
 
 
 def test_a_bare_major_means_every_build_of_that_major():
-    assert fulls("12")[0] == "9.28.1.4"  # NVIDIA's redistrib_9.28.1.json lists cuda12 archives (PyPI has no cu12 wheel of it)
+    assert (
+        fulls("12")[0] == "9.28.1.4"
+    )  # NVIDIA's redistrib_9.28.1.json lists cuda12 archives (PyPI has no cu12 wheel of it)
     assert fulls("13")[0] == "9.28.1.4"
 
 
@@ -154,7 +163,9 @@ def test_the_cuda_12_8_build_of_9_10_needs_driver_570():
         ("9.28.1.4", "13.0", "7.5"),
     ],
 )
-def test_each_build_has_the_compute_capability_floor_nvidia_gave_it_or_an_older_release_did(full: str, cuda: str, floor: str):
+def test_each_build_has_the_compute_capability_floor_nvidia_gave_it_or_an_older_release_did(
+    full: str, cuda: str, floor: str
+):
     found = knowledge.cudnn_min_compute_capability(row_of(full, cuda))
     assert found is not None and found[0] == floor and found[1].startswith("https://")
 
@@ -173,7 +184,11 @@ def test_the_planner_gives_each_gpu_the_newest_cudnn_that_runs_on_it(gpu: str, c
 
 def test_a_cudnn_older_than_the_matrix_keeps_the_frameworks_own_word():
     """TensorFlow 1.12 on Windows was tested with cuDNN 7.2 (tensorflow.yaml), before the matrix's first rows (7.4)."""
-    assert not knowledge.cudnn_series_known("7.2") and knowledge.cudnn_series_known("7.4") and knowledge.cudnn_series_known("8")
+    assert (
+        not knowledge.cudnn_series_known("7.2")
+        and knowledge.cudnn_series_known("7.4")
+        and knowledge.cudnn_series_known("8")
+    )
     stack = plan("tensorflow==1.12.0", os="windows")["stack"]
     assert (stack["cuda"], stack["cudnn"], stack["cudnn_archive"]) == ("9.0", "7.2", None)
 
@@ -182,7 +197,9 @@ def test_zlibwapi_range_says_its_end_is_indirect():
     row = knowledge.table("cudnn").zlibwapi
     assert row.end_indirect and row.observed
     assert knowledge.zlibwapi_required(Version("8.9.7.29")) and knowledge.zlibwapi_required(Version("8.3.1.22"))
-    assert not knowledge.zlibwapi_required(Version("9.0.0.312")) and not knowledge.zlibwapi_required(Version("8.2.4.15"))
+    assert not knowledge.zlibwapi_required(Version("9.0.0.312")) and not knowledge.zlibwapi_required(
+        Version("8.2.4.15")
+    )
 
 
 def _broken(section: str, change) -> dict:
@@ -199,7 +216,11 @@ def _broken(section: str, change) -> dict:
         ("support", lambda row: row.update(full_versions=["9.17.0.29"]), "9.17.0.29 is not in >=9.18,<9.29"),
         ("support", lambda row: row.update(cuda="11"), "toolkits >=12.0,<13 does not serve CUDA 11"),
         ("support", lambda row: row.update(os=["macos"]), "'os': expected a list of operating systems"),
-        ("archives", lambda row: row.update(pattern="cudnn-{platform}-{version}.zip"), "only {cuda}, {cuda_major}, {arch}"),
+        (
+            "archives",
+            lambda row: row.update(pattern="cudnn-{platform}-{version}.zip"),
+            "only {cuda}, {cuda_major}, {arch}",
+        ),
         ("archives", lambda row: row.pop("source"), "missing key 'source'"),
     ],
 )

@@ -24,7 +24,15 @@ def _shipped(name: str) -> dict:
 
 @pytest.mark.parametrize(
     ("minor", "patch"),
-    [("1.12", "1.12.1"), ("1.10", "1.10.2"), ("2.1", "2.1.2"), ("2.2", "2.2.2"), ("2.8", "2.8.0"), ("2.14", "2.14.1"), ("2.15", "2.15.0")],
+    [
+        ("1.12", "1.12.1"),
+        ("1.10", "1.10.2"),
+        ("2.1", "2.1.2"),
+        ("2.2", "2.2.2"),
+        ("2.8", "2.8.0"),
+        ("2.14", "2.14.1"),
+        ("2.15", "2.15.0"),
+    ],
 )
 def test_torch_patch_is_the_newest_pypi_release_of_the_minor(minor, patch):
     # pip index versions torch: … 2.14.1, 2.14.0, … 2.2.2, 2.2.1, 2.2.0, 2.1.2, … 1.12.1, 1.12.0, … 1.10.2
@@ -41,7 +49,11 @@ def test_torch_2_x_conda_line_is_the_pytorch_cuda_form_for_the_listed_cuda_only(
     # previous-versions #v212: "conda install pytorch==2.1.2 … pytorch-cuda=12.1 -c pytorch -c nvidia"
     assert row.conda_command("12.1") == "conda install pytorch==2.1.2 pytorch-cuda=12.1 -c pytorch -c nvidia"
     assert row.conda_command("12.4") is None  # 2.1 has conda lines for CUDA 11.8 and 12.1 only
-    assert knowledge.torch_release(Version("2.5")).conda_command("12.4").startswith("conda install pytorch==2.5.1 pytorch-cuda=12.4")
+    assert (
+        knowledge.torch_release(Version("2.5"))
+        .conda_command("12.4")
+        .startswith("conda install pytorch==2.5.1 pytorch-cuda=12.4")
+    )
 
 
 def test_torch_1_12_conda_line_adds_conda_forge_for_cuda_11_6_only():
@@ -90,7 +102,13 @@ def test_a_torch_conda_line_without_a_cuda_placeholder_is_rejected():
 
 @pytest.mark.parametrize(
     ("minor", "os_name", "patch"),
-    [("1.15", "linux", "1.15.5"), ("2.0", "linux", "2.0.4"), ("2.10", "windows", "2.10.1"), ("2.15", "linux", "2.15.1"), ("2.21", "linux", "2.21.0")],
+    [
+        ("1.15", "linux", "1.15.5"),
+        ("2.0", "linux", "2.0.4"),
+        ("2.10", "windows", "2.10.1"),
+        ("2.15", "linux", "2.15.1"),
+        ("2.21", "linux", "2.21.0"),
+    ],
 )
 def test_tensorflow_patch_is_the_newest_pypi_release_of_the_minor(minor, os_name, patch):
     # pip index versions tensorflow(-gpu): 2.21.0, …, 2.15.1, 2.15.0.post1, …, 2.10.1, …, 2.0.4, …, 1.15.5
@@ -113,7 +131,10 @@ def test_tensorflow_gpu_package_up_to_2_0_and_tensorflow_from_2_1():
 
 def test_tensorflow_windows_conda_line_is_for_2_10_and_older():
     # tensorflow.org/install/pip Windows Native: conda line, then pip install "tensorflow<2.11"
-    assert knowledge.tensorflow_windows_conda(Version("2.10.1")).command == "conda install -c conda-forge cudatoolkit=11.2 cudnn=8.1.0"
+    assert (
+        knowledge.tensorflow_windows_conda(Version("2.10.1")).command
+        == "conda install -c conda-forge cudatoolkit=11.2 cudnn=8.1.0"
+    )
     assert knowledge.tensorflow_windows_conda(Version("2.11.0")) is None
 
 
@@ -168,7 +189,13 @@ def test_an_unsorted_release_list_is_rejected():
 
 @pytest.mark.parametrize(
     ("minor", "cuda", "cudnn"),
-    [("2.1", "12.1", "8.9.2.26"), ("2.3", "12.1", "8.9.2.26"), ("2.4", "12.1", "9.1.0.70"), ("2.7", "12.6", "9.5.1.17"), ("2.11", "13.0", "9.19.0.56")],
+    [
+        ("2.1", "12.1", "8.9.2.26"),
+        ("2.3", "12.1", "8.9.2.26"),
+        ("2.4", "12.1", "9.1.0.70"),
+        ("2.7", "12.6", "9.5.1.17"),
+        ("2.11", "13.0", "9.19.0.56"),
+    ],
 )
 def test_torch_pypi_wheel_pins(minor, cuda, cudnn):
     # METADATA of the newest patch's Linux wheel: nvidia-cuda-runtime-cu12==12.1.105 / cuda-toolkit[…]==13.0.2 and nvidia-cudnn-cu1X

@@ -32,7 +32,10 @@ from cudnn_doctor import knowledge
         ("Quadro K2200M", "3.0"),  # ... but the Kepler notebook 'Quadro K2200M' 3.0
         ("Jetson TK1", "3.2"),  # cuda-legacy-gpus (pre-2025) 'Tegra Mobile & Embedded Processors': 'Jetson TK1' 3.2
         ("Tegra K1", "3.2"),
-        ("NVIDIA GeForce RTX 3060 Laptop GPU", "8.6"),  # 'GeForce RTX 3060' 8.6 (the notebook table prints no 'Laptop GPU')
+        (
+            "NVIDIA GeForce RTX 3060 Laptop GPU",
+            "8.6",
+        ),  # 'GeForce RTX 3060' 8.6 (the notebook table prints no 'Laptop GPU')
         ("RTX 3060 Laptop GPU", "8.6"),
         ("GeForce RTX 2080 SUPER", "7.5"),  # no SUPER row; longest prefix 'GeForce RTX 2080' 7.5
         ("T2000", "7.5"),  # Quadro mobile table 'T2000' 7.5

@@ -50,7 +50,10 @@ def test_a_pickle_of_other_records_is_not_read(tmp_path, monkeypatch):
 
 def test_a_broken_or_stale_pickle_falls_back_to_the_json(tmp_path, monkeypatch):
     expected = {name: knowledge.table(name) for name in schema.TABLES}
-    for content in (b"not a pickle", pickle.dumps({"format": prebuilt.FORMAT, "json": (0, 0), "records": 0, "tables": {}})):
+    for content in (
+        b"not a pickle",
+        pickle.dumps({"format": prebuilt.FORMAT, "json": (0, 0), "records": 0, "tables": {}}),
+    ):
         path = tmp_path / "knowledge.pickle"
         path.write_bytes(content)
         monkeypatch.setattr(knowledge, "PREBUILT", path)

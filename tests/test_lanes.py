@@ -21,7 +21,9 @@ def test_every_host_independent_module_exists_and_reaches_no_host_api():
         assert not found, f"{name} imports {found}: it is not host independent"
 
 
-recording = pytest.mark.skipif(bool(TRIPWIRE_RECORD), reason="the tripwire records instead of failing (CUDNN_DOCTOR_TRIPWIRE_RECORD)")
+recording = pytest.mark.skipif(
+    bool(TRIPWIRE_RECORD), reason="the tripwire records instead of failing (CUDNN_DOCTOR_TRIPWIRE_RECORD)"
+)
 
 
 @recording

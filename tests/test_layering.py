@@ -28,7 +28,6 @@ EXPORTS = {name: lazy_exports(m.path.read_text(encoding="utf-8")) for name, m in
 LAYER_OF = {
     "cudnn_doctor": "package",  # the root: `__version__` and lazy re-exports only (each resolved to its module)
     "cudnn_doctor.__main__": "cli",
-
     "cudnn_doctor.errors": "errors",
     "cudnn_doctor.paths": "paths",
     "cudnn_doctor.versions": "versions",
@@ -99,7 +98,13 @@ ALLOWED: dict[str, set[str]] = {
         "facts",
         "knowledge",  # which names a CUDA/cuDNN library goes by
     },
-    "probes": {"interface", "binaries", "loader", "knowledge", "facts"},  # probes/builds.py types each framework build once
+    "probes": {
+        "interface",
+        "binaries",
+        "loader",
+        "knowledge",
+        "facts",
+    },  # probes/builds.py types each framework build once
     # Checks are pure functions of facts and knowledge: never a system, a probe, the loader, binaries, a report or the CLI.
     "checks": {"facts", "knowledge", "findings", "planner"},  # a fix that names versions asks the planner
     "reports": {
@@ -132,11 +137,20 @@ ALLOWED: dict[str, set[str]] = {
     # verify runs its worker through a System and judges the figures with the knowledge (peaks, thresholds).
     "verify": {"interface", "knowledge", "untrusted"},  # its history file is read back by the hardened reader
     # run's reading of a failing program: its output, the loader's trace and check's findings, all given to it.
-    "run": {"findings", "knowledge"},  # the one catalogue of the stack's error messages is knowledge (knowledge/messages.py)
+    "run": {
+        "findings",
+        "knowledge",
+    },  # the one catalogue of the stack's error messages is knowledge (knowledge/messages.py)
     # The planner is a search over knowledge alone; what a plan leaves open is read from the machine by its inputs.
     "planner": {"knowledge"},
     "planner-inputs": {"planner", "knowledge", "system", "interface", "probes", "facts"},
-    "diagnose": {"interface", "probes", "facts", "checks", "findings"},  # the library entry point runs the whole pipeline
+    "diagnose": {
+        "interface",
+        "probes",
+        "facts",
+        "checks",
+        "findings",
+    },  # the library entry point runs the whole pipeline
     # A fleet's values: node results, stack keys read from facts, groups and drift; nothing that reads a machine.
     "fleet-model": {"facts", "findings"},
     # fleet replays each node's snapshot through a FixtureSystem and the diagnosis; a node's task records its machine
@@ -220,9 +234,15 @@ CHECK = "cudnn_doctor.checks.driver"
         ("from ..system.live import LiveSystem", "cudnn_doctor.system.live"),
         ("def f():\n    import cudnn_doctor.system.live\n", "cudnn_doctor.system.live"),
         ("def f():\n    from ..loader import resolve\n", "cudnn_doctor.loader.resolve"),
-        ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from cudnn_doctor.probes import run_probes\n", "cudnn_doctor.probes"),
+        (
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from cudnn_doctor.probes import run_probes\n",
+            "cudnn_doctor.probes",
+        ),
         ("from cudnn_doctor import open_system", "cudnn_doctor.system"),  # a lazy re-export of the root package
-        ("import importlib\nimportlib.import_module('cudnn_doctor.reports.terminal')\n", "cudnn_doctor.reports.terminal"),
+        (
+            "import importlib\nimportlib.import_module('cudnn_doctor.reports.terminal')\n",
+            "cudnn_doctor.reports.terminal",
+        ),
     ],
 )
 def test_a_check_cannot_reach_a_forbidden_layer_by_any_spelling(source, expected):
@@ -235,7 +255,13 @@ def test_relative_imports_resolve_from_a_package_and_from_a_module():
     assert "cudnn_doctor.checks.registry" in edges_of("cudnn_doctor.checks", "from . import registry")
     assert "cudnn_doctor.checks.registry" in edges_of(CHECK, "from . import registry")
     assert "cudnn_doctor.facts" in edges_of(CHECK, "from ..facts import Facts")
-    assert bad_edges(CHECK, edges_of(CHECK, "from . import registry\nfrom ..facts import Facts\nfrom cudnn_doctor import knowledge")) == []
+    assert (
+        bad_edges(
+            CHECK,
+            edges_of(CHECK, "from . import registry\nfrom ..facts import Facts\nfrom cudnn_doctor import knowledge"),
+        )
+        == []
+    )
 
 
 def test_an_attribute_that_is_not_a_module_is_not_an_import_of_it():
@@ -248,7 +274,9 @@ def test_a_relative_import_above_the_package_is_an_error():
 
 
 def test_an_unknown_module_of_the_package_is_reported():
-    assert bad_edges(CHECK, {"cudnn_doctor.nowhere"}) == ["cudnn_doctor.checks.driver → cudnn_doctor.nowhere (no such module)"]
+    assert bad_edges(CHECK, {"cudnn_doctor.nowhere"}) == [
+        "cudnn_doctor.checks.driver → cudnn_doctor.nowhere (no such module)"
+    ]
 
 
 REPORTS = sorted(name for name in MODULES if layer_of(name) == "reports")
@@ -263,7 +291,11 @@ def test_a_report_loads_no_probe_and_no_system(module):
     assert done.returncode == 0, done.stderr
     loaded = json.loads(done.stdout)
     assert module in loaded
-    assert [m for m in loaded if m == "cudnn_doctor.diagnose" or m.startswith(("cudnn_doctor.probes", "cudnn_doctor.system"))] == []
+    assert [
+        m
+        for m in loaded
+        if m == "cudnn_doctor.diagnose" or m.startswith(("cudnn_doctor.probes", "cudnn_doctor.system"))
+    ] == []
 
 
 def _env() -> dict[str, str]:
@@ -293,7 +325,9 @@ def _reaches_host(source: str) -> bool:
     import ast
 
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import) and any(a.name.split(".")[0] in ("os", "shutil", "subprocess") for a in node.names):
+        if isinstance(node, ast.Import) and any(
+            a.name.split(".")[0] in ("os", "shutil", "subprocess") for a in node.names
+        ):
             return True
         if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in ("os", "shutil", "subprocess"):
             return True
@@ -304,7 +338,9 @@ def _reaches_host(source: str) -> bool:
 
 def test_only_the_system_reaches_the_host():
     reaching = {name for name, module in MODULES.items() if _reaches_host(module.path.read_text(encoding="utf-8"))}
-    outside = {name for name in reaching if not name.startswith("cudnn_doctor.system.") and name != "cudnn_doctor.system"}
+    outside = {
+        name for name in reaching if not name.startswith("cudnn_doctor.system.") and name != "cudnn_doctor.system"
+    }
     assert outside == BUILD_TOOLS, f"os/shutil/subprocess/open outside system/: {sorted(outside - BUILD_TOOLS)}"
 
 

@@ -32,7 +32,12 @@ def test_nothing_is_compiled_until_first_use(monkeypatch):
 )
 def test_every_method_answers_as_the_compiled_pattern(source, flags, text):
     lazy, eager = regex(source, flags), re.compile(source, flags)
-    assert (lazy.pattern, lazy.flags, lazy.groups, lazy.groupindex) == (eager.pattern, eager.flags, eager.groups, eager.groupindex)
+    assert (lazy.pattern, lazy.flags, lazy.groups, lazy.groupindex) == (
+        eager.pattern,
+        eager.flags,
+        eager.groups,
+        eager.groupindex,
+    )
     for pos in (0, 1, 3):
         assert repr(lazy.search(text, pos)) == repr(eager.search(text, pos))
         assert repr(lazy.match(text, pos)) == repr(eager.match(text, pos))

@@ -24,8 +24,13 @@ from cudnn_doctor.system.fixture import FixtureSystem
 from .conftest import LINUX_BASE, TEST_CACHE, WINDOWS_BASE, machine, run
 
 CACHE = TEST_CACHE
-ORT_LINUX = CACHE / "wheels/manylinux_2_28_x86_64/onnxruntime-gpu-1.31.1/extracted/onnxruntime/capi/libonnxruntime_providers_cuda.so"
-ORT_WINDOWS = CACHE / "wheels/win_amd64/onnxruntime-gpu-1.31.1/extracted/onnxruntime/capi/onnxruntime_providers_cuda.dll"
+ORT_LINUX = (
+    CACHE
+    / "wheels/manylinux_2_28_x86_64/onnxruntime-gpu-1.31.1/extracted/onnxruntime/capi/libonnxruntime_providers_cuda.so"
+)
+ORT_WINDOWS = (
+    CACHE / "wheels/win_amd64/onnxruntime-gpu-1.31.1/extracted/onnxruntime/capi/onnxruntime_providers_cuda.dll"
+)
 WELL_FORMED = re.compile(r"^(lib[A-Za-z0-9_+-]+\.so(\.([0-9]+|%d))*\.?|[A-Za-z0-9_+%-]+\.dll)$", re.IGNORECASE)
 needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None or sys.platform != "linux", reason="needs gcc on Linux")
 
@@ -39,30 +44,54 @@ def test_families_versions_and_patterns_of_elf_and_pe_names():
     assert family("nvrtc64_120_0.dll") == family("NVRTC64_130_0.DLL") == family("nvrtc64_%d%d_0.dll") == "nvrtc"
     assert family("cudnn_ops_infer64_8.dll") == "cudnn_ops_infer" and family("nvJitLink_120_0.dll") == "nvjitlink"
     assert family("zlibwapi.dll") == "zlibwapi" and family("nvcudart_hybrid64.dll") == "nvcudart_hybrid64"
-    assert [is_pattern(n) for n in ("libnvrtc.so.%d", "libnvrtc.so.", "cudnn64_%d.dll", "libnvrtc.so.13", "libnvrtc.so")] == [True, True, True, False, False]
+    assert [
+        is_pattern(n) for n in ("libnvrtc.so.%d", "libnvrtc.so.", "cudnn64_%d.dll", "libnvrtc.so.13", "libnvrtc.so")
+    ] == [True, True, True, False, False]
 
 
 def test_a_pattern_stands_for_the_files_its_formatting_can_produce():
     assert pattern_regex("libnvrtc.so.%d", False).match("libnvrtc.so.13")
-    assert not pattern_regex("libnvrtc.so.%d", False).match("libnvrtc.so.13.0.88")  # dlopen gets "libnvrtc.so.13", nothing longer
+    assert not pattern_regex("libnvrtc.so.%d", False).match(
+        "libnvrtc.so.13.0.88"
+    )  # dlopen gets "libnvrtc.so.13", nothing longer
     assert not pattern_regex("libnvrtc.so.%d", False).match("libnvrtc.so")
-    assert pattern_regex("libnvrtc.so.", False).match("libnvrtc.so.13.0.88")  # the version string follows the dot, whatever its length
-    assert pattern_regex("cudnn64_%d.dll", True).match("CUDNN64_9.DLL") and not pattern_regex("cudnn64_%d.dll", True).match("cudnn_ops64_9.dll")
+    assert pattern_regex("libnvrtc.so.", False).match(
+        "libnvrtc.so.13.0.88"
+    )  # the version string follows the dot, whatever its length
+    assert pattern_regex("cudnn64_%d.dll", True).match("CUDNN64_9.DLL") and not pattern_regex(
+        "cudnn64_%d.dll", True
+    ).match("cudnn_ops64_9.dll")
 
 
 def test_versions_of_one_library_form_one_try_list_newest_first():
-    groups = group_loads(["libcudart.so.12", "libcuda.so.1", "libcudart.so.13", "libnvrtc.so.%d", "libnvrtc.so.12", "nvrtc64_120_0.dll", "nvrtc64_130_0.dll"])
+    groups = group_loads(
+        [
+            "libcudart.so.12",
+            "libcuda.so.1",
+            "libcudart.so.13",
+            "libnvrtc.so.%d",
+            "libnvrtc.so.12",
+            "nvrtc64_120_0.dll",
+            "nvrtc64_130_0.dll",
+        ]
+    )
     assert groups == [
         ("libcudart.so.13", "libcudart.so.12"),
         ("libcuda.so.1",),
         ("libnvrtc.so.12", "libnvrtc.so.%d"),
         ("nvrtc64_130_0.dll", "nvrtc64_120_0.dll"),
     ]
-    assert group_loads(["libcudnn_ops.so.9", "libcudnn_cnn.so.9"]) == [("libcudnn_ops.so.9",), ("libcudnn_cnn.so.9",)]  # other libraries: no list
+    assert group_loads(["libcudnn_ops.so.9", "libcudnn_cnn.so.9"]) == [
+        ("libcudnn_ops.so.9",),
+        ("libcudnn_cnn.so.9",),
+    ]  # other libraries: no list
 
 
 def test_a_step_says_what_was_wanted():
-    assert LoadStep("a", "libnvrtc.so.13", "load", None, one_of=("libnvrtc.so.13", "libnvrtc.so.12")).wanted == "one of libnvrtc.so.13, libnvrtc.so.12"
+    assert (
+        LoadStep("a", "libnvrtc.so.13", "load", None, one_of=("libnvrtc.so.13", "libnvrtc.so.12")).wanted
+        == "one of libnvrtc.so.13, libnvrtc.so.12"
+    )
     assert LoadStep("a", "libnvrtc.so.%d", "load", None).wanted == "libnvrtc.so.<N>"
     assert LoadStep("a", "libnvrtc.so.", "load", None).wanted == "libnvrtc.so.<N>"
     assert LoadStep("a", "cudnn64_%d.dll", "load", None).wanted == "cudnn64_<N>.dll"
@@ -94,8 +123,18 @@ def test_names_glued_to_other_characters_are_not_names(tmp_path, data):
 
 def test_whole_strings_message_tails_and_run_time_patterns_are_names(tmp_path):
     data = b"libcudart.so.12\x00libcudart.so.13\x00\x07libcublasLt.so.13\x00libnvrtc.so.%d\x00libnvrtc.so.\x00Could not load libcudnn_cnn.so.9"
-    assert _scan(tmp_path, data) == ["libcublasLt.so.13", "libcudart.so.12", "libcudart.so.13", "libcudnn_cnn.so.9", "libnvrtc.so.", "libnvrtc.so.%d"]
-    assert _scan(tmp_path, b"\x14nvcuda.dll\x00cudnn64_%d.dll\x00Xcudnn64_9.dll\x00cufft64_11.dll.bak", "pe") == ["cudnn64_%d.dll", "nvcuda.dll"]
+    assert _scan(tmp_path, data) == [
+        "libcublasLt.so.13",
+        "libcudart.so.12",
+        "libcudart.so.13",
+        "libcudnn_cnn.so.9",
+        "libnvrtc.so.",
+        "libnvrtc.so.%d",
+    ]
+    assert _scan(tmp_path, b"\x14nvcuda.dll\x00cudnn64_%d.dll\x00Xcudnn64_9.dll\x00cufft64_11.dll.bak", "pe") == [
+        "cudnn64_%d.dll",
+        "nvcuda.dll",
+    ]
 
 
 @pytest.mark.live
@@ -103,7 +142,10 @@ def test_whole_strings_message_tails_and_run_time_patterns_are_names(tmp_path):
 def test_gcc_built_library_with_a_try_list_an_imported_member_and_a_format(tmp_path):
     stub = tmp_path / "libcudart.so.13"
     (tmp_path / "stub.c").write_text("int cudart_stub(void) { return 0; }\n")
-    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(stub), str(tmp_path / "stub.c"), "-Wl,-soname,libcudart.so.13"], check=True)
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-o", str(stub), str(tmp_path / "stub.c"), "-Wl,-soname,libcudart.so.13"],
+        check=True,
+    )
     (tmp_path / "x.c").write_text(
         "#include <dlfcn.h>\n#include <stdio.h>\nint cudart_stub(void);\n"
         'static const char *cudart[] = {"libcudart.so.12", "libcudart.so.13"};\n'
@@ -113,10 +155,27 @@ def test_gcc_built_library_with_a_try_list_an_imported_member_and_a_format(tmp_p
         '  puts("skipping registration of libcuda.so.1 twice"); dlopen(rtc[i], 2); return dlopen(cudart[i], 2); }\n'
     )
     out = tmp_path / "libx.so"
-    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(out), str(tmp_path / "x.c"), f"-L{tmp_path}", "-l:libcudart.so.13", "-Wl,--no-as-needed"], check=True)
+    subprocess.run(
+        [
+            "gcc",
+            "-shared",
+            "-fPIC",
+            "-o",
+            str(out),
+            str(tmp_path / "x.c"),
+            f"-L{tmp_path}",
+            "-l:libcudart.so.13",
+            "-Wl,--no-as-needed",
+        ],
+        check=True,
+    )
     info = read_binary(str(out))
     assert "libcudart.so.13" in info.imports
-    assert info.loads == ("libnvrtc.so.%d", "libnvrtc.so.12", "libnvrtc.so.13")  # libcudart.so.12: an alternative of the import
+    assert info.loads == (
+        "libnvrtc.so.%d",
+        "libnvrtc.so.12",
+        "libnvrtc.so.13",
+    )  # libcudart.so.12: an alternative of the import
     assert group_loads(list(info.loads)) == [("libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.%d")]
 
 
@@ -128,7 +187,10 @@ def test_real_onnxruntime_cuda_provider_for_linux():
         pytest.skip("onnxruntime-gpu 1.31.1 for Linux is not in the test cache")
     info = read_binary(str(ORT_LINUX))
     assert "libcudart.so.13" in info.imports
-    assert info.loads == ("libnvrtc.so.12", "libnvrtc.so.13")  # no libcudart.so.12 beside the imported .13, no message text
+    assert info.loads == (
+        "libnvrtc.so.12",
+        "libnvrtc.so.13",
+    )  # no libcudart.so.12 beside the imported .13, no message text
     assert group_loads(list(info.loads)) == [("libnvrtc.so.13", "libnvrtc.so.12")]
 
 
@@ -167,13 +229,43 @@ def _torch(graph_loads: list[str], extra: dict[str, Any], torch_imports: tuple[s
     the nvidia-cu13 folder through its RUNPATH, as NVIDIA's wheels do."""
     cudnn = f"{SITE}/nvidia/cudnn/lib"
     files: dict[str, Any] = {
-        f"{SITE}/torch/lib/libtorch_cuda.so": {"imports": ["libcudnn.so.9", "libc.so.6", *torch_imports], "rpath": ["$ORIGIN/../../nvidia/cudnn/lib"]},
-        f"{cudnn}/libcudnn.so.9": {"soname": "libcudnn.so.9", "imports": ["libcudnn_graph.so.9", "libc.so.6"], "loads": [], "rpath": ["$ORIGIN"]},
-        GRAPH: {"soname": "libcudnn_graph.so.9", "imports": ["libc.so.6"], "loads": graph_loads, "rpath": ["$ORIGIN", "$ORIGIN/../../cu13/lib"]},
+        f"{SITE}/torch/lib/libtorch_cuda.so": {
+            "imports": ["libcudnn.so.9", "libc.so.6", *torch_imports],
+            "rpath": ["$ORIGIN/../../nvidia/cudnn/lib"],
+        },
+        f"{cudnn}/libcudnn.so.9": {
+            "soname": "libcudnn.so.9",
+            "imports": ["libcudnn_graph.so.9", "libc.so.6"],
+            "loads": [],
+            "rpath": ["$ORIGIN"],
+        },
+        GRAPH: {
+            "soname": "libcudnn_graph.so.9",
+            "imports": ["libc.so.6"],
+            "loads": graph_loads,
+            "rpath": ["$ORIGIN", "$ORIGIN/../../cu13/lib"],
+        },
         **extra,
     }
-    torch = {"torch": {"version": "2.9.0+cu130", "cuda": "13.0", "cuda_available": True, "device_count": 1, "arch_list": ["sm_89"]}}
-    pythons = [{"executable": "/v/bin/python", "version": "3.11.7", "current": True, "kind": "venv", "packages": {"torch": "2.9.0+cu130"}, "frameworks": torch}]
+    torch = {
+        "torch": {
+            "version": "2.9.0+cu130",
+            "cuda": "13.0",
+            "cuda_available": True,
+            "device_count": 1,
+            "arch_list": ["sm_89"],
+        }
+    }
+    pythons = [
+        {
+            "executable": "/v/bin/python",
+            "version": "3.11.7",
+            "current": True,
+            "kind": "venv",
+            "packages": {"torch": "2.9.0+cu130"},
+            "frameworks": torch,
+        }
+    ]
     return machine(LINUX_BASE, files=files, pythons=pythons, nvml={**LINUX_BASE["nvml"], "cuda_driver_version": 13000})
 
 
@@ -190,7 +282,10 @@ def test_a_try_list_none_of_which_is_found_is_one_error_naming_the_list():
     missing = _missing(_torch(["libnvrtc.so.13", "libnvrtc.so.12"], {}))
     assert len(missing) == 1, [f.detail for f in missing]
     assert "needs one of libnvrtc.so.13, libnvrtc.so.12, none of which the loader finds" in missing[0].detail
-    assert missing[0].severity is Severity.ERROR and missing[0].evidence["one_of"] == ["libnvrtc.so.13", "libnvrtc.so.12"]
+    assert missing[0].severity is Severity.ERROR and missing[0].evidence["one_of"] == [
+        "libnvrtc.so.13",
+        "libnvrtc.so.12",
+    ]
 
 
 def test_an_alternative_of_an_imported_library_is_not_a_requirement_of_its_own():
@@ -203,7 +298,11 @@ def test_an_alternative_of_an_imported_library_is_not_a_requirement_of_its_own()
 def test_a_pattern_is_satisfied_by_a_versioned_file_its_search_reaches():
     assert _missing(_torch(["libnvrtc.so.%d"], {f"{RTC}/libnvrtc.so.13": {}})) == []
     assert _missing(_torch(["libnvrtc.so."], {f"{RTC}/libnvrtc.so.13.0.88": {}})) == []
-    steps = run(_torch(["libnvrtc.so.%d"], {f"{RTC}/libnvrtc.so.13": {}, f"{RTC}/libnvrtc.so.12": {}})).facts.resolutions[0].steps
+    steps = (
+        run(_torch(["libnvrtc.so.%d"], {f"{RTC}/libnvrtc.so.13": {}, f"{RTC}/libnvrtc.so.12": {}}))
+        .facts.resolutions[0]
+        .steps
+    )
     assert next(s for s in steps if s.name == "libnvrtc.so.%d").winner == f"{RTC}/libnvrtc.so.13"
 
 
@@ -227,15 +326,26 @@ def test_a_pattern_is_satisfied_by_a_module_the_process_already_holds():
 
 def test_windows_try_list_and_pattern_in_the_loader():
     files = {
-        "C:\\app\\provider.dll": {"imports": ["KERNEL32.dll"], "loads": ["nvrtc64_120_0.dll", "nvrtc64_130_0.dll", "cudnn64_%d.dll"]},
+        "C:\\app\\provider.dll": {
+            "imports": ["KERNEL32.dll"],
+            "loads": ["nvrtc64_120_0.dll", "nvrtc64_130_0.dll", "cudnn64_%d.dll"],
+        },
         "C:\\cuda\\bin\\nvrtc64_130_0.dll": {},
         "C:\\cuda\\bin\\cudnn64_9.dll": {"loads": []},
     }
     document = machine(WINDOWS_BASE, files=files, env={"PATH": "C:\\Windows\\System32;C:\\cuda\\bin"})
-    steps = Resolver(FixtureSystem(document)).resolve("test", "C:\\Users\\dev\\env\\python.exe", ["C:\\app\\provider.dll"]).steps
+    steps = (
+        Resolver(FixtureSystem(document))
+        .resolve("test", "C:\\Users\\dev\\env\\python.exe", ["C:\\app\\provider.dll"])
+        .steps
+    )
     rtc = next(s for s in steps if s.one_of)
     assert rtc.one_of == ("nvrtc64_130_0.dll", "nvrtc64_120_0.dll") and rtc.winner == "C:\\cuda\\bin\\nvrtc64_130_0.dll"
     assert next(s for s in steps if s.name == "cudnn64_%d.dll").winner == "C:\\cuda\\bin\\cudnn64_9.dll"
     del document["files"]["C:\\cuda\\bin\\nvrtc64_130_0.dll"]
-    steps = Resolver(FixtureSystem(document)).resolve("test", "C:\\Users\\dev\\env\\python.exe", ["C:\\app\\provider.dll"]).steps
+    steps = (
+        Resolver(FixtureSystem(document))
+        .resolve("test", "C:\\Users\\dev\\env\\python.exe", ["C:\\app\\provider.dll"])
+        .steps
+    )
     assert [s.wanted for s in steps if s.failed] == ["one of nvrtc64_130_0.dll, nvrtc64_120_0.dll"]

@@ -22,7 +22,10 @@ from cudnn_doctor.system.live import LiveSystem
 
 pytestmark = [
     pytest.mark.live,
-    pytest.mark.skipif(sys.platform != "linux" or shutil.which("gcc") is None or shutil.which("ldd") is None, reason="needs Linux with gcc and ldd"),
+    pytest.mark.skipif(
+        sys.platform != "linux" or shutil.which("gcc") is None or shutil.which("ldd") is None,
+        reason="needs Linux with gcc and ldd",
+    ),
 ]
 LAYOUTS = 60
 DIRS = ("d0", "d1", "d2", "d3")
@@ -108,12 +111,21 @@ def _layout(seed: int, objects: Path, base: Path) -> tuple[Path, str, dict]:
     ld_path = [str(base / d) for d in rng.sample([*DIRS, "a"], rng.randint(0, 3))]
     if main_kind == "none" and str(base / "a") not in ld_path:
         ld_path.append(str(base / "a"))
-    return executable, ":".join(ld_path), {"copies": copies, "a": (a_kind, a_paths), "main": (main_kind, main_paths), "LD_LIBRARY_PATH": ld_path}
+    return (
+        executable,
+        ":".join(ld_path),
+        {"copies": copies, "a": (a_kind, a_paths), "main": (main_kind, main_paths), "LD_LIBRARY_PATH": ld_path},
+    )
 
 
 def _ldd(executable: Path, ld_path: str) -> dict[str, str]:
     """name → path | 'not found' | 'error: <path>' as glibc reports it."""
-    done = subprocess.run(["ldd", str(executable)], capture_output=True, text=True, env={"LD_LIBRARY_PATH": ld_path, "PATH": "/usr/bin:/bin"})
+    done = subprocess.run(
+        ["ldd", str(executable)],
+        capture_output=True,
+        text=True,
+        env={"LD_LIBRARY_PATH": ld_path, "PATH": "/usr/bin:/bin"},
+    )
     result = {}
     for line in done.stdout.splitlines():
         name, arrow, rest = line.strip().partition(" => ")

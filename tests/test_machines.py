@@ -48,7 +48,11 @@ def _corpora(*, unimplemented_xfail: bool = False, diagnosis: bool = True) -> li
             if diagnosis and corpus == "gallery" and path.stem in KNOWN_WRONG:
                 marks.append(pytest.mark.xfail(strict=True, reason=KNOWN_WRONG[path.stem]))
             elif unimplemented_xfail and _needs_unimplemented(path):
-                marks.append(pytest.mark.xfail(strict=True, reason=f"needs the findings {_needs_unimplemented(path)}, not implemented"))
+                marks.append(
+                    pytest.mark.xfail(
+                        strict=True, reason=f"needs the findings {_needs_unimplemented(path)}, not implemented"
+                    )
+                )
             params.append(pytest.param(corpus, path, marks=marks, id=f"{corpus}/{path.stem}"))
     return params
 
@@ -59,13 +63,19 @@ def test_no_false_alarm_and_every_implemented_finding(corpus, path):
     expect = _expect(path)
     findings = run(load_fixture(path)).findings
     found = {f.id: f.severity for f in findings}
-    want, absent, allow = set(expect.get("findings") or []), set(expect.get("absent") or []), set(expect.get("allow") or [])
+    want, absent, allow = (
+        set(expect.get("findings") or []),
+        set(expect.get("absent") or []),
+        set(expect.get("allow") or []),
+    )
     assert not absent & set(found), f"must not report {absent & set(found)}"
 
     def explained(finding_id: str) -> bool:
         """Wanted or allowed, or (as ../shared/tools/fixture-score scores it) every one of its kind a symptom of such a finding."""
         causes = [f.symptom_of for f in findings if f.id == finding_id and f.severity in UNEXPECTED[corpus]]
-        return finding_id in want | allow or (bool(causes) and all(c is not None and findings[c].id in want | allow for c in causes))
+        return finding_id in want | allow or (
+            bool(causes) and all(c is not None and findings[c].id in want | allow for c in causes)
+        )
 
     extra = {i: s.value for i, s in found.items() if s in UNEXPECTED[corpus] and not explained(i)}
     assert not extra, f"unexpected {extra}"
@@ -127,7 +137,15 @@ def test_missing_yardstick_fails_only_under_ci(tmp_path, ci):
     if ci:
         env["CI"] = "1"
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"{Path(__file__).relative_to(REPO)}::test_shared_yardstick_present_when_ci_runs"],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            f"{Path(__file__).relative_to(REPO)}::test_shared_yardstick_present_when_ci_runs",
+        ],
         cwd=REPO,
         env=env,
         capture_output=True,

@@ -18,7 +18,11 @@ HOME = "/home/alice"
 
 
 def _machine():
-    env = {"HOME": HOME, "USER": "alice", "PATH": f"{HOME}/<script>x</script>/cuda/bin:/usr/local/cuda-12.1/bin:/usr/bin:/usr/bin"}
+    env = {
+        "HOME": HOME,
+        "USER": "alice",
+        "PATH": f"{HOME}/<script>x</script>/cuda/bin:/usr/local/cuda-12.1/bin:/usr/bin:/usr/bin",
+    }
     return machine(LINUX_BASE, env=env, files={"/usr/bin/ls": {}, "/bin/sh": {}})
 
 

@@ -22,7 +22,15 @@ pytestmark = pytest.mark.network
 LINUX_SITE = "/home/dev/.venv/lib/python3.11/site-packages"
 WINDOWS_SITE = "C:\\Users\\dev\\env\\Lib\\site-packages"
 NATIVE = (".so", ".dll", ".pyd")
-LINUX_SYSTEM = ("libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1", "libstdc++.so.6", "libgcc_s.so.1", "ld-linux-x86-64.so.2")
+LINUX_SYSTEM = (
+    "libm.so.6",
+    "libdl.so.2",
+    "libpthread.so.0",
+    "librt.so.1",
+    "libstdc++.so.6",
+    "libgcc_s.so.1",
+    "ld-linux-x86-64.so.2",
+)
 
 
 def _native(name: str) -> bool:
@@ -35,9 +43,16 @@ def _real_files(project: str, version: str, tag: str, site: str, wanted=_native)
     for path in wheel_members(project, version, tag, wanted):
         info = read_binary(str(path))
         member = path.as_posix().split(f"{project}-{version}-{tag}/", 1)[1]
-        entry: dict[str, Any] = {"size": path.stat().st_size, "imports": list(info.imports), "loads": list(info.loads), "machine": info.machine}
+        entry: dict[str, Any] = {
+            "size": path.stat().st_size,
+            "imports": list(info.imports),
+            "loads": list(info.loads),
+            "machine": info.machine,
+        }
         if info.format == "elf":
-            entry.update({"soname": info.soname, "rpath": list(info.runpath)} if info.soname else {"rpath": list(info.runpath)})
+            entry.update(
+                {"soname": info.soname, "rpath": list(info.runpath)} if info.soname else {"rpath": list(info.runpath)}
+            )
             if info.rpath:
                 entry["dt_rpath"] = list(info.rpath)
         sep = "\\" if "\\" in site else "/"
@@ -59,7 +74,11 @@ def _missing(document: dict[str, Any]) -> dict[str, Any]:
 def _cublas_wheel_linux() -> dict[str, Any]:
     lib = f"{LINUX_SITE}/nvidia/cublas/lib"
     return {
-        f"{lib}/libcublas.so.12": {"soname": "libcublas.so.12", "imports": ["libcublasLt.so.12", "libc.so.6"], "rpath": ["$ORIGIN"]},
+        f"{lib}/libcublas.so.12": {
+            "soname": "libcublas.so.12",
+            "imports": ["libcublasLt.so.12", "libc.so.6"],
+            "rpath": ["$ORIGIN"],
+        },
         f"{lib}/libcublasLt.so.12": {"soname": "libcublasLt.so.12", "imports": ["libc.so.6"]},
     }
 
@@ -68,20 +87,28 @@ def test_ctranslate2_linux_needs_cublas_12_which_nothing_provides():
     files = _real_files("ctranslate2", "4.5.0", "cp311-cp311-manylinux_2_17_x86_64", LINUX_SITE)
     found = _missing(_linux(files, {"ctranslate2": "4.5.0"}))
     assert "libcublas.so.12" in found, sorted(found)
-    vendored = [name for name in found if "-" in name.split(".so")[0]]  # auditwheel's renamed libraries in ctranslate2.libs
+    vendored = [
+        name for name in found if "-" in name.split(".so")[0]
+    ]  # auditwheel's renamed libraries in ctranslate2.libs
     assert not vendored, f"found through the extension's DT_RPATH, as Python imports it: {vendored}"
     cublas = found["libcublas.so.12"]
     assert cublas.evidence.get("package") == "ctranslate2" and "libctranslate2-" in cublas.detail, cublas.detail
-    assert cublas.fix[0] == '"/home/dev/.venv/bin/python" -m pip install nvidia-cublas-cu12', cublas.fix  # the wheel that ships it
+    assert cublas.fix[0] == '"/home/dev/.venv/bin/python" -m pip install nvidia-cublas-cu12', (
+        cublas.fix
+    )  # the wheel that ships it
     assert f"{LINUX_SITE}/nvidia/cublas/lib" in cublas.fix[1] and "LD_LIBRARY_PATH" in cublas.fix[1], cublas.fix
 
 
 def test_ctranslate2_linux_with_the_cublas_wheel_beside_it_is_told_to_reach_it_not_install_it():
     files = _real_files("ctranslate2", "4.5.0", "cp311-cp311-manylinux_2_17_x86_64", LINUX_SITE)
-    found = _missing(_linux({**files, **_cublas_wheel_linux()}, {"ctranslate2": "4.5.0", "nvidia-cublas-cu12": "12.4.5.8"}))
+    found = _missing(
+        _linux({**files, **_cublas_wheel_linux()}, {"ctranslate2": "4.5.0", "nvidia-cublas-cu12": "12.4.5.8"})
+    )
     cublas = found["libcublas.so.12"]
     assert f"{LINUX_SITE}/nvidia/cublas/lib" in cublas.detail and "does not search" in cublas.detail, cublas.detail
-    assert not any("pip install" in step for step in cublas.fix) and any("LD_LIBRARY_PATH" in step for step in cublas.fix), cublas.fix
+    assert not any("pip install" in step for step in cublas.fix) and any(
+        "LD_LIBRARY_PATH" in step for step in cublas.fix
+    ), cublas.fix
 
 
 def test_cupy_linux_runtime_load_of_libcudart_12_is_cupys_own_load():
@@ -89,15 +116,22 @@ def test_cupy_linux_runtime_load_of_libcudart_12_is_cupys_own_load():
         return name.startswith("cupy_backends/cuda/api/") and _native(name)
 
     files = _real_files("cupy-cuda12x", "13.3.0", "cp311-cp311-manylinux2014_x86_64", LINUX_SITE, wanted)
-    assert any(entry["loads"] and "libcudart.so.12" in entry["loads"] for entry in files.values()), "CuPy's runtime binding loads it by name"
+    assert any(entry["loads"] and "libcudart.so.12" in entry["loads"] for entry in files.values()), (
+        "CuPy's runtime binding loads it by name"
+    )
     findings = run(_linux(files, {"cupy-cuda12x": "13.3.0"})).findings
     said = [f for f in findings if f.id == "cuda-libs-not-found" and "libcudart.so.12" in f.detail]
-    assert said, [(f.id, f.detail) for f in findings]  # CuPy is a known framework: its bindings are its load, judged once
+    assert said, [
+        (f.id, f.detail) for f in findings
+    ]  # CuPy is a known framework: its bindings are its load, judged once
     assert not [f for f in findings if f.id == "dependency-missing"], "not rooted again as a package"
 
 
 def _windows(files: dict[str, Any], path: str = "") -> dict[str, Any]:
-    base = {"C:\\Windows\\System32\\nvcuda.dll": {"size": 30000000}, "C:\\Windows\\System32\\vcruntime140.dll": {"size": 100000}}
+    base = {
+        "C:\\Windows\\System32\\nvcuda.dll": {"size": 30000000},
+        "C:\\Windows\\System32\\vcruntime140.dll": {"size": 100000},
+    }
     for name in ("msvcp140.dll", "vcruntime140_1.dll", "python311.dll"):
         base[f"C:\\Windows\\System32\\{name}"] = {"size": 100000}
     env = {"PATH": f"C:\\Windows\\System32;C:\\Windows{';' + path if path else ''}"}
@@ -119,6 +153,9 @@ def test_ctranslate2_windows_a_cublas_on_path_serves_its_run_time_load():
     """cuBLAS is a LoadLibrary by name (not an import of the extension): the standard search, PATH included, finds it."""
     files = _real_files("ctranslate2", "4.5.0", "cp311-cp311-win_amd64", WINDOWS_SITE)
     toolkit = "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v12.4\\bin"
-    cublas = {f"{toolkit}\\cublas64_12.dll": {"imports": ["cublasLt64_12.dll", "KERNEL32.dll"]}, f"{toolkit}\\cublasLt64_12.dll": {"imports": ["KERNEL32.dll"]}}
+    cublas = {
+        f"{toolkit}\\cublas64_12.dll": {"imports": ["cublasLt64_12.dll", "KERNEL32.dll"]},
+        f"{toolkit}\\cublasLt64_12.dll": {"imports": ["KERNEL32.dll"]},
+    }
     found = _missing(_windows({**files, **cublas}, path=toolkit))
     assert "cublas64_12.dll" not in found, found["cublas64_12.dll"].detail

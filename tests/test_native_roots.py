@@ -26,7 +26,16 @@ WIN_PYD = f"{WIN_SITE}\\ctranslate2\\_ext.cp310-win_amd64.pyd"
 
 
 def linux_python(**packages: str) -> list[dict[str, Any]]:
-    return [{"executable": "/home/dev/.venv/bin/python", "version": "3.11.7", "current": True, "kind": "venv", "packages": packages, "frameworks": {}}]
+    return [
+        {
+            "executable": "/home/dev/.venv/bin/python",
+            "version": "3.11.7",
+            "current": True,
+            "kind": "venv",
+            "packages": packages,
+            "frameworks": {},
+        }
+    ]
 
 
 def ctranslate2_linux(with_cublas: bool) -> dict[str, Any]:
@@ -42,7 +51,11 @@ def ctranslate2_linux(with_cublas: bool) -> dict[str, Any]:
     }
     if with_cublas:
         lib = f"{SITE}/nvidia/cublas/lib"
-        files[f"{lib}/libcublas.so.12"] = {"soname": "libcublas.so.12", "imports": ["libcublasLt.so.12", "libc.so.6"], "rpath": ["$ORIGIN"]}
+        files[f"{lib}/libcublas.so.12"] = {
+            "soname": "libcublas.so.12",
+            "imports": ["libcublasLt.so.12", "libc.so.6"],
+            "rpath": ["$ORIGIN"],
+        }
         files[f"{lib}/libcublasLt.so.12"] = {"soname": "libcublasLt.so.12", "imports": ["libc.so.6"]}
     return machine(LINUX_BASE, files=files, pythons=linux_python(ctranslate2="4.5.0"))
 
@@ -79,7 +92,9 @@ def test_a_library_the_package_misses_but_a_wheel_beside_it_has_is_reached_not_i
     document["files"][f"{lib}/libcudnn.so.8"] = {"soname": "libcudnn.so.8", "imports": ["libc.so.6"]}
     (found,) = [f for f in missing(document) if f.evidence.get("package") == "ctranslate2"]
     assert f"It is installed in {lib}" in found.detail, found.detail
-    assert f"export LD_LIBRARY_PATH={lib}$" in found.fix[0] and not any("Install" in step for step in found.fix), found.fix
+    assert f"export LD_LIBRARY_PATH={lib}$" in found.fix[0] and not any("Install" in step for step in found.fix), (
+        found.fix
+    )
     # near miss: nothing of it in the venv: the fix says what provides it
     del document["files"][f"{lib}/libcudnn.so.8"]
     (found,) = [f for f in missing(document) if f.evidence.get("package") == "ctranslate2"]
@@ -88,7 +103,9 @@ def test_a_library_the_package_misses_but_a_wheel_beside_it_has_is_reached_not_i
 
 def test_an_extension_naming_no_cuda_library_is_not_a_root():
     files = {
-        f"{SITE}/numpy/_core/_multiarray_umath.cpython-311-x86_64-linux-gnu.so": {"imports": ["libopenblas64_p-r0-0cf96a72.3.23.dev.so", "libc.so.6"]},
+        f"{SITE}/numpy/_core/_multiarray_umath.cpython-311-x86_64-linux-gnu.so": {
+            "imports": ["libopenblas64_p-r0-0cf96a72.3.23.dev.so", "libc.so.6"]
+        },
         f"{SITE}/numpy.libs/libopenblas64_p-r0-0cf96a72.3.23.dev.so": {"imports": ["libgfortran-040039e1.so.5.0.0"]},
     }
     document = ctranslate2_linux(with_cublas=True)
@@ -105,7 +122,9 @@ def test_the_cuda_libraries_themselves_are_not_roots():
     del document["files"][f"{lib}/libcublasLt.so.12"]
     diagnosis = run(document)
     assert [r.package for r in diagnosis.facts.resolutions if r.package is not None] == ["ctranslate2"]
-    assert not any(f"{lib}/libcublas.so.12" in s.name for r in diagnosis.facts.resolutions for s in r.steps if s.how == "root")
+    assert not any(
+        f"{lib}/libcublas.so.12" in s.name for r in diagnosis.facts.resolutions for s in r.steps if s.how == "root"
+    )
 
 
 def ctranslate2_windows(with_cublas: bool, on_path: bool = False) -> dict[str, Any]:
@@ -126,7 +145,9 @@ def ctranslate2_windows(with_cublas: bool, on_path: bool = False) -> dict[str, A
 def test_windows_an_extension_dll_needing_cublas64_12():
     found = missing(ctranslate2_windows(with_cublas=False))
     assert len(found) == 1, [f.detail for f in found]
-    assert "ctranslate2" in found[0].detail and "cublas64_12.dll" in found[0].detail and WIN_DLL in found[0].detail, found[0].detail
+    assert "ctranslate2" in found[0].detail and "cublas64_12.dll" in found[0].detail and WIN_DLL in found[0].detail, (
+        found[0].detail
+    )
     assert "dependency-missing" not in {f.id for f in run(ctranslate2_windows(with_cublas=True)).findings}
 
 
@@ -144,7 +165,9 @@ def test_a_framework_package_is_not_rooted_twice():
     files = {f"{site}/torch/lib/libtorch_cuda.so": {"imports": ["libcudart.so.12", "libc.so.6"], "rpath": ["$ORIGIN"]}}
     files[f"{site}/torch/lib/libcudart.so.12"] = {"soname": "libcudart.so.12", "imports": ["libc.so.6"]}
     python = linux_python(torch="2.4.0+cu121")
-    python[0]["frameworks"] = {"torch": {"version": "2.4.0+cu121", "cuda": "12.1", "cudnn": 90100, "cuda_available": True}}
+    python[0]["frameworks"] = {
+        "torch": {"version": "2.4.0+cu121", "cuda": "12.1", "cudnn": 90100, "cuda_available": True}
+    }
     document = ctranslate2_linux(with_cublas=True)
     document["files"].update(files)
     document["pythons"] = [{**python[0], "packages": {**python[0]["packages"], "ctranslate2": "4.5.0"}}]
@@ -153,7 +176,9 @@ def test_a_framework_package_is_not_rooted_twice():
     assert [r.package for r in diagnosis.facts.resolutions if r.package is not None] == ["ctranslate2"]
 
 
-needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None or sys.platform == "win32", reason="needs gcc to build ELF files")
+needs_gcc = pytest.mark.skipif(
+    shutil.which("gcc") is None or sys.platform == "win32", reason="needs gcc to build ELF files"
+)
 
 
 @pytest.mark.live
@@ -174,7 +199,11 @@ def test_live_walk_and_the_names_cache(tmp_path, monkeypatch):
     plain.write_text("int g(void) { return 1; }\n")
     cuda_ext = site / "fastspeech" / "ops" / "_kernels.cpython-311-x86_64-linux-gnu.so"
     subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(cuda_ext), str(source)], check=True)
-    for other in (site / "fastspeech" / "_plain.so", site / "fastspeech" / "__pycache__" / "x.so", site / "fastspeech-1.0.dist-info" / "y.so"):
+    for other in (
+        site / "fastspeech" / "_plain.so",
+        site / "fastspeech" / "__pycache__" / "x.so",
+        site / "fastspeech-1.0.dist-info" / "y.so",
+    ):
         subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(other), str(plain)], check=True)
     system = LiveSystem()
     assert system.native_files(str(site)) == sorted([str(cuda_ext), str(site / "fastspeech" / "_plain.so")])
@@ -188,10 +217,15 @@ def test_live_walk_and_the_names_cache(tmp_path, monkeypatch):
         return System.cuda_names(system, path)
 
     cache = native_cache.NativeNames()
-    assert cache.names(str(cuda_ext), read) == ("libcublas.so.12",) and cache.names(str(site / "fastspeech" / "_plain.so"), read) == ()
+    assert (
+        cache.names(str(cuda_ext), read) == ("libcublas.so.12",)
+        and cache.names(str(site / "fastspeech" / "_plain.so"), read) == ()
+    )
     cache.save()
     again = native_cache.NativeNames()
-    assert again.names(str(cuda_ext), read) == ("libcublas.so.12",) and len(reads) == 2  # from the state folder, not read
+    assert (
+        again.names(str(cuda_ext), read) == ("libcublas.so.12",) and len(reads) == 2
+    )  # from the state folder, not read
     with open(cuda_ext, "ab") as handle:
         handle.write(b"\0" * 16)  # changed: read again
     assert again.names(str(cuda_ext), read) == ("libcublas.so.12",) and len(reads) == 3
@@ -216,9 +250,13 @@ def test_windows_the_folders_a_package_adds_with_add_dll_directory():
     assert "dependency-missing" not in {f.id for f in diagnosis.findings}
     load = next(r for r in diagnosis.facts.resolutions if r.package == "ctranslate2")
     step = next(s for s in load.steps if s.name == "cublas64_12.dll")
-    assert step.winner == f"{cuda}\\bin\\cublas64_12.dll" and f"{WIN_SITE}\\ctranslate2\\lib" in step.searched, step.searched
+    assert step.winner == f"{cuda}\\bin\\cublas64_12.dll" and f"{WIN_SITE}\\ctranslate2\\lib" in step.searched, (
+        step.searched
+    )
     # computed any other way (importlib.resources), the folder is not known: the load is judged without it
-    document["files"][f"{WIN_SITE}\\ctranslate2\\__init__.py"] = {"text": "import os\nos.add_dll_directory(str(files(__name__)))\n"}
+    document["files"][f"{WIN_SITE}\\ctranslate2\\__init__.py"] = {
+        "text": "import os\nos.add_dll_directory(str(files(__name__)))\n"
+    }
     assert "dependency-missing" in {f.id for f in run(document).findings}
 
 
@@ -232,4 +270,6 @@ def test_the_driver_must_run_the_cuda_a_package_loads(cublas, too_old):
     found = [f for f in run(document).findings if f.id == "driver-too-old"]
     assert bool(found) == too_old, [f.detail for f in found]
     if found:
-        assert "ctranslate2" in found[0].detail and cublas in found[0].detail and "525" in found[0].detail, found[0].detail
+        assert "ctranslate2" in found[0].detail and cublas in found[0].detail and "525" in found[0].detail, found[
+            0
+        ].detail

@@ -37,10 +37,14 @@ def test_pre_r410_table_has_no_cuda_version():
     text = "| NVIDIA-SMI 384.130               Driver Version: 384.130                    |\n|   0  GeForce GTX 10 ...  Off  | 00000000:01:00.0  On |                  N/A |\n| N/A   40C    P8    10W /  N/A |    300MiB / 11178MiB |      0%      Default |\n"
     report = nvidia_smi.parse_table(text)
     assert report.driver_version == "384.130" and report.cuda_version is None
-    assert report.gpus[0].name == "GeForce GTX 10 ..." and report.gpus[0].truncated and report.gpus[0].memory_mib == 11178
+    assert (
+        report.gpus[0].name == "GeForce GTX 10 ..." and report.gpus[0].truncated and report.gpus[0].memory_mib == 11178
+    )
 
 
 def test_query_output():
-    gpus = nvidia_smi.parse_query("NVIDIA GeForce RTX 3090, 8.6, 525.89.02, 24576 MiB\nNVIDIA GeForce RTX 3090, 8.6, 525.89.02, 24576 MiB\n")
+    gpus = nvidia_smi.parse_query(
+        "NVIDIA GeForce RTX 3090, 8.6, 525.89.02, 24576 MiB\nNVIDIA GeForce RTX 3090, 8.6, 525.89.02, 24576 MiB\n"
+    )
     assert [(g.index, g.compute_capability, g.memory_mib) for g in gpus] == [(0, "8.6", 24576), (1, "8.6", 24576)]
     assert nvidia_smi.parse_query('Field "compute_cap" is not a valid field to query.') == []

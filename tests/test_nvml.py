@@ -13,7 +13,12 @@ import pytest
 
 from .conftest import REPO
 
-pytestmark = [pytest.mark.live, pytest.mark.skipif(not sys.platform.startswith("linux") or shutil.which("gcc") is None, reason="builds a Linux .so with gcc")]
+pytestmark = [
+    pytest.mark.live,
+    pytest.mark.skipif(
+        not sys.platform.startswith("linux") or shutil.which("gcc") is None, reason="builds a Linux .so with gcc"
+    ),
+]
 
 # Two GPUs; knobs through the environment, read at each call: STUB_NVML_FAIL_INIT=1 makes nvmlInit fail,
 # STUB_NVML_FAIL=<entry point> makes that call fail, STUB_NVML_LOG=<file> gets "init" / "shutdown" lines.
@@ -139,8 +144,18 @@ EXPECTED = {
     "driver_version": "550.54.15",
     "cuda_driver_version": 12040,
     "gpus": [
-        {"name": "NVIDIA GeForce RTX 3090", "compute_capability": "8.6", "memory_total_mib": 24576, "uuid": "GPU-11111111-2222-3333-4444-555555555555"},
-        {"name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0", "memory_total_mib": 81559, "uuid": "GPU-66666666-7777-8888-9999-000000000000"},
+        {
+            "name": "NVIDIA GeForce RTX 3090",
+            "compute_capability": "8.6",
+            "memory_total_mib": 24576,
+            "uuid": "GPU-11111111-2222-3333-4444-555555555555",
+        },
+        {
+            "name": "NVIDIA H100 80GB HBM3",
+            "compute_capability": "9.0",
+            "memory_total_mib": 81559,
+            "uuid": "GPU-66666666-7777-8888-9999-000000000000",
+        },
     ],
 }
 
@@ -274,7 +289,11 @@ STATE_CALLS = (
     "nvmlDeviceGetName",
 )
 
-CASES = {"plain": {}, "init fails": {"STUB_NVML_FAIL_INIT": "1"}, **{f"{call} fails": {"STUB_NVML_FAIL": call} for call in CALLS}}
+CASES = {
+    "plain": {},
+    "init fails": {"STUB_NVML_FAIL_INIT": "1"},
+    **{f"{call} fails": {"STUB_NVML_FAIL": call} for call in CALLS},
+}
 
 
 def _build(folder, *defines: str):
@@ -282,7 +301,11 @@ def _build(folder, *defines: str):
     folder.mkdir()
     source = folder / "nvml_stub.c"
     source.write_text(STUB_SOURCE)
-    subprocess.run(["gcc", "-shared", "-fPIC", "-O0", *defines, "-o", str(folder / "libnvidia-ml.so.1"), str(source)], check=True, timeout=60)
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-O0", *defines, "-o", str(folder / "libnvidia-ml.so.1"), str(source)],
+        check=True,
+        timeout=60,
+    )
     return folder
 
 
@@ -293,7 +316,13 @@ def _environment(folder, log) -> dict:
 
 
 def _compare(folder, log, cases: dict) -> dict:
-    done = subprocess.run([sys.executable, "-c", COMPARE, json.dumps(cases)], capture_output=True, text=True, env=_environment(folder, log), timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", COMPARE, json.dumps(cases)],
+        capture_output=True,
+        text=True,
+        env=_environment(folder, log),
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -321,7 +350,11 @@ def test_the_gpu_state_verify_shows_is_what_pynvml_reads(full, tmp_path):
     pytest.importorskip("pynvml")
     cases = {"plain": {}, **{f"{call} fails": {"STUB_NVML_FAIL": call} for call in STATE_CALLS}}
     done = subprocess.run(
-        [sys.executable, "-c", STATE, json.dumps(cases)], capture_output=True, text=True, env=_environment(full, tmp_path / "calls.log"), timeout=60
+        [sys.executable, "-c", STATE, json.dumps(cases)],
+        capture_output=True,
+        text=True,
+        env=_environment(full, tmp_path / "calls.log"),
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
     answers = json.loads(done.stdout.strip().splitlines()[-1])
@@ -334,14 +367,23 @@ def test_the_gpu_state_verify_shows_is_what_pynvml_reads(full, tmp_path):
         "power_w": {"draw": 350.25, "limit": None},
         "throttle_reasons": ["gpu_idle"],
     }
-    assert second["power_w"] == {"draw": 91.5, "limit": 700.0} and second["throttle_reasons"] == ["sw_power_cap", "hw_thermal_slowdown"]
-    assert answers["nvmlDeviceGetName fails"]["ctypes"] is None  # a GPU that cannot be named: NVML is not to be believed
+    assert second["power_w"] == {"draw": 91.5, "limit": 700.0} and second["throttle_reasons"] == [
+        "sw_power_cap",
+        "hw_thermal_slowdown",
+    ]
+    assert (
+        answers["nvmlDeviceGetName fails"]["ctypes"] is None
+    )  # a GPU that cannot be named: NVML is not to be believed
 
 
 def test_a_driver_without_the_cuda_version_call_leaves_the_key_out(tmp_path):
     old = _build(tmp_path / "old", "-DNO_CUDA_V2")
     answers = _compare(old, tmp_path / "calls.log", {"plain": {}})
-    assert answers["plain"]["ctypes"] == answers["plain"]["pynvml"] == {k: v for k, v in EXPECTED.items() if k != "cuda_driver_version"}
+    assert (
+        answers["plain"]["ctypes"]
+        == answers["plain"]["pynvml"]
+        == {k: v for k, v in EXPECTED.items() if k != "cuda_driver_version"}
+    )
     assert answers["plain"]["ctypes_log"] == [1, 1]
 
 
@@ -350,7 +392,9 @@ def test_no_library_and_a_library_that_is_not_nvml_are_none(tmp_path):
 
     assert nvml.open_library((str(tmp_path / "libnvidia-ml.so.1"),)) is None
     (tmp_path / "other.c").write_text("int other(void) { return 0; }\n")
-    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(tmp_path / "other.so"), str(tmp_path / "other.c")], check=True, timeout=60)
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-o", str(tmp_path / "other.so"), str(tmp_path / "other.c")], check=True, timeout=60
+    )
     other = nvml.open_library((str(tmp_path / "other.so"),))
     assert other is not None and nvml.query(other) is None
 

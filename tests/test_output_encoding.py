@@ -28,9 +28,17 @@ UNWRITABLE = "✓✗→←≥≤"  # none of these is in cp1252
 MOJIBAKE = ("â€", "â†", "âœ", "Ã", "\\u2")  # UTF-8 bytes read as cp1252, or Python's backslashreplace
 
 
-def doctor(args: list[str], tmp_path: Path, encoding: str = "cp1252", sink: str = "pipe", env: Optional[dict] = None) -> tuple[int, str, str]:
+def doctor(
+    args: list[str], tmp_path: Path, encoding: str = "cp1252", sink: str = "pipe", env: Optional[dict] = None
+) -> tuple[int, str, str]:
     """The CLI as a child process, stdout a pipe or a file of the given encoding; returns (code, stdout, stderr) decoded with it."""
-    environment = dict(os.environ, PYTHONIOENCODING=encoding, PYTHONPATH=str(SRC), CUDNN_DOCTOR_STATE_DIR=str(tmp_path / "state"), NO_COLOR="1")
+    environment = dict(
+        os.environ,
+        PYTHONIOENCODING=encoding,
+        PYTHONPATH=str(SRC),
+        CUDNN_DOCTOR_STATE_DIR=str(tmp_path / "state"),
+        NO_COLOR="1",
+    )
     environment.pop("PYTHONUTF8", None)
     environment.update(env or {})
     command = [sys.executable, "-m", "cudnn_doctor", *args]
@@ -152,7 +160,12 @@ def test_in_process_cp1252_stdout_and_stderr_never_raise():
     """A caller's strict cp1252 TextIOWrapper (a notebook or a test harness), not the interpreter's own stdout."""
     path = next(p for p in WINDOWS_MACHINES if "zlibwapi-missing" in p.name)
     page = next(p for p in sorted(PAGES.glob("*.md")) if "→" in p.read_text(encoding="utf-8"))
-    for args in (["check", "--fixture", str(path)], ["which", "--fixture", str(path), "cudnn64_8.dll"], ["explain", page.stem], ["--help"]):
+    for args in (
+        ["check", "--fixture", str(path)],
+        ["which", "--fixture", str(path), "cudnn64_8.dll"],
+        ["explain", page.stem],
+        ["--help"],
+    ):
         out = io.TextIOWrapper(io.BytesIO(), encoding="cp1252", errors="strict", newline="")
         err = io.TextIOWrapper(io.BytesIO(), encoding="cp1252", errors="strict", newline="")
         with redirect_stdout(out), redirect_stderr(err):
@@ -180,4 +193,6 @@ def test_fitter_spells_symbols_in_ascii_only_where_needed():
     stream = FittedStream(io.TextIOWrapper(io.BytesIO(), encoding="cp1252", errors="strict"))
     stream.writelines(["✗ a → b\n", "✓\n"])
     stream.flush()
-    assert stream.buffer.getvalue() == b"X a -> b\nOK\n".replace(b"\n", os.linesep.encode())  # a text stream on Windows ends lines with CRLF
+    assert stream.buffer.getvalue() == b"X a -> b\nOK\n".replace(
+        b"\n", os.linesep.encode()
+    )  # a text stream on Windows ends lines with CRLF

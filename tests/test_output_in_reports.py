@@ -30,7 +30,12 @@ def output_calls(source: str) -> list[int]:
             lines.append(node.lineno)
         elif isinstance(function, ast.Attribute) and function.attr in ("write", "writelines"):
             stream = function.value
-            if isinstance(stream, ast.Attribute) and stream.attr in ("stdout", "stderr") and isinstance(stream.value, ast.Name) and stream.value.id == "sys":
+            if (
+                isinstance(stream, ast.Attribute)
+                and stream.attr in ("stdout", "stderr")
+                and isinstance(stream.value, ast.Name)
+                and stream.value.id == "sys"
+            ):
                 lines.append(node.lineno)
     return lines
 

@@ -35,7 +35,10 @@ def _reported(document: dict[str, Any]) -> bool:
 
 
 def test_dpkg_listing_only_the_real_file_owns_the_soname_link():
-    files = {**_cudnn8(SYSTEM, linked=True), "/var/lib/dpkg/info/libcudnn8.list": {"text": f"/.\n{SYSTEM}/libcudnn.so.8.9.7\n"}}
+    files = {
+        **_cudnn8(SYSTEM, linked=True),
+        "/var/lib/dpkg/info/libcudnn8.list": {"text": f"/.\n{SYSTEM}/libcudnn.so.8.9.7\n"},
+    }
     document = _system_copy(files)
     assert _system_install(document).package == "libcudnn8"
     assert not _reported(document)
@@ -62,18 +65,27 @@ def test_dpkg_listing_a_link_in_the_middle_of_the_chain_owns_it():
         "/opt/nv/libcudnn.so.8",
         "/opt/nv/libcudnn.so.8.9.7",
     ]
-    assert PackageOwnership(system, wanted=lambda package: True).owner(f"{SYSTEM}/libcudnn.so.8") == PackageOwner("libcudnn8-dev", "dpkg")
+    assert PackageOwnership(system, wanted=lambda package: True).owner(f"{SYSTEM}/libcudnn.so.8") == PackageOwner(
+        "libcudnn8-dev", "dpkg"
+    )
 
 
 def test_merged_usr_a_package_listing_lib_owns_what_the_loader_finds_in_usr_lib():
     """/lib is a link to usr/lib: the package lists /lib/x86_64-linux-gnu/..., the probe finds /usr/lib/x86_64-linux-gnu/..."""
-    listed = {"/lib": {"link": "usr/lib"}, "/var/lib/dpkg/info/libcudnn8:amd64.list": {"text": "/lib/x86_64-linux-gnu/libcudnn.so.8.9.7\n"}}
+    listed = {
+        "/lib": {"link": "usr/lib"},
+        "/var/lib/dpkg/info/libcudnn8:amd64.list": {"text": "/lib/x86_64-linux-gnu/libcudnn.so.8.9.7\n"},
+    }
     system = FixtureSystem(_system_copy({**_cudnn8(SYSTEM, linked=True), **listed}))
-    assert PackageOwnership(system, wanted=lambda package: True).owner(f"{SYSTEM}/libcudnn.so.8") == PackageOwner("libcudnn8:amd64", "dpkg")
+    assert PackageOwnership(system, wanted=lambda package: True).owner(f"{SYSTEM}/libcudnn.so.8") == PackageOwner(
+        "libcudnn8:amd64", "dpkg"
+    )
     # the other way round: the package lists the soname link under /usr/lib, the loader finds it under /lib
     listed["/var/lib/dpkg/info/libcudnn8:amd64.list"] = {"text": f"{SYSTEM}/libcudnn.so.8\n"}
     system = FixtureSystem(_system_copy({**_cudnn8(SYSTEM, linked=True), **listed}))
-    assert PackageOwnership(system, wanted=lambda package: True).owner("/lib/x86_64-linux-gnu/libcudnn.so.8") == PackageOwner("libcudnn8:amd64", "dpkg")
+    assert PackageOwnership(system, wanted=lambda package: True).owner(
+        "/lib/x86_64-linux-gnu/libcudnn.so.8"
+    ) == PackageOwner("libcudnn8:amd64", "dpkg")
     # near miss: without the folder link the two paths are different files
     listed = {"/var/lib/dpkg/info/libcudnn8:amd64.list": {"text": "/lib/x86_64-linux-gnu/libcudnn.so.8.9.7\n"}}
     system = FixtureSystem(_system_copy({**_cudnn8(SYSTEM, linked=True), **listed}))
@@ -81,12 +93,18 @@ def test_merged_usr_a_package_listing_lib_owns_what_the_loader_finds_in_usr_lib(
 
 
 def test_near_miss_a_list_naming_another_file_or_another_package_family_owns_nothing():
-    other_file = {**_cudnn8(SYSTEM, linked=True), "/var/lib/dpkg/info/libcudnn8.list": {"text": f"{SYSTEM}/libcudnn.so.8.9.6\n{SYSTEM}/libcudnn.so\n"}}
+    other_file = {
+        **_cudnn8(SYSTEM, linked=True),
+        "/var/lib/dpkg/info/libcudnn8.list": {"text": f"{SYSTEM}/libcudnn.so.8.9.6\n{SYSTEM}/libcudnn.so\n"},
+    }
     document = _system_copy(other_file)
     assert _system_install(document).package is None
     assert _reported(document)
     # cuDNN's ownership reads only cuDNN's lists: a list of another package naming the file is not read
-    other_package = {**_cudnn8(SYSTEM, linked=True), "/var/lib/dpkg/info/zlib1g.list": {"text": f"{SYSTEM}/libcudnn.so.8.9.7\n"}}
+    other_package = {
+        **_cudnn8(SYSTEM, linked=True),
+        "/var/lib/dpkg/info/zlib1g.list": {"text": f"{SYSTEM}/libcudnn.so.8.9.7\n"},
+    }
     assert _reported(_system_copy(other_package))
 
 
@@ -108,8 +126,14 @@ def test_near_miss_rpm_owning_nothing_or_absent():
     lib64 = "/usr/lib64"
     files = _cudnn8(lib64, linked=True)
     commands = {
-        f"rpm -qf {lib64}/libcudnn.so.8": {"returncode": 1, "stdout": f"file {lib64}/libcudnn.so.8 is not owned by any package\n"},
-        f"rpm -qf {lib64}/libcudnn.so.8.9.7": {"returncode": 1, "stdout": f"file {lib64}/libcudnn.so.8.9.7 is not owned by any package\n"},
+        f"rpm -qf {lib64}/libcudnn.so.8": {
+            "returncode": 1,
+            "stdout": f"file {lib64}/libcudnn.so.8 is not owned by any package\n",
+        },
+        f"rpm -qf {lib64}/libcudnn.so.8.9.7": {
+            "returncode": 1,
+            "stdout": f"file {lib64}/libcudnn.so.8.9.7 is not owned by any package\n",
+        },
     }
     for document in (_system_copy(files, commands), _system_copy(files)):  # rpm says no; rpm not installed
         install = next(i for i in run(document).facts.cudnn if i.folder == lib64)
@@ -125,7 +149,9 @@ def test_rpm_is_not_asked_again_once_it_is_missing():
             calls.append(list(argv))
             return super().run(argv, timeout)
 
-    ownership = PackageOwnership(Counting(machine(LINUX_BASE, files=_cudnn8(SYSTEM, linked=True))), wanted=lambda package: True)
+    ownership = PackageOwnership(
+        Counting(machine(LINUX_BASE, files=_cudnn8(SYSTEM, linked=True))), wanted=lambda package: True
+    )
     assert ownership.owner(f"{SYSTEM}/libcudnn.so.8") is None
     assert ownership.owner(f"{SYSTEM}/libcudnn.so.8.9.7") is None
     assert [c[0] for c in calls] == ["rpm"]

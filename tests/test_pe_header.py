@@ -73,7 +73,11 @@ def _downloaded() -> list[Path]:
     """The loose PE files in the test cache (extracted wheels and archives, the test venvs' nvidia/ packages)."""
     if not TEST_CACHE.is_dir():
         return []
-    places = [TEST_CACHE / "wheels", TEST_CACHE / "archives", *TEST_CACHE.glob("venvs/*/lib/python*/site-packages/nvidia")]
+    places = [
+        TEST_CACHE / "wheels",
+        TEST_CACHE / "archives",
+        *TEST_CACHE.glob("venvs/*/lib/python*/site-packages/nvidia"),
+    ]
     found = {p for place in places if place.is_dir() for p in _pe_files(place)} | set(_pe_files(TEST_CACHE, top=True))
     return sorted(found)
 
@@ -90,7 +94,9 @@ def _windows() -> list[Path]:
         return []
     base = Path(sys.base_prefix)
     system32 = Path(os.environ.get("SystemRoot", "C:\\Windows")) / "System32"
-    return sorted(set(_pe_files(base, top=True)) | set(_pe_files(base / "DLLs")) | set(_pe_files(system32, limit=150, top=True)))
+    return sorted(
+        set(_pe_files(base, top=True)) | set(_pe_files(base / "DLLs")) | set(_pe_files(system32, limit=150, top=True))
+    )
 
 
 def _launchers() -> list[Path]:
@@ -120,7 +126,9 @@ WINDOWS = _windows()
 LAUNCHERS = _launchers()
 
 
-@pytest.mark.skipif(not DOWNLOADED and not WHEELS, reason="no win_amd64 wheels in the test cache yet (the wheel tests fill it)")
+@pytest.mark.skipif(
+    not DOWNLOADED and not WHEELS, reason="no win_amd64 wheels in the test cache yet (the wheel tests fill it)"
+)
 def test_the_struct_reader_says_what_pefile_says_on_every_downloaded_pe_file():
     nvidia = 0
     for path in sorted(set(DOWNLOADED) | set(_extracted_wheels())):
@@ -136,7 +144,12 @@ def test_the_real_nvidia_and_onnxruntime_dlls_are_read_without_pefile():
     from .test_wheel_files import _ort_wheel
 
     cudart = _wheel_member(["win_amd64"], "nvidia/cuda_runtime/bin/cudart64_12.dll")
-    provider = _ort_wheel("win_amd64", "onnxruntime_providers_cuda.dll") / "onnxruntime" / "capi" / "onnxruntime_providers_cuda.dll"
+    provider = (
+        _ort_wheel("win_amd64", "onnxruntime_providers_cuda.dll")
+        / "onnxruntime"
+        / "capi"
+        / "onnxruntime_providers_cuda.dll"
+    )
     for path in (cudart, provider):
         assert _same(path), path
     assert quickly(cudart).version.startswith("6.14.11.")
@@ -200,11 +213,20 @@ def test_damaged_copies_are_read_as_pefile_reads_them(tmp_path):
     cases = {
         "truncated": (data[: len(data) // 3], True),
         "headers only": (data[:0x400], True),
-        "odd section offset": (_put(data, at["pointer"], struct.unpack_from("<I", data, at["pointer"])[0] + 0x10), True),
+        "odd section offset": (
+            _put(data, at["pointer"], struct.unpack_from("<I", data, at["pointer"])[0] + 0x10),
+            True,
+        ),
         "import name outside the sections": (_put(data, at["import name"], 0x7FFFFFF0), True),
-        "resource loop": (_put(data, at["resource target"], 0x80000000), True),  # the first type's subdirectory is the root
+        "resource loop": (
+            _put(data, at["resource target"], 0x80000000),
+            True,
+        ),  # the first type's subdirectory is the root
         "few data directories": (_put(data, at["rva count"], 10), True),
-        "invalid imported name": (data[: at["function name"]] + b"-" + data[at["function name"] + 1 :], True),  # pefile skips it
+        "invalid imported name": (
+            data[: at["function name"]] + b"-" + data[at["function name"] + 1 :],
+            True,
+        ),  # pefile skips it
         "e_lfanew past the end": (_put(data, 0x3C, len(data) + 1), False),
         "NE signature": (data[: at["lfanew"]] + b"NE\0\0" + data[at["lfanew"] + 4 :], False),
         "ZM magic": (b"ZM" + data[2:], False),

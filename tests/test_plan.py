@@ -166,7 +166,9 @@ def test_the_stack_carries_the_exact_driver_and_the_compatibility_floor():
     assert stack["min_driver_exact"] == {"linux": "520.61.05", "windows": "520.06"}  # 11.8.0 GA row
     assert stack["min_driver_compat"] == {"linux": "450.80.02", "windows": "452.39"}  # major-11 compatibility row
     assert stack["min_driver"] == stack["min_driver_compat"]  # bundled wheels: minor-version compatibility applies
-    assert stack["driver_rule"]["rule"] == "minor-version compatibility" and "native code" in stack["driver_rule"]["why"]
+    assert (
+        stack["driver_rule"]["rule"] == "minor-version compatibility" and "native code" in stack["driver_rule"]["why"]
+    )
 
 
 def test_pip_lines_use_the_index_of_the_variant():
@@ -175,7 +177,9 @@ def test_pip_lines_use_the_index_of_the_variant():
     linux_default = plan("torch==2.14", os="linux", cuda="13.0")  # pypi_cuda 13.0: PyPI's own wheel
     assert any("pip install" in line and "--index-url" not in line for line in linux_default["commands"])
     old = plan("torch==1.7", os="linux", cuda="11.0")  # before 1.11: local versions from torch_stable.html
-    assert any("+cu110" in line and "-f https://download.pytorch.org/whl/torch_stable.html" in line for line in old["commands"])
+    assert any(
+        "+cu110" in line and "-f https://download.pytorch.org/whl/torch_stable.html" in line for line in old["commands"]
+    )
 
 
 def test_the_solver_reports_how_many_combinations_it_considered():
@@ -209,7 +213,11 @@ OTHER_QUERIES = [
     (("tensorflow<2",), dict(os="linux"), [("tensorflow", "1.15", "system")]),  # 1.15.0: CUDA 10.0 / cuDNN 7.4
     (("tensorflow",), dict(os="linux", python="3.8"), [("tensorflow", "2.13", "system")]),  # 2.13.0: >=3.8,<3.12
     # One environment: same CUDA major and cuDNN major. torch 2.4+ bundle cuDNN 9, TF 2.15's wheels cuDNN 8.9.
-    (("torch", "tensorflow"), dict(os="linux", driver="535.104.05"), [("torch", "2.14", "cu126"), ("tensorflow", "2.21", "and-cuda")]),
+    (
+        ("torch", "tensorflow"),
+        dict(os="linux", driver="535.104.05"),
+        [("torch", "2.14", "cu126"), ("tensorflow", "2.21", "and-cuda")],
+    ),
     (("torch", "tensorflow"), dict(os="windows"), [("torch", "2.3", "cu118"), ("tensorflow", "2.10", "system")]),
     # onnxruntime_builds ">=1.27" pypi: CUDA 13.0 / cuDNN 9 with the [cuda,cudnn] extras; newest release 1.31.1.
     (("onnxruntime",), dict(os="linux"), [("onnxruntime", "1.31", "pypi[cuda,cudnn]")]),
@@ -229,12 +237,20 @@ OTHER_QUERIES = [
     ((), dict(os="linux", cuda="11.8"), [("cuda", "11.8", "toolkit")]),
     # 531.14 (12.1) cannot run 12.4 (551.61).
     ((), dict(os="windows", cuda="12.4", driver="531.14"), None),
-    (("torch", "onnxruntime"), dict(os="linux", driver="580.65.06"), [("torch", "2.15", "cu132"), ("onnxruntime", "1.31", "pypi[cuda,cudnn]")]),
+    (
+        ("torch", "onnxruntime"),
+        dict(os="linux", driver="580.65.06"),
+        [("torch", "2.15", "cu132"), ("onnxruntime", "1.31", "pypi[cuda,cudnn]")],
+    ),
 ]
 
 
-@pytest.mark.parametrize(("frameworks", "query", "expected"), OTHER_QUERIES, ids=[f"{f}-{q}" for f, q, _ in OTHER_QUERIES])
-def test_other_query(frameworks: tuple[str, ...], query: dict[str, str], expected: Optional[list[tuple[str, str, str]]]):
+@pytest.mark.parametrize(
+    ("frameworks", "query", "expected"), OTHER_QUERIES, ids=[f"{f}-{q}" for f, q, _ in OTHER_QUERIES]
+)
+def test_other_query(
+    frameworks: tuple[str, ...], query: dict[str, str], expected: Optional[list[tuple[str, str, str]]]
+):
     expect(plan(*frameworks, **query), expected)
 
 
@@ -262,7 +278,9 @@ def test_tensorflow_2_12_on_windows_offers_wsl2_or_2_10():
 def test_tensorflow_windows_commands_give_the_conda_line_and_the_old_package_name():
     report = plan("tensorflow==2.5.0", os="windows")
     assert report["conda"] == ["conda install -c conda-forge cudatoolkit=11.2 cudnn=8.1.0"]
-    assert not plan("tensorflow==1.12.0", os="windows")["conda"]  # the guide's CUDA 11.2 / cuDNN 8.1 line is not 1.12's 9.0 / 7.2
+    assert not plan("tensorflow==1.12.0", os="windows")[
+        "conda"
+    ]  # the guide's CUDA 11.2 / cuDNN 8.1 line is not 1.12's 9.0 / 7.2
     old = plan("tensorflow<2", os="linux")
     assert any('"tensorflow-gpu==1.15.5"' in line for line in old["commands"])  # packages: tensorflow-gpu before 2.1
 
@@ -282,7 +300,9 @@ def text_of(*frameworks: str, **query: Any) -> str:
     from cudnn_doctor.reports.plan_report import text_lines
 
     nothing = MachineDefaults(query["os"], None, None, None, None, ())
-    request = build_request(list(frameworks), query["os"], None, query.get("gpu"), query.get("driver"), query.get("cuda"), machine=nothing)
+    request = build_request(
+        list(frameworks), query["os"], None, query.get("gpu"), query.get("driver"), query.get("cuda"), machine=nothing
+    )
     return "\n".join(text_lines(solve(request)))
 
 
@@ -290,11 +310,20 @@ def test_plan_shows_both_minimums_and_the_rule_it_used():
     """Issue 30: the release's own minimum and the minor-version floor side by side, which one the verdict used and why
     (the rule `check`'s driver-too-old applies: knowledge.driver_rule)."""
     wheels = text_of("torch", os="linux", gpu="H100", driver="525.85.12")
-    assert "the release's own minimum (NVIDIA's Table 3): ≥ 560.28.03 on Linux" in wheels and "the minor-version compatibility floor: ≥ 525 on Linux" in wheels
-    assert "rule used: minor-version compatibility, because code built with CUDA 12.6 that has native code for the GPU" in wheels
+    assert (
+        "the release's own minimum (NVIDIA's Table 3): ≥ 560.28.03 on Linux" in wheels
+        and "the minor-version compatibility floor: ≥ 525 on Linux" in wheels
+    )
+    assert (
+        "rule used: minor-version compatibility, because code built with CUDA 12.6 that has native code for the GPU"
+        in wheels
+    )
     # a toolkit is for compiling: its own minimum, and the rejection says why the floor is not enough
     toolkit = text_of(os="linux", cuda="12.4", driver="535.104.05")
-    assert "cuda 12.4.1: toolkit: needs driver ≥ 550.54.15 on Linux (CUDA 12.4, toolkit release; the minor-version floor 525 is not enough:" in toolkit
+    assert (
+        "cuda 12.4.1: toolkit: needs driver ≥ 550.54.15 on Linux (CUDA 12.4, toolkit release; the minor-version floor 525 is not enough:"
+        in toolkit
+    )
     assert "does not cover compiling with CUDA 12.4's nvcc" in toolkit
 
 
@@ -302,6 +331,9 @@ def test_a_release_past_the_data_points_to_kb_update():
     """Issue 30: asked for a release newer than the recorded index, plan says how old the data is and how to update it;
     asked for one that never existed before it, it does not."""
     (newer,) = plan("torch==2.16", os="linux")["rejected"]
-    assert "newest known: 2.15.0" in newer["reasons"][0]["text"] and "cudnn-doctor kb update" in newer["reasons"][0]["text"]
+    assert (
+        "newest known: 2.15.0" in newer["reasons"][0]["text"]
+        and "cudnn-doctor kb update" in newer["reasons"][0]["text"]
+    )
     (older,) = plan("torch==1.0", os="linux")["rejected"]
     assert "kb update" not in older["reasons"][0]["text"]

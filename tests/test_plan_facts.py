@@ -70,7 +70,9 @@ def reasons(report: dict[str, Any]) -> str:
 
 def unknown_release(report: dict[str, Any]) -> bool:
     """Every candidate was turned down only because the knowledge lacks the release: not a refusal for the fact's reason."""
-    kinds = {reason.get("kind") for rejected in report.get("rejected") or [] for reason in rejected.get("reasons") or []}
+    kinds = {
+        reason.get("kind") for rejected in report.get("rejected") or [] for reason in rejected.get("reasons") or []
+    }
     return kinds == {"version"}
 
 
@@ -166,5 +168,8 @@ def test_plan_answers_the_sourced_facts():
             expected = json.dumps(fact["expect"], ensure_ascii=False)
             wrong.append(f"{fact['id']}: expected {expected}; plan said {answer}; source {fact['url']}")
     rate = 1 - len(wrong) / len(FACTS)
-    message = f"{len(FACTS) - len(wrong)}/{len(FACTS)} facts right ({rate:.1%}, needs {PASS_RATE:.0%}); wrong:\n" + "\n".join(wrong)
+    message = (
+        f"{len(FACTS) - len(wrong)}/{len(FACTS)} facts right ({rate:.1%}, needs {PASS_RATE:.0%}); wrong:\n"
+        + "\n".join(wrong)
+    )
     assert rate >= PASS_RATE, message

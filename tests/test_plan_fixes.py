@@ -18,7 +18,14 @@ LINUX_EXE = "/home/dev/.venv/bin/python"
 
 
 def python(exe, version, packages, frameworks):
-    return {"executable": exe, "version": version, "current": True, "kind": "venv", "packages": packages, "frameworks": frameworks}
+    return {
+        "executable": exe,
+        "version": version,
+        "current": True,
+        "kind": "venv",
+        "packages": packages,
+        "frameworks": frameworks,
+    }
 
 
 def nvml(driver, cuda, gpu="NVIDIA GeForce RTX 3060", cc="8.6"):
@@ -27,7 +34,15 @@ def nvml(driver, cuda, gpu="NVIDIA GeForce RTX 3060", cc="8.6"):
 
 def torch_report(version, cuda=None):
     tag = f"+cu{cuda.replace('.', '')}" if cuda else "+cpu"
-    return {"torch": {"version": f"{version}{tag}", "cuda": cuda, "cuda_available": bool(cuda), "device_count": int(bool(cuda)), "arch_list": []}}
+    return {
+        "torch": {
+            "version": f"{version}{tag}",
+            "cuda": cuda,
+            "cuda_available": bool(cuda),
+            "device_count": int(bool(cuda)),
+            "arch_list": [],
+        }
+    }
 
 
 def fix_of(document, finding_id):
@@ -48,7 +63,9 @@ def test_cpu_torch_on_an_old_windows_driver_never_gets_a_build_the_driver_cannot
     """torch 2.13 CPU, Windows driver 472.12 (CUDA 11.4): 2.13's oldest build is cu126. The old fix proposed cu126 after
     "update the driver to one that supports CUDA 12.6"; the plan names the driver and the build that runs now."""
     packages = {"torch": "2.13.0+cpu"}
-    document = machine(WINDOWS_BASE, nvml=nvml("472.12", 11040), pythons=[python(WIN_EXE, "3.10.11", packages, torch_report("2.13.0"))])
+    document = machine(
+        WINDOWS_BASE, nvml=nvml("472.12", 11040), pythons=[python(WIN_EXE, "3.10.11", packages, torch_report("2.13.0"))]
+    )
     fix = fix_of(document, "torch-cpu-build")
     # The wheels bring their CUDA with native code for the RTX 3060 (sm_86): the shared driver rule (knowledge.driver_rule,
     # as in driver-too-old) is minor-version compatibility, so cu126 needs the 12.x floor (525 on Windows), not 12.6's own
@@ -56,7 +73,9 @@ def test_cpu_torch_on_an_old_windows_driver_never_gets_a_build_the_driver_cannot
     floor = knowledge.driver_rule(Version("12.6"), "windows").need.driver_text
     assert floor == "525"
     keep = [line for line in fix if "torch==2.13.0" in line]
-    assert keep and all(f">= {floor} first" in line for line in keep), fix  # cu126 only after a driver update, and the update is exact
+    assert keep and all(f">= {floor} first" in line for line in keep), (
+        fix
+    )  # cu126 only after a driver update, and the update is exact
     now = [line for line in fix if line.startswith("Or keep the driver 472.12")]
     assert now and "torch==2.7.1 --index-url https://download.pytorch.org/whl/cu118" in now[0], fix
     assert not any("whl/cu126" in line for line in fix if f">= {floor} first" not in line)
@@ -68,13 +87,28 @@ def test_cpu_torch_on_linux_with_a_new_driver_takes_the_pypi_default():
     # Under the shared driver rule (minor-version compatibility for wheels with native code) 580.65.06, the 13.x floor,
     # runs every 13.x build: 2.14's newest, cu132 (its own minimum 595.45.04 is not needed), is on PyTorch's index only.
     # 2.11's newest build is cu130, PyPI's own (pypi_cuda), so its line names no index.
-    assert knowledge.torch_release(Version("2.11")).pypi_cuda == "13.0" == max(knowledge.torch_release(Version("2.11")).cuda, key=Version)
+    assert (
+        knowledge.torch_release(Version("2.11")).pypi_cuda
+        == "13.0"
+        == max(knowledge.torch_release(Version("2.11")).cuda, key=Version)
+    )
     packages = {"torch": "2.11.0+cpu", "torchvision": "0.26.0+cpu"}
-    document = machine(LINUX_BASE, nvml=nvml("580.65.06", 13000), pythons=[python(LINUX_EXE, "3.12.3", packages, torch_report("2.11.0"))])
+    document = machine(
+        LINUX_BASE,
+        nvml=nvml("580.65.06", 13000),
+        pythons=[python(LINUX_EXE, "3.12.3", packages, torch_report("2.11.0"))],
+    )
     fix = fix_of(document, "torch-cpu-build")
-    assert fix == [f'"{LINUX_EXE}" -m pip uninstall -y torch torchvision', f'"{LINUX_EXE}" -m pip install torch==2.11.0 torchvision==0.26.0'], fix
+    assert fix == [
+        f'"{LINUX_EXE}" -m pip uninstall -y torch torchvision',
+        f'"{LINUX_EXE}" -m pip install torch==2.11.0 torchvision==0.26.0',
+    ], fix
     packages = {"torch": "2.14.0+cpu", "torchvision": "0.29.0+cpu"}
-    document = machine(LINUX_BASE, nvml=nvml("580.65.06", 13000), pythons=[python(LINUX_EXE, "3.12.3", packages, torch_report("2.14.0"))])
+    document = machine(
+        LINUX_BASE,
+        nvml=nvml("580.65.06", 13000),
+        pythons=[python(LINUX_EXE, "3.12.3", packages, torch_report("2.14.0"))],
+    )
     fix = fix_of(document, "torch-cpu-build")
     assert fix[1].endswith("torch==2.14.0 torchvision==0.29.0 --index-url https://download.pytorch.org/whl/cu132"), fix
 
@@ -87,12 +121,18 @@ def test_cpu_torch_whose_python_has_no_cuda_wheel_on_this_driver_gets_a_new_envi
     # own Windows minimum, below the floor: it runs CUDA 11.0 builds only (their own minimum applies), and 1.7.1's
     # cu110, the newest, has no Python 3.12 wheel.
     packages = {"torch": "2.7.0+cpu"}
-    document = machine(WINDOWS_BASE, nvml=nvml("451.82", 11000), pythons=[python(WIN_EXE, "3.12.4", packages, torch_report("2.7.0"))])
+    document = machine(
+        WINDOWS_BASE, nvml=nvml("451.82", 11000), pythons=[python(WIN_EXE, "3.12.4", packages, torch_report("2.7.0"))]
+    )
     fix = fix_of(document, "torch-cpu-build")
     keep = next(line for line in fix if "torch==2.7.0" in line)
     assert ">= 452.39 first" in keep and "whl/cu118" in keep, fix
     now = next(line for line in fix if line.startswith("Or keep the driver 451.82"))
-    assert "new environment (Python 3.12" in now and "conda create -n gpu python=3.9" in now and "torch==1.7.1+cu110" in now, fix
+    assert (
+        "new environment (Python 3.12" in now
+        and "conda create -n gpu python=3.9" in now
+        and "torch==1.7.1+cu110" in now
+    ), fix
 
 
 # driver-too-old ------------------------------------------------------------------------------------
@@ -101,7 +141,11 @@ def test_cpu_torch_whose_python_has_no_cuda_wheel_on_this_driver_gets_a_new_envi
 def test_driver_too_old_names_the_build_the_current_driver_runs():
     """torch 2.3.1 cu121 on Linux driver 470: the old fix said "Or install builds made for CUDA 11.4 or older", naming none."""
     packages = {"torch": "2.3.1+cu121"}
-    document = machine(LINUX_BASE, nvml=nvml("470.223.02", 11040), pythons=[python(LINUX_EXE, "3.10.12", packages, torch_report("2.3.1", "12.1"))])
+    document = machine(
+        LINUX_BASE,
+        nvml=nvml("470.223.02", 11040),
+        pythons=[python(LINUX_EXE, "3.10.12", packages, torch_report("2.3.1", "12.1"))],
+    )
     fix = fix_of(document, "driver-too-old")
     assert "NVIDIA driver >= 525" in fix[0]  # what runs the installed build (minor-version compatibility for CUDA 12.1)
     now = [line for line in fix if line.startswith("Or keep the driver 470.223.02")]
@@ -117,11 +161,16 @@ def test_driver_too_old_names_the_build_the_current_driver_runs():
 def test_driver_too_old_reinstalls_when_another_build_of_the_same_release_runs():
     """torch 2.7.0 cu128 on Windows driver 522.06: 2.7's cu118 build runs on it; `pip install torch==2.7.0` alone would keep cu128."""
     packages = {"torch": "2.7.0+cu128"}
-    document = machine(WINDOWS_BASE, nvml=nvml("522.06", 11080), pythons=[python(WIN_EXE, "3.11.9", packages, torch_report("2.7.0", "12.8"))])
+    document = machine(
+        WINDOWS_BASE,
+        nvml=nvml("522.06", 11080),
+        pythons=[python(WIN_EXE, "3.11.9", packages, torch_report("2.7.0", "12.8"))],
+    )
     fix = fix_of(document, "driver-too-old")
     now = next(line for line in fix if line.startswith("Or keep the driver 522.06"))
     assert (
-        f'`"{WIN_EXE}" -m pip uninstall -y torch`, then `"{WIN_EXE}" -m pip install torch==2.7.0 --index-url https://download.pytorch.org/whl/cu118`' in now
+        f'`"{WIN_EXE}" -m pip uninstall -y torch`, then `"{WIN_EXE}" -m pip install torch==2.7.0 --index-url https://download.pytorch.org/whl/cu118`'
+        in now
     ), fix
     assert index_variants([now]) == {"cu118"}
 
@@ -132,7 +181,9 @@ def test_no_planned_torch_variant_needs_more_than_the_driver_unless_the_line_say
     "Runs" is the shared driver rule (knowledge.driver_rule, as in driver-too-old): wheels with native code for the GPU
     need their major's minor-version floor (or their release's own minimum where it is lower, as 11.0's), not Table 3's row."""
     packages = {"torch": "2.5.1+cpu"}
-    document = machine(WINDOWS_BASE, nvml=nvml(driver, cuda), pythons=[python(WIN_EXE, "3.10.11", packages, torch_report("2.5.1"))])
+    document = machine(
+        WINDOWS_BASE, nvml=nvml(driver, cuda), pythons=[python(WIN_EXE, "3.10.11", packages, torch_report("2.5.1"))]
+    )
     for line in fix_of(document, "torch-cpu-build"):
         if "update the NVIDIA driver" in line:
             continue
@@ -161,13 +212,17 @@ def test_tf_windows_wsl_line_pins_the_and_cuda_release_the_driver_runs():
 def test_tf_windows_wsl_line_says_which_driver_first_when_this_one_is_too_old():
     """Driver 472.12 (CUDA 11.4) cannot run 2.15's CUDA 12.2 wheels under WSL2: the line names the driver to install first."""
     packages = {"tensorflow": "2.15.0"}
-    document = machine(WINDOWS_BASE, nvml=nvml("472.12", 11040), pythons=[python(WIN_EXE, "3.10.11", packages, tf_report("2.15.0"))])
+    document = machine(
+        WINDOWS_BASE, nvml=nvml("472.12", 11040), pythons=[python(WIN_EXE, "3.10.11", packages, tf_report("2.15.0"))]
+    )
     wsl = fix_of(document, "tf-windows-gpu-unsupported")[0]
     # The [and-cuda] wheels run under minor-version compatibility (the shared driver rule): the 12.x floor, 525, not
     # 12.2's own Table 3 minimum (536.25) that the old planner rule asked for.
     needed = knowledge.driver_rule(Version("12.2"), "windows").need.driver_text
     assert needed == "525"
-    assert f"update the Windows NVIDIA driver to >= {needed} first" in wsl and "tensorflow[and-cuda]==2.15.0" in wsl, wsl
+    assert f"update the Windows NVIDIA driver to >= {needed} first" in wsl and "tensorflow[and-cuda]==2.15.0" in wsl, (
+        wsl
+    )
 
 
 def test_tf_windows_native_line_names_the_toolkit_and_cudnn_releases():
@@ -195,7 +250,9 @@ def fixture_fix(path, finding_id):
 def test_framework_cuda_mismatch_names_the_toolkit_update_and_its_cudnn():
     """TensorFlow 2.1 (CUDA 10.1) beside CUDA 10.2: the toolkit release to install and the cuDNN of TF 2.1's tested series;
     the old line said "the CUDA 10.1 toolkit" and no cuDNN."""
-    fix = fixture_fix(SHARED_FIXTURES / "real" / "22-win-tf21-needs-cuda101-has-cuda102.yaml", "framework-cuda-mismatch")
+    fix = fixture_fix(
+        SHARED_FIXTURES / "real" / "22-win-tf21-needs-cuda101-has-cuda102.yaml", "framework-cuda-mismatch"
+    )
     assert fix[0].startswith("Install CUDA Toolkit 10.1.105 beside the others"), fix
     assert "with cuDNN 7.6." in fix[0], fix
 
@@ -226,8 +283,12 @@ def test_python_unsupported_names_the_new_environment_and_the_build_to_install_t
 def test_torch_arch_fix_keeps_the_release_with_a_build_for_this_gpu():
     """torch 1.9.1 cu102 on an RTX 3060 (sm_86): 1.9.1's cu111 build has code for it and the driver runs it; the old fix
     jumped to the newest release the driver's CUDA allowed ("torch==1.12.*", cu113) whatever the interpreter."""
-    fix = fixture_fix(SHARED_FIXTURES / "real" / "31-linux-rtx3060-laptop-torch-cu102-no-sm86.yaml", "gpu-arch-unsupported")
-    assert fix[-1].endswith("-m pip install torch==1.9.1+cu111 -f https://download.pytorch.org/whl/torch_stable.html"), fix
+    fix = fixture_fix(
+        SHARED_FIXTURES / "real" / "31-linux-rtx3060-laptop-torch-cu102-no-sm86.yaml", "gpu-arch-unsupported"
+    )
+    assert fix[-1].endswith(
+        "-m pip install torch==1.9.1+cu111 -f https://download.pytorch.org/whl/torch_stable.html"
+    ), fix
 
 
 def test_the_checks_know_the_planners_frameworks_without_importing_it():
@@ -241,7 +302,9 @@ def test_the_checks_know_the_planners_frameworks_without_importing_it():
 def test_a_driver_version_that_is_no_version_number_plans_without_a_driver():
     """A mangled driver version (the mutation fuzzer's "xxxx") must not crash the fix: the plan has no driver constraint."""
     packages = {"torch": "2.14.0+cpu"}
-    document = machine(LINUX_BASE, nvml=nvml("xxxx", 13000), pythons=[python(LINUX_EXE, "3.12.3", packages, torch_report("2.14.0"))])
+    document = machine(
+        LINUX_BASE, nvml=nvml("xxxx", 13000), pythons=[python(LINUX_EXE, "3.12.3", packages, torch_report("2.14.0"))]
+    )
     found = findings_of(document, "torch-cpu-build")
     assert found and any("torch==2.14.0" in line for line in found[0].fix), found
     assert not findings_of(document, "doctor-internal-error")
@@ -253,9 +316,14 @@ def test_cudnn_version_mismatch_with_only_another_major_names_the_release_to_put
     from . import test_cudnn_checks as cudnn_checks
 
     document = cudnn_checks.toolkit(cudnn_checks.cudnn9(f"{cudnn_checks.CUDA}\\bin", cuda=11))
-    document["files"][f"{cudnn_checks.CUDA}\\include\\cudnn_version.h"] = {"text": "#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 1\n#define CUDNN_PATCHLEVEL 0\n"}
+    document["files"][f"{cudnn_checks.CUDA}\\include\\cudnn_version.h"] = {
+        "text": "#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 1\n#define CUDNN_PATCHLEVEL 0\n"
+    }
     mismatch = next(f for f in run(document).findings if f.id == "cudnn-version-mismatch")
-    assert mismatch.fix[0].startswith("Install cuDNN 8.1.") and "for CUDA 11.2 beside the cuDNN 9 you have" in mismatch.fix[0], mismatch.fix
+    assert (
+        mismatch.fix[0].startswith("Install cuDNN 8.1.")
+        and "for CUDA 11.2 beside the cuDNN 9 you have" in mismatch.fix[0]
+    ), mismatch.fix
     assert "ARCHIVE" not in mismatch.fix[0]
 
 
@@ -280,7 +348,10 @@ def test_the_planner_solves_each_question_once_per_run_until_the_tables_change(m
     solve = solver.solve
     monkeypatch.setattr(solver, "solve", lambda request: calls.append(request) or solve(request))
     knowledge._tables_changed()
-    pythons = [python(f"/home/dev/env{i}/bin/python", "3.10.12", {"torch": "2.13.0+cpu"}, torch_report("2.13.0")) for i in range(10)]
+    pythons = [
+        python(f"/home/dev/env{i}/bin/python", "3.10.12", {"torch": "2.13.0+cpu"}, torch_report("2.13.0"))
+        for i in range(10)
+    ]
     for other in pythons[1:]:
         other.update(current=False, kind="conda")
     document = machine(LINUX_BASE, nvml=nvml("535.104.05", 12020), pythons=pythons)

@@ -20,9 +20,25 @@ def _pin(text: str, via: str = "a==1") -> pins.Pin:
 
 
 def test_an_exact_pin_clashes_with_a_requirement_that_excludes_it():
-    torch = (pins.Pin("nvidia-cudnn-cu12", SpecifierSet("==9.10.2.21"), "nvidia-cudnn-cu12==9.10.2.21", "torch==2.9.1"),)
-    tf_old = (pins.Pin("nvidia-cudnn-cu12", SpecifierSet("==9.3.0.75"), "nvidia-cudnn-cu12==9.3.0.75", "tensorflow[and-cuda]==2.19.0"),)
-    tf_new = (pins.Pin("nvidia-cudnn-cu12", SpecifierSet("<10.0,>=9.3.0.75"), "nvidia-cudnn-cu12<10.0,>=9.3.0.75", "tensorflow[and-cuda]==2.21.0"),)
+    torch = (
+        pins.Pin("nvidia-cudnn-cu12", SpecifierSet("==9.10.2.21"), "nvidia-cudnn-cu12==9.10.2.21", "torch==2.9.1"),
+    )
+    tf_old = (
+        pins.Pin(
+            "nvidia-cudnn-cu12",
+            SpecifierSet("==9.3.0.75"),
+            "nvidia-cudnn-cu12==9.3.0.75",
+            "tensorflow[and-cuda]==2.19.0",
+        ),
+    )
+    tf_new = (
+        pins.Pin(
+            "nvidia-cudnn-cu12",
+            SpecifierSet("<10.0,>=9.3.0.75"),
+            "nvidia-cudnn-cu12<10.0,>=9.3.0.75",
+            "tensorflow[and-cuda]==2.21.0",
+        ),
+    )
     clash = pins.clash(tf_old, torch)
     assert clash is not None and "nvidia-cudnn-cu12==9.3.0.75" in clash and "nvidia-cudnn-cu12==9.10.2.21" in clash
     assert pins.clash(tf_new, torch) is None  # 9.10.2.21 is inside >=9.3.0.75,<10
@@ -35,7 +51,9 @@ def test_what_a_release_requires_is_followed_through_the_recorded_index():
     found = {pin.distribution: pin for pin in pins.pins("jax[cuda12]==0.7.0")}
     assert "jax-cuda12-plugin" in found and "nvidia-cudnn-cu12" in found
     assert found["nvidia-cudnn-cu12"].via == "jax[cuda12]==0.7.0 -> jax-cuda12-plugin[with-cuda]"
-    assert pins.pins("torch==2.9.1", ("--index-url", "https://download.pytorch.org/whl/cu126")) == ()  # another index's build
+    assert (
+        pins.pins("torch==2.9.1", ("--index-url", "https://download.pytorch.org/whl/cu126")) == ()
+    )  # another index's build
 
 
 def test_two_frameworks_that_pin_different_wheels_are_not_planned_together():
@@ -45,7 +63,9 @@ def test_two_frameworks_that_pin_different_wheels_are_not_planned_together():
     chosen = [(f["framework"], f["build"]) for f in report["stack"]["frameworks"]]
     assert chosen == [("torch", "cu128"), ("tensorflow", "system")], chosen
     (and_cuda,) = [r for r in report["rejected"] if r["framework"] == "tensorflow" and r["build"] == "and-cuda"]
-    assert "pip cannot install both" in and_cuda["reasons"][0]["text"] and "torch==2.9.1" in and_cuda["reasons"][0]["text"]
+    assert (
+        "pip cannot install both" in and_cuda["reasons"][0]["text"] and "torch==2.9.1" in and_cuda["reasons"][0]["text"]
+    )
     # TensorFlow 2.21's extra takes ranges, but one still excludes torch's NCCL: nvidia-nccl-cu12>=2.27.7 against ==2.27.5
     newer = plan("torch==2.9.1", "tensorflow==2.21", os="linux")["rejected"]
     assert any("nvidia-nccl-cu12<3.0,>=2.27.7" in r["reasons"][0]["text"] for r in newer if r["build"] == "and-cuda")
@@ -68,7 +88,9 @@ def test_aarch64_plans_the_wheels_built_for_it(framework, version, cuda):
 
 def test_aarch64_refuses_what_has_no_build_there_and_says_why():
     cpu = plan("torch==2.10.0", os="linux", gpu="9.0", arch="aarch64")["rejected"][0]["reasons"][0]["text"]
-    assert cpu == "has no GPU build for Linux aarch64 in the recorded package index"  # 2.10's aarch64 wheel pins no CUDA
+    assert (
+        cpu == "has no GPU build for Linux aarch64 in the recorded package index"
+    )  # 2.10's aarch64 wheel pins no CUDA
     tensorflow = plan("tensorflow", os="linux", arch="aarch64")["rejected"][0]["reasons"][0]
     assert tensorflow["text"] == "has no GPU build for Linux aarch64" and "AWS" in tensorflow["source"]
     jetson = plan("torch", os="linux", gpu="Jetson AGX Orin", arch="aarch64")["rejected"][0]["reasons"][0]["text"]

@@ -14,14 +14,40 @@ from cudnn_doctor.errors import UsageError
 from cudnn_doctor.planner.inputs import build_request
 from cudnn_doctor.planner.request import parse_framework
 
-NAMES = ["torch", "PyTorch", "tensorflow", "tensorflow-gpu", "TensorFlow_GPU", "onnxruntime-gpu", "onnxruntime.gpu", "paddlepaddle-gpu", "jax", "jaxlib"]
-SPECIFIERS = ["", "==2.1", ">=2.1,<2.4", "~=1.18", "!=2.0.*", "==2.5.0", "<3", " >= 2.15 , < 2.17 ", "===2.1", "(>=2.1)"]
+NAMES = [
+    "torch",
+    "PyTorch",
+    "tensorflow",
+    "tensorflow-gpu",
+    "TensorFlow_GPU",
+    "onnxruntime-gpu",
+    "onnxruntime.gpu",
+    "paddlepaddle-gpu",
+    "jax",
+    "jaxlib",
+]
+SPECIFIERS = [
+    "",
+    "==2.1",
+    ">=2.1,<2.4",
+    "~=1.18",
+    "!=2.0.*",
+    "==2.5.0",
+    "<3",
+    " >= 2.15 , < 2.17 ",
+    "===2.1",
+    "(>=2.1)",
+]
 EXTRAS = ["", "[and-cuda]", "[cuda12]", "[cuda12, cuda12-local]", "[ cuda,cudnn ]"]
 
 
 def _library(text: str) -> tuple[str, str, frozenset[str]]:
     requirement = Requirement(text)
-    return canonicalize_name(requirement.name), str(requirement.specifier), frozenset(canonicalize_name(e) for e in requirement.extras)
+    return (
+        canonicalize_name(requirement.name),
+        str(requirement.specifier),
+        frozenset(canonicalize_name(e) for e in requirement.extras),
+    )
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -53,7 +79,18 @@ def test_any_valid_requirement_agrees_with_packaging(name, clauses, extras):
     assert (str(wanted.specifier), wanted.extras) == expected[1:]
 
 
-@pytest.mark.parametrize("text", ["torch==", "torch;python_version<'3'", "torch @ https://example.org/t.whl", "==2.1", "torch[", "torch>=x.y", "torch 2.1"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "torch==",
+        "torch;python_version<'3'",
+        "torch @ https://example.org/t.whl",
+        "==2.1",
+        "torch[",
+        "torch>=x.y",
+        "torch 2.1",
+    ],
+)
 def test_a_requirement_packaging_refuses_or_plan_cannot_use_is_refused(text):
     with pytest.raises(UsageError):
         parse_framework(text)

@@ -48,7 +48,9 @@ def test_a_side_feed_build_is_installed_from_that_feed_alone():
     commands = plan("onnxruntime==1.18.0", os="linux", cuda="12.2")["commands"]
     pip = [line for line in commands if "pip install" in line]
     assert not any("--extra-index-url" in line for line in pip), pip
-    assert pip[0].endswith("--index-url https://aiinfra.pkgs.visualstudio.com/PublicPackages/_packaging/onnxruntime-cuda-12/pypi/simple/ --no-deps")
+    assert pip[0].endswith(
+        "--index-url https://aiinfra.pkgs.visualstudio.com/PublicPackages/_packaging/onnxruntime-cuda-12/pypi/simple/ --no-deps"
+    )
     assert pip[1] == 'python -m pip install "onnxruntime-gpu==1.18.0"'
 
 
@@ -60,7 +62,8 @@ def test_checks_install_a_side_feed_build_as_the_plan_does():
     feed = "https://aiinfra.pkgs.visualstudio.com/PublicPackages/_packaging/onnxruntime-cuda-12/pypi/simple/"
     line = pip_install("/v/bin/python", ["onnxruntime-gpu==1.18.0"], ("--extra-index-url", feed))
     assert (
-        line == f'"/v/bin/python" -m pip install onnxruntime-gpu==1.18.0 --index-url {feed} --no-deps && "/v/bin/python" -m pip install onnxruntime-gpu==1.18.0'
+        line
+        == f'"/v/bin/python" -m pip install onnxruntime-gpu==1.18.0 --index-url {feed} --no-deps && "/v/bin/python" -m pip install onnxruntime-gpu==1.18.0'
     )
     only_on_feed = pip_install("/v/bin/python", ["onnxruntime-gpu==1.18.9"], ("--extra-index-url", feed))
     assert only_on_feed == f'"/v/bin/python" -m pip install onnxruntime-gpu==1.18.9 --extra-index-url {feed}'

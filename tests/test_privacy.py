@@ -15,7 +15,9 @@ from cudnn_doctor.privacy import REDACTED, kept_environment, kept_persistent
 
 
 def _run(*argv: str, env: dict) -> str:
-    done = subprocess.run([sys.executable, "-m", "cudnn_doctor", *argv], env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "cudnn_doctor", *argv], env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode in (0, 1), done.stderr
     return done.stdout
 
@@ -35,7 +37,9 @@ def test_tokens_in_the_shell_reach_neither_the_json_report_nor_the_snapshot(tmp_
     report = _run("check", "--format", "json", "--no-frameworks", env=env)
     snapshot = _run("snapshot", "--no-frameworks", env=env)
     for text in (report, snapshot):
-        assert token not in text and secret not in text and cuda_secret not in text and "MY_UNRELATED_VARIABLE" not in text
+        assert (
+            token not in text and secret not in text and cuda_secret not in text and "MY_UNRELATED_VARIABLE" not in text
+        )
     variables = json.loads(report)["facts"]["environment"]["variables"]
     recorded = yaml.safe_load(snapshot)["env"]
     for kept in (variables, recorded):
@@ -75,7 +79,9 @@ def test_the_allow_list_keeps_what_the_checks_and_the_windows_expansion_read():
         "PWD",
     }
     assert kept["PWD"] == "/home/dev/project"
-    persistent = kept_persistent({"user": {"Path": "%USERPROFILE%\\bin", "GH_TOKEN": "x"}, "system": {"CUDA_PATH": "C:\\cuda"}})
+    persistent = kept_persistent(
+        {"user": {"Path": "%USERPROFILE%\\bin", "GH_TOKEN": "x"}, "system": {"CUDA_PATH": "C:\\cuda"}}
+    )
     assert persistent == {"user": {"Path": "%USERPROFILE%\\bin"}, "system": {"CUDA_PATH": "C:\\cuda"}}
 
 

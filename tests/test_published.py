@@ -35,15 +35,29 @@ Provides-Extra: tpu
 
 def test_releases_from_the_index_by_os_and_python_tag():
     files = [
-        {"filename": "jax_cuda12_plugin-0.7.0-cp311-cp311-manylinux_2_27_x86_64.whl", "url": "https://x/a", "requires-python": ">=3.11"},
+        {
+            "filename": "jax_cuda12_plugin-0.7.0-cp311-cp311-manylinux_2_27_x86_64.whl",
+            "url": "https://x/a",
+            "requires-python": ">=3.11",
+        },
         {"filename": "jax_cuda12_plugin-0.7.0-cp312-cp312-manylinux_2_27_x86_64.whl", "url": "https://x/b"},
         {"filename": "jax_cuda12_plugin-0.7.0-cp312-cp312-manylinux_2_27_aarch64.whl", "url": "https://x/c"},
-        {"filename": "jax_cuda12_plugin-0.6.0-cp311-cp311-manylinux_2_27_x86_64.whl", "url": "https://x/d", "yanked": "broken"},
+        {
+            "filename": "jax_cuda12_plugin-0.6.0-cp311-cp311-manylinux_2_27_x86_64.whl",
+            "url": "https://x/d",
+            "yanked": "broken",
+        },
         {"filename": "jax-0.4.5.tar.gz", "url": "https://x/e"},
         {"filename": "paddlepaddle_gpu-2.6.2-cp311-cp311-win_amd64.whl", "url": "https://x/f"},
     ]
     found = pypi.releases(files)
-    assert found["0.7.0"] == {"linux": ["cp311", "cp312"], "windows": [], "aarch64": ["cp312"], "sdist": False, "requires_python": ">=3.11"}
+    assert found["0.7.0"] == {
+        "linux": ["cp311", "cp312"],
+        "windows": [],
+        "aarch64": ["cp312"],
+        "sdist": False,
+        "requires_python": ">=3.11",
+    }
     assert "0.6.0" not in found, "a yanked file is no release"
     assert found["0.4.5"]["sdist"] and found["0.4.5"]["linux"] == []
     assert found["2.6.2"]["windows"] == ["cp311"] and found["2.6.2"]["linux"] == []
@@ -69,7 +83,16 @@ def _wheel(metadata: str) -> bytes:
 def test_record_reads_the_index_and_one_member_of_each_wheel_by_range(tmp_path: Path):
     """The recorder asks the index, then only byte ranges of the wheel: never the whole file."""
     wheel = _wheel(JAX_METADATA) + b""
-    index = {"files": [{"filename": "jax-0.7.0-py3-none-any.whl", "url": "https://files.example/jax.whl", "size": len(wheel), "requires-python": ">=3.11"}]}
+    index = {
+        "files": [
+            {
+                "filename": "jax-0.7.0-py3-none-any.whl",
+                "url": "https://files.example/jax.whl",
+                "size": len(wheel),
+                "requires-python": ">=3.11",
+            }
+        ]
+    }
     asked: list[tuple[str, str]] = []
 
     def get(url: str, headers: dict) -> bytes:
@@ -87,7 +110,9 @@ def test_record_reads_the_index_and_one_member_of_each_wheel_by_range(tmp_path: 
     # read again with that document as the previous one: the index only, no wheel (a published release never changes)
     asked.clear()
     again = pypi.fetch(["jax"], get, previous=document)
-    assert again["distributions"] == document["distributions"] and [url for url, _ in asked] == ["https://pypi.org/simple/jax/"]
+    assert again["distributions"] == document["distributions"] and [url for url, _ in asked] == [
+        "https://pypi.org/simple/jax/"
+    ]
 
 
 def test_the_published_table_is_what_the_recorded_source_gives(tmp_path: Path):
@@ -106,12 +131,18 @@ def test_the_published_table_is_what_the_recorded_source_gives(tmp_path: Path):
 def test_the_source_knows_what_the_hand_kept_list_did_not():
     """JAX 0.11 and 0.12 need Python 3.12: `pip index versions` on 3.11 never listed them."""
     assert {"0.11.0", "0.12.1"} <= set(knowledge.framework_releases("jax"))
-    assert not knowledge.published("jax-cuda13-plugin") or "0.7.0" not in {r.version for r in knowledge.published("jax-cuda13-plugin")}
+    assert not knowledge.published("jax-cuda13-plugin") or "0.7.0" not in {
+        r.version for r in knowledge.published("jax-cuda13-plugin")
+    }
 
 
 def _jax_builds(python: str) -> list[tuple[str, str]]:
     report = plan("jax", os="linux", python=python)
-    return [(option["version"], option["build"]) for option in report["frameworks"][0]["options"]] if report.get("frameworks") else []
+    return (
+        [(option["version"], option["build"]) for option in report["frameworks"][0]["options"]]
+        if report.get("frameworks")
+        else []
+    )
 
 
 def test_jax_cuda13_is_never_planned_where_its_plugin_was_never_published():
@@ -140,9 +171,9 @@ def test_tensorflow_on_linux_is_planned_by_its_pip_route_first():
 def test_paddle_is_planned_only_for_the_pythons_its_release_was_built_for():
     """paddlepaddle-gpu 2.6.2's wheels are cp38-cp312: Python 3.13 gets no 2.6.2 build (from PyPI or Paddle's index)."""
     rejected = plan("paddle==2.6.2", os="linux", python="3.13")
-    assert rejected["stack"] is None and any(reason["kind"] == "python" for option in rejected["rejected"] for reason in option["reasons"]), rejected[
-        "rejected"
-    ][:3]
+    assert rejected["stack"] is None and any(
+        reason["kind"] == "python" for option in rejected["rejected"] for reason in option["reasons"]
+    ), rejected["rejected"][:3]
     assert plan("paddle==2.6.2", os="linux", python="3.12")["stack"]["version"] == "2.6.2"
 
 
@@ -150,5 +181,8 @@ def test_cudnn_9_28_1_has_cuda_12_archives():
     """NVIDIA's redistrib_9.28.1.json lists cuda12 archives (linux-x86_64, linux-sbsa): it is not CUDA 13 only."""
     from packaging.version import Version
 
-    assert knowledge.cudnn_archive_name("9.28.1.4", Version("12.9"), "linux") == "cudnn-linux-x86_64-9.28.1.4_cuda12-archive.tar.xz"
+    assert (
+        knowledge.cudnn_archive_name("9.28.1.4", Version("12.9"), "linux")
+        == "cudnn-linux-x86_64-9.28.1.4_cuda12-archive.tar.xz"
+    )
     assert plan(os="linux", cuda="12.9")["stack"]["cudnn"] == "9.28.1.4"

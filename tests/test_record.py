@@ -66,13 +66,21 @@ def test_a_call_gives_what_a_named_tuple_gives(args, kwargs):
     assert outcome(lambda: Fast(*args, **kwargs)) == outcome(lambda: Typed(*args, **kwargs))
 
 
-@given(st.text(max_size=5), st.one_of(st.none(), st.text(max_size=5)), st.lists(st.text(max_size=3), max_size=3).map(tuple))
+@given(
+    st.text(max_size=5), st.one_of(st.none(), st.text(max_size=5)), st.lists(st.text(max_size=3), max_size=3).map(tuple)
+)
 def test_a_record_is_the_same_value_as_the_named_tuple(name, version, files):
     typed, fast = Typed(name, version, files), Fast(name, version, files)
     assert fast == typed and hash(fast) == hash(typed) and tuple(fast) == tuple(typed)
     assert repr(fast) == repr(typed).replace("Typed", "Fast", 1)
     assert fast._asdict() == typed._asdict()
-    assert (fast.name, fast.version, fast.files, fast.label(), fast.count) == (typed.name, typed.version, typed.files, typed.label(), typed.count)
+    assert (fast.name, fast.version, fast.files, fast.label(), fast.count) == (
+        typed.name,
+        typed.version,
+        typed.files,
+        typed.label(),
+        typed.count,
+    )
     assert fast._replace(version="2") == typed._replace(version="2")
     assert Fast._make(list(typed)) == fast
     assert pickle.loads(pickle.dumps(fast)) == fast and type(pickle.loads(pickle.dumps(fast))) is Fast
@@ -130,7 +138,8 @@ def test_the_package_defines_its_values_as_records_not_named_tuples():
         f"{path.relative_to(SOURCE)}:{node.lineno} {node.name}"
         for path in SOURCE.rglob("*.py")
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-        if isinstance(node, ast.ClassDef) and any(isinstance(base, ast.Name) and base.id == "NamedTuple" for base in node.bases)
+        if isinstance(node, ast.ClassDef)
+        and any(isinstance(base, ast.Name) and base.id == "NamedTuple" for base in node.bases)
     ]
     assert named_tuples == []
 

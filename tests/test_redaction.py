@@ -39,7 +39,9 @@ def test_user_names_are_the_variables_the_login_and_the_profile_folder():
 
 def test_a_home_variable_that_names_another_folder_gives_its_name_too():
     """On Windows the home folder is USERPROFILE; Git Bash, MSYS and Cygwin set HOME, which can be elsewhere."""
-    names = user_names({"USERNAME": "js", "HOME": "/c/msys/home/jsmith-git", "USERPROFILE": "C:\\Users\\js.CORP"}, "C:\\Users\\js")
+    names = user_names(
+        {"USERNAME": "js", "HOME": "/c/msys/home/jsmith-git", "USERPROFILE": "C:\\Users\\js.CORP"}, "C:\\Users\\js"
+    )
     assert {"js", "jsmith-git", "js.CORP"} <= set(names)
 
 
@@ -56,7 +58,11 @@ def test_every_casing_homepath_forward_slashes_short_names_and_command_output():
             "PATH": "C:/Users/JSmith.corp/bin;C:\\Users\\JSMITH~1\\tools;D:\\work\\JSMITH;C:\\Windows",
             "CONDA_PREFIX": "D:\\envs\\JSmith",
         },
-        "files": {"c:\\users\\JSMITH.CORP\\envs\\tf\\python.exe": {}, "C:\\Data\\jsmith-notes\\x": {}, "D:\\work\\Jsmith\\cudnn64_8.dll": {}},
+        "files": {
+            "c:\\users\\JSMITH.CORP\\envs\\tf\\python.exe": {},
+            "C:\\Data\\jsmith-notes\\x": {},
+            "D:\\work\\Jsmith\\cudnn64_8.dll": {},
+        },
         "commands": {"where python": {"returncode": 0, "stdout": where, "stderr": ""}},
         "pythons": [{"executable": "C:\\Users\\jsmith.corp\\envs\\tf\\python.exe", "version": "3.10.11"}],
     }
@@ -65,16 +71,26 @@ def test_every_casing_homepath_forward_slashes_short_names_and_command_output():
     assert not _mentions(text, "jsmith") and not _mentions(text, "jsmith.corp") and "~1" not in text, text
     env = clean["env"]
     assert env["HOMEPATH"] == "\\Users\\user" and env["USERPROFILE"] == "C:\\Users\\user"
-    assert env["APPDATA"].lower() == "c:\\users\\user\\appdata\\roaming" and env["LOCALAPPDATA"].lower() == "c:\\users\\user\\appdata\\local"
+    assert (
+        env["APPDATA"].lower() == "c:\\users\\user\\appdata\\roaming"
+        and env["LOCALAPPDATA"].lower() == "c:\\users\\user\\appdata\\local"
+    )
     assert env["PATH"] == "C:/Users/user/bin;C:\\Users\\user\\tools;D:\\work\\user;C:\\Windows"
     assert env["CONDA_PREFIX"] == "D:\\envs\\user"
     assert "C:\\Data\\jsmith-notes\\x" in clean["files"]  # a name inside another name is not the user's folder
-    assert clean["commands"]["where python"]["stdout"] == "C:\\Users\\user\\envs\\tf\\python.exe\r\nC:\\Python310\\python.exe\r\n"
+    assert (
+        clean["commands"]["where python"]["stdout"]
+        == "C:\\Users\\user\\envs\\tf\\python.exe\r\nC:\\Python310\\python.exe\r\n"
+    )
     assert clean["pythons"][0]["executable"].lower() == "c:\\users\\user\\envs\\tf\\python.exe"
 
 
 def test_a_linux_name_keeps_its_case_rule():
-    document = {"os": "linux", "env": {"HOME": "/home/alice", "PATH": "/home/alice/bin:/opt/alice:/usr/bin"}, "files": {"/home/alice/x": {}}}
+    document = {
+        "os": "linux",
+        "env": {"HOME": "/home/alice", "PATH": "/home/alice/bin:/opt/alice:/usr/bin"},
+        "files": {"/home/alice/x": {}},
+    }
     clean = redact_document(document, "/home/alice", ["alice"])
     assert clean["env"]["PATH"] == "/home/user/bin:/opt/user:/usr/bin" and "/home/user/x" in clean["files"]
 
@@ -101,15 +117,25 @@ def _windows_profile_machines() -> list[tuple[str, dict[str, Any], str]]:
     return machines
 
 
-@pytest.mark.parametrize(("stem", "document", "name"), _windows_profile_machines(), ids=lambda v: v if isinstance(v, str) and "\\" not in v else "")
+@pytest.mark.parametrize(
+    ("stem", "document", "name"),
+    _windows_profile_machines(),
+    ids=lambda v: v if isinstance(v, str) and "\\" not in v else "",
+)
 def test_windows_machines_with_the_name_in_every_casing_replay_redacted_to_the_same_findings(stem, document, name):
     casings = itertools.cycle([name.upper(), name.capitalize(), name.lower(), name])
     document = _cased(copy.deepcopy(document), name, casings)
     document.setdefault("env", {}).update(
-        {"USERPROFILE": f"C:\\Users\\{name.capitalize()}", "HOMEPATH": f"\\Users\\{name.upper()}", "APPDATA": f"c:\\users\\{name.lower()}\\AppData\\Roaming"}
+        {
+            "USERPROFILE": f"C:\\Users\\{name.capitalize()}",
+            "HOMEPATH": f"\\Users\\{name.upper()}",
+            "APPDATA": f"c:\\users\\{name.lower()}\\AppData\\Roaming",
+        }
     )
     document = validate(document)
-    clean = validate(json.loads(json.dumps(redact_document(document, f"C:\\Users\\{name}", [name.upper()], "host-name"))))
+    clean = validate(
+        json.loads(json.dumps(redact_document(document, f"C:\\Users\\{name}", [name.upper()], "host-name")))
+    )
     assert not _mentions(json.dumps(clean).replace("\\\\", "\\"), name), stem
     assert clean["env"]["HOMEPATH"] == "\\Users\\user"
     assert _summary(clean) == _summary(document), stem

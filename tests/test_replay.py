@@ -63,9 +63,16 @@ TORCH = {"version": "2.5.1+cu124", "cuda": "12.4", "cudnn": 90100, "cuda_availab
 
 
 def _torch_machine(**files: Any) -> dict[str, Any]:
-    python = dict(LINUX_BASE["pythons"][0], packages={"torch": "2.5.1+cu124", "nvidia-cudnn-cu12": "9.1.0.70"}, frameworks={"torch": TORCH})
+    python = dict(
+        LINUX_BASE["pythons"][0],
+        packages={"torch": "2.5.1+cu124", "nvidia-cudnn-cu12": "9.1.0.70"},
+        frameworks={"torch": TORCH},
+    )
     base = {
-        f"{TORCH_LIB}/libtorch_cuda.so": {"imports": ["libcudnn.so.9", "libc.so.6"], "rpath": ["$ORIGIN/../../nvidia/cudnn/lib"]},
+        f"{TORCH_LIB}/libtorch_cuda.so": {
+            "imports": ["libcudnn.so.9", "libc.so.6"],
+            "rpath": ["$ORIGIN/../../nvidia/cudnn/lib"],
+        },
         f"{CUDNN9}/libcudnn.so.9": {"soname": "libcudnn.so.9", "imports": ["libc.so.6"]},
     }
     base.update(files)
@@ -76,7 +83,14 @@ def test_a_scanned_load_list_stays_incomplete_so_an_optional_miss_stays_a_warnin
     """Live, `loads` come from a string scan: knowledge adds to them and a missing unversioned `.so` is optional (a warning).
     Recorded as a complete list, the replay made it an error and dropped the knowledge loads."""
     document = _torch_machine(
-        **{f"{CUDNN9}/libcudnn.so.9": {"soname": "libcudnn.so.9", "imports": ["libc.so.6"], "loads": ["libnvrtc.so"], "loads_complete": False}}
+        **{
+            f"{CUDNN9}/libcudnn.so.9": {
+                "soname": "libcudnn.so.9",
+                "imports": ["libc.so.6"],
+                "loads": ["libnvrtc.so"],
+                "loads_complete": False,
+            }
+        }
     )
     live = diagnose(FixtureSystem(document))
     missing = [f for f in live.findings if f.id == "dependency-missing" and "libnvrtc.so" in f.detail]
@@ -104,7 +118,12 @@ def test_a_fixture_without_loads_replays_with_the_knowledge_loads():
 def test_a_file_that_is_no_binary_stays_one():
     document = _torch_machine(**{f"{CUDNN9}/libcudnn.so.9": {"binary_error": "not a PE or ELF file"}})
     live = diagnose(FixtureSystem(document))
-    assert any(c.problem and c.problem.detail == "not a PE or ELF file" for r in live.facts.resolutions for s in r.steps for c in s.candidates)
+    assert any(
+        c.problem and c.problem.detail == "not a PE or ELF file"
+        for r in live.facts.resolutions
+        for s in r.steps
+        for c in s.candidates
+    )
     recorded = assert_replay_equals_live(document)
     assert recorded["files"][f"{CUDNN9}/libcudnn.so.9"]["binary_error"] == "not a PE or ELF file"
 
@@ -116,7 +135,11 @@ def test_chains_of_links_and_folders_behind_links_are_recorded():
             "/usr/local/cuda": {"link": "/etc/alternatives/cuda"},
             "/etc/alternatives/cuda": {"link": "/usr/local/cuda-12.4"},
             "/usr/local/cuda-12.4/lib64/libcudart.so.12": {"link": "../targets/x86_64-linux/lib/libcudart.so.12.4.127"},
-            "/usr/local/cuda-12.4/targets/x86_64-linux/lib/libcudart.so.12.4.127": {"soname": "libcudart.so.12", "imports": ["libc.so.6"], "loads": []},
+            "/usr/local/cuda-12.4/targets/x86_64-linux/lib/libcudart.so.12.4.127": {
+                "soname": "libcudart.so.12",
+                "imports": ["libc.so.6"],
+                "loads": [],
+            },
             "/usr/local/cuda-12.4/version.json": {"text": '{"cuda": {"name": "CUDA SDK", "version": "12.4.1"}}'},
             f"{TORCH_LIB}/libcudnn_graph.so.9": {"link": "/opt/cudnn/lib/libcudnn_graph.so.9"},
             "/opt/cudnn": {"link": "cudnn-9.1"},
@@ -126,13 +149,17 @@ def test_chains_of_links_and_folders_behind_links_are_recorded():
     document["env"].update(LD_LIBRARY_PATH="/usr/local/cuda/lib64", CUDA_PATH="/usr/local/cuda")
     recorded = assert_replay_equals_live(document)
     files = recorded["files"]
-    assert files["/usr/local/cuda"] == {"link": "/etc/alternatives/cuda"} and files["/etc/alternatives/cuda"] == {"link": "/usr/local/cuda-12.4"}
+    assert files["/usr/local/cuda"] == {"link": "/etc/alternatives/cuda"} and files["/etc/alternatives/cuda"] == {
+        "link": "/usr/local/cuda-12.4"
+    }
     assert files["/opt/cudnn"] == {"link": "cudnn-9.1"} and files["/opt/cudnn-9.1/lib/libcudnn_graph.so.9"]["size"] == 0
 
 
 def test_listings_name_entries_below_the_folder_as_asked():
     """`os.scandir('/lib64')` names `/lib64/x`, not `/usr/lib64/x`: the fixture lists a linked folder the same way."""
-    document = machine(LINUX_BASE, files={"/lib64": {"link": "usr/lib64"}, "/usr/lib64/ld-linux-x86-64.so.2": {"size": 5}})
+    document = machine(
+        LINUX_BASE, files={"/lib64": {"link": "usr/lib64"}, "/usr/lib64/ld-linux-x86-64.so.2": {"size": 5}}
+    )
     listing = FixtureSystem(document).list_dir("/lib64")
     assert [e.path for e in listing or []] == ["/lib64/ld-linux-x86-64.so.2"]
 
@@ -147,13 +174,24 @@ MAPPED = {
 def test_real_loads_are_recorded_and_replayed():
     """`loader-emulation-differs` asks for a snapshot: the real loads it rests on must be in it."""
     python = dict(WINDOWS_BASE["pythons"][0], packages={"tensorflow": "2.10.0"}, mapped=MAPPED)
-    python["frameworks"] = {"tensorflow": {"version": "2.10.0", "built_with_cuda": True, "build_info": {"cuda_version": "64_112", "cudnn_version": "64_8"}}}
-    document = machine(WINDOWS_BASE, pythons=[python], files={"C:\\Users\\dev\\env\\cudart64_110.dll": {"imports": ["KERNEL32.dll"]}})
+    python["frameworks"] = {
+        "tensorflow": {
+            "version": "2.10.0",
+            "built_with_cuda": True,
+            "build_info": {"cuda_version": "64_112", "cudnn_version": "64_8"},
+        }
+    }
+    document = machine(
+        WINDOWS_BASE, pythons=[python], files={"C:\\Users\\dev\\env\\cudart64_110.dll": {"imports": ["KERNEL32.dll"]}}
+    )
     live = diagnose(FixtureSystem(document))
     assert "loader-emulation-differs" in {f.id for f in live.findings}
     recorded = assert_replay_equals_live(document)
     assert recorded["pythons"][0]["mapped"] == MAPPED
-    assert FixtureSystem(machine(WINDOWS_BASE)).mapped_libraries("C:\\Users\\dev\\env\\python.exe", ["cudart64_110.dll"]) is None
+    assert (
+        FixtureSystem(machine(WINDOWS_BASE)).mapped_libraries("C:\\Users\\dev\\env\\python.exe", ["cudart64_110.dll"])
+        is None
+    )
 
 
 def test_sudo_is_kept_in_the_record():
@@ -161,7 +199,10 @@ def test_sudo_is_kept_in_the_record():
     document = machine(
         LINUX_BASE,
         env={"SUDO_USER": "dev"},
-        files={"/usr/local/cuda-9.0/bin/nvcc": {}, "/usr/local/cuda-9.0/version.txt": {"text": "CUDA Version 9.0.176\n"}},
+        files={
+            "/usr/local/cuda-9.0/bin/nvcc": {},
+            "/usr/local/cuda-9.0/version.txt": {"text": "CUDA Version 9.0.176\n"},
+        },
     )
     recorded = assert_replay_equals_live(document)
     assert recorded["env"]["SUDO_USER"] == "dev"
@@ -184,7 +225,11 @@ def test_every_fixture_machine_replays_to_itself(path: Path):
 
 
 def _binaries(doc: dict[str, Any]) -> list[str]:
-    return sorted(p for p, e in doc["files"].items() if isinstance(e, dict) and "link" not in e and "text" not in e and not p.endswith(("/", "\\")))
+    return sorted(
+        p
+        for p, e in doc["files"].items()
+        if isinstance(e, dict) and "link" not in e and "text" not in e and not p.endswith(("/", "\\"))
+    )
 
 
 def _rules(doc: dict[str, Any]) -> Any:
@@ -259,7 +304,13 @@ def real_loads(doc: dict[str, Any], draw: Callable) -> None:
         names = [n for p in _binaries(doc) for n in [_rules(doc).basename(p)]]
         for name in draw(st.lists(st.sampled_from(names or ["libcudart.so.12"]), max_size=3)):
             python.setdefault("mapped", {})[name] = draw(
-                st.sampled_from([{}, {"error": f"{name}: cannot open shared object file"}, {"path": draw(st.sampled_from(_binaries(doc) or ["/x"]))}])
+                st.sampled_from(
+                    [
+                        {},
+                        {"error": f"{name}: cannot open shared object file"},
+                        {"path": draw(st.sampled_from(_binaries(doc) or ["/x"]))},
+                    ]
+                )
             )
 
 
@@ -277,14 +328,20 @@ def reach_through_link(doc: dict[str, Any], draw: Callable) -> None:
     variable = draw(st.sampled_from(["PATH", "LD_LIBRARY_PATH", "CUDA_PATH", "python"]))
     if variable == "python":
         pythons = doc.get("pythons") or []
-        executables = [p for p in names if rules.basename(p).startswith("python") and rules.same(rules.dirname(p), folder)]
+        executables = [
+            p for p in names if rules.basename(p).startswith("python") and rules.same(rules.dirname(p), folder)
+        ]
         if pythons and executables:
             python = draw(st.sampled_from(pythons))
             python["executable"] = rules.join(link, rules.basename(python["executable"]))
         return
     separator = ";" if rules.windows else ":"
     old = doc["env"].get(variable)
-    doc["env"][variable] = link if variable == "CUDA_PATH" or not old else separator.join([link, old] if draw(st.booleans()) else [old, link])
+    doc["env"][variable] = (
+        link
+        if variable == "CUDA_PATH" or not old
+        else separator.join([link, old] if draw(st.booleans()) else [old, link])
+    )
 
 
 MUTATIONS = [drop_loads, move_behind_link, spoil, real_loads, reach_through_link]
@@ -299,7 +356,12 @@ def generated_machine(draw: Callable) -> dict[str, Any]:
 
 
 @pytest.mark.skipif(not DOCUMENTS, reason="no fixture machines to start from")
-@settings(max_examples=int(os.environ.get("CUDNN_DOCTOR_REPLAYS", "60")), deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=int(os.environ.get("CUDNN_DOCTOR_REPLAYS", "60")),
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
 @given(generated_machine())
 def test_a_recorded_machine_replays_to_the_same_findings_and_severities(document: dict[str, Any]):
     assert_replay_equals_live(document)
@@ -349,5 +411,10 @@ def test_live_and_replay_agree_on_a_built_cuda_tree(tmp_path: Path, monkeypatch:
     assert summary(replayed) == summary(live)
     assert replayed.facts.cudnn == live.facts.cudnn
     files = document["files"]
-    assert files[cuda] == {"link": str(tmp_path / "alternatives")} and files[str(tmp_path / "alternatives")] == {"link": "cuda-12.4"}
-    assert files[str(real / "lib64" / "libcudnn.so.9")].get("binary_error") or files[str(real / "lib64" / "libcudnn.so.9")]["size"] == 7
+    assert files[cuda] == {"link": str(tmp_path / "alternatives")} and files[str(tmp_path / "alternatives")] == {
+        "link": "cuda-12.4"
+    }
+    assert (
+        files[str(real / "lib64" / "libcudnn.so.9")].get("binary_error")
+        or files[str(real / "lib64" / "libcudnn.so.9")]["size"] == 7
+    )

@@ -42,7 +42,13 @@ class Done:
         self.stderr = stderr.decode("utf-8", "replace")
 
 
-def doctor(args: list[str], timeout: float = 60, env: Optional[dict[Any, Any]] = None, stdout: Any = None, memory: Optional[int] = None) -> Done:
+def doctor(
+    args: list[str],
+    timeout: float = 60,
+    env: Optional[dict[Any, Any]] = None,
+    stdout: Any = None,
+    memory: Optional[int] = None,
+) -> Done:
     """Run the CLI in a child with a hard timeout: a hang fails the test (and is killed), it never stops the suite.
 
     Output goes to temporary files, not pipes, so a grandchild that keeps a pipe open cannot hold this up either.
@@ -208,7 +214,9 @@ def _hung_machine(root: Path) -> dict[str, str]:
         (tools / tool).write_text(f'#!/bin/sh\necho "$0" >> "{log}"\n"{holder}" &\nsleep 100\n')
         (tools / tool).chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CONDA", "VIRTUAL_ENV", "CUDA"))}
-    env.update(CONDA_PREFIX=str(conda), VIRTUAL_ENV=str(venv), PWD=str(root), PATH=f"{tools}:/usr/bin:/bin", NO_COLOR="1")
+    env.update(
+        CONDA_PREFIX=str(conda), VIRTUAL_ENV=str(venv), PWD=str(root), PATH=f"{tools}:/usr/bin:/bin", NO_COLOR="1"
+    )
     return env
 
 
@@ -297,7 +305,12 @@ def _special(tmp_path: Path, kind: str) -> str:
 @POSIX
 @pytest.mark.parametrize(
     ("kind", "message"),
-    [("/dev/zero", "not a regular file"), ("fifo", "not a regular file"), ("directory", "not a regular file"), ("huge", "larger than 64 MiB")],
+    [
+        ("/dev/zero", "not a regular file"),
+        ("fifo", "not a regular file"),
+        ("directory", "not a regular file"),
+        ("huge", "larger than 64 MiB"),
+    ],
 )
 def test_fixture_must_be_a_bounded_regular_file(tmp_path, kind, message):
     done = doctor(["check", "--fixture", _special(tmp_path, kind)], timeout=30, memory=2 << 30)
@@ -369,12 +382,18 @@ def test_check_on_a_fixture_with_link_loops_on_every_search_path(tmp_path):
     }
     document = machine(LINUX_BASE, files=files, env=env)
     document["pythons"][0]["frameworks"] = {
-        "tensorflow": {"version": "2.15.0", "built_with_cuda": True, "build_info": {"cuda_version": "12.2", "cudnn_version": "8"}}
+        "tensorflow": {
+            "version": "2.15.0",
+            "built_with_cuda": True,
+            "build_info": {"cuda_version": "12.2", "cudnn_version": "8"},
+        }
     }
     document["pythons"][0]["packages"] = {"tensorflow": "2.15.0"}
     path = write_fixture(tmp_path, document)
     for fmt in ("text", "json"):
-        done = doctor(["check", "--fixture", str(path), "--format", fmt, "-v" if fmt == "text" else "--no-color"], timeout=30)
+        done = doctor(
+            ["check", "--fixture", str(path), "--format", fmt, "-v" if fmt == "text" else "--no-color"], timeout=30
+        )
         assert done.returncode in (0, 1), done.stderr
         assert done.elapsed < 10
 
@@ -446,10 +465,16 @@ def test_text_report_on_any_output_encoding(tmp_path, encoding, verbose):
         LINUX_BASE,
         nvml=None,
         env={"PATH": "/usr/local/bin:/opt/caf\u00e9/\u65e5\u672c:/usr/bin"},
-        files={"/usr/local/cuda-12.4/bin/nvcc": {"size": 100000}, "/usr/local/bin/nvcc": {"link": "/usr/local/cuda-12.4/bin/nvcc"}},
+        files={
+            "/usr/local/cuda-12.4/bin/nvcc": {"size": 100000},
+            "/usr/local/bin/nvcc": {"link": "/usr/local/cuda-12.4/bin/nvcc"},
+        },
     )
     path = write_fixture(tmp_path, document)
-    done = doctor(["check", "--fixture", str(path), "--no-color", *(["-v"] if verbose else [])], env={**os.environ, "PYTHONIOENCODING": encoding})
+    done = doctor(
+        ["check", "--fixture", str(path), "--no-color", *(["-v"] if verbose else [])],
+        env={**os.environ, "PYTHONIOENCODING": encoding},
+    )
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr and done.stderr == ""
     text = done.stdout_bytes.decode(encoding)
@@ -461,7 +486,10 @@ def test_text_report_on_any_output_encoding(tmp_path, encoding, verbose):
 
 @pytest.mark.live
 def test_text_report_keeps_its_marks_on_utf8(tmp_path):
-    done = doctor(["check", "--fixture", str(write_fixture(tmp_path, machine(LINUX_BASE))), "--no-color"], env={**os.environ, "PYTHONIOENCODING": "utf-8"})
+    done = doctor(
+        ["check", "--fixture", str(write_fixture(tmp_path, machine(LINUX_BASE))), "--no-color"],
+        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+    )
     assert done.returncode == 0
     assert "[\u2713] NVIDIA driver and GPU" in done.stdout
 
@@ -500,7 +528,13 @@ def test_snapshot_of_a_non_utf8_environment_writes_and_replays(tmp_path, suffix)
     odd_dir = os.fsencode(str(tmp_path)) + b"/caf\xe9-\xff"
     os.mkdir(odd_dir)
     env = {k: v for k, v in os.environb.items() if not k.startswith((b"CONDA", b"VIRTUAL_ENV"))}
-    env.update({b"CUDA_DOCTOR_ODD": b"caf\xe9\xff", b"PATH": odd_dir + b":" + os.environb.get(b"PATH", b"/usr/bin"), b"CUDNN_AUTOTUNE": b"\xff"})
+    env.update(
+        {
+            b"CUDA_DOCTOR_ODD": b"caf\xe9\xff",
+            b"PATH": odd_dir + b":" + os.environb.get(b"PATH", b"/usr/bin"),
+            b"CUDNN_AUTOTUNE": b"\xff",
+        }
+    )
     out = tmp_path / f"machine{suffix}"
     done = doctor(["snapshot", "--no-frameworks", "-o", str(out)], env=env)
     assert done.returncode == 0, done.stderr
@@ -522,9 +556,15 @@ def test_snapshot_of_a_non_utf8_environment_writes_and_replays(tmp_path, suffix)
 # 13. No false health ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("stdout", ["", "\n", "hello\nworld\n", "NVIDIA-SMI 550.54\n| nothing here |\n"], ids=["empty", "blank", "garbage", "no-driver-line"])
+@pytest.mark.parametrize(
+    "stdout",
+    ["", "\n", "hello\nworld\n", "NVIDIA-SMI 550.54\n| nothing here |\n"],
+    ids=["empty", "blank", "garbage", "no-driver-line"],
+)
 def test_nvidia_smi_output_not_understood_is_not_a_healthy_driver(tmp_path, capsys, stdout):
-    document = machine(LINUX_BASE, nvml=None, commands={"nvidia-smi": {"returncode": 0, "stdout": stdout, "stderr": ""}})
+    document = machine(
+        LINUX_BASE, nvml=None, commands={"nvidia-smi": {"returncode": 0, "stdout": stdout, "stderr": ""}}
+    )
     diagnosis = run(document)
     assert not diagnosis.facts.driver.present
     assert diagnosis.facts.driver.smi_error.startswith("nvidia-smi: output not understood")

@@ -30,7 +30,9 @@ def test_every_page_names_a_finding_id():
 @pytest.mark.parametrize("finding_id", pages.page_ids())
 def test_page_has_the_five_sections_in_order(finding_id):
     text = pages.page(finding_id)
-    assert text.startswith("## What it means\n"), "nothing above the first section: severity and title come from the rule"
+    assert text.startswith("## What it means\n"), (
+        "nothing above the first section: severity and title come from the rule"
+    )
     assert pages.sections(text) == list(pages.SECTIONS)
     bodies = re.split(r"^## .+$", text, flags=re.MULTILINE)[1:]
     assert all(body.strip() for body in bodies), "an empty section"
@@ -82,7 +84,9 @@ def test_explain_unknown_id_is_one_line_and_exit_2(capsys):
     assert main(["explain", "cudnn-shadow"]) == 2
     out, err = capsys.readouterr()
     assert out == ""
-    assert err.strip().splitlines() == ["cudnn-doctor: error: unknown finding id 'cudnn-shadow' (did you mean 'cudnn-shadowed'?)"]
+    assert err.strip().splitlines() == [
+        "cudnn-doctor: error: unknown finding id 'cudnn-shadow' (did you mean 'cudnn-shadowed'?)"
+    ]
 
 
 def test_explain_all_lists_one_line_per_id(capsys):

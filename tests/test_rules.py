@@ -39,7 +39,9 @@ def test_a_zero_byte_cudnn_library_marks_the_cudnn_line_not_environment():
 
 
 def test_a_missing_visual_cpp_runtime_marks_the_cudnn_line_when_cudnn_asks_for_it():
-    files = cudnn8(f"{CUDA}\\bin", **{f"{CUDA}\\bin\\cudnn_ops_infer64_8.dll": {"imports": ["KERNEL32.dll", "MSVCP140.dll"]}})
+    files = cudnn8(
+        f"{CUDA}\\bin", **{f"{CUDA}\\bin\\cudnn_ops_infer64_8.dll": {"imports": ["KERNEL32.dll", "MSVCP140.dll"]}}
+    )
     found = [f for f in run(toolkit(files)).findings if f.id == "dependency-missing"]
     assert found and found[0].area is Area.CUDNN and "MSVCP140.dll" in found[0].detail
 
@@ -51,7 +53,9 @@ def test_internal_error_is_a_registered_rule_that_explain_and_ignore_accept(caps
     assert not [f for f in run_checks(facts, ignore={INTERNAL_ERROR}) if f.id == INTERNAL_ERROR]
     assert main(["explain", INTERNAL_ERROR]) == 0
     assert INTERNAL_ERROR in capsys.readouterr().out
-    assert main(["check", "--fixture", "/nonexistent.yaml", "--ignore", INTERNAL_ERROR]) == 2  # the id is accepted; the path is not
+    assert (
+        main(["check", "--fixture", "/nonexistent.yaml", "--ignore", INTERNAL_ERROR]) == 2
+    )  # the id is accepted; the path is not
     assert "unknown finding id" not in capsys.readouterr().err
 
 
@@ -90,14 +94,18 @@ def test_findings_sharing_a_cause_key_hang_under_the_one_nothing_explains():
 
 def test_keys_chain_findings_into_one_group():
     rules = {i: Rule(i, Severity.ERROR, "", Area.CUDNN) for i in "abc"}
-    linked = link_causes([_finding("a", causes=["k1"]), _finding("b", causes=["k1", "k2"]), _finding("c", causes=["k2"])], rules)
+    linked = link_causes(
+        [_finding("a", causes=["k1"]), _finding("b", causes=["k1", "k2"]), _finding("c", causes=["k2"])], rules
+    )
     assert [f.symptom_of for f in linked] == [None, 0, 0]
 
 
 def test_a_symptom_without_keys_is_linked_to_a_present_explanation():
     driver_too_old = Rule("driver-too-old", Severity.ERROR, "", Area.DRIVER)
     rules = {
-        "torch-cuda-unavailable": Rule("torch-cuda-unavailable", Severity.ERROR, "", Area.FRAMEWORKS, explained_by=(driver_too_old,)),
+        "torch-cuda-unavailable": Rule(
+            "torch-cuda-unavailable", Severity.ERROR, "", Area.FRAMEWORKS, explained_by=(driver_too_old,)
+        ),
         "driver-too-old": driver_too_old,
     }
     linked = link_causes([_finding("driver-too-old", causes=["driver"]), _finding("torch-cuda-unavailable")], rules)
@@ -126,7 +134,10 @@ def test_a_missing_cuda_runtime_is_said_once_with_its_symptoms():
         f"{lib}/libcudart.so.12": {"soname": "libcudart.so.12"},
         "/usr/local/cuda-12.4/bin/nvcc": {"size": 10, "text": ""},
         "/usr/local/cuda-12.4/version.json": {"text": '{"cuda": {"version": "12.4.1"}}'},
-        provider: {"soname": "libonnxruntime_providers_cuda.so", "imports": ["libcublasLt.so.11", "libcublas.so.11", "libcudart.so.11.0", "libc.so.6"]},
+        provider: {
+            "soname": "libonnxruntime_providers_cuda.so",
+            "imports": ["libcublasLt.so.11", "libcublas.so.11", "libcudart.so.11.0", "libc.so.6"],
+        },
         f"{site}/onnxruntime/__init__.py": {"text": ""},
     }
     env = {"PATH": "/usr/local/cuda-12.4/bin:/usr/bin", "LD_LIBRARY_PATH": lib}
@@ -137,27 +148,36 @@ def test_a_missing_cuda_runtime_is_said_once_with_its_symptoms():
             "current": True,
             "kind": "venv",
             "packages": {"onnxruntime-gpu": "1.16.3"},
-            "frameworks": {"onnxruntime": {"version": "1.16.3", "providers": ["CUDAExecutionProvider", "CPUExecutionProvider"]}},
+            "frameworks": {
+                "onnxruntime": {"version": "1.16.3", "providers": ["CUDAExecutionProvider", "CPUExecutionProvider"]}
+            },
         }
     ]
     diagnosis = run(machine(LINUX_BASE, files=files, env=env, pythons=pythons))
     causes = [f for f in diagnosis.findings if f.symptom_of is None and f.severity is Severity.ERROR]
     # two problems: the CUDA 11 runtime (five findings) and no cuDNN at all
-    assert sorted(f.id for f in causes) == ["cudnn-missing", "framework-cuda-mismatch"], [(f.id, f.detail) for f in diagnosis.findings]
+    assert sorted(f.id for f in causes) == ["cudnn-missing", "framework-cuda-mismatch"], [
+        (f.id, f.detail) for f in diagnosis.findings
+    ]
     symptoms = {f.id for f in diagnosis.findings if f.symptom_of is not None}
     assert {"cuda-libs-not-found", "dependency-missing"} <= symptoms
 
 
 def test_a_rule_can_name_what_it_explains_from_its_own_side():
     symptom = Rule("symptom", Severity.ERROR, "", Area.FRAMEWORKS)
-    rules = {"symptom": symptom, "new-cause": Rule("new-cause", Severity.WARNING, "", Area.ENVIRONMENT, explains=(symptom,))}
+    rules = {
+        "symptom": symptom,
+        "new-cause": Rule("new-cause", Severity.WARNING, "", Area.ENVIRONMENT, explains=(symptom,)),
+    }
     linked = link_causes([_finding("new-cause", Severity.WARNING), _finding("symptom")], rules)
     assert linked[1].symptom_of == 0 and "Explained by: new-cause" in linked[1].detail
 
 
 def test_the_summary_says_how_many_findings_fix_can_fix():
     """Issue 31: the last line counts the findings `cudnn-doctor fix` has changes for (a duplicate PATH entry: safe)."""
-    twice = machine(LINUX_BASE, env={"PATH": "/usr/local/bin:/usr/bin:/usr/bin:/bin"}, files={"/usr/bin/ls": {}, "/bin/sh": {}})
+    twice = machine(
+        LINUX_BASE, env={"PATH": "/usr/local/bin:/usr/bin:/usr/bin:/bin"}, files={"/usr/bin/ls": {}, "/bin/sh": {}}
+    )
     last = _report(twice).rstrip().splitlines()[-1]
     assert " 1 finding(s) `cudnn-doctor fix` can fix." in last, last
     assert "can fix" not in _report(machine(LINUX_BASE)).rstrip().splitlines()[-1]
@@ -166,7 +186,11 @@ def test_the_summary_says_how_many_findings_fix_can_fix():
 def _string_constants(source: str) -> list[str]:
     import ast
 
-    return [node.value for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+    return [
+        node.value
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    ]
 
 
 def test_every_finding_id_is_written_once_in_the_source():

@@ -26,7 +26,9 @@ posix_only = pytest.mark.skipif(os.name != "posix", reason="signals, process gro
 
 
 def doctor(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cudnn_doctor", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "cudnn_doctor", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=300
+    )
 
 
 def direct(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -38,13 +40,21 @@ def direct(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subproce
 # Texts as the frameworks and NVIDIA's libraries print them (from users' reports).
 REAL_ERRORS = [
     ("Could not load library cudnn_cnn_infer64_8.dll. Error code 126", "library-not-found", "cudnn_cnn_infer64_8.dll"),
-    ("OSError: libcudnn_ops_infer.so.8: cannot open shared object file: No such file or directory", "library-not-found", "libcudnn_ops_infer.so.8"),
+    (
+        "OSError: libcudnn_ops_infer.so.8: cannot open shared object file: No such file or directory",
+        "library-not-found",
+        "libcudnn_ops_infer.so.8",
+    ),
     (
         "W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library 'libcudart.so.11.0'; dlerror: x",
         "library-not-found",
         "libcudart.so.11.0",
     ),
-    ("Could not locate zlibwapi.dll. Please make sure it is in your library path!", "library-not-found", "zlibwapi.dll"),
+    (
+        "Could not locate zlibwapi.dll. Please make sure it is in your library path!",
+        "library-not-found",
+        "zlibwapi.dll",
+    ),
     ("RuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED", "cudnn-status", None),
     ("RuntimeError: CUDA error: no kernel image is available for execution on the device", "no-kernel-image", None),
     ("RuntimeError: The NVIDIA driver on your system is too old (found version 11040).", "insufficient-driver", None),
@@ -70,17 +80,37 @@ FRAMEWORK_ERRORS = [
         "cudnn-version",
         None,
     ),
-    ("jax-cudnn-old", "Found cuDNN version 8700, but JAX was built against version 8904, which is newer.", "cudnn-version", None),
+    (
+        "jax-cudnn-old",
+        "Found cuDNN version 8700, but JAX was built against version 8904, which is newer.",
+        "cudnn-version",
+        None,
+    ),
     ("jax-cudnn-missing", "RuntimeError: Unable to load cuDNN. Is it installed?", "gpu-library-not-loaded", None),
-    ("jax-cusolver-missing", "CUDA backend failed to initialize: Unable to load cuSOLVER. (Set TF_CPP_MIN_LOG_LEVEL=0", "backend-failed", None),
+    (
+        "jax-cusolver-missing",
+        "CUDA backend failed to initialize: Unable to load cuSOLVER. (Set TF_CPP_MIN_LOG_LEVEL=0",
+        "backend-failed",
+        None,
+    ),
     (
         "torch-cudnn-tuples",
         "RuntimeError: cuDNN version incompatibility: PyTorch was compiled  against (8, 5, 0) but found runtime version (8, 3, 3).",
         "cudnn-version",
         None,
     ),
-    ("jax-backend", "CUDA backend failed to initialize: Found CUDA version 12010, but JAX was built against version 12020", "backend-failed", None),
-    ("paddle-cudnn", "Cannot load cudnn shared library. Cannot invoke method cudnnGetVersion.", "gpu-library-not-loaded", None),
+    (
+        "jax-backend",
+        "CUDA backend failed to initialize: Found CUDA version 12010, but JAX was built against version 12020",
+        "backend-failed",
+        None,
+    ),
+    (
+        "paddle-cudnn",
+        "Cannot load cudnn shared library. Cannot invoke method cudnnGetVersion.",
+        "gpu-library-not-loaded",
+        None,
+    ),
     (
         "tf-dlopen",
         "W tensorflow/core/common_runtime/gpu/gpu_device.cc:2256] Cannot dlopen some GPU libraries. Please make sure the missing libraries"
@@ -110,10 +140,16 @@ def test_run_and_the_probes_read_one_catalogue():
 
     scanned = {id(known.pattern) for known in PATTERNS}
     assert all(id(wording.pattern) in scanned for wording in (*CUDNN_MISMATCH, *UNLOADABLE))
-    assert all(known.pattern.pattern.startswith(tuple(known.anchors)) or known.library_before for known in PATTERNS if len(known.anchors) == 1)
+    assert all(
+        known.pattern.pattern.startswith(tuple(known.anchors)) or known.library_before
+        for known in PATTERNS
+        if len(known.anchors) == 1
+    )
 
 
-@pytest.mark.parametrize(("line", "kind", "library"), [case[1:] for case in FRAMEWORK_ERRORS], ids=[case[0] for case in FRAMEWORK_ERRORS])
+@pytest.mark.parametrize(
+    ("line", "kind", "library"), [case[1:] for case in FRAMEWORK_ERRORS], ids=[case[0] for case in FRAMEWORK_ERRORS]
+)
 def test_each_frameworks_known_failures_are_recognised(line: str, kind: str, library):
     found = errors.scan(f"Traceback (most recent call last):\n{line}\n")
     assert (found[0].kind, found[0].library) == (kind, library), found
@@ -126,7 +162,10 @@ def test_ordinary_output_is_no_error_and_a_repeated_error_is_told_once():
 
 def test_a_progress_bar_line_and_two_errors_of_one_pattern_on_a_line():
     (match,) = errors.scan("50%|#####     |\rOSError: libcudnn.so.8: cannot open shared object file: No such file\n")
-    assert (match.library, match.text) == ("libcudnn.so.8", "OSError: libcudnn.so.8: cannot open shared object file: No such file")
+    assert (match.library, match.text) == (
+        "libcudnn.so.8",
+        "OSError: libcudnn.so.8: cannot open shared object file: No such file",
+    )
     line = "x.so: cannot open shared object file; libb.so.2: cannot open shared object file\nlibc.so.6: cannot open shared object file\n"
     assert [m.library for m in errors.scan(line)] == ["x.so", "libc.so.6"]  # one per pattern and line, as before
 
@@ -193,21 +232,38 @@ TRACE = textwrap.dedent(
 
 def test_a_trace_gives_each_request_its_places_tries_and_outcome():
     graph, ffi = trace.parse(TRACE)
-    assert (graph.name, graph.how, graph.requester, graph.loaded) == ("libcudnn_graph.so.9", "dlopen", "/venv/nvidia/cudnn/lib/libcudnn.so.9", None)
+    assert (graph.name, graph.how, graph.requester, graph.loaded) == (
+        "libcudnn_graph.so.9",
+        "dlopen",
+        "/venv/nvidia/cudnn/lib/libcudnn.so.9",
+        None,
+    )
     assert [p.source for p in graph.places] == ["LD_LIBRARY_PATH", "ld.so cache", "system search path"]
     assert graph.places[2].folders == ("/lib/x86_64-linux-gnu", "/usr/lib")
-    assert graph.tried == ("/opt/old/lib/libcudnn_graph.so.9", "/lib/x86_64-linux-gnu/libcudnn_graph.so.9", "/usr/lib/libcudnn_graph.so.9")
+    assert graph.tried == (
+        "/opt/old/lib/libcudnn_graph.so.9",
+        "/lib/x86_64-linux-gnu/libcudnn_graph.so.9",
+        "/usr/lib/libcudnn_graph.so.9",
+    )
     assert (ffi.how, ffi.loaded) == ("needed", "/lib/x86_64-linux-gnu/libffi.so.8")
     assert trace.failures([graph, ffi]) == [graph]
 
 
 def test_a_library_found_by_a_later_request_is_no_failure():
-    found = TRACE.replace("file=libffi.so.8 [0];  needed by", "file=libcudnn_graph.so.9 [0];  needed by").replace("libffi.so.8", "libcudnn_graph.so.9")
+    found = TRACE.replace("file=libffi.so.8 [0];  needed by", "file=libcudnn_graph.so.9 [0];  needed by").replace(
+        "libffi.so.8", "libcudnn_graph.so.9"
+    )
     assert trace.failures(trace.parse(found)) == []
 
 
 def test_findings_that_name_the_library_come_first_then_those_of_its_part_of_the_stack():
-    naming = Finding("cudnn-sublibrary-missing", Severity.ERROR, "cuDNN is incomplete", "libcudnn_graph.so.9 is missing", area=Area.CUDNN)
+    naming = Finding(
+        "cudnn-sublibrary-missing",
+        Severity.ERROR,
+        "cuDNN is incomplete",
+        "libcudnn_graph.so.9 is missing",
+        area=Area.CUDNN,
+    )
     same_area = Finding("cudnn-version-mismatch", Severity.WARNING, "two cuDNN releases", "8 and 9", area=Area.CUDNN)
     elsewhere = Finding("driver-too-old", Severity.ERROR, "old driver", "470", area=Area.DRIVER)
     note = Finding("cudnn-info", Severity.INFO, "cuDNN 9.1", "libcudnn_graph.so.9 present", area=Area.CUDNN)
@@ -222,12 +278,21 @@ def test_each_known_error_says_what_to_do_with_the_library_it_names():
     assert all(known.next_step and known.areas for known in errors.PATTERNS)
     [found] = errors.scan("OSError: libcudnn_cnn_infer.so.8: cannot open shared object file: No such file or directory")
     assert found.next_step.startswith("`cudnn-doctor which libcudnn_cnn_infer.so.8` shows where the loader looks")
-    [dll] = errors.scan("ImportError: DLL load failed while importing _C: The specified module could not be found. C:\\cuda\\bin\\cudnn64_8.dll")
+    [dll] = errors.scan(
+        "ImportError: DLL load failed while importing _C: The specified module could not be found. C:\\cuda\\bin\\cudnn64_8.dll"
+    )
     assert dll.next_step.startswith("`cudnn-doctor which cudnn64_8.dll`")
     [cpu] = errors.scan("AssertionError: Torch not compiled with CUDA enabled")
     assert "`cudnn-doctor plan --framework torch`" in cpu.next_step
-    told = "\n".join(run_report.lines(explain.explain(1, "AssertionError: Torch not compiled with CUDA enabled", [], []), ["python", "x.py"]))
-    assert "  ✗ this PyTorch is a CPU-only build: AssertionError: Torch not compiled with CUDA enabled\n    → install a CUDA build of PyTorch" in told
+    told = "\n".join(
+        run_report.lines(
+            explain.explain(1, "AssertionError: Torch not compiled with CUDA enabled", [], []), ["python", "x.py"]
+        )
+    )
+    assert (
+        "  ✗ this PyTorch is a CPU-only build: AssertionError: Torch not compiled with CUDA enabled\n    → install a CUDA build of PyTorch"
+        in told
+    )
 
 
 def test_a_build_error_brings_the_frameworks_reports_and_the_driver_findings():
@@ -279,9 +344,23 @@ def test_a_native_program_that_dlopens_a_missing_cudnn_name(tmp_path: Path):
 def test_a_library_whose_dependency_is_missing_names_the_dependency_and_who_needs_it(tmp_path: Path):
     (tmp_path / "dep.c").write_text("int dep(void) { return 1; }\n")
     (tmp_path / "top.c").write_text("int dep(void);\nint top(void) { return dep(); }\n")
-    subprocess.run([CC, "-shared", "-fPIC", str(tmp_path / "dep.c"), "-o", str(tmp_path / "libcublasLt.so.12")], check=True, timeout=120)
     subprocess.run(
-        [CC, "-shared", "-fPIC", str(tmp_path / "top.c"), "-o", str(tmp_path / "libtop.so"), "-L", str(tmp_path), "-l:libcublasLt.so.12"],
+        [CC, "-shared", "-fPIC", str(tmp_path / "dep.c"), "-o", str(tmp_path / "libcublasLt.so.12")],
+        check=True,
+        timeout=120,
+    )
+    subprocess.run(
+        [
+            CC,
+            "-shared",
+            "-fPIC",
+            str(tmp_path / "top.c"),
+            "-o",
+            str(tmp_path / "libtop.so"),
+            "-L",
+            str(tmp_path),
+            "-l:libcublasLt.so.12",
+        ],
         check=True,
         timeout=120,
     )
@@ -300,7 +379,10 @@ def test_a_program_that_succeeds_passes_through_untouched(tmp_path: Path):
     done = doctor("run", "--", sys.executable, str(script), cwd=tmp_path)
     assert (done.returncode, done.stdout, done.stderr) == (0, "out\n", "err\n")
     seven = doctor("run", "--", sys.executable, "-c", "import sys; sys.exit(7)", cwd=tmp_path)
-    assert (seven.returncode, seven.stderr) == (7, "")  # a failure with nothing of the GPU stack: the exit code, nothing added
+    assert (seven.returncode, seven.stderr) == (
+        7,
+        "",
+    )  # a failure with nothing of the GPU stack: the exit code, nothing added
 
 
 @pytest.mark.live
@@ -322,7 +404,9 @@ def test_the_hook_diagnoses_an_uncaught_error_inside_the_interpreter(tmp_path: P
     quiet = tmp_path / "plain.py"
     quiet.write_text("raise ValueError('not a GPU problem')\n")
     plain = direct(sys.executable, "-m", "cudnn_doctor.run.hook", str(quiet), cwd=tmp_path)
-    assert plain.returncode == 1 and "cudnn-doctor hook:" not in plain.stderr  # (a clone in a folder called cudnn-doctor is in the traceback)
+    assert (
+        plain.returncode == 1 and "cudnn-doctor hook:" not in plain.stderr
+    )  # (a clone in a folder called cudnn-doctor is in the traceback)
 
 
 @pytest.mark.live
@@ -330,7 +414,9 @@ def test_a_50_mb_line_on_stderr_passes_through_and_run_returns_at_once(tmp_path:
     program = "import sys; sys.stderr.write('a' * 50_000_000); sys.exit(1)"
     with open(tmp_path / "err", "wb") as err:
         start = time.monotonic()
-        done = subprocess.run([sys.executable, "-m", "cudnn_doctor", "run", "--", sys.executable, "-c", program], stderr=err, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-m", "cudnn_doctor", "run", "--", sys.executable, "-c", program], stderr=err, timeout=120
+        )
         elapsed = time.monotonic() - start
     assert done.returncode == 1
     assert (tmp_path / "err").stat().st_size == 50_000_000  # byte for byte, nothing added (no GPU-stack error in it)
@@ -344,7 +430,9 @@ def test_run_returns_when_the_program_exits_though_a_background_child_holds_its_
     script = f"(sleep 6; echo late >&2; echo alive > {marker}) & echo early >&2; exit 3"
     with open(tmp_path / "err", "wb") as err:
         start = time.monotonic()
-        process = subprocess.Popen([sys.executable, "-m", "cudnn_doctor", "run", "--", "sh", "-c", script], stderr=err, cwd=tmp_path)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "cudnn_doctor", "run", "--", "sh", "-c", script], stderr=err, cwd=tmp_path
+        )
         code = process.wait(timeout=60)
         elapsed = time.monotonic() - start
     assert code == 3
@@ -386,9 +474,22 @@ def test_a_signal_to_run_reaches_the_program_and_the_trace_folder_is_removed(tmp
     temp = tmp_path / "tmp"
     temp.mkdir()
     env = {**os.environ, "TMPDIR": str(temp)}
-    command = [sys.executable, "-m", "cudnn_doctor", "run", "--", sys.executable, "-c", _WAITS_FOR_A_SIGNAL, str(tmp_path), name]
+    command = [
+        sys.executable,
+        "-m",
+        "cudnn_doctor",
+        "run",
+        "--",
+        sys.executable,
+        "-c",
+        _WAITS_FOR_A_SIGNAL,
+        str(tmp_path),
+        name,
+    ]
     # A session of its own and no terminal: a SIGINT here is one sent to run alone, not a Ctrl-C its program also got.
-    process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
+    process = subprocess.Popen(
+        command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True
+    )
     try:
         deadline = time.monotonic() + 60
         while not (tmp_path / "pid").exists() and time.monotonic() < deadline:
@@ -400,7 +501,9 @@ def test_a_signal_to_run_reaches_the_program_and_the_trace_folder_is_removed(tmp
         process.send_signal(sent)
         code = process.wait(timeout=30)
         if name == "default":
-            assert code == 128 + signal.SIGTERM  # the program died of the forwarded SIGTERM; run says so as a shell would
+            assert (
+                code == 128 + signal.SIGTERM
+            )  # the program died of the forwarded SIGTERM; run says so as a shell would
         else:
             assert (tmp_path / "got").read_text() == name
             assert code == 7

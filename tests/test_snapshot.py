@@ -57,15 +57,25 @@ def test_redaction_replaces_home_and_user_everywhere():
 def test_redaction_covers_windows_case_homepath_host_and_gpu_uuids():
     document = {
         "name": "snapshot-ALICE-PC",
-        "env": {"USERPROFILE": "C:\\Users\\Alice", "HOMEPATH": "\\Users\\alice", "COMPUTERNAME": "ALICE-PC", "LOGONSERVER": "\\\\ALICE-PC"},
+        "env": {
+            "USERPROFILE": "C:\\Users\\Alice",
+            "HOMEPATH": "\\Users\\alice",
+            "COMPUTERNAME": "ALICE-PC",
+            "LOGONSERVER": "\\\\ALICE-PC",
+        },
         "files": {"c:\\users\\alice\\env\\python.exe": {}, "C:\\Data\\alice-pc-notes\\x": {}},
         "nvml": {"gpus": [{"name": "NVIDIA GeForce RTX 3060", "uuid": "GPU-8d2b9c3e-1f4a-4b7c-9e2d-0a1b2c3d4e5f"}]},
     }
     clean = redact_document(document, "C:\\Users\\Alice", "alice", "alice-pc")
-    assert clean["files"].get("C:\\Data\\alice-pc-notes\\x") == {}  # only whole values are the host: a host called "cuda" must not rewrite paths
+    assert (
+        clean["files"].get("C:\\Data\\alice-pc-notes\\x") == {}
+    )  # only whole values are the host: a host called "cuda" must not rewrite paths
     del clean["files"]["C:\\Data\\alice-pc-notes\\x"]
     text = json.dumps(clean).lower()
     assert "alice" not in text and "8d2b9c3e" not in text and clean["env"]["LOGONSERVER"] == "\\\\host"
     assert clean["env"]["USERPROFILE"] == "C:\\Users\\user" and clean["env"]["HOMEPATH"] == "\\Users\\user"
-    assert clean["name"] == "snapshot-host" and clean["nvml"]["gpus"][0]["uuid"] == "GPU-00000000-0000-0000-0000-000000000000"
+    assert (
+        clean["name"] == "snapshot-host"
+        and clean["nvml"]["gpus"][0]["uuid"] == "GPU-00000000-0000-0000-0000-000000000000"
+    )
     assert "c:\\users\\user\\env\\python.exe" in {k.lower() for k in clean["files"]}

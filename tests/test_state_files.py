@@ -21,9 +21,16 @@ HEADER = b'{"id": "20261206-000000-abcdef", "archive": "/a.tar.xz", "target": "/
     [
         ("journal.jsonl", HEADER + b"[" * 100_000 + b"\n"),  # json.loads: RecursionError
         ("history.json", b"[" * 100_000),
-        ("history.json", b'[{"id": "a", "id": "b", "archive": "/a.zip", "target": "/t", "steps": [], "state": "installed"}]'),  # last-wins before
+        (
+            "history.json",
+            b'[{"id": "a", "id": "b", "archive": "/a.zip", "target": "/t", "steps": [], "state": "installed"}]',
+        ),  # last-wins before
     ],
-    ids=["journal-nested", "history-nested", "history-repeated-key"],  # short: the id is in PYTEST_CURRENT_TEST (Windows caps a variable at 32,767)
+    ids=[
+        "journal-nested",
+        "history-nested",
+        "history-repeated-key",
+    ],  # short: the id is in PYTEST_CURRENT_TEST (Windows caps a variable at 32,767)
 )
 def test_a_hostile_state_file_is_one_line_naming_it(tmp_path, name, data):
     (tmp_path / name).write_bytes(data)

@@ -56,7 +56,13 @@ COMMANDS = {
     "install": ["install", "{archive}", "--into", "{toolkit}", "--dry-run"],
     "history": ["history"],
     "fix": ["fix", "--dry-run", "--fixture", str(FIXTURE)],
-    "run": ["run", "--", sys.executable, "-c", "import sys; print('CUDNN_STATUS_NOT_INITIALIZED', file=sys.stderr); sys.exit(3)"],
+    "run": [
+        "run",
+        "--",
+        sys.executable,
+        "-c",
+        "import sys; print('CUDNN_STATUS_NOT_INITIALIZED', file=sys.stderr); sys.exit(3)",
+    ],
     "usage-error": ["check", "--no-such-option"],
 }
 MODES = ["stdout-closed", "stdout-broken", "stderr-closed", "stderr-broken"]
@@ -147,7 +153,9 @@ class _ReaderGoneOnWindows:
         pass
 
 
-def test_einval_on_a_windows_stdout_is_a_reader_that_left(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_einval_on_a_windows_stdout_is_a_reader_that_left(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setattr(sys, "stdout", _ReaderGoneOnWindows())
     monkeypatch.setattr(sys, "platform", "win32")
     assert main(["explain", "--all"]) == 0  # as `| head` on POSIX: no "cannot write to standard output", exit 2

@@ -23,7 +23,10 @@ V124, V118 = f"{CUDA}\\v12.4", f"{CUDA}\\v11.8"
 
 def nvcc(version: str) -> dict:
     return {
-        "nvcc --version": {"returncode": 0, "stdout": f"nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release {version}, V{version}.131\n"}
+        "nvcc --version": {
+            "returncode": 0,
+            "stdout": f"nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release {version}, V{version}.131\n",
+        }
     }
 
 
@@ -32,7 +35,9 @@ WINDOWS_FILES = {
     f"{V124}\\version.json": {"text": '{"cuda": {"version": "12.4.1"}}'},
     f"{V118}\\bin\\nvcc.exe": {"size": 20000000},
     f"{V118}\\version.json": {"text": '{"cuda": {"version": "11.8.0"}}'},
-    f"{CUDA}\\v11.2\\bin\\cudnn64_8.dll": {"size": 200000},  # all the 11.2 uninstaller left: the cuDNN copied in by hand
+    f"{CUDA}\\v11.2\\bin\\cudnn64_8.dll": {
+        "size": 200000
+    },  # all the 11.2 uninstaller left: the cuDNN copied in by hand
 }
 LINUX_FILES = {
     "/usr/local/cuda": {"link": "/usr/local/cuda-12.4"},
@@ -52,7 +57,9 @@ def windows(value: str, version: str = "12.4", path_first: str = V124, **changes
 
 def linux(value: str, path: str = "/usr/local/cuda/bin:/usr/bin:/bin", version: str = "12.4", **changes) -> dict:
     env = {"PATH": path, "CUDA_HOME": value}
-    return machine(LINUX_BASE, files={**LINUX_FILES, **changes.pop("files", {})}, env=env, commands=nvcc(version), **changes)
+    return machine(
+        LINUX_BASE, files={**LINUX_FILES, **changes.pop("files", {})}, env=env, commands=nvcc(version), **changes
+    )
 
 
 WINDOWS_SHAPES = [
@@ -159,7 +166,12 @@ def test_system_scope_variable_is_set_with_setx_m_and_none_installed_means_remov
 
 def test_a_path_with_spaces_is_quoted_in_the_export_line():
     files = {"/opt/my cuda/bin/nvcc": {"size": 30000000}}
-    document = machine(LINUX_BASE, files=files, env={"PATH": "/opt/my cuda/bin:/usr/bin", "CUDA_HOME": "/opt/my cuda/"}, commands=nvcc("12.4"))
+    document = machine(
+        LINUX_BASE,
+        files=files,
+        env={"PATH": "/opt/my cuda/bin:/usr/bin", "CUDA_HOME": "/opt/my cuda/"},
+        commands=nvcc("12.4"),
+    )
     assert findings_of(document, "cuda-path-mismatch")[0].fix[0].startswith("Run `export CUDA_HOME='/opt/my cuda'` ")
 
 
@@ -188,7 +200,9 @@ def test_value_problems_peel_each_layer_once(value, os_name, meant):
 DISTRO = {
     "/usr/bin/nvcc": {"text": '#!/bin/sh\nexec /usr/lib/nvidia-cuda-toolkit/bin/nvcc "$@"\n'},
     "/usr/lib/nvidia-cuda-toolkit/bin/nvcc": {"size": 30000000},
-    "/var/lib/dpkg/info/nvidia-cuda-toolkit.list": {"text": "/.\n/usr/bin/nvcc\n/usr/lib/nvidia-cuda-toolkit/bin/nvcc\n"},
+    "/var/lib/dpkg/info/nvidia-cuda-toolkit.list": {
+        "text": "/.\n/usr/bin/nvcc\n/usr/lib/nvidia-cuda-toolkit/bin/nvcc\n"
+    },
     "/var/lib/dpkg/info/cuda-nvcc-12-4.list": {"text": "/usr/local/cuda-12.4/bin/nvcc\n"},
 }
 
@@ -222,14 +236,23 @@ def test_nvidias_own_package_is_no_distribution_compiler():
 
 
 def test_multiarch_dpkg_list_names_the_package_without_its_architecture():
-    files = {**LINUX_FILES, **DISTRO, "/var/lib/dpkg/info/nvidia-cuda-toolkit:amd64.list": DISTRO["/var/lib/dpkg/info/nvidia-cuda-toolkit.list"]}
+    files = {
+        **LINUX_FILES,
+        **DISTRO,
+        "/var/lib/dpkg/info/nvidia-cuda-toolkit:amd64.list": DISTRO["/var/lib/dpkg/info/nvidia-cuda-toolkit.list"],
+    }
     del files["/var/lib/dpkg/info/nvidia-cuda-toolkit.list"]
     assert probe_toolkits(FixtureSystem(machine(LINUX_BASE, files=files))).nvcc_package == "nvidia-cuda-toolkit"
 
 
 def test_older_toolkit_first_while_cuda_home_names_a_newer_one():
     files = {k: v for k, v in LINUX_FILES.items() if k != "/usr/local/cuda"}
-    document = machine(LINUX_BASE, files=files, env={"PATH": "/usr/local/cuda-11.8/bin:/usr/bin", "CUDA_HOME": "/usr/local/cuda-12.4"}, commands=nvcc("11.8"))
+    document = machine(
+        LINUX_BASE,
+        files=files,
+        env={"PATH": "/usr/local/cuda-11.8/bin:/usr/bin", "CUDA_HOME": "/usr/local/cuda-12.4"},
+        commands=nvcc("11.8"),
+    )
     found = findings_of(document, "nvcc-not-on-path")
     assert "from CUDA 11.8.131 at /usr/local/cuda-11.8" in found[0].detail and "CUDA_HOME names" in found[0].detail
     assert found[0].fix == ("export PATH=/usr/local/cuda-12.4/bin:$PATH  (add it to ~/.bashrc to keep it)",)
@@ -238,11 +261,27 @@ def test_older_toolkit_first_while_cuda_home_names_a_newer_one():
 
 def test_older_toolkit_first_while_a_framework_was_built_for_a_newer_one():
     files = {k: v for k, v in LINUX_FILES.items() if k != "/usr/local/cuda"}
-    torch = {"torch": {"version": "2.4.0+cu124", "cuda": "12.4", "cuda_available": True, "device_count": 1, "arch_list": ["sm_89"]}}
+    torch = {
+        "torch": {
+            "version": "2.4.0+cu124",
+            "cuda": "12.4",
+            "cuda_available": True,
+            "device_count": 1,
+            "arch_list": ["sm_89"],
+        }
+    }
     pythons = [dict(LINUX_BASE["pythons"][0], packages={"torch": "2.4.0+cu124"}, frameworks=torch)]
-    document = machine(LINUX_BASE, files=files, env={"PATH": "/usr/local/cuda-11.8/bin:/usr/bin"}, pythons=pythons, commands=nvcc("11.8"))
+    document = machine(
+        LINUX_BASE,
+        files=files,
+        env={"PATH": "/usr/local/cuda-11.8/bin:/usr/bin"},
+        pythons=pythons,
+        commands=nvcc("11.8"),
+    )
     found = findings_of(document, "nvcc-not-on-path")
-    assert "torch 2.4.0+cu124 was built for" in found[0].detail and found[0].evidence["toolkit"] == "/usr/local/cuda-12.4"
+    assert (
+        "torch 2.4.0+cu124 was built for" in found[0].detail and found[0].evidence["toolkit"] == "/usr/local/cuda-12.4"
+    )
 
 
 @pytest.mark.parametrize(
@@ -265,7 +304,9 @@ def test_quiet_when_the_pointed_at_toolkits_bin_is_on_path(path):
 
 def test_quiet_when_nothing_points_at_the_newer_toolkit():
     files = {k: v for k, v in LINUX_FILES.items() if k != "/usr/local/cuda"}
-    document = machine(LINUX_BASE, files=files, env={"PATH": "/usr/local/cuda-11.8/bin:/usr/bin"}, commands=nvcc("11.8"))
+    document = machine(
+        LINUX_BASE, files=files, env={"PATH": "/usr/local/cuda-11.8/bin:/usr/bin"}, commands=nvcc("11.8")
+    )
     assert not findings_of(document, "nvcc-not-on-path")
 
 
@@ -280,7 +321,9 @@ def test_windows_older_nvcc_first_while_cuda_path_names_a_newer_toolkit():
 def test_a_value_the_probe_saw_as_a_toolkit_is_never_faulted_for_naming_none():
     facts = run(linux("/opt/elsewhere")).facts
     assert [f.id for f in run_checks(facts) if f.id == "cuda-path-mismatch"]  # a missing folder is faulted
-    seen = facts._replace(toolkits=facts.toolkits._replace(targets=(VariableTarget("CUDA_HOME", "/opt/elsewhere", "toolkit"),)))
+    seen = facts._replace(
+        toolkits=facts.toolkits._replace(targets=(VariableTarget("CUDA_HOME", "/opt/elsewhere", "toolkit"),))
+    )
     assert not [f for f in run_checks(seen) if f.id == "cuda-path-mismatch"]
 
 
@@ -289,8 +332,14 @@ def test_the_corrected_value_keeps_the_users_spelling_of_the_same_toolkit():
     found = findings_of(linux('"/usr/local/cuda-12.4/"'), "cuda-path-mismatch")
     assert found[0].fix[0].startswith("Run `export CUDA_HOME=/usr/local/cuda-12.4` ")
     plain_path = "/usr/local/cuda-12.4/bin:/usr/bin"
-    assert findings_of(linux("/usr/local/cuda/bin", path=plain_path), "cuda-path-mismatch")[0].evidence["corrected"] == "/usr/local/cuda"
-    assert findings_of(linux("/usr/local/cuda-12.1", path=plain_path), "cuda-path-mismatch")[0].evidence["corrected"] == "/usr/local/cuda-12.4"
+    assert (
+        findings_of(linux("/usr/local/cuda/bin", path=plain_path), "cuda-path-mismatch")[0].evidence["corrected"]
+        == "/usr/local/cuda"
+    )
+    assert (
+        findings_of(linux("/usr/local/cuda-12.1", path=plain_path), "cuda-path-mismatch")[0].evidence["corrected"]
+        == "/usr/local/cuda-12.4"
+    )
 
 
 def test_windows_nvcc_off_path_stands_on_its_own():

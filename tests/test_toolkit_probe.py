@@ -30,7 +30,11 @@ def test_cuda_symlink_is_one_toolkit_and_a_wrapper_script_leads_to_the_real_nvcc
 @pytest.mark.parametrize(
     ("files", "version", "source"),
     [
-        ({"/usr/local/cuda-12.6/version.json": {"text": '{"cuda": {"name": "CUDA SDK", "version": "12.6.77"}}'}}, "12.6.77", "version.json"),
+        (
+            {"/usr/local/cuda-12.6/version.json": {"text": '{"cuda": {"name": "CUDA SDK", "version": "12.6.77"}}'}},
+            "12.6.77",
+            "version.json",
+        ),
         ({"/usr/local/cuda-10.2/version.txt": {"text": "CUDA Version 10.2.89\n"}}, "10.2.89", "version.txt"),
         ({"/usr/local/cuda-12.8/include/cuda.h": {"text": "#define CUDA_VERSION 12080\n"}}, "12.8", "cuda.h"),
         ({"/usr/local/cuda-11.7/include/cuda_runtime.h": {"size": 100}}, "11.7", "folder-name"),
@@ -48,7 +52,11 @@ def test_windows_toolkits_from_default_folder_and_variables():
         f"{root}\\v11.8\\bin\\nvcc.exe": {},
         f"{root}\\v11.8\\version.json": {"text": '{"cuda": {"version": "11.8.0"}}'},
     }
-    env = {"PATH": f"{root}\\v11.8\\bin;C:\\Windows\\System32", "CUDA_PATH": f"{root}\\V11.8", "CUDA_PATH_V11_2": f"{root}\\v11.2"}
+    env = {
+        "PATH": f"{root}\\v11.8\\bin;C:\\Windows\\System32",
+        "CUDA_PATH": f"{root}\\V11.8",
+        "CUDA_PATH_V11_2": f"{root}\\v11.2",
+    }
     facts = probe_toolkits(FixtureSystem(machine(WINDOWS_BASE, files=files, env=env)))
     assert sorted(t.version for t in facts.toolkits) == ["11.2", "11.8.0"]
     assert facts.path_toolkit.lower().endswith("v11.8")

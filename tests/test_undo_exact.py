@@ -23,7 +23,17 @@ from cudnn_doctor.install import transaction
 from cudnn_doctor.install.fix import expand
 from cudnn_doctor.system.fixture import FixtureSystem
 
-from .test_fix import TK3, WIN_STATE, OtherVolume, fix, fixed_entries, nested_machine, rollback, snapshot, system32_machine
+from .test_fix import (
+    TK3,
+    WIN_STATE,
+    OtherVolume,
+    fix,
+    fixed_entries,
+    nested_machine,
+    rollback,
+    snapshot,
+    system32_machine,
+)
 from .test_install_faults import Faulty
 
 TOP = f"{TK3}\\cuda"
@@ -43,7 +53,9 @@ MAKERS = {
     "nested-same-bytes": lambda: nested_over("same"),
     "nested-other-bytes": lambda: nested_over("other"),
     "system32": system32_machine,
-    "system32-other-volume": lambda: OtherVolume(system32_machine().document),  # each move a checked copy, then a delete
+    "system32-other-volume": lambda: OtherVolume(
+        system32_machine().document
+    ),  # each move a checked copy, then a delete
 }
 
 
@@ -117,7 +129,9 @@ def planned(make: Any) -> tuple[Any, list[transaction.FixStep]]:
     system = make()
     diagnosis = diagnose(system, with_frameworks=False)
     plan = plan_fixes(diagnosis.findings, diagnosis.facts)
-    return snapshot(system, WIN_STATE), expand(system, plan.changes, transaction.Store(system, WIN_STATE).quarantine_path(TXID)).steps
+    return snapshot(system, WIN_STATE), expand(
+        system, plan.changes, transaction.Store(system, WIN_STATE).quarantine_path(TXID)
+    ).steps
 
 
 def apply_steps(system: Any, steps: list[transaction.FixStep]) -> None:
@@ -282,6 +296,8 @@ def test_a_record_torn_after_its_first_byte_is_still_a_torn_record():
     lines = system.open_read(journal).read().split(b"\n")
     whole = transaction.Store(system, WIN_STATE).journal()
     with system.open_write(journal) as handle:
-        handle.write(b"\n".join([*lines[:2], b"{" + lines[2], *lines[3:]]))  # one byte of a record, then the next glued on
+        handle.write(
+            b"\n".join([*lines[:2], b"{" + lines[2], *lines[3:]])
+        )  # one byte of a record, then the next glued on
     store = transaction.Store(system, WIN_STATE)
     assert store.journal() == whole and store.warnings  # the glued record is kept

@@ -32,7 +32,9 @@ from .test_robustness import BOMB, doctor, one_line_error
 
 POSIX = pytest.mark.skipif(os.name != "posix", reason="FIFOs, /dev/zero and RLIMIT_AS are POSIX")
 
-KB_BOMB = "torch:\n  releases: []\n" + "".join(f"x{i}: &{chr(97 + i)} [{', '.join([f'*{chr(96 + i)}'] * 9 if i else ['lol'] * 9)}]\n" for i in range(9))
+KB_BOMB = "torch:\n  releases: []\n" + "".join(
+    f"x{i}: &{chr(97 + i)} [{', '.join([f'*{chr(96 + i)}'] * 9 if i else ['lol'] * 9)}]\n" for i in range(9)
+)
 
 
 def write(folder: Path, name: str, text: str) -> Path:
@@ -59,18 +61,28 @@ def _special(tmp_path: Path, kind: str) -> str:
 
 @pytest.mark.live
 @POSIX
-@pytest.mark.parametrize(("kind", "message"), [("fifo", "not a regular file"), ("/dev/zero", "not a regular file"), ("bomb", "alias")])
+@pytest.mark.parametrize(
+    ("kind", "message"), [("fifo", "not a regular file"), ("/dev/zero", "not a regular file"), ("bomb", "alias")]
+)
 def test_kb_fifo_dev_zero_and_alias_bomb_are_one_line_exit_2_at_once(tmp_path, kind, message):
     """Before: a FIFO blocked for ever, /dev/zero and the bomb ran until memory ran out (here: the 2 GiB limit, a traceback)."""
     fixture = write(tmp_path, "m.yaml", fixture_text())
-    done = doctor(["check", "--no-frameworks", "--fixture", str(fixture), "--kb", _special(tmp_path, kind)], timeout=30, memory=2 << 30)
+    done = doctor(
+        ["check", "--no-frameworks", "--fixture", str(fixture), "--kb", _special(tmp_path, kind)],
+        timeout=30,
+        memory=2 << 30,
+    )
     one_line_error(done)
     assert message in done.stderr
     assert done.elapsed < 10
 
 
 DEEP = "torch:\n  releases: " + "[" * 5000 + "]" * 5000 + "\n"
-HUGE = "torch:\n  releases:\n    - {version: '2.15', python: '>=3.10', cuda: ['12.6'], source: 'https://x', n: " + "9" * 5000 + "}\n"
+HUGE = (
+    "torch:\n  releases:\n    - {version: '2.15', python: '>=3.10', cuda: ['12.6'], source: 'https://x', n: "
+    + "9" * 5000
+    + "}\n"
+)
 BAD_KB = {
     "deep nesting": (DEEP, "nested deeper than 64 levels"),
     "deep JSON": ('{"torch": ' + "[" * 5000 + "]" * 5000 + "}", "nested deeper than 64 levels"),
@@ -103,15 +115,31 @@ def test_a_hostile_kb_file_is_one_line_exit_2_never_a_traceback(tmp_path, capsys
 
 
 BAD_FIXTURE = {
-    "repeated key": ("m.yaml", fixture_text().replace("os: linux\n", "os: linux\nos: windows\n"), "key 'os' given twice"),
+    "repeated key": (
+        "m.yaml",
+        fixture_text().replace("os: linux\n", "os: linux\nos: windows\n"),
+        "key 'os' given twice",
+    ),
     "repeated env key": (
         "m.yaml",
         fixture_text(env={"PATH": "/usr/bin"}).replace("  PATH: /usr/bin\n", "  PATH: /usr/bin\n  PATH: /evil\n"),
         "key 'PATH' given twice",
     ),
-    "repeated JSON key": ("m.json", json.dumps(machine(LINUX_BASE))[:-1] + ', "os": "windows"}', "key 'os' given twice"),
-    "deep nesting": ("m.yaml", fixture_text() + "description: " + "[" * 100 + "]" * 100 + "\n", "nested deeper than 64 levels"),
-    "huge integer": ("m.yaml", fixture_text(files={"/a.so": {"size": 1}}).replace("size: 1", "size: " + "1" * 5000), "more than 40 digits"),
+    "repeated JSON key": (
+        "m.json",
+        json.dumps(machine(LINUX_BASE))[:-1] + ', "os": "windows"}',
+        "key 'os' given twice",
+    ),
+    "deep nesting": (
+        "m.yaml",
+        fixture_text() + "description: " + "[" * 100 + "]" * 100 + "\n",
+        "nested deeper than 64 levels",
+    ),
+    "huge integer": (
+        "m.yaml",
+        fixture_text(files={"/a.so": {"size": 1}}).replace("size: 1", "size: " + "1" * 5000),
+        "more than 40 digits",
+    ),
     "integer key": ("m.yaml", fixture_text() + "7: x\n", "the key 7 is int"),
 }
 
@@ -250,7 +278,9 @@ def test_an_archive_that_is_both_a_tar_and_a_zip_is_refused(tmp_path, name):
         info = tarfile.TarInfo("cudnn/include/cudnn_version.h")
         info.size = len(data)
         tar.addfile(info, io.BytesIO(data))
-    with zipfile.ZipFile(path, "a") as archive:  # appended: the zip's directory is at the end, the tar's header at the start
+    with zipfile.ZipFile(
+        path, "a"
+    ) as archive:  # appended: the zip's directory is at the end, the tar's header at the start
         archive.writestr("cudnn/include/cudnn_version.h", "zip side")
     assert zipfile.is_zipfile(path) and tarfile.is_tarfile(path)
     with pytest.raises(InputError, match="both a valid zip and a valid tar"):
@@ -323,7 +353,9 @@ def test_read_file_judges_the_size_before_reading(tmp_path):
 
 _scalars = st.one_of(
     st.integers(min_value=-(10**60), max_value=10**60).map(str),
-    st.sampled_from(["a", "~", "yes", "1.5", "2024-13-45", ".inf", "'q'", "!!binary x", "&a", "*a", "*b", "!!set {a}", "<<"]),
+    st.sampled_from(
+        ["a", "~", "yes", "1.5", "2024-13-45", ".inf", "'q'", "!!binary x", "&a", "*a", "*b", "!!set {a}", "<<"]
+    ),
 )
 
 
@@ -335,9 +367,9 @@ def _yaml_node(depth: int) -> st.SearchStrategy[str]:
     return st.one_of(
         inner,
         st.lists(anchored, max_size=4).map(lambda items: "[" + ", ".join(items) + "]"),
-        st.lists(st.tuples(st.one_of(anchored, st.sampled_from(["[x]", "{k: v}", "1", "k"])), anchored), max_size=4).map(
-            lambda pairs: "{" + ", ".join(f"? {k} : {v}" for k, v in pairs) + "}"
-        ),
+        st.lists(
+            st.tuples(st.one_of(anchored, st.sampled_from(["[x]", "{k: v}", "1", "k"])), anchored), max_size=4
+        ).map(lambda pairs: "{" + ", ".join(f"? {k} : {v}" for k, v in pairs) + "}"),
     )
 
 

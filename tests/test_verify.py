@@ -24,7 +24,13 @@ from .child_scripts import worker_module
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((ROOT / "src/cudnn_doctor/reports/verify.schema.json").read_text(encoding="utf-8"))
 CONSTRUCTED = json.loads((ROOT / "tests/data/verify/constructed-gpu.json").read_text(encoding="utf-8"))
-H100 = judge.Peak("H100 SXM5", {"fp32": 67.0, "tf32": 494.7, "fp16": 989.4, "bf16": 989.4}, 3350.0, 64.0, "https://www.nvidia.com/en-us/data-center/h100/")
+H100 = judge.Peak(
+    "H100 SXM5",
+    {"fp32": 67.0, "tf32": 494.7, "fp16": 989.4, "bf16": 989.4},
+    3350.0,
+    64.0,
+    "https://www.nvidia.com/en-us/data-center/h100/",
+)
 LIMITS = {
     "gpu-speedup": judge.Threshold(5.0, 1.0, "https://x"),
     "cudnn-speedup": judge.Threshold(1.5, 1.0, "https://x"),
@@ -43,7 +49,20 @@ def load_worker():
 
 def raw(report: dict[str, Any]) -> dict[str, Any]:
     """A framework as the worker gives it: figures without the doctor's rates and verdicts."""
-    keep = ("id", "kind", "device", "precision", "variant", "shape", "flops", "bytes", "runs_s", "median_s", "spread", "elapsed_s")
+    keep = (
+        "id",
+        "kind",
+        "device",
+        "precision",
+        "variant",
+        "shape",
+        "flops",
+        "bytes",
+        "runs_s",
+        "median_s",
+        "spread",
+        "elapsed_s",
+    )
     framework = copy.deepcopy(report)
     framework["benchmarks"] = [{k: b[k] for k in keep if k in b} for b in framework["benchmarks"]]
     framework.pop("verdicts", None)
@@ -91,7 +110,14 @@ def test_the_plan_has_the_guides_case_cudnn_off_and_every_precision_on_a_gpu():
     assert [(c[0], c[2]) for c in cpu] == [("conv-guide-b1", "cpu"), ("matmul-1024-fp32", "cpu")]
     gpu = worker.plan(quick=False, gpu=True)
     ids = {c[0] for c in gpu if c[2] == "gpu"}
-    assert {"conv-guide-b1", "conv-guide-b32", "conv-large", "conv-large-cudnn-off", "conv-large-autotune", "memory-copy"} <= ids
+    assert {
+        "conv-guide-b1",
+        "conv-guide-b32",
+        "conv-large",
+        "conv-large-cudnn-off",
+        "conv-large-autotune",
+        "memory-copy",
+    } <= ids
     assert {f"matmul-8192-{p}" for p in ("fp32", "tf32", "fp16", "bf16")} <= ids
     assert max(c[5] for c in worker.plan(quick=True, gpu=True) if c[1] == "matmul") == 4096  # --quick shrinks
 
@@ -109,9 +135,14 @@ def test_the_worker_times_the_cpu_baseline_in_a_child_and_reports_progress():
     done = LiveSystem().run_worker(sys.executable, verifying.WORKER, [config], 120, lines.append)
     report = json.loads(done.stdout.rpartition(verifying.MARKER)[2].strip())
     assert report["status"] == "no-gpu" and report["version"]
-    assert [(b["id"], b["device"]) for b in report["benchmarks"]] == [("conv-guide-b1", "cpu"), ("matmul-1024-fp32", "cpu")]
+    assert [(b["id"], b["device"]) for b in report["benchmarks"]] == [
+        ("conv-guide-b1", "cpu"),
+        ("matmul-1024-fp32", "cpu"),
+    ]
     for bench in report["benchmarks"]:
-        assert len(bench["runs_s"]) == 5 and all(r > 0 for r in bench["runs_s"]) and bench["median_s"] in bench["runs_s"]
+        assert (
+            len(bench["runs_s"]) == 5 and all(r > 0 for r in bench["runs_s"]) and bench["median_s"] in bench["runs_s"]
+        )
     assert lines == ["1/2 conv-guide-b1 on the CPU", "2/2 matmul-1024-fp32 on the CPU"]
 
 
@@ -150,7 +181,9 @@ def test_rates_and_percent_of_peak():
     cpu = next(b for b in benchmarks if b["device"] == "cpu" and b["kind"] == "matmul")
     assert cpu["tflops"] > 0 and cpu["percent_of_peak"] is None  # the datasheet is the GPU's
     copy_rate = next(b for b in benchmarks if b["id"] == "copy-h2d-pinned")
-    assert copy_rate["gbs"] == pytest.approx(256 * 2**20 / 0.0051 / 1e9) and copy_rate["percent_of_peak"] == pytest.approx(100 * copy_rate["gbs"] / 64.0)
+    assert copy_rate["gbs"] == pytest.approx(256 * 2**20 / 0.0051 / 1e9) and copy_rate[
+        "percent_of_peak"
+    ] == pytest.approx(100 * copy_rate["gbs"] / 64.0)
 
 
 def test_a_healthy_gpu_passes_every_check():
@@ -159,22 +192,32 @@ def test_a_healthy_gpu_passes_every_check():
     assert verdicts["gpu-speedup"]["status"] == "pass"
     assert verdicts["matmul-peak-bf16"]["status"] == "pass"
     assert verdicts["gpu-results-match"]["status"] == "pass"
-    assert judge.exit_code([dict(CONSTRUCTED["frameworks"][0], verdicts=list(verdicts.values()))], CONSTRUCTED["gpu"]) == 0
+    assert (
+        judge.exit_code([dict(CONSTRUCTED["frameworks"][0], verdicts=list(verdicts.values()))], CONSTRUCTED["gpu"]) == 0
+    )
 
 
 def test_cudnn_not_faster_than_without_it_fails():
-    framework = with_median(raw(CONSTRUCTED["frameworks"][0]), "conv-large-cudnn-off", 0.00075)  # off a little faster than on
+    framework = with_median(
+        raw(CONSTRUCTED["frameworks"][0]), "conv-large-cudnn-off", 0.00075
+    )  # off a little faster than on
     verdict = by_id(judged(framework))["cudnn-active"]
     assert verdict["status"] == "fail" and "not really used" in verdict["text"]
 
 
 def test_a_slow_matmul_fails_with_the_clocks_and_throttle_reasons_as_evidence():
     framework = with_median(raw(CONSTRUCTED["frameworks"][0]), "matmul-8192-bf16", 0.040)  # 3 % of peak
-    state = {"clocks_mhz": {"sm": 345, "sm_max": 1980}, "power_w": {"draw": 90.0, "limit": 700.0}, "throttle_reasons": ["hw_thermal_slowdown"]}
+    state = {
+        "clocks_mhz": {"sm": 345, "sm_max": 1980},
+        "power_w": {"draw": 90.0, "limit": 700.0},
+        "throttle_reasons": ["hw_thermal_slowdown"],
+    }
     verdict = by_id(judged(framework, state=state))["matmul-peak-bf16"]
     assert verdict["status"] == "fail" and "3 %" in verdict["text"] and "hw_thermal_slowdown" in verdict["text"]
     assert verdict["evidence"]["clocks_mhz"]["sm"] == 345
-    warn = by_id(judged(with_median(raw(CONSTRUCTED["frameworks"][0]), "matmul-8192-bf16", 0.0040), state={}))["matmul-peak-bf16"]
+    warn = by_id(judged(with_median(raw(CONSTRUCTED["frameworks"][0]), "matmul-8192-bf16", 0.0040), state={}))[
+        "matmul-peak-bf16"
+    ]
     assert warn["status"] == "warn" and "shared" in warn["text"]  # 28 %: between the thresholds, no reason from NVML
 
 
@@ -248,7 +291,9 @@ def test_the_constructed_result_validates_and_reads_as_text():
 
 
 def run_cli(*args: str, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cudnn_doctor", "verify", *args], capture_output=True, text=True, env=env, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "cudnn_doctor", "verify", *args], capture_output=True, text=True, env=env, timeout=300
+    )
 
 
 @pytest.mark.live
@@ -317,7 +362,9 @@ def test_nvml_state_reads_clocks_power_and_throttle_reasons():
         nvmlInit_v2 = nvmlShutdown = staticmethod(lambda: nvml.SUCCESS)
         nvmlDeviceGetCount_v2 = staticmethod(lambda count: setattr(count._obj, "value", 1) or nvml.SUCCESS)
         nvmlDeviceGetHandleByIndex_v2 = staticmethod(lambda index, handle: nvml.SUCCESS)
-        nvmlDeviceGetName = staticmethod(lambda handle, name, size: ctypes.memmove(name, b"NVIDIA H100 80GB HBM3\0", 22) and nvml.SUCCESS)
+        nvmlDeviceGetName = staticmethod(
+            lambda handle, name, size: ctypes.memmove(name, b"NVIDIA H100 80GB HBM3\0", 22) and nvml.SUCCESS
+        )
         nvmlDeviceGetClockInfo = staticmethod(answer(lambda which: {nvml.CLOCK_SM: 345, nvml.CLOCK_MEM: 2619}[which]))
         nvmlDeviceGetMaxClockInfo = staticmethod(answer(1980))
         nvmlDeviceGetPowerUsage = staticmethod(answer(91500))

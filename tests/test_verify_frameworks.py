@@ -93,7 +93,10 @@ def test_run_cases_records_each_case_and_notes_an_unsupported_one():
             self.done += 1
             progress_file.append("%d/%d %s" % (self.done, self.total, text))
 
-    cases = [("conv-guide-b1", "conv", "gpu", "fp32", None, 1), ("copy-h2d-pinned", "copy", "gpu", "bytes", "pinned", 1 << 20)]
+    cases = [
+        ("conv-guide-b1", "conv", "gpu", "fp32", None, 1),
+        ("copy-h2d-pinned", "copy", "gpu", "bytes", "pinned", 1 << 20),
+    ]
 
     def measure(case):
         if case[1] == "copy":
@@ -102,7 +105,12 @@ def test_run_cases_records_each_case_and_notes_an_unsupported_one():
 
     worker.run_cases(report, cases, Lines(None, 2), measure)
     (bench,) = report["benchmarks"]
-    assert bench["id"] == "conv-guide-b1" and bench["median_s"] == 0.2 and bench["spread"] == pytest.approx(1.0) and bench["elapsed_s"] >= 0
+    assert (
+        bench["id"] == "conv-guide-b1"
+        and bench["median_s"] == 0.2
+        and bench["spread"] == pytest.approx(1.0)
+        and bench["elapsed_s"] >= 0
+    )
     assert report["notes"] == ["copy-h2d-pinned left out: no pinned buffer"]
     assert progress_file == ["1/2 conv-guide-b1 on the GPU", "2/2 copy-h2d-pinned on the GPU"]
     jsonschema = pytest.importorskip("jsonschema")
@@ -118,7 +126,9 @@ def test_finish_sums_the_time_and_drops_empty_notes():
 
 
 def test_versions_as_frameworks_give_them_read_as_text():
-    assert worker.version_text("False") is None and worker.version_text(False) is None and worker.version_text("") is None  # CPU builds
+    assert (
+        worker.version_text("False") is None and worker.version_text(False) is None and worker.version_text("") is None
+    )  # CPU builds
     assert worker.version_text("12.4") == "12.4" and worker.version_text(9) == "9"
     assert worker.cuda_text(12040) == "12.4" and worker.cuda_text(13000) == "13.0" and worker.cuda_text(0) is None
 
@@ -141,7 +151,9 @@ def framework_python() -> Path:
 
 
 def _worker(python: Path, config: dict[str, Any], lines: list[str] | None = None) -> dict[str, Any]:
-    done = LiveSystem().run_worker(str(python), verifying.WORKER, [json.dumps(config)], 300, lines.append if lines is not None else None)
+    done = LiveSystem().run_worker(
+        str(python), verifying.WORKER, [json.dumps(config)], 300, lines.append if lines is not None else None
+    )
     assert not done.timed_out and verifying.MARKER in done.stdout, done.stderr[-2000:]
     return json.loads(done.stdout.rpartition(verifying.MARKER)[2].strip())
 
@@ -169,7 +181,11 @@ def _conv_reference(x: list, weights: list) -> list:
 def _close(result: Any, reference: Any) -> bool:
     """Same nesting (so the same layout) and the same numbers."""
     if isinstance(reference, list):
-        return isinstance(result, list) and len(result) == len(reference) and all(_close(r, e) for r, e in zip(result, reference))
+        return (
+            isinstance(result, list)
+            and len(result) == len(reference)
+            and all(_close(r, e) for r, e in zip(result, reference))
+        )
     return abs(result - reference) <= 1e-4 * max(1.0, abs(reference))
 
 
@@ -200,13 +216,20 @@ def test_without_a_gpu_each_framework_runs_the_cpu_baseline_with_the_torch_ids(f
     report = _worker(framework_python, {"framework": framework, "quick": True}, lines)
     assert report["status"] == "no-gpu" and report["version"], report
     assert report["cuda"] is None and report["cudnn"] is None  # CPU builds
-    assert [(b["id"], b["device"]) for b in report["benchmarks"]] == [(c[0], c[2]) for c in worker.plan(quick=True, gpu=False)]
-    assert [(b["id"], b["device"]) for b in report["benchmarks"]] == [("conv-guide-b1", "cpu"), ("matmul-1024-fp32", "cpu")]
+    assert [(b["id"], b["device"]) for b in report["benchmarks"]] == [
+        (c[0], c[2]) for c in worker.plan(quick=True, gpu=False)
+    ]
+    assert [(b["id"], b["device"]) for b in report["benchmarks"]] == [
+        ("conv-guide-b1", "cpu"),
+        ("matmul-1024-fp32", "cpu"),
+    ]
     conv, product = report["benchmarks"]
     assert conv["flops"] == worker.conv_flops(1, 3, 64, 224, 224) + worker.conv_flops(1, 64, 64, 224, 224)
     assert product["flops"] == worker.matmul_flops(1024)
     for bench in report["benchmarks"]:
-        assert len(bench["runs_s"]) == 5 and all(r > 0 for r in bench["runs_s"]) and bench["median_s"] in bench["runs_s"]
+        assert (
+            len(bench["runs_s"]) == 5 and all(r > 0 for r in bench["runs_s"]) and bench["median_s"] in bench["runs_s"]
+        )
         assert bench["elapsed_s"] >= sum(bench["runs_s"])
     assert report["total_s"] >= report["import_s"] > 0 and report["smoke"] == []
     assert lines == ["1/2 conv-guide-b1 on the CPU", "2/2 matmul-1024-fp32 on the CPU"]
@@ -249,7 +272,15 @@ sys.stdout.write(common.MARKER + "\\n" + json.dumps(report) + "\\n")
     ("framework", "backend", "left_out"),
     [
         ("jax", "JaxBackend", {"conv-large-autotune": "no run-time switch", "conv-large-cudnn-off": "no switch"}),
-        ("tensorflow", "TensorFlowBackend", {"conv-large-cudnn-off": "no switch", "copy-h2d-pinned": "no pinned host", "copy-d2h-pinned": "no pinned host"}),
+        (
+            "tensorflow",
+            "TensorFlowBackend",
+            {
+                "conv-large-cudnn-off": "no switch",
+                "copy-h2d-pinned": "no pinned host",
+                "copy-d2h-pinned": "no pinned host",
+            },
+        ),
     ],
 )
 def test_the_gpu_cases_code_runs_every_case_with_a_stand_in_gpu(framework_python, framework, backend, left_out):
@@ -267,4 +298,6 @@ def test_the_gpu_cases_code_runs_every_case_with_a_stand_in_gpu(framework_python
     for bench in report["benchmarks"]:
         assert bench["median_s"] > 0 and (bench["flops"] or bench["bytes"]), bench
     copies = [b for b in report["benchmarks"] if b["kind"] in ("copy", "memory")]
-    assert all(b["bytes"] >= 1 << 20 for b in copies) and any(b["kind"] == "memory" and b["bytes"] == 2 << 20 for b in copies)
+    assert all(b["bytes"] >= 1 << 20 for b in copies) and any(
+        b["kind"] == "memory" and b["bytes"] == 2 << 20 for b in copies
+    )

@@ -10,7 +10,16 @@ TORCH = {"torch": {"version": "2.5.1+cu124", "cuda": "12.4", "cuda_available": F
 
 
 def _diagnosis(value):
-    pythons = [{"executable": "/v/bin/python", "version": "3.11.7", "current": True, "kind": "venv", "packages": {"torch": "2.5.1+cu124"}, "frameworks": TORCH}]
+    pythons = [
+        {
+            "executable": "/v/bin/python",
+            "version": "3.11.7",
+            "current": True,
+            "kind": "venv",
+            "packages": {"torch": "2.5.1+cu124"},
+            "frameworks": TORCH,
+        }
+    ]
     return run(machine(LINUX_BASE, env={"CUDA_VISIBLE_DEVICES": value}, pythons=pythons))
 
 

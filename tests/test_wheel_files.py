@@ -15,7 +15,16 @@ from pathlib import Path
 import pytest
 
 from cudnn_doctor.diagnose import diagnose
-from cudnn_doctor.facts import DIST_METADATA, DIST_VERSION, KNOWLEDGE, LIBRARY_IMPORTS, LIVE, WHEEL_METADATA, PythonEnv, WheelRequirement
+from cudnn_doctor.facts import (
+    DIST_METADATA,
+    DIST_VERSION,
+    KNOWLEDGE,
+    LIBRARY_IMPORTS,
+    LIVE,
+    WHEEL_METADATA,
+    PythonEnv,
+    WheelRequirement,
+)
 from cudnn_doctor.probes.builds import probe_builds
 from cudnn_doctor.probes.wheel_files import cuda_major_of_library, module_constants, requirements_of
 from cudnn_doctor.reports import json_report
@@ -44,9 +53,23 @@ def _ort_wheel(platform: str, provider: str) -> Path:
         return extracted
     folder.mkdir(parents=True, exist_ok=True)
     if not list(folder.glob("*.whl")):
-        command = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "--python-version", "3.11", "--platform", platform]
+        command = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--python-version",
+            "3.11",
+            "--platform",
+            platform,
+        ]
         try:
-            done = subprocess.run([*command, "-d", str(folder), f"onnxruntime-gpu=={ORT}"], capture_output=True, text=True, timeout=600)
+            done = subprocess.run(
+                [*command, "-d", str(folder), f"onnxruntime-gpu=={ORT}"], capture_output=True, text=True, timeout=600
+            )
         except subprocess.TimeoutExpired:
             pytest.skip("the package registry did not answer in time")
         if done.returncode != 0:
@@ -63,7 +86,9 @@ def _ort_machine(windows: bool, extracted: Path, **extra_files: dict) -> dict:
     provider = "onnxruntime_providers_cuda.dll" if windows else "libonnxruntime_providers_cuda.so"
     site, sep, exe = (SITE_WINDOWS, "\\", EXE_WINDOWS) if windows else (SITE_LINUX, "/", EXE_LINUX)
     files = {
-        sep.join([site, "onnxruntime", "capi", provider]): {"source": f"onnxruntime/capi/{provider}"},  # inside the fixture's folder
+        sep.join([site, "onnxruntime", "capi", provider]): {
+            "source": f"onnxruntime/capi/{provider}"
+        },  # inside the fixture's folder
         sep.join([site, *ORT_INFO.split("/")]): {"text": (extracted / ORT_INFO).read_text()},
         sep.join([site, *ORT_METADATA.split("/")]): {"text": (extracted / ORT_METADATA).read_text()},
         exe: {"size": 100},
@@ -101,7 +126,8 @@ def _build(document: dict, name: str, extracted: Path | None = None):
 @pytest.mark.parametrize("windows", [False, True], ids=["linux", "windows"])
 def test_real_onnxruntime_gpu_1_31_is_a_cuda_13_build_read_from_its_files(windows):
     extracted = _ort_wheel(
-        "win_amd64" if windows else "manylinux_2_28_x86_64", "onnxruntime_providers_cuda.dll" if windows else "libonnxruntime_providers_cuda.so"
+        "win_amd64" if windows else "manylinux_2_28_x86_64",
+        "onnxruntime_providers_cuda.dll" if windows else "libonnxruntime_providers_cuda.so",
     )
     build = _build(_ort_machine(windows, extracted), "onnxruntime", extracted)
     assert (build.cuda.value, build.cuda.how, build.cuda.evidence) == ("13.0", WHEEL_METADATA, ORT_INFO)
@@ -122,7 +148,10 @@ def test_real_onnxruntime_gpu_1_31_is_a_cuda_13_build_read_from_its_files(window
 def test_real_onnxruntime_gpu_1_31_with_cuda_13_is_no_framework_cuda_mismatch():
     """The observed false alarm: "built for CUDA 12.0 (knowledge table) and loads libcudart.so.12" on a CUDA 13 machine."""
     extracted = _ort_wheel("manylinux_2_28_x86_64", "libonnxruntime_providers_cuda.so")
-    toolkit = {"/usr/local/cuda-13.0/bin/nvcc": {"size": 10}, "/usr/local/cuda-13.0/version.json": {"text": '{"cuda": {"version": "13.0.88"}}'}}
+    toolkit = {
+        "/usr/local/cuda-13.0/bin/nvcc": {"size": 10},
+        "/usr/local/cuda-13.0/version.json": {"text": '{"cuda": {"version": "13.0.88"}}'},
+    }
     diagnosis = _real(_ort_machine(False, extracted, **toolkit), extracted)
     assert "framework-cuda-mismatch" not in {f.id for f in diagnosis.findings}
     (build,) = diagnosis.facts.builds
@@ -150,7 +179,12 @@ def test_onnxruntime_build_module_outranks_the_table_and_the_terminal_says_where
     )
     diagnosis = run(document)
     (build,) = diagnosis.facts.builds  # the table says CUDA 12 / cuDNN 9 for 1.20: a custom build says otherwise
-    assert (build.cuda.value, build.cuda.how, build.cudnn.value, build.cudnn.how) == ("11.8", WHEEL_METADATA, "8", WHEEL_METADATA)
+    assert (build.cuda.value, build.cuda.how, build.cudnn.value, build.cudnn.how) == (
+        "11.8",
+        WHEEL_METADATA,
+        "8",
+        WHEEL_METADATA,
+    )
     assert build.system_libraries.cudart == "libcudart.so.11.0"
     from cudnn_doctor.reports.terminal import _build_line
 
@@ -158,7 +192,12 @@ def test_onnxruntime_build_module_outranks_the_table_and_the_terminal_says_where
     out = io.StringIO()
     json_report.render(diagnosis, out)
     (reported,) = json.loads(out.getvalue())["facts"]["builds"]
-    assert reported["cuda"] == {"value": "11.8", "how": WHEEL_METADATA, "source": f"{site}/{ORT_INFO}", "evidence": ORT_INFO}
+    assert reported["cuda"] == {
+        "value": "11.8",
+        "how": WHEEL_METADATA,
+        "source": f"{site}/{ORT_INFO}",
+        "evidence": ORT_INFO,
+    }
 
 
 def test_onnxruntime_gpu_library_imports_then_metadata_then_table():
@@ -171,29 +210,60 @@ def test_onnxruntime_gpu_library_imports_then_metadata_then_table():
     )
     base = {EXE_LINUX: {"size": 100}, **LINUX_VENV}
     python = [_python(EXE_LINUX, {"onnxruntime-gpu": "1.18.0"})]
-    imports = {provider: {"imports": ["libcublas.so.12", "libcudart.so.12", "libcudnn.so.9", "libcurand.so.10", "libc.so.6"], "loads": []}}
-    by_library = _build(machine(LINUX_BASE, files={**base, **imports, metadata: {"text": requires}}, env=LINUX_ENV, pythons=python), "onnxruntime")
-    assert (by_library.cuda.value, by_library.cuda.how, by_library.cudnn.value, by_library.cudnn.how) == ("12", LIBRARY_IMPORTS, "9", LIBRARY_IMPORTS)
+    imports = {
+        provider: {
+            "imports": ["libcublas.so.12", "libcudart.so.12", "libcudnn.so.9", "libcurand.so.10", "libc.so.6"],
+            "loads": [],
+        }
+    }
+    by_library = _build(
+        machine(LINUX_BASE, files={**base, **imports, metadata: {"text": requires}}, env=LINUX_ENV, pythons=python),
+        "onnxruntime",
+    )
+    assert (by_library.cuda.value, by_library.cuda.how, by_library.cudnn.value, by_library.cudnn.how) == (
+        "12",
+        LIBRARY_IMPORTS,
+        "9",
+        LIBRARY_IMPORTS,
+    )
     assert by_library.cuda.evidence == "onnxruntime/capi/libonnxruntime_providers_cuda.so imports libcublas.so.12"
-    by_metadata = _build(machine(LINUX_BASE, files={**base, metadata: {"text": requires}}, env=LINUX_ENV, pythons=python), "onnxruntime")
+    by_metadata = _build(
+        machine(LINUX_BASE, files={**base, metadata: {"text": requires}}, env=LINUX_ENV, pythons=python), "onnxruntime"
+    )
     assert (by_metadata.cuda.value, by_metadata.cuda.how, by_metadata.cudnn.value) == ("12", DIST_METADATA, "9")
     assert by_metadata.cudnn.evidence == "onnxruntime-gpu 1.18.0 requires nvidia-cudnn-cu12~=9.0 [cudnn]"
-    by_table = _build(machine(LINUX_BASE, files=base, env=LINUX_ENV, pythons=python), "onnxruntime")  # 1.18: CUDA 11.8 / cuDNN 8 on PyPI
-    assert (by_table.cuda.value, by_table.cuda.how, by_table.cudnn.value, by_table.cuda.source[:8]) == ("11.8", KNOWLEDGE, "8", "https://")
+    by_table = _build(
+        machine(LINUX_BASE, files=base, env=LINUX_ENV, pythons=python), "onnxruntime"
+    )  # 1.18: CUDA 11.8 / cuDNN 8 on PyPI
+    assert (by_table.cuda.value, by_table.cuda.how, by_table.cudnn.value, by_table.cuda.source[:8]) == (
+        "11.8",
+        KNOWLEDGE,
+        "8",
+        "https://",
+    )
     assert by_table.needs == () and by_table.nvidia_requirements == ()
 
 
 def test_library_imports_of_two_cuda_majors_say_nothing():
     provider = f"{SITE_LINUX}/onnxruntime/capi/libonnxruntime_providers_cuda.so"
-    files = {provider: {"imports": ["libcudart.so.12", "libcublas.so.13"], "loads": ["libcudnn.so.8", "libcudnn.so.9"]}, EXE_LINUX: {"size": 100}, **LINUX_VENV}
-    build = _build(machine(LINUX_BASE, files=files, env=LINUX_ENV, pythons=[_python(EXE_LINUX, {"onnxruntime-gpu": "1.20.0"})]), "onnxruntime")
+    files = {
+        provider: {"imports": ["libcudart.so.12", "libcublas.so.13"], "loads": ["libcudnn.so.8", "libcudnn.so.9"]},
+        EXE_LINUX: {"size": 100},
+        **LINUX_VENV,
+    }
+    build = _build(
+        machine(LINUX_BASE, files=files, env=LINUX_ENV, pythons=[_python(EXE_LINUX, {"onnxruntime-gpu": "1.20.0"})]),
+        "onnxruntime",
+    )
     assert (build.cuda.how, build.cudnn.how) == (KNOWLEDGE, KNOWLEDGE)
 
 
 def test_torch_version_module_library_and_metadata():
     site = SITE_LINUX
     files = {
-        f"{site}/torch/version.py": {"text": "from typing import Optional\n__version__ = '2.9.0'\ncuda: Optional[str] = '13.0'\nhip: Optional[str] = None\n"},
+        f"{site}/torch/version.py": {
+            "text": "from typing import Optional\n__version__ = '2.9.0'\ncuda: Optional[str] = '13.0'\nhip: Optional[str] = None\n"
+        },
         f"{site}/torch/lib/libtorch_cuda.so": {"imports": ["libcudart.so.13", "libcudnn.so.9", "libc10_cuda.so"]},
         f"{site}/torch-2.9.0.dist-info/METADATA": {
             "text": 'Name: torch\nVersion: 2.9.0\nRequires-Dist: nvidia-cudnn-cu13==9.13.0.50; platform_system == "Linux"\nRequires-Dist: sympy\n'
@@ -203,14 +273,28 @@ def test_torch_version_module_library_and_metadata():
     }
     python = [_python(EXE_LINUX, {"torch": "2.9.0"})]
     torch = _build(machine(LINUX_BASE, files=files, env=LINUX_ENV, pythons=python), "torch")
-    assert (torch.gpu_build, torch.cuda.value, torch.cuda.how, torch.cuda.evidence) == (True, "13.0", WHEEL_METADATA, "torch/version.py")
-    assert (torch.cudnn.value, torch.cudnn.how, torch.cudnn.evidence) == ("9", LIBRARY_IMPORTS, "torch/lib/libtorch_cuda.so imports libcudnn.so.9")
+    assert (torch.gpu_build, torch.cuda.value, torch.cuda.how, torch.cuda.evidence) == (
+        True,
+        "13.0",
+        WHEEL_METADATA,
+        "torch/version.py",
+    )
+    assert (torch.cudnn.value, torch.cudnn.how, torch.cudnn.evidence) == (
+        "9",
+        LIBRARY_IMPORTS,
+        "torch/lib/libtorch_cuda.so imports libcudnn.so.9",
+    )
     assert torch.nvidia_requirements == (WheelRequirement("nvidia-cudnn-cu13", "==9.13.0.50"),)
     cpu = {**files, f"{site}/torch/version.py": {"text": "__version__ = '2.9.0'\ncuda = None\nhip = None\n"}}
     del cpu[f"{site}/torch/lib/libtorch_cuda.so"]
     assert _build(machine(LINUX_BASE, files=cpu, env=LINUX_ENV, pythons=python), "torch").gpu_build is False
     live = _build(
-        machine(LINUX_BASE, files=files, env=LINUX_ENV, pythons=[_python(EXE_LINUX, {"torch": "2.9.0"}, {"torch": {"version": "2.9.0", "cuda": "13.1"}})]),
+        machine(
+            LINUX_BASE,
+            files=files,
+            env=LINUX_ENV,
+            pythons=[_python(EXE_LINUX, {"torch": "2.9.0"}, {"torch": {"version": "2.9.0", "cuda": "13.1"}})],
+        ),
         "torch",
     )
     assert (live.cuda.value, live.cuda.how) == ("13.1", LIVE)  # what the running framework says comes first
@@ -219,15 +303,28 @@ def test_torch_version_module_library_and_metadata():
 def test_torch_on_windows_reads_torch_cuda_dll_and_ignores_linux_only_requirements():
     site = SITE_WINDOWS
     files = {
-        f"{site}\\torch\\lib\\torch_cuda.dll": {"imports": ["cudart64_12.dll", "cublas64_12.dll", "cudnn64_9.dll", "KERNEL32.dll"]},
+        f"{site}\\torch\\lib\\torch_cuda.dll": {
+            "imports": ["cudart64_12.dll", "cublas64_12.dll", "cudnn64_9.dll", "KERNEL32.dll"]
+        },
         f"{site}\\torch-2.5.1+cu124.dist-info\\METADATA": {
             "text": 'Name: torch\nVersion: 2.5.1+cu124\nRequires-Dist: nvidia-cudnn-cu12==9.1.0.70; platform_system == "Linux"\n'
         },
         EXE_WINDOWS: {"size": 100},
         "C:\\env\\pyvenv.cfg": {"text": "version = 3.11.9\n"},
     }
-    torch = _build(machine(WINDOWS_BASE, files=files, env={"PATH": "C:\\Windows\\system32"}, pythons=[_python(EXE_WINDOWS, {"torch": "2.5.1+cu124"})]), "torch")
-    assert (torch.cuda.value, torch.cuda.how) == ("12.4", DIST_VERSION)  # the version tag says the minor, the DLL only the major
+    torch = _build(
+        machine(
+            WINDOWS_BASE,
+            files=files,
+            env={"PATH": "C:\\Windows\\system32"},
+            pythons=[_python(EXE_WINDOWS, {"torch": "2.5.1+cu124"})],
+        ),
+        "torch",
+    )
+    assert (torch.cuda.value, torch.cuda.how) == (
+        "12.4",
+        DIST_VERSION,
+    )  # the version tag says the minor, the DLL only the major
     assert (torch.cudnn.value, torch.cudnn.how) == ("9", LIBRARY_IMPORTS)
     assert torch.nvidia_requirements == ()  # platform_system == "Linux" does not hold on this machine
 
@@ -245,11 +342,29 @@ def test_tensorflow_build_info_module_and_the_table_refining_the_cudnn_major():
     }
     python = [{**_python(EXE_WINDOWS, {"tensorflow": "2.10.0"}), "version": "3.10.9"}]
     tf = _build(machine(WINDOWS_BASE, files=files, env={"PATH": "C:\\Windows\\system32"}, pythons=python), "tensorflow")
-    assert (tf.gpu_build, tf.cuda.value, tf.cuda.how, tf.cuda.evidence) == (True, "64_112", WHEEL_METADATA, "tensorflow/python/platform/build_info.py")
+    assert (tf.gpu_build, tf.cuda.value, tf.cuda.how, tf.cuda.evidence) == (
+        True,
+        "64_112",
+        WHEEL_METADATA,
+        "tensorflow/python/platform/build_info.py",
+    )
     assert tf.system_libraries.cudart == "cudart64_110.dll"
-    assert (tf.cudnn.value, tf.cudnn.how) == ("8.1", KNOWLEDGE)  # the file says major 8; the row of that major says 8.1 or newer
-    cpu = {**files, f"{site}\\tensorflow\\python\\platform\\build_info.py": {"text": "build_info = {}\nbuild_info['is_cuda_build'] = False\n"}}
-    assert _build(machine(WINDOWS_BASE, files=cpu, env={"PATH": "C:\\Windows\\system32"}, pythons=python), "tensorflow").gpu_build is False
+    assert (tf.cudnn.value, tf.cudnn.how) == (
+        "8.1",
+        KNOWLEDGE,
+    )  # the file says major 8; the row of that major says 8.1 or newer
+    cpu = {
+        **files,
+        f"{site}\\tensorflow\\python\\platform\\build_info.py": {
+            "text": "build_info = {}\nbuild_info['is_cuda_build'] = False\n"
+        },
+    }
+    assert (
+        _build(
+            machine(WINDOWS_BASE, files=cpu, env={"PATH": "C:\\Windows\\system32"}, pythons=python), "tensorflow"
+        ).gpu_build
+        is False
+    )
 
 
 def test_paddle_version_module():
@@ -258,10 +373,21 @@ def test_paddle_version_module():
     files = {f"{site}/paddle/version/__init__.py": {"text": text}, EXE_LINUX: {"size": 100}, **LINUX_VENV}
     python = [_python(EXE_LINUX, {"paddlepaddle-gpu": "2.6.1"})]
     paddle = _build(machine(LINUX_BASE, files=files, env=LINUX_ENV, pythons=python), "paddle")
-    assert (paddle.gpu_build, paddle.cuda.value, paddle.cuda.how, paddle.cudnn.value, paddle.cudnn.how) == (True, "12.0", WHEEL_METADATA, "8", WHEEL_METADATA)
+    assert (paddle.gpu_build, paddle.cuda.value, paddle.cuda.how, paddle.cudnn.value, paddle.cudnn.how) == (
+        True,
+        "12.0",
+        WHEEL_METADATA,
+        "8",
+        WHEEL_METADATA,
+    )
     assert paddle.system_libraries.cudart == "libcudart.so.12"
-    cpu = {**files, f"{site}/paddle/version/__init__.py": {"text": "cuda_version    = 'False'\ncudnn_version   = 'False'\n"}}
-    paddle_cpu = _build(machine(LINUX_BASE, files=cpu, env=LINUX_ENV, pythons=[_python(EXE_LINUX, {"paddlepaddle": "2.6.1"})]), "paddle")
+    cpu = {
+        **files,
+        f"{site}/paddle/version/__init__.py": {"text": "cuda_version    = 'False'\ncudnn_version   = 'False'\n"},
+    }
+    paddle_cpu = _build(
+        machine(LINUX_BASE, files=cpu, env=LINUX_ENV, pythons=[_python(EXE_LINUX, {"paddlepaddle": "2.6.1"})]), "paddle"
+    )
     assert paddle_cpu.gpu_build is False and paddle_cpu.cuda is None
 
 
@@ -271,11 +397,22 @@ def test_jax_plugin_name_and_its_requirements():
         "Name: jax-cuda12-plugin\nVersion: 0.4.35\nRequires-Dist: jax-cuda12-pjrt==0.4.35\n"
         'Requires-Dist: nvidia-cudnn-cu12<10.0,>=9.1; extra == "with-cuda"\nRequires-Dist: nvidia-cublas-cu12>=12.1.3.1; extra == "with-cuda"\n'
     )
-    files = {f"{site}/jax_cuda12_plugin-0.4.35.dist-info/METADATA": {"text": metadata}, EXE_LINUX: {"size": 100}, **LINUX_VENV}
+    files = {
+        f"{site}/jax_cuda12_plugin-0.4.35.dist-info/METADATA": {"text": metadata},
+        EXE_LINUX: {"size": 100},
+        **LINUX_VENV,
+    }
     packages = {"jax": "0.4.35", "jaxlib": "0.4.35", "jax-cuda12-plugin": "0.4.35", "jax-cuda12-pjrt": "0.4.35"}
     jax = _build(machine(LINUX_BASE, files=files, env=LINUX_ENV, pythons=[_python(EXE_LINUX, packages)]), "jax")
-    assert (jax.gpu_build, jax.cuda.value, jax.cuda.how, jax.cuda.evidence) == (True, "12", DIST_METADATA, "jax-cuda12-plugin 0.4.35 is installed")
-    assert (jax.cudnn.value, jax.cudnn.how) == ("9", DIST_METADATA) and {r.extra for r in jax.nvidia_requirements} == {"with-cuda"}
+    assert (jax.gpu_build, jax.cuda.value, jax.cuda.how, jax.cuda.evidence) == (
+        True,
+        "12",
+        DIST_METADATA,
+        "jax-cuda12-plugin 0.4.35 is installed",
+    )
+    assert (jax.cudnn.value, jax.cudnn.how) == ("9", DIST_METADATA) and {r.extra for r in jax.nvidia_requirements} == {
+        "with-cuda"
+    }
     old = _build(
         machine(
             LINUX_BASE,
@@ -287,7 +424,12 @@ def test_jax_plugin_name_and_its_requirements():
     )
     assert (old.cuda.value, old.cuda.how, old.cudnn.value) == ("12", DIST_VERSION, "8.9")
     cpu = _build(
-        machine(LINUX_BASE, files={EXE_LINUX: {"size": 100}, **LINUX_VENV}, env=LINUX_ENV, pythons=[_python(EXE_LINUX, {"jax": "0.4.35", "jaxlib": "0.4.35"})]),
+        machine(
+            LINUX_BASE,
+            files={EXE_LINUX: {"size": 100}, **LINUX_VENV},
+            env=LINUX_ENV,
+            pythons=[_python(EXE_LINUX, {"jax": "0.4.35", "jaxlib": "0.4.35"})],
+        ),
         "jax",
     )
     assert cpu.cuda is None and cpu.gpu_build is None
@@ -323,8 +465,17 @@ def test_module_constants_are_read_without_running_the_module():
 
 def test_requires_dist_markers_are_evaluated_for_the_target_machine():
     text = 'Name: x\nRequires-Dist: a; python_version < "3.9"\nRequires-Dist: b[c]>=1; extra == "gpu" or extra == "all"\nRequires-Dist: ???\n\nRequires-Dist: body\n'
-    windows = {"platform_system": "Windows", "python_version": "3.11", "python_full_version": "3.11.9", "sys_platform": "win32", "os_name": "nt"}
-    assert list(requirements_of(text, windows)) == [WheelRequirement("b", ">=1", "gpu"), WheelRequirement("b", ">=1", "all")]
+    windows = {
+        "platform_system": "Windows",
+        "python_version": "3.11",
+        "python_full_version": "3.11.9",
+        "sys_platform": "win32",
+        "os_name": "nt",
+    }
+    assert list(requirements_of(text, windows)) == [
+        WheelRequirement("b", ">=1", "gpu"),
+        WheelRequirement("b", ">=1", "all"),
+    ]
 
 
 def test_the_onnxruntime_gpu_table_says_nothing_about_other_onnxruntime_distributions():
@@ -337,7 +488,14 @@ def test_the_onnxruntime_gpu_table_says_nothing_about_other_onnxruntime_distribu
 def test_cupy_wheel_extras_are_exposed():
     site = SITE_LINUX
     metadata = 'Name: cupy-cuda12x\nVersion: 13.3.0\nRequires-Dist: numpy\nRequires-Dist: nvidia-cuda-runtime-cu12==12.*; extra == "ctk"\n'
-    files = {f"{site}/cupy_cuda12x-13.3.0.dist-info/METADATA": {"text": metadata}, EXE_LINUX: {"size": 100}, **LINUX_VENV}
-    cupy = _build(machine(LINUX_BASE, files=files, env=LINUX_ENV, pythons=[_python(EXE_LINUX, {"cupy-cuda12x": "13.3.0"})]), "cupy")
+    files = {
+        f"{site}/cupy_cuda12x-13.3.0.dist-info/METADATA": {"text": metadata},
+        EXE_LINUX: {"size": 100},
+        **LINUX_VENV,
+    }
+    cupy = _build(
+        machine(LINUX_BASE, files=files, env=LINUX_ENV, pythons=[_python(EXE_LINUX, {"cupy-cuda12x": "13.3.0"})]),
+        "cupy",
+    )
     assert (cupy.cuda.value, cupy.cuda.how) == ("12", DIST_VERSION) and cupy.cudnn is None
     assert cupy.extra("ctk") == (WheelRequirement("nvidia-cuda-runtime-cu12", "==12.*", "ctk"),)

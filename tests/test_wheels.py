@@ -18,7 +18,10 @@ from cudnn_doctor.findings import Severity
 
 from .conftest import LINUX_BASE, WINDOWS_BASE, machine, run
 
-ORT_REPORT = {"version": "{v}", "providers": ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]}
+ORT_REPORT = {
+    "version": "{v}",
+    "providers": ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"],
+}
 CUDNN9 = [*knowledge.cudnn_release(9).parts, *knowledge.cudnn_release(9).optional]
 
 LINUX_EXE = "/home/dev/.venv/bin/python"
@@ -57,12 +60,20 @@ def _folder(windows: bool, relative: str) -> str:
     return (WINDOWS_SITE + "\\" + relative.replace("/", "\\")) if windows else f"{LINUX_SITE}/{relative}"
 
 
-def ort_machine(windows: bool, version: str = "1.22.0", wheels: list = (), provider_imports: list[str] = (), env: dict[str, str] = ()) -> dict[str, Any]:
+def ort_machine(
+    windows: bool,
+    version: str = "1.22.0",
+    wheels: list = (),
+    provider_imports: list[str] = (),
+    env: dict[str, str] = (),
+) -> dict[str, Any]:
     """ONNX Runtime `version` in a venv, with these nvidia-* wheels' files installed beside it."""
     sep = "\\" if windows else "/"
     site = WINDOWS_SITE if windows else LINUX_SITE
     provider = "onnxruntime_providers_cuda.dll" if windows else "libonnxruntime_providers_cuda.so"
-    files: dict[str, Any] = {sep.join([site, "onnxruntime", "capi", provider]): {"size": 300_000_000, "imports": list(provider_imports)}}
+    files: dict[str, Any] = {
+        sep.join([site, "onnxruntime", "capi", provider]): {"size": 300_000_000, "imports": list(provider_imports)}
+    }
     packages = {"onnxruntime-gpu": version}
     for dist, dist_version, folder, names in wheels:
         packages[dist] = dist_version
@@ -106,20 +117,33 @@ def test_installed_wheels_that_onnxruntime_does_not_search(windows):
     found = errors(ort_machine(windows, wheels=wheels))
     cudnn = found["cudnn-missing"]
     version = wheels[0][1]
-    assert f"installed in this environment as nvidia-cudnn-cu12 {version} in {_folder(windows, wheels[0][2])}" in cudnn.detail
+    assert (
+        f"installed in this environment as nvidia-cudnn-cu12 {version} in {_folder(windows, wheels[0][2])}"
+        in cudnn.detail
+    )
     assert "onnxruntime 1.22.0 does not search there" in cudnn.detail and "preload_dlls()" in cudnn.detail
-    assert cudnn.fix[0].startswith("Call `import onnxruntime; onnxruntime.preload_dlls()` before creating the InferenceSession")
+    assert cudnn.fix[0].startswith(
+        "Call `import onnxruntime; onnxruntime.preload_dlls()` before creating the InferenceSession"
+    )
     expected = folders(windows, wheels)
     if windows:
         joined = ";".join(expected)
-        assert cudnn.fix[1] == f'Or, before starting Python: set "PATH={joined};%PATH%" (cmd) or $env:PATH = "{joined};$env:PATH" (PowerShell)'
+        assert (
+            cudnn.fix[1]
+            == f'Or, before starting Python: set "PATH={joined};%PATH%" (cmd) or $env:PATH = "{joined};$env:PATH" (PowerShell)'
+        )
     else:
-        assert cudnn.fix[1] == f"Or, before starting Python: export LD_LIBRARY_PATH={':'.join(expected)}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}"
+        assert (
+            cudnn.fix[1]
+            == f"Or, before starting Python: export LD_LIBRARY_PATH={':'.join(expected)}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}"
+        )
     # never "install what is already installed"
     assert not any("pip install" in step or "cudnn-archive" in step for step in cudnn.fix)
     cudart = found["cuda-libs-not-found"]
     assert "installed in this environment as nvidia-cuda-runtime-cu12 12.9.79" in cudart.detail
-    assert "preload_dlls()" in cudart.fix[0] and not any("pip install" in step or "toolkit" in step for step in cudart.fix)
+    assert "preload_dlls()" in cudart.fix[0] and not any(
+        "pip install" in step or "toolkit" in step for step in cudart.fix
+    )
 
 
 @pytest.mark.parametrize("windows", [False, True], ids=["linux", "windows"])
@@ -133,7 +157,9 @@ def test_cuda13_wheels_named_without_suffix_in_one_shared_folder(windows):
     shared = _folder(windows, wheels[1][2])
     assert f"installed in this environment as nvidia-cublas 13.10.0.20 in {shared}" in cublas.detail
     assert "preload_dlls()" in cublas.fix[0]
-    assert shared in cublas.fix[1] and _folder(windows, "nvidia/cudnn/" + ("bin" if windows else "lib")) in cublas.fix[1]
+    assert (
+        shared in cublas.fix[1] and _folder(windows, "nvidia/cudnn/" + ("bin" if windows else "lib")) in cublas.fix[1]
+    )
     assert f"nvidia-cuda-runtime 13.5.37 in {shared}" in missing[imports[1]].detail
     assert not any("-cu13" in step for f in missing.values() for step in f.fix)
 
@@ -142,7 +168,9 @@ def test_before_preload_dlls_only_the_search_path_helps():
     """onnxruntime-gpu before 1.21 has no preload_dlls(): the fix is the variable line alone."""
     cudnn = errors(ort_machine(False, version="1.20.1", wheels=CU12_LINUX))["cudnn-missing"]
     assert "installed in this environment as nvidia-cudnn-cu12" in cudnn.detail and "preload_dlls" not in cudnn.detail
-    assert len(cudnn.fix) == 1 and cudnn.fix[0].startswith("Put the wheels' folders on the search path, before starting Python: export LD_LIBRARY_PATH=")
+    assert len(cudnn.fix) == 1 and cudnn.fix[0].startswith(
+        "Put the wheels' folders on the search path, before starting Python: export LD_LIBRARY_PATH="
+    )
 
 
 # --- on the search path: healthy ---------------------------------------------------------------
@@ -151,9 +179,17 @@ def test_before_preload_dlls_only_the_search_path_helps():
 @pytest.mark.parametrize("windows", [False, True], ids=["linux", "windows"])
 def test_wheels_on_the_search_path_are_found(windows):
     wheels = CU12_WINDOWS if windows else CU12_LINUX
-    imports = ["cublasLt64_12.dll", "cublas64_12.dll", "curand64_10.dll", "cudart64_12.dll"] if windows else ["libcublasLt.so.12", "libcurand.so.10"]
+    imports = (
+        ["cublasLt64_12.dll", "cublas64_12.dll", "curand64_10.dll", "cudart64_12.dll"]
+        if windows
+        else ["libcublasLt.so.12", "libcurand.so.10"]
+    )
     on_path = folders(windows, wheels)
-    env = {"PATH": ";".join([*on_path, WINDOWS_BASE["env"]["PATH"]])} if windows else {"LD_LIBRARY_PATH": ":".join(on_path)}
+    env = (
+        {"PATH": ";".join([*on_path, WINDOWS_BASE["env"]["PATH"]])}
+        if windows
+        else {"LD_LIBRARY_PATH": ":".join(on_path)}
+    )
     found = errors(ort_machine(windows, wheels=wheels, provider_imports=imports, env=env))
     assert not {"cudnn-missing", "cuda-libs-not-found", "dependency-missing"} & set(found), found
 
@@ -253,7 +289,10 @@ def test_the_probe_lists_installed_wheels_and_their_folders():
     wheels = {w.distribution: w for w in facts.wheels}
     assert set(wheels) == {"nvidia-cudnn-cu13", "nvidia-cuda-runtime", "nvidia-cublas", "nvidia-curand"}
     assert wheels["nvidia-cublas"].folder == f"{LINUX_SITE}/nvidia/cu13/lib"
-    assert wheels["nvidia-cublas"].libraries == ("libcublas.so.13", "libcublasLt.so.13")  # not cuDNN's or cudart's, though they share the folder
+    assert wheels["nvidia-cublas"].libraries == (
+        "libcublas.so.13",
+        "libcublasLt.so.13",
+    )  # not cuDNN's or cudart's, though they share the folder
     assert wheels["nvidia-cudnn-cu13"].version == "9.28.1.4"
 
 
@@ -269,10 +308,16 @@ def test_runpath_chains_between_wheels_reach_the_shared_cuda13_folder():
     """cuDNN's wheel libraries carry RUNPATH $ORIGIN/../../cu13/lib: once cuDNN itself is found, its CUDA 13 imports
     resolve inside the wheels, while the ONNX Runtime provider (no RUNPATH) still finds nothing there."""
     document = ort_machine(
-        False, version="1.31.1", wheels=CU13_LINUX, provider_imports=["libcudart.so.13"], env={"LD_LIBRARY_PATH": f"{LINUX_SITE}/nvidia/cudnn/lib"}
+        False,
+        version="1.31.1",
+        wheels=CU13_LINUX,
+        provider_imports=["libcudart.so.13"],
+        env={"LD_LIBRARY_PATH": f"{LINUX_SITE}/nvidia/cudnn/lib"},
     )
     front = f"{LINUX_SITE}/nvidia/cudnn/lib/libcudnn.so.9"
-    document["files"][front].update(imports=["libcublasLt.so.13"], rpath=["$ORIGIN", "$ORIGIN/../../cublas/lib", "$ORIGIN/../../cu13/lib"])
+    document["files"][front].update(
+        imports=["libcublasLt.so.13"], rpath=["$ORIGIN", "$ORIGIN/../../cublas/lib", "$ORIGIN/../../cu13/lib"]
+    )
     diagnosis = run(document)
     resolution = next(r for r in diagnosis.facts.resolutions if r.framework == "onnxruntime")
     through_runpath = next(s for s in resolution.steps if s.requester == front and s.name == "libcublasLt.so.13")
@@ -301,16 +346,25 @@ def test_verbose_report_lists_each_wheel_and_its_folder():
 
     out = io.StringIO()
     terminal.render(run(ort_machine(False, version="1.31.1", wheels=CU13_LINUX)), out, verbose=True, color=False)
-    assert f"wheel nvidia-cublas 13.10.0.20: {LINUX_SITE}/nvidia/cu13/lib (libcublas.so.13, libcublasLt.so.13)" in out.getvalue()
+    assert (
+        f"wheel nvidia-cublas 13.10.0.20: {LINUX_SITE}/nvidia/cu13/lib (libcublas.so.13, libcublasLt.so.13)"
+        in out.getvalue()
+    )
 
 
 def test_one_pip_line_is_one_cause():
     """Without the extras, cuDNN and the provider's CUDA imports are missing for one reason: one head, the rest its symptoms."""
     document = ort_machine(False, version="1.31.1", provider_imports=["libcublasLt.so.13", "libcurand.so.10"])
-    document["files"]["/usr/lib/x86_64-linux-gnu/libcudart.so.13"] = {"size": 700000}  # a toolkit's runtime: no cuda-libs-not-found to tie them
+    document["files"]["/usr/lib/x86_64-linux-gnu/libcudart.so.13"] = {
+        "size": 700000
+    }  # a toolkit's runtime: no cuda-libs-not-found to tie them
     findings = run(document).findings
     assert "cuda-libs-not-found" not in {f.id for f in findings}
-    ours = {"cudnn-missing", "cuda-libs-not-found", "dependency-missing"}  # the test machine's driver is too old for CUDA 13: another finding
+    ours = {
+        "cudnn-missing",
+        "cuda-libs-not-found",
+        "dependency-missing",
+    }  # the test machine's driver is too old for CUDA 13: another finding
     heads = [f for f in findings if f.severity is Severity.ERROR and f.symptom_of is None and f.id in ours]
     assert [f.id for f in heads] == ["cudnn-missing"], [(f.id, f.detail[:80]) for f in heads]
     missing = [f for f in findings if f.id == "dependency-missing"]

@@ -31,7 +31,9 @@ pytestmark = [pytest.mark.network, pytest.mark.skipif(sys.platform != "linux", r
 SRC = Path(__file__).resolve().parents[1] / "src"
 ORT = "onnxruntime-gpu==1.31.1"
 CUDA_ITEM = "needs issue 9's item on ONNX Runtime's CUDA version (build_and_package_info.py, the provider's DT_NEEDED): the doctor still takes CUDA {said} from its table, the provider needs CUDA {real}"
-SCAN_ITEM = "needs issue 9's item on names from the binary string scan (junk, or another CUDA major's fallback names): {names}"
+SCAN_ITEM = (
+    "needs issue 9's item on names from the binary string scan (junk, or another CUDA major's fallback names): {names}"
+)
 CUDA_RUNTIME = re.compile(r"^lib(?:cudart|cublas|cublasLt|nvrtc)\.so\.(\d+)")
 LIBRARY_NAME = re.compile(r"^(lib[\w.+-]+\.so[.\d]*|[\w.+-]+\.dll)$")
 
@@ -60,7 +62,14 @@ def _doctor(python: Path, tmp_path: Path, ld_library_path: Optional[str] = None)
     }
     if ld_library_path:
         env["LD_LIBRARY_PATH"] = ld_library_path
-    done = subprocess.run([str(python), "-m", "cudnn_doctor", "check", "--format", "json"], capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    done = subprocess.run(
+        [str(python), "-m", "cudnn_doctor", "check", "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=tmp_path,
+    )
     assert done.returncode in (0, 1), done.stderr
     return json.loads(done.stdout)
 
@@ -99,7 +108,11 @@ def _needs_other_items(report: dict[str, Any], python: Path) -> None:
     needed = set(_provider(python).imports)
     junk = [
         name
-        for name in (f["evidence"].get("name") or "" for f in report["findings"] if f["id"] == "dependency-missing" and f["severity"] == "error")
+        for name in (
+            f["evidence"].get("name") or ""
+            for f in report["findings"]
+            if f["id"] == "dependency-missing" and f["severity"] == "error"
+        )
         if not LIBRARY_NAME.match(name) or (name not in needed and _other_major(name, real))
     ]
     if junk:
@@ -126,7 +139,9 @@ def test_onnxruntime_alone_gets_its_pip_extras_line(tmp_path):
     assert cudnn["fix"][0] == f'"{python}" -m pip install "onnxruntime-gpu[cuda,cudnn]=={version}"'
     assert "preload_dlls()" in cudnn["fix"][1]
     every_fix = [step for f in report["findings"] for step in f["fix"]]
-    assert not [s for s in every_fix if re.search(r"nvidia-(cublas|cuda-runtime|cuda-nvrtc|curand|cufft)-cu13", s)], "deprecated placeholder names"
+    assert not [s for s in every_fix if re.search(r"nvidia-(cublas|cuda-runtime|cuda-nvrtc|curand|cufft)-cu13", s)], (
+        "deprecated placeholder names"
+    )
     assert _no_gpu(report) <= {f["id"] for f in report["findings"]}
 
 
@@ -136,16 +151,27 @@ def test_onnxruntime_with_extras_installed_but_not_searched(tmp_path):
     report = _doctor(python, tmp_path)
     cudnn = next(f for f in report["findings"] if f["id"] == "cudnn-missing")
     cudnn_version = _dist_version(python, "nvidia_cudnn_cu13")
-    assert f"installed in this environment as nvidia-cudnn-cu13 {cudnn_version} in {site}/nvidia/cudnn/lib" in cudnn["detail"]
+    assert (
+        f"installed in this environment as nvidia-cudnn-cu13 {cudnn_version} in {site}/nvidia/cudnn/lib"
+        in cudnn["detail"]
+    )
     assert "does not search there" in cudnn["detail"]
-    assert cudnn["fix"][0].startswith("Call `import onnxruntime; onnxruntime.preload_dlls()` before creating the InferenceSession")
+    assert cudnn["fix"][0].startswith(
+        "Call `import onnxruntime; onnxruntime.preload_dlls()` before creating the InferenceSession"
+    )
     assert (
         cudnn["fix"][1]
         == f"Or, before starting Python: export LD_LIBRARY_PATH={site}/nvidia/cudnn/lib:{site}/nvidia/cu13/lib${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}"
     )
     every_fix = [step for f in report["findings"] for step in f["fix"]]
-    assert not [s for s in every_fix if "cudnn-archive" in s or "nvidia-cudnn" in s], "a fix that installs the cuDNN already installed"
-    provider_needs = {f["evidence"]["name"]: f for f in report["findings"] if f["id"] == "dependency-missing" and f["evidence"]["name"].endswith(".so.13")}
+    assert not [s for s in every_fix if "cudnn-archive" in s or "nvidia-cudnn" in s], (
+        "a fix that installs the cuDNN already installed"
+    )
+    provider_needs = {
+        f["evidence"]["name"]: f
+        for f in report["findings"]
+        if f["id"] == "dependency-missing" and f["evidence"]["name"].endswith(".so.13")
+    }
     assert provider_needs, "the provider's CUDA 13 imports are reported"
     for name, finding in provider_needs.items():
         assert f"{site}/nvidia/cu13/lib" in finding["detail"] and "preload_dlls()" in finding["fix"][0], name
@@ -159,7 +185,9 @@ def test_onnxruntime_extras_on_ld_library_path_is_healthy(tmp_path):
     site = _site(python)
     report = _doctor(python, tmp_path, f"{site}/nvidia/cu13/lib:{site}/nvidia/cudnn/lib")
     assert not [f for f in report["findings"] if f["id"] == "cudnn-missing"]
-    assert not [f for f in report["findings"] if f["id"] == "dependency-missing" and f["evidence"]["name"].endswith(".so.13")]
+    assert not [
+        f for f in report["findings"] if f["id"] == "dependency-missing" and f["evidence"]["name"].endswith(".so.13")
+    ]
     _needs_other_items(report, python)
     heads = {f["id"] for f in report["findings"] if f["severity"] == "error" and f.get("symptom_of") is None}
     assert heads == _no_gpu(report), heads
@@ -195,7 +223,10 @@ def test_the_wheel_table_matches_the_installed_wheels_records():
                 continue
             row = knowledge.wheel_providing(name, "linux", 13)
             assert row is not None, member
-            assert (canonical_name(row.distribution), "/".join(knowledge.wheel_folder(row, "linux"))) == (distribution, folder), member
+            assert (canonical_name(row.distribution), "/".join(knowledge.wheel_folder(row, "linux"))) == (
+                distribution,
+                folder,
+            ), member
             checked += 1
     assert checked >= 10
 
@@ -207,13 +238,36 @@ def test_the_wheel_table_matches_a_downloaded_cuda13_runtime_wheel(platform):
 
     from cudnn_doctor import knowledge
 
-    with cached(f"wheels/{platform}/nvidia-cuda-runtime-13.0.96") as folder:  # under a lock: one download, whoever is first
+    with cached(
+        f"wheels/{platform}/nvidia-cuda-runtime-13.0.96"
+    ) as folder:  # under a lock: one download, whoever is first
         wheels = list(folder.glob("*.whl"))
         if not wheels:
-            command = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "--python-version", "3.11", "--platform", platform]
-            tags = ["--platform", "manylinux2014_x86_64", "--platform", "manylinux_2_17_x86_64"] if platform.startswith("manylinux") else []
+            command = [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                "--only-binary=:all:",
+                "--python-version",
+                "3.11",
+                "--platform",
+                platform,
+            ]
+            tags = (
+                ["--platform", "manylinux2014_x86_64", "--platform", "manylinux_2_17_x86_64"]
+                if platform.startswith("manylinux")
+                else []
+            )
             try:
-                done = subprocess.run([*command, *tags, "-d", str(folder), "nvidia-cuda-runtime==13.0.96"], capture_output=True, text=True, timeout=300)
+                done = subprocess.run(
+                    [*command, *tags, "-d", str(folder), "nvidia-cuda-runtime==13.0.96"],
+                    capture_output=True,
+                    text=True,
+                    timeout=300,
+                )
             except subprocess.TimeoutExpired:
                 pytest.skip("the package registry did not answer in time")
             wheels = list(folder.glob("*.whl"))

@@ -21,7 +21,18 @@ needs_gcc = pytest.mark.skipif(sys.platform != "linux" or shutil.which("gcc") is
 @needs_gcc
 def test_which_resolves_and_confirms_with_a_real_load(tmp_path, monkeypatch, capsys):
     (tmp_path / "x.c").write_text("int x(void) { return 1; }\n")
-    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(tmp_path / "libdoctorx.so.1"), str(tmp_path / "x.c"), "-Wl,-soname,libdoctorx.so.1"], check=True)
+    subprocess.run(
+        [
+            "gcc",
+            "-shared",
+            "-fPIC",
+            "-o",
+            str(tmp_path / "libdoctorx.so.1"),
+            str(tmp_path / "x.c"),
+            "-Wl,-soname,libdoctorx.so.1",
+        ],
+        check=True,
+    )
     monkeypatch.setenv("LD_LIBRARY_PATH", str(tmp_path))
     code = main(["which", "libdoctorx.so.1"])
     out = capsys.readouterr().out
@@ -62,7 +73,11 @@ def test_which_on_a_fixture_shows_the_shadowing_copy(capsys, path, name, used, u
 def test_a_disagreeing_real_load_is_reported(monkeypatch):
     system = FixtureSystem.from_file(GALLERY / "win-healthy-tf210-cuda112-cudnn81-tools-folder.yaml")
     assert not diagnose(system).findings
-    monkeypatch.setattr(system, "mapped_libraries", lambda exe, names: {"loaded": {n: "C:\\elsewhere\\" + n for n in names}, "errors": {}})
+    monkeypatch.setattr(
+        system,
+        "mapped_libraries",
+        lambda exe, names: {"loaded": {n: "C:\\elsewhere\\" + n for n in names}, "errors": {}},
+    )
     findings = {f.id: f for f in diagnose(system).findings}
     finding = findings["loader-emulation-differs"]
     assert "C:\\elsewhere\\cudnn64_8.dll" in finding.detail and finding.severity.value == "warning"

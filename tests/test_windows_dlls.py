@@ -49,19 +49,39 @@ def _cudnn(folder: str, version: str = "9.14.0.64", extra_loads: tuple[str, ...]
         }
     }
     files.update(
-        {f"{folder}\\cudnn_{p}64_{major}.dll": {"size": 1000, "version": version, "imports": ["KERNEL32.dll"], "loads": list(extra_loads)} for p in parts}
+        {
+            f"{folder}\\cudnn_{p}64_{major}.dll": {
+                "size": 1000,
+                "version": version,
+                "imports": ["KERNEL32.dll"],
+                "loads": list(extra_loads),
+            }
+            for p in parts
+        }
     )
     return files
 
 
 def _ort(files: dict[str, Any], version: str = "1.31.1") -> dict[str, Any]:
     pythons = [onnxruntime_gpu_python(PYTHON, version)]
-    base = {f"{SITE}\\onnxruntime\\__init__.py": {"text": ""}, SHARED: DLL, **{f"{SYS32}\\{n}": DLL for n in MSVC}, **_cudnn(CUDNN)}
-    return machine(WINDOWS_BASE, files={**base, **files}, env={"PATH": f"{SYS32};C:\\Windows;{CUDA};{CUDNN}"}, pythons=pythons)
+    base = {
+        f"{SITE}\\onnxruntime\\__init__.py": {"text": ""},
+        SHARED: DLL,
+        **{f"{SYS32}\\{n}": DLL for n in MSVC},
+        **_cudnn(CUDNN),
+    }
+    return machine(
+        WINDOWS_BASE, files={**base, **files}, env={"PATH": f"{SYS32};C:\\Windows;{CUDA};{CUDNN}"}, pythons=pythons
+    )
 
 
 def _provider(loads: list[str], imports: tuple[str, ...] = ("cublas64_13.dll", "cublasLt64_13.dll")) -> dict[str, Any]:
-    entry = {"size": 5000, "version": "1.31.1", "imports": [*imports, "onnxruntime_providers_shared.dll", "KERNEL32.dll"], "loads": loads}
+    entry = {
+        "size": 5000,
+        "version": "1.31.1",
+        "imports": [*imports, "onnxruntime_providers_shared.dll", "KERNEL32.dll"],
+        "loads": loads,
+    }
     files = {PROVIDER: entry, f"{CUDA}\\cudart64_13.dll": DLL}
     files.update({f"{CUDA}\\{n}": DLL for n in ("cublas64_13.dll", "cublasLt64_13.dll")})
     return files
@@ -79,7 +99,15 @@ def _missing(document: dict[str, Any]) -> dict[str, Severity]:
 
 
 def test_feature_specific_lazy_loads_are_warnings_a_needed_load_stays_an_error():
-    lazy = ["cudart64_13.dll", "cudart64_12.dll", "cudnn64_9.dll", "cufft64_12.dll", "nvcudart_hybrid64.dll", "nvrtc64_120_0.dll", "nvrtc64_130_0.dll"]
+    lazy = [
+        "cudart64_13.dll",
+        "cudart64_12.dll",
+        "cudnn64_9.dll",
+        "cufft64_12.dll",
+        "nvcudart_hybrid64.dll",
+        "nvrtc64_120_0.dll",
+        "nvrtc64_130_0.dll",
+    ]
     missing = _missing(_ort(_provider(lazy)))
     assert missing and all(severity == Severity.WARNING for severity in missing.values()), missing
     assert any("cufft64_12.dll" in m for m in missing) and any("nvrtc64_130_0.dll" in m for m in missing)
@@ -88,7 +116,9 @@ def test_feature_specific_lazy_loads_are_warnings_a_needed_load_stays_an_error()
 
 
 def test_a_pattern_row_covers_run_time_loads_only_and_only_its_own_shape():
-    files = _provider(["cufftw64_12.dll"], imports=("cufft64_12.dll",))  # imported cuFFT is needed; cufftw is another library
+    files = _provider(
+        ["cufftw64_12.dll"], imports=("cufft64_12.dll",)
+    )  # imported cuFFT is needed; cufftw is another library
     resolution = Resolver(FixtureSystem(_ort(files))).resolve("onnxruntime", PYTHON, [Root(PROVIDER, windows.ALTERED)])
     steps = {s.name.lower(): s for s in resolution.steps}
     assert steps["cufft64_12.dll"].failed and not steps["cufft64_12.dll"].optional
@@ -104,7 +134,9 @@ def test_onnxruntime_loads_its_shared_library_by_full_path_before_the_provider()
     roots = [s for s in resolution.steps if s.how == "root"]
     names = [s.name for s in roots]
     assert names.index(SHARED) < names.index(PROVIDER) and roots[names.index(SHARED)].winner == SHARED
-    shared_import = next(s for s in resolution.steps if s.how == "import" and s.name == "onnxruntime_providers_shared.dll")
+    shared_import = next(
+        s for s in resolution.steps if s.how == "import" and s.name == "onnxruntime_providers_shared.dll"
+    )
     assert shared_import.winner == SHARED and shared_import.reused
     assert not any("onnxruntime_providers_shared" in m for m in _missing(document))
 
@@ -140,10 +172,15 @@ def test_which_prints_a_missing_zlibwapi_only_for_the_cudnn_releases_that_need_i
 def real_machine(tmp_path: Path) -> Path:
     """onnxruntime-gpu 1.31.1's provider and NVIDIA's cudart64_13.dll (linked, not copied), read by the project's PE reader."""
     if not REAL_PROVIDER.is_file() or not REAL_CUDART.is_file():
-        pytest.skip("the onnxruntime-gpu 1.31.1 / nvidia-cuda-runtime 13.0.96 win_amd64 wheels are not in the test cache")
+        pytest.skip(
+            "the onnxruntime-gpu 1.31.1 / nvidia-cuda-runtime 13.0.96 win_amd64 wheels are not in the test cache"
+        )
     link_real_file(REAL_PROVIDER, tmp_path / "provider.dll")
     link_real_file(REAL_CUDART, tmp_path / "cudart.dll")
-    files = {PROVIDER: {"source": "provider.dll", "version": "1.31.1"}, f"{CUDA}\\cudart64_13.dll": {"source": "cudart.dll"}}
+    files = {
+        PROVIDER: {"source": "provider.dll", "version": "1.31.1"},
+        f"{CUDA}\\cudart64_13.dll": {"source": "cudart.dll"},
+    }
     files.update({f"{CUDA}\\{n}": DLL for n in ("cublas64_13.dll", "cublasLt64_13.dll")})
     (tmp_path / "m.yaml").write_text(yaml.safe_dump(_ort(files)))
     return tmp_path / "m.yaml"
@@ -151,12 +188,16 @@ def real_machine(tmp_path: Path) -> Path:
 
 def test_real_provider_and_cudart_raise_no_dependency_error(real_machine):
     system = FixtureSystem.from_file(real_machine)
-    assert {"cufft64_12.dll", "nvcudart_hybrid64.dll", "nvrtc64_130_0.dll"} <= set(system.binary(PROVIDER).loads)  # what the scan reads
+    assert {"cufft64_12.dll", "nvcudart_hybrid64.dll", "nvrtc64_130_0.dll"} <= set(
+        system.binary(PROVIDER).loads
+    )  # what the scan reads
     from cudnn_doctor.checks import run_checks
     from cudnn_doctor.diagnose import diagnose
 
     findings = [f for f in run_checks(diagnose(system).facts) if f.id == "dependency-missing"]
-    assert findings and all(f.severity == Severity.WARNING for f in findings), [(f.severity, f.detail) for f in findings]
+    assert findings and all(f.severity == Severity.WARNING for f in findings), [
+        (f.severity, f.detail) for f in findings
+    ]
     assert not any("onnxruntime_providers_shared" in f.detail for f in findings)
 
 

@@ -24,7 +24,10 @@ from cudnn_doctor.system.live import LiveSystem
 
 from .conftest import TEST_CACHE
 
-pytestmark = [pytest.mark.live, pytest.mark.skipif(sys.platform != "win32", reason="the real LoadLibrary: Windows (the Wine lane)")]
+pytestmark = [
+    pytest.mark.live,
+    pytest.mark.skipif(sys.platform != "win32", reason="the real LoadLibrary: Windows (the Wine lane)"),
+]
 
 
 def _real_dll() -> Path:

@@ -56,10 +56,16 @@ def windows(path: Path) -> str:
     return "Z:" + str(path).replace("/", "\\")
 
 
-def doctor(python: str, *args: str, env: dict[str, str] | None = None, timeout: int = 600) -> subprocess.CompletedProcess[str]:
+def doctor(
+    python: str, *args: str, env: dict[str, str] | None = None, timeout: int = 600
+) -> subprocess.CompletedProcess[str]:
     """`python -m cudnn_doctor ARGS` under Wine; standard output is a pipe, as Wine's Python needs."""
     done = subprocess.run(
-        ["wine", python, "-m", "cudnn_doctor", *args], capture_output=True, timeout=timeout, env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL
+        ["wine", python, "-m", "cudnn_doctor", *args],
+        capture_output=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        stdin=subprocess.DEVNULL,
     )
     out, err = done.stdout.decode("cp1252", "replace"), done.stderr.decode("cp1252", "replace")
     assert "Traceback" not in err, err
@@ -68,7 +74,9 @@ def doctor(python: str, *args: str, env: dict[str, str] | None = None, timeout: 
 
 def registry(name: str) -> tuple[str, str] | None:
     """(type, value) of HKCU\\Environment\\name, read with Wine's own `reg`, or None."""
-    done = subprocess.run(["wine", "reg", "query", "HKCU\\Environment", "/v", name], capture_output=True, text=True, errors="replace")
+    done = subprocess.run(
+        ["wine", "reg", "query", "HKCU\\Environment", "/v", name], capture_output=True, text=True, errors="replace"
+    )
     match = re.search(rf"^\s*{re.escape(name)}\s+(REG_\w+)\s+(.*?)\s*$", done.stdout, re.IGNORECASE | re.MULTILINE)
     return (match.group(1), match.group(2)) if match else None
 
@@ -78,7 +86,19 @@ def _wheel(name: str) -> Path:
     found = sorted(folder.glob("*.whl"))
     if not found:
         folder.mkdir(parents=True, exist_ok=True)
-        command = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "--platform", "win_amd64", "-d", str(folder)]
+        command = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--platform",
+            "win_amd64",
+            "-d",
+            str(folder),
+        ]
         try:
             done = subprocess.run([*command, f"{name}=={WHEELS[name]}"], capture_output=True, text=True, timeout=900)
         except subprocess.TimeoutExpired:
@@ -106,7 +126,9 @@ def toolkit():
     root = Path(os.environ["WINEPREFIX"]) / "drive_c" / TOOLKITS / f"v{CUDA_VERSION}"
     shutil.rmtree(root, ignore_errors=True)
     _extract(_wheel("nvidia-cuda-runtime-cu12"), "nvidia/cuda_runtime/", root)
-    _extract(_wheel("nvidia-cuda-nvcc-cu12"), "nvidia/cuda_nvcc/", root, {"bin/ptxas.exe": "bin/ptxas.exe|bin/nvcc.exe"})
+    _extract(
+        _wheel("nvidia-cuda-nvcc-cu12"), "nvidia/cuda_nvcc/", root, {"bin/ptxas.exe": "bin/ptxas.exe|bin/nvcc.exe"}
+    )
     yield root
     shutil.rmtree(root, ignore_errors=True)
 
@@ -120,7 +142,10 @@ def cudnn_zip(tmp_path_factory) -> Path:
     with zipfile.ZipFile(wheel) as source, zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as archive:
         for member in source.infolist():
             if member.filename.startswith("nvidia/cudnn/") and not member.is_dir():
-                with source.open(member) as data, archive.open(f"{top}/{member.filename[len('nvidia/cudnn/') :]}", "w", force_zip64=True) as out:
+                with (
+                    source.open(member) as data,
+                    archive.open(f"{top}/{member.filename[len('nvidia/cudnn/') :]}", "w", force_zip64=True) as out,
+                ):
                     shutil.copyfileobj(data, out, 1 << 20)
     return path
 
@@ -135,7 +160,10 @@ def user_environment():
     for name, value in before.items():
         subprocess.run(["wine", "reg", "delete", "HKCU\\Environment", "/v", name, "/f"], capture_output=True)
         if value is not None:
-            subprocess.run(["wine", "reg", "add", "HKCU\\Environment", "/v", name, "/t", value[0], "/d", value[1], "/f"], capture_output=True)
+            subprocess.run(
+                ["wine", "reg", "add", "HKCU\\Environment", "/v", name, "/t", value[0], "/d", value[1], "/f"],
+                capture_output=True,
+            )
 
 
 @pytest.mark.parametrize("python", PYTHONS)
@@ -160,7 +188,9 @@ def test_a_redacted_snapshot_replays_on_linux_to_the_same_findings(python, toolk
     rendered = io.StringIO()
     json_report.render(diagnose(FixtureSystem(validate(yaml.safe_load(text)))), rendered)
     replayed = json.loads(rendered.getvalue())
-    assert {(f["id"], f["severity"]) for f in replayed["findings"]} == {(f["id"], f["severity"]) for f in live["findings"]}
+    assert {(f["id"], f["severity"]) for f in replayed["findings"]} == {
+        (f["id"], f["severity"]) for f in live["findings"]
+    }
     assert "nvcc-not-on-path" not in {f["id"] for f in live["findings"]}  # the toolkit's nvcc (ptxas) was found on PATH
 
 
@@ -185,9 +215,13 @@ def test_install_history_and_rollback_of_a_real_cudnn_zip(toolkit, cudnn_zip, us
     assert registry("CUDNN_HOME") == ("REG_SZ", windows(toolkit))
 
     history = doctor(python, "history", env=env)
-    assert history.returncode == 0 and CUDNN_VERSION.rsplit(".", 1)[0] in history.stdout and "installed" in history.stdout
+    assert (
+        history.returncode == 0 and CUDNN_VERSION.rsplit(".", 1)[0] in history.stdout and "installed" in history.stdout
+    )
 
-    report = json.loads(doctor(python, "check", "--format", "json", env={**env, "WINEPATH": windows(toolkit / "bin")}).stdout)
+    report = json.loads(
+        doctor(python, "check", "--format", "json", env={**env, "WINEPATH": windows(toolkit / "bin")}).stdout
+    )
     assert "cudnn-mixed-versions" not in {f["id"] for f in report["findings"]}
     (installed,) = [c for c in report["facts"]["cudnn"] if c["folder"].lower() == f"{windows(toolkit)}\\bin".lower()]
     # read from the DLLs' own FileVersion (graph, heuristic and tensor_ir carry none: a manifest only)

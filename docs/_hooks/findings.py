@@ -18,7 +18,9 @@ def on_files(files: Any, config: Any) -> Any:
             text = pages.page(rule_id)
         except KeyError:
             continue  # doctor-internal-error and the like: no page (tests/test_rule_pages.py says which)
-        severity = f"{rule.severity.value}, or by case: {rule.severity_when}" if rule.severity_when else rule.severity.value
+        severity = (
+            f"{rule.severity.value}, or by case: {rule.severity_when}" if rule.severity_when else rule.severity.value
+        )
         head = f"# `{rule_id}`\n\n**{rule.title}** · severity: {severity} · area: {rule.area.value}\n\n"
         files.append(File.generated(config, f"findings/{rule_id}.md", content=head + text))
         rows.append(f"| [`{rule_id}`]({rule_id}.md) | {rule.severity.value} | {rule.title} |")

@@ -11,7 +11,9 @@ from cudnn_doctor.system.interface import System
 __all__ = ["Diagnosis", "diagnose"]
 
 
-def diagnose(system: System, with_frameworks: bool = True, framework_timeout: float = 60.0, ignore: Collection[str] = ()) -> Diagnosis:
+def diagnose(
+    system: System, with_frameworks: bool = True, framework_timeout: float = 60.0, ignore: Collection[str] = ()
+) -> Diagnosis:
     facts = run_probes(system, with_frameworks, framework_timeout, while_waiting=_load_checks)
     from cudnn_doctor.checks import run_checks
 

@@ -28,7 +28,9 @@ class Gpu(Record):
     capability_source: Optional[str] = None  # nvml | nvidia-smi | name-table
 
 
-SMI_NOT_UNDERSTOOD = "nvidia-smi: output not understood"  # smi_error when nvidia-smi exits 0 but names no driver version
+SMI_NOT_UNDERSTOOD = (
+    "nvidia-smi: output not understood"  # smi_error when nvidia-smi exits 0 but names no driver version
+)
 
 
 class DriverFacts(Record):
@@ -82,7 +84,9 @@ class ToolkitFacts(Record):
     path_toolkit: Optional[str] = None  # root of the toolkit that nvcc belongs to
     variables: tuple[tuple[str, str], ...] = ()  # CUDA_PATH, CUDA_HOME, CUDA_PATH_Vx_y as set
     targets: tuple[VariableTarget, ...] = ()  # what each of those values names on disk, taken literally
-    nvcc_package: Optional[str] = None  # the dpkg package that owns the nvcc on PATH (nvidia-cuda-toolkit, cuda-nvcc-12-4)
+    nvcc_package: Optional[str] = (
+        None  # the dpkg package that owns the nvcc on PATH (nvidia-cuda-toolkit, cuda-nvcc-12-4)
+    )
 
     def by_root(self, root: Optional[str]) -> Optional[Toolkit]:
         return next((t for t in self.toolkits if t.root == root), None)
@@ -116,7 +120,9 @@ class EnvironmentFacts(Record):
     ld_library_path: tuple[PathEntry, ...] = ()
     persistent: Optional[Mapping[str, Mapping[str, str]]] = None
     persistent_path: tuple[str, ...] = ()  # what a new terminal gets: system PATH then user PATH, expanded
-    distribution: tuple[str, ...] = ()  # Linux: /etc/os-release's ID then its ID_LIKE words ("manjaro", "arch"), lowercased
+    distribution: tuple[
+        str, ...
+    ] = ()  # Linux: /etc/os-release's ID then its ID_LIKE words ("manjaro", "arch"), lowercased
 
 
 class Known(Record):
@@ -125,7 +131,10 @@ class Known(Record):
     value: str
     how: KnownFrom
     source: Optional[str] = None  # the knowledge row's vendor URL (KNOWLEDGE), or the path of the file that says it
-    evidence: Optional[str] = None  # what a report quotes: "onnxruntime/capi/build_and_package_info.py", "libtorch_cuda.so imports libcudnn.so.9"
+    evidence: Optional[str] = (
+        # what a report quotes: "onnxruntime/capi/build_and_package_info.py", "libtorch_cuda.so imports libcudnn.so.9"
+        None
+    )
 
     @property
     def version(self) -> Optional[Version]:
@@ -138,7 +147,12 @@ class Known(Record):
 
 
 LIVE, WHEEL_METADATA, LIBRARY_IMPORTS = KnownFrom.LIVE, KnownFrom.WHEEL_METADATA, KnownFrom.LIBRARY_IMPORTS
-DIST_METADATA, DIST_VERSION, KNOWLEDGE, FRAMEWORK_LOG = KnownFrom.DIST_METADATA, KnownFrom.DIST_VERSION, KnownFrom.KNOWLEDGE, KnownFrom.FRAMEWORK_LOG
+DIST_METADATA, DIST_VERSION, KNOWLEDGE, FRAMEWORK_LOG = (
+    KnownFrom.DIST_METADATA,
+    KnownFrom.DIST_VERSION,
+    KnownFrom.KNOWLEDGE,
+    KnownFrom.FRAMEWORK_LOG,
+)
 
 
 class WheelRequirement(Record):
@@ -168,7 +182,9 @@ class CudnnMismatch(Record):
     loaded: str
     compiled: str
     message: str
-    minimum: Optional[str] = None  # the oldest it accepts, where the message states one (JAX's "Minimum supported: 9100")
+    minimum: Optional[str] = (
+        None  # the oldest it accepts, where the message states one (JAX's "Minimum supported: 9100")
+    )
 
 
 class Unloadable(Record):
@@ -206,16 +222,22 @@ class FrameworkBuild(Record):
     cudnn_loaded: Optional[str] = None  # the cuDNN version the running framework reported
     cuda_from: Optional[CudaFrom] = None  # where its CUDA and cuDNN libraries come from
     cuda_wheels: tuple[str, ...] = ()  # the pip nvidia-* distributions installed beside it
-    gpu_library: Optional[str] = None  # the framework's own CUDA library whose imports were read (libonnxruntime_providers_cuda.so)
+    gpu_library: Optional[str] = (
+        None  # the framework's own CUDA library whose imports were read (libonnxruntime_providers_cuda.so)
+    )
     needs: tuple[str, ...] = ()  # the CUDA / cuDNN libraries that library imports or loads by name
-    nvidia_requirements: tuple[WheelRequirement, ...] = ()  # its Requires-Dist on nvidia-* / CUDA wheels, with their extras ([cuda], [cudnn])
+    nvidia_requirements: tuple[
+        WheelRequirement, ...
+    ] = ()  # its Requires-Dist on nvidia-* / CUDA wheels, with their extras ([cuda], [cudnn])
     system_libraries: Optional[SystemLibraries] = None  # when cuda_from == SYSTEM: the names it asks the loader for
     cuda_available: Optional[bool] = None  # its own "can I use a GPU" answer (torch.cuda.is_available())
     sees_gpu: bool = False  # its live report lists a GPU device
     arch_list: tuple[str, ...] = ()  # the GPU architectures it has kernels for (sm_86, compute_90)
     supported_python: Optional[Known] = None  # a PEP 440 specifier of the Pythons the release supports
     load_failures: tuple[LoadFailure, ...] = ()
-    unloadable: tuple[Unloadable, ...] = ()  # what its messages say could not be loaded, by meaning, where they name no file
+    unloadable: tuple[
+        Unloadable, ...
+    ] = ()  # what its messages say could not be loaded, by meaning, where they name no file
     driver_complaint: Optional[str] = None  # its message saying the driver is too old
     no_kernel_complaint: Optional[str] = None  # its message saying it has no kernel for this GPU
     cudnn_mismatch: Optional[CudnnMismatch] = None
@@ -242,7 +264,8 @@ class FrameworkBuild(Record):
         return version.release[0] if version else None
 
     def extra(self, name: str) -> tuple[WheelRequirement, ...]:
-        """What `pip install framework[name]` adds: ONNX Runtime's [cuda] and [cudnn] name the nvidia-* wheels of its build."""
+        """What `pip install framework[name]` adds: ONNX Runtime's [cuda] and [cudnn] name the nvidia-* wheels of its
+        build."""
         return tuple(r for r in self.nvidia_requirements if r.extra == name)
 
     @property
@@ -257,7 +280,9 @@ SYSTEM, BUNDLED, NVIDIA_WHEELS = CudaFrom.SYSTEM, CudaFrom.BUNDLED, CudaFrom.NVI
 class PackageOwner(Record):
     """The package manager's package that installed a file."""
 
-    package: str  # as the manager names it: libnvidia-compute-565:amd64 (dpkg), libcudnn8-8.9.7.29-1.cuda12.2.x86_64 (rpm)
+    package: (
+        str  # as the manager names it: libnvidia-compute-565:amd64 (dpkg), libcudnn8-8.9.7.29-1.cuda12.2.x86_64 (rpm)
+    )
     manager: str  # dpkg | rpm
 
 
@@ -277,7 +302,8 @@ class ProbeFailure(Record):
 
 
 class DriverLibrary(Record):
-    """One of the driver's user-space libraries in use and the release its real file name says (libcuda.so.535.183.01)."""
+    """One of the driver's user-space libraries in use and the release its real file name says
+    (libcuda.so.535.183.01)."""
 
     path: str  # the real file: the soname link (libcuda.so.1) followed
     version: str  # "535.183.01"
@@ -291,10 +317,16 @@ class DriverState(Record):
 
     kernel_module: Optional[str] = None  # the loaded nvidia module's release, from /proc/driver/nvidia/version
     libraries: tuple[DriverLibrary, ...] = ()  # libcuda / libnvidia-ml in use, by their real file names
-    nvml_mismatch: Optional[str] = None  # NVML's own words "Driver/library version mismatch", as nvidia-smi printed them
+    nvml_mismatch: Optional[str] = (
+        None  # NVML's own words "Driver/library version mismatch", as nvidia-smi printed them
+    )
     nvml_library: Optional[str] = None  # "NVML library version: 550.144", when nvidia-smi said it
-    container: Optional[str] = None  # what says this is a container: /.dockerenv, /run/.containerenv, container=podman, ...
-    devices: tuple[str, ...] = ()  # the GPU device files present (/dev/nvidiactl, /dev/nvidia0, /dev/dxg); read in containers only
+    container: Optional[str] = (
+        None  # what says this is a container: /.dockerenv, /run/.containerenv, container=podman, ...
+    )
+    devices: tuple[
+        str, ...
+    ] = ()  # the GPU device files present (/dev/nvidiactl, /dev/nvidia0, /dev/dxg); read in containers only
 
 
 class Facts(Record):
@@ -312,7 +344,8 @@ class Facts(Record):
     confirmations: "tuple[Confirmation, ...]" = ()
     builds: tuple[FrameworkBuild, ...] = ()
     linux_driver_packages: tuple[PackageOwner, ...] = ()  # the packages that installed linux_driver_in_wsl, where known
-    # the NVIDIA driver's own files seen (libcuda.so.N, nvcuda.dll, /proc/driver/nvidia/version): none means no driver is visible
+    # the NVIDIA driver's own files seen (libcuda.so.N, nvcuda.dll, /proc/driver/nvidia/version): none means no driver
+    # is visible
     driver_files: tuple[str, ...] = ()
     wheels: tuple[InstalledWheel, ...] = ()
     driver_state: DriverState = DriverState()
@@ -330,7 +363,9 @@ class Facts(Record):
         rules = PathRules(self.os)
         for install in self.cudnn:
             for library in install.libraries:
-                if rules.same(library.path, path) or (library.real_path is not None and rules.same(library.real_path, path)):
+                if rules.same(library.path, path) or (
+                    library.real_path is not None and rules.same(library.real_path, path)
+                ):
                     return install, library
         return None, None
 
@@ -382,7 +417,9 @@ class LoadStep(Record):
     blocked_by: Optional[str] = None  # the broken file the loader took and failed on
     elsewhere: tuple[str, ...] = ()  # roots not found: copies on the machine the search does not reach
     search: Optional[str] = None  # Windows: how the load that searched was asked for (loader.windows.MODES)
-    one_of: tuple[str, ...] = ()  # a try-list (versions of one library): any member satisfies it; `name` is the one taken, or the first
+    one_of: tuple[
+        str, ...
+    ] = ()  # a try-list (versions of one library): any member satisfies it; `name` is the one taken, or the first
 
     @property
     def failed(self) -> bool:
@@ -411,14 +448,17 @@ class Resolution(Record):
     framework: str
     executable: str
     steps: tuple[LoadStep, ...] = ()
-    package: Optional[str] = None  # framework PROCESS: the package whose native code this load is (issue 29); None: a cuDNN installation
+    package: Optional[str] = (
+        None  # framework PROCESS: the package whose native code this load is (issue 29); None: a cuDNN installation
+    )
 
     def loaded(self) -> dict[str, str]:
         """name → path of every module in the process after the load."""
         return {s.name: s.winner for s in self.steps if s.winner}
 
     def cudnn_front(self) -> Optional[LoadStep]:
-        """The step that loads the cuDNN front library: the program's own load of it first, else the first that loads it."""
+        """The step that loads the cuDNN front library: the program's own load of it first, else the first that loads
+        it."""
         steps = [s for s in self.steps if not s.reused and is_cudnn_front(s.name)]
         return next((s for s in steps if s.how is LoadHow.ROOT), None) or next(iter(steps), None)
 

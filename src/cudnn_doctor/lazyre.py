@@ -17,11 +17,28 @@ if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
 
 # What a compiled pattern offers that callers use; anything else is an error, as it would be on re.Pattern.
-_DELEGATED = frozenset(("search", "match", "fullmatch", "finditer", "findall", "sub", "subn", "split", "scanner", "pattern", "flags", "groups", "groupindex"))
+_DELEGATED = frozenset(
+    (
+        "search",
+        "match",
+        "fullmatch",
+        "finditer",
+        "findall",
+        "sub",
+        "subn",
+        "split",
+        "scanner",
+        "pattern",
+        "flags",
+        "groups",
+        "groupindex",
+    )
+)
 
 
 class LazyPattern(Generic[AnyStr]):
-    """A pattern and its flags, compiled by `re.compile` when one of the compiled pattern's attributes is first asked for."""
+    """A pattern and its flags, compiled by `re.compile` when one of the compiled pattern's attributes is first asked
+    for."""
 
     def __init__(self, pattern: AnyStr, flags: int = 0) -> None:
         self.source: AnyStr = pattern
@@ -41,40 +58,60 @@ class LazyPattern(Generic[AnyStr]):
         self.compiled()
         return self.__dict__[name]
 
-    if TYPE_CHECKING:  # the compiled pattern's attributes, as re.Pattern types them (at run time __getattr__ finds them)
+    if (
+        TYPE_CHECKING
+    ):  # the compiled pattern's attributes, as re.Pattern types them (at run time __getattr__ finds them)
         pattern: AnyStr
         flags: int
         groups: int
         groupindex: Mapping[str, int]
 
         @overload
-        def search(self: LazyPattern[str], string: str, pos: int = 0, endpos: int = sys.maxsize) -> Optional[re.Match[str]]: ...
+        def search(
+            self: LazyPattern[str], string: str, pos: int = 0, endpos: int = sys.maxsize
+        ) -> Optional[re.Match[str]]: ...
         @overload
-        def search(self: LazyPattern[bytes], string: ReadableBuffer, pos: int = 0, endpos: int = sys.maxsize) -> Optional[re.Match[bytes]]: ...
+        def search(
+            self: LazyPattern[bytes], string: ReadableBuffer, pos: int = 0, endpos: int = sys.maxsize
+        ) -> Optional[re.Match[bytes]]: ...
         def search(self, string: Any, pos: int = 0, endpos: int = sys.maxsize) -> Any: ...
 
         @overload
-        def match(self: LazyPattern[str], string: str, pos: int = 0, endpos: int = sys.maxsize) -> Optional[re.Match[str]]: ...
+        def match(
+            self: LazyPattern[str], string: str, pos: int = 0, endpos: int = sys.maxsize
+        ) -> Optional[re.Match[str]]: ...
         @overload
-        def match(self: LazyPattern[bytes], string: ReadableBuffer, pos: int = 0, endpos: int = sys.maxsize) -> Optional[re.Match[bytes]]: ...
+        def match(
+            self: LazyPattern[bytes], string: ReadableBuffer, pos: int = 0, endpos: int = sys.maxsize
+        ) -> Optional[re.Match[bytes]]: ...
         def match(self, string: Any, pos: int = 0, endpos: int = sys.maxsize) -> Any: ...
 
         @overload
-        def fullmatch(self: LazyPattern[str], string: str, pos: int = 0, endpos: int = sys.maxsize) -> Optional[re.Match[str]]: ...
+        def fullmatch(
+            self: LazyPattern[str], string: str, pos: int = 0, endpos: int = sys.maxsize
+        ) -> Optional[re.Match[str]]: ...
         @overload
-        def fullmatch(self: LazyPattern[bytes], string: ReadableBuffer, pos: int = 0, endpos: int = sys.maxsize) -> Optional[re.Match[bytes]]: ...
+        def fullmatch(
+            self: LazyPattern[bytes], string: ReadableBuffer, pos: int = 0, endpos: int = sys.maxsize
+        ) -> Optional[re.Match[bytes]]: ...
         def fullmatch(self, string: Any, pos: int = 0, endpos: int = sys.maxsize) -> Any: ...
 
         @overload
-        def finditer(self: LazyPattern[str], string: str, pos: int = 0, endpos: int = sys.maxsize) -> Iterator[re.Match[str]]: ...
+        def finditer(
+            self: LazyPattern[str], string: str, pos: int = 0, endpos: int = sys.maxsize
+        ) -> Iterator[re.Match[str]]: ...
         @overload
-        def finditer(self: LazyPattern[bytes], string: ReadableBuffer, pos: int = 0, endpos: int = sys.maxsize) -> Iterator[re.Match[bytes]]: ...
+        def finditer(
+            self: LazyPattern[bytes], string: ReadableBuffer, pos: int = 0, endpos: int = sys.maxsize
+        ) -> Iterator[re.Match[bytes]]: ...
         def finditer(self, string: Any, pos: int = 0, endpos: int = sys.maxsize) -> Any: ...
 
         @overload
         def findall(self: LazyPattern[str], string: str, pos: int = 0, endpos: int = sys.maxsize) -> list[Any]: ...
         @overload
-        def findall(self: LazyPattern[bytes], string: ReadableBuffer, pos: int = 0, endpos: int = sys.maxsize) -> list[Any]: ...
+        def findall(
+            self: LazyPattern[bytes], string: ReadableBuffer, pos: int = 0, endpos: int = sys.maxsize
+        ) -> list[Any]: ...
         def findall(self, string: Any, pos: int = 0, endpos: int = sys.maxsize) -> Any: ...
 
         @overload
@@ -84,18 +121,28 @@ class LazyPattern(Generic[AnyStr]):
         def split(self, string: Any, maxsplit: int = 0) -> Any: ...
 
         @overload
-        def sub(self: LazyPattern[str], repl: Union[str, Callable[[re.Match[str]], str]], string: str, count: int = 0) -> str: ...
+        def sub(
+            self: LazyPattern[str], repl: Union[str, Callable[[re.Match[str]], str]], string: str, count: int = 0
+        ) -> str: ...
         @overload
         def sub(
-            self: LazyPattern[bytes], repl: Union[ReadableBuffer, Callable[[re.Match[bytes]], ReadableBuffer]], string: ReadableBuffer, count: int = 0
+            self: LazyPattern[bytes],
+            repl: Union[ReadableBuffer, Callable[[re.Match[bytes]], ReadableBuffer]],
+            string: ReadableBuffer,
+            count: int = 0,
         ) -> bytes: ...
         def sub(self, repl: Any, string: Any, count: int = 0) -> Any: ...
 
         @overload
-        def subn(self: LazyPattern[str], repl: Union[str, Callable[[re.Match[str]], str]], string: str, count: int = 0) -> tuple[str, int]: ...
+        def subn(
+            self: LazyPattern[str], repl: Union[str, Callable[[re.Match[str]], str]], string: str, count: int = 0
+        ) -> tuple[str, int]: ...
         @overload
         def subn(
-            self: LazyPattern[bytes], repl: Union[ReadableBuffer, Callable[[re.Match[bytes]], ReadableBuffer]], string: ReadableBuffer, count: int = 0
+            self: LazyPattern[bytes],
+            repl: Union[ReadableBuffer, Callable[[re.Match[bytes]], ReadableBuffer]],
+            string: ReadableBuffer,
+            count: int = 0,
         ) -> tuple[bytes, int]: ...
         def subn(self, repl: Any, string: Any, count: int = 0) -> Any: ...
 

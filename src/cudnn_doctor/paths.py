@@ -90,8 +90,10 @@ _PERCENT_VAR = r"%([^%]+)%"
 
 
 def prepend_ld_library_path(folders: Sequence[str]) -> str:
-    """The shell line that puts `folders` first on LD_LIBRARY_PATH and keeps the old value after them only when it is set:
-    `FOLDER:$LD_LIBRARY_PATH` with the variable unset leaves an empty entry, which the loader reads as the current folder."""
+    """The shell line that puts `folders` first on LD_LIBRARY_PATH and keeps the old value after them only when it is
+    set:
+    `FOLDER:$LD_LIBRARY_PATH` with the variable unset leaves an empty entry, which the loader reads as the current
+    folder."""
     return f"export LD_LIBRARY_PATH={':'.join(folders)}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}"
 
 
@@ -116,7 +118,8 @@ MANAGED_ENV_MARKER = "# Managed by cudnn-doctor"  # the first line of a file the
 
 def managed_env_file(env: Mapping[str, str]) -> Optional[str]:
     """Linux: the shell file `fix` writes the cleaned PATH-like variables to, `$XDG_CONFIG_HOME/cudnn-doctor/env.sh`
-    (an absolute XDG_CONFIG_HOME only, as the XDG spec says) else `~/.config/cudnn-doctor/env.sh`; None without a HOME."""
+    (an absolute XDG_CONFIG_HOME only, as the XDG spec says) else `~/.config/cudnn-doctor/env.sh`; None without a
+    HOME."""
     config = env.get("XDG_CONFIG_HOME") or ""
     if not config.startswith("/"):
         home = env.get("HOME") or ""

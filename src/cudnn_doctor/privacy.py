@@ -64,7 +64,9 @@ DIAGNOSED_NAMES = frozenset(
 )
 # Variables whose being set is the evidence: a report keeps that they are set, never their value (a cluster address).
 PRESENCE_ONLY = frozenset({"KUBERNETES_SERVICE_HOST"})
-_SECRET = regex(r"(?i)token|secret|passw|passphrase|credential|api_?key|access_?key|private_?key|auth|session|cookie|(^|_)(key|pat)$")
+_SECRET = regex(
+    r"(?i)token|secret|passw|passphrase|credential|api_?key|access_?key|private_?key|auth|session|cookie|(^|_)(key|pat)$"
+)
 
 
 def diagnosed(name: str) -> bool:
@@ -79,7 +81,11 @@ def looks_secret(name: str) -> bool:
 
 def kept_environment(env: Mapping[str, str]) -> dict[str, str]:
     """The variables a report or snapshot may carry, secret-looking values (and PRESENCE_ONLY ones) replaced."""
-    return {name: REDACTED if looks_secret(name) or name.upper() in PRESENCE_ONLY else value for name, value in env.items() if diagnosed(name)}
+    return {
+        name: REDACTED if looks_secret(name) or name.upper() in PRESENCE_ONLY else value
+        for name, value in env.items()
+        if diagnosed(name)
+    }
 
 
 def kept_persistent(persistent: Optional[Mapping[str, Mapping[str, str]]]) -> Optional[dict[str, dict[str, str]]]:
@@ -99,7 +105,11 @@ def user_names(env: Mapping[str, str], home: str, login: bool = True) -> list[st
 
         try:
             names.append(getpass.getuser())
-        except (KeyError, OSError, ImportError):  # no name for this uid (a container): the variables above are all there is
+        except (
+            KeyError,
+            OSError,
+            ImportError,
+        ):  # no name for this uid (a container): the variables above are all there is
             pass
     # The home folder, and on Windows HOME too (Git Bash, MSYS and Cygwin set it), which may name another folder.
     for folder in (home, env.get("HOME", ""), env.get("USERPROFILE", "")):
@@ -138,7 +148,8 @@ def redact_document(document: Any, home: str, user: Union[str, Iterable[str]], h
         if windows and short and (len(name) > 8 or short != name):
             rules.append((re.compile(f"(?<![^{_EDGE}]){re.escape(short)}~\\d+(?![^{_EDGE}])", re.IGNORECASE), "user"))
     if host and len(host) > 1:
-        # whole values only (the snapshot's name, HOSTNAME, COMPUTERNAME, LOGONSERVER's \\\\HOST): a host called "cuda" must not rewrite paths
+        # whole values only (the snapshot's name, HOSTNAME, COMPUTERNAME, LOGONSERVER's \\\\HOST): a host called "cuda"
+        # must not rewrite paths
         rules.append((re.compile(rf"^(snapshot-|\\\\)?{re.escape(host)}$", re.IGNORECASE), r"\1host"))
     rules.append((_GPU_UUID, r"\1-00000000-0000-0000-0000-000000000000"))
 

@@ -42,8 +42,12 @@ class _RecordType(type):
     _fields: tuple[str, ...]  # every class it makes has them (Record's are empty)
 
     def __new__(mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any) -> _RecordType:
-        if not any(isinstance(base, _RecordType) for base in bases) or any(isinstance(base, _RecordType) and base._fields for base in bases):
-            return super().__new__(mcls, name, bases, namespace, **kwargs)  # Record itself, or a plain subclass of a record
+        if not any(isinstance(base, _RecordType) for base in bases) or any(
+            isinstance(base, _RecordType) and base._fields for base in bases
+        ):
+            return super().__new__(
+                mcls, name, bases, namespace, **kwargs
+            )  # Record itself, or a plain subclass of a record
         fields = _annotated_names(namespace)
         for field in fields:
             if field.startswith("_"):
@@ -52,8 +56,16 @@ class _RecordType(type):
         for before, after in zip(fields, fields[1:]):
             if before in defaults and after not in defaults:
                 raise TypeError(f"Non-default record field {after} cannot follow default field {before}")
-        namespace.update({field: _tuplegetter(index, f"Alias for field number {index}") for index, field in enumerate(fields)})
-        namespace.update(__slots__=(), _fields=fields, _field_defaults=defaults, _trailing_defaults=tuple(defaults.values()), __match_args__=fields)
+        namespace.update(
+            {field: _tuplegetter(index, f"Alias for field number {index}") for index, field in enumerate(fields)}
+        )
+        namespace.update(
+            __slots__=(),
+            _fields=fields,
+            _field_defaults=defaults,
+            _trailing_defaults=tuple(defaults.values()),
+            __match_args__=fields,
+        )
         return super().__new__(mcls, name, bases, namespace, **kwargs)
 
 
@@ -70,7 +82,9 @@ else:  # what runs
         _trailing_defaults: ClassVar[tuple[Any, ...]] = ()  # the defaults in field order: they are the last fields
 
         def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-            if not kwargs:  # the common calls, without a loop: every field given, or the last ones left to their defaults
+            if (
+                not kwargs
+            ):  # the common calls, without a loop: every field given, or the last ones left to their defaults
                 missing = len(cls._fields) - len(args)
                 if missing == 0:
                     return tuple.__new__(cls, args)
@@ -95,7 +109,9 @@ else:  # what runs
             return dict(zip(self._fields, self))
 
         def __repr__(self) -> str:
-            return f"{type(self).__name__}({', '.join(f'{field}={value!r}' for field, value in zip(self._fields, self))})"
+            return (
+                f"{type(self).__name__}({', '.join(f'{field}={value!r}' for field, value in zip(self._fields, self))})"
+            )
 
         def __getnewargs__(self) -> tuple[Any, ...]:
             return tuple(self)
@@ -105,7 +121,9 @@ def _bound(cls: type[Record], args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
     """The field values of a call with keywords or defaults, with `typing.NamedTuple`'s errors."""
     fields = cls._fields
     if len(args) > len(fields):
-        raise TypeError(f"{cls.__name__}.__new__() takes {len(fields) + 1} positional arguments but {len(args) + 1} were given")
+        raise TypeError(
+            f"{cls.__name__}.__new__() takes {len(fields) + 1} positional arguments but {len(args) + 1} were given"
+        )
     for field in fields[: len(args)]:
         if field in kwargs:
             raise TypeError(f"{cls.__name__}.__new__() got multiple values for argument '{field}'")

@@ -20,7 +20,8 @@ _HEADER_DEFINE = r"#define\s+CUDNN_(MAJOR|MINOR|PATCHLEVEL)\s+(\d+)"
 
 
 def cudnn_header_version(text: str) -> Optional[str]:
-    """ "MAJOR.MINOR.PATCHLEVEL" from the #defines of cudnn_version.h (or cudnn.h before 8), None without CUDNN_MAJOR."""
+    """ "MAJOR.MINOR.PATCHLEVEL" from the #defines of cudnn_version.h (or cudnn.h before 8), None without
+    CUDNN_MAJOR."""
     values = dict(re.findall(_HEADER_DEFINE, text))
     if "MAJOR" not in values:
         return None
@@ -51,7 +52,8 @@ def parse_version(value: object) -> Optional[Version]:
 # | one digit 7-9          | that major alone                      | TensorFlow's Windows "64_9"                 |
 # | two digits 10-19       | that major alone                      | cu12, cuda12, cuda13, 64_11 (a major)        |
 # | two digits 70-99       | X.Y for CUDA 7-9                      | cu80 → 8.0, cu92 → 9.2, cuda90 → 9.0        |
-# | three digits 100-199   | XX.Y                                  | 100 → 10.0, 101 → 10.1, 112 → 11.2, 118 → 11.8, 121 → 12.1, 130 → 13.0 |
+# | three digits 100-199   | XX.Y                                  | 100 → 10.0, 101 → 10.1, 112 → 11.2, 118 → 11.8, 121
+# → 12.1, 130 → 13.0 |
 # | digits then "x"        | that major alone, any minor           | cupy-cuda11x, cupy-cuda12x, cuda12x          |
 # | major "." minor        | that release (conda's build strings)   | cuda10.2_0 → 10.2, cuda11.3_0 → 11.3        |
 # | anything else          | not a CUDA tag (None)                 | cu1180, cu20, cu5, cu012, +cpu, +rocm6.0    |
@@ -69,24 +71,39 @@ class CudaTagShape(Record):
 
 
 CUDA_TAG_SHAPES: dict[str, CudaTagShape] = {
-    "torch-local": CudaTagShape(r"\+cu(?P<digits>\d+)$", "PyTorch's local version: torch 2.1.0+cu121, 1.7.1+cu110, 1.4.0+cu92, torchvision 0.15.2+cu118"),
-    "paddle-post": CudaTagShape(r"\.post(?P<digits>\d+)$", "paddlepaddle-gpu's release suffix: 2.2.0.post112, 2.6.1.post120, 2.3.2.post101"),
-    "jaxlib-local": CudaTagShape(
-        r"\+cuda(?P<digits>\d+)(?P<x>x)?(?:\.cudnn\d+)?$", "jaxlib's local version: 0.4.23+cuda12.cudnn89, 0.3.25+cuda11.cudnn82, 0.1.69+cuda111"
+    "torch-local": CudaTagShape(
+        r"\+cu(?P<digits>\d+)$",
+        "PyTorch's local version: torch 2.1.0+cu121, 1.7.1+cu110, 1.4.0+cu92, torchvision 0.15.2+cu118",
     ),
-    "jax-plugin": CudaTagShape(r"^jax-cuda(?P<digits>\d+)-(?:plugin|pjrt)$", "JAX's CUDA plugin distributions: jax-cuda12-plugin, jax-cuda13-pjrt"),
+    "paddle-post": CudaTagShape(
+        r"\.post(?P<digits>\d+)$", "paddlepaddle-gpu's release suffix: 2.2.0.post112, 2.6.1.post120, 2.3.2.post101"
+    ),
+    "jaxlib-local": CudaTagShape(
+        r"\+cuda(?P<digits>\d+)(?P<x>x)?(?:\.cudnn\d+)?$",
+        "jaxlib's local version: 0.4.23+cuda12.cudnn89, 0.3.25+cuda11.cudnn82, 0.1.69+cuda111",
+    ),
+    "jax-plugin": CudaTagShape(
+        r"^jax-cuda(?P<digits>\d+)-(?:plugin|pjrt)$",
+        "JAX's CUDA plugin distributions: jax-cuda12-plugin, jax-cuda13-pjrt",
+    ),
     "cupy-wheel": CudaTagShape(
-        r"^cupy-cuda(?P<digits>\d+)(?P<x>x)?$", "CuPy's wheel names: cupy-cuda12x, cupy-cuda11x, cupy-cuda113, cupy-cuda102, cupy-cuda80"
+        r"^cupy-cuda(?P<digits>\d+)(?P<x>x)?$",
+        "CuPy's wheel names: cupy-cuda12x, cupy-cuda11x, cupy-cuda113, cupy-cuda102, cupy-cuda80",
     ),
     "nvidia-wheel": CudaTagShape(
-        r"-cu(?P<digits>\d+)$", "NVIDIA's pip wheels: nvidia-cudnn-cu12, nvidia-cublas-cu11, nvidia-cuda-runtime-cu117, nvidia-cudnn-cu116"
+        r"-cu(?P<digits>\d+)$",
+        "NVIDIA's pip wheels: nvidia-cudnn-cu12, nvidia-cublas-cu11, nvidia-cuda-runtime-cu117, nvidia-cudnn-cu116",
     ),
     "index": CudaTagShape(
-        r"(?:^|/)cu(?P<digits>\d+)/?$", "pip indexes and build names: https://download.pytorch.org/whl/cu121, the planner's torch build cu118"
+        r"(?:^|/)cu(?P<digits>\d+)/?$",
+        "pip indexes and build names: https://download.pytorch.org/whl/cu121, the planner's torch build cu118",
     ),
-    "tf-windows": CudaTagShape(r"^64_(?P<digits>\d+)$", 'TensorFlow\'s Windows build_info cuda_version: "64_112", "64_110", "64_101"'),
+    "tf-windows": CudaTagShape(
+        r"^64_(?P<digits>\d+)$", 'TensorFlow\'s Windows build_info cuda_version: "64_112", "64_110", "64_101"'
+    ),
     "conda-build": CudaTagShape(
-        r"(?i)cuda(?P<digits>\d+)(?:\.(?P<minor>\d+))?", "a conda package's build string: cudnn 7.6.5 cuda10.2_0, cudnn 8.2.1 cuda11.3_0, cuda112_0, cuda11_0"
+        r"(?i)cuda(?P<digits>\d+)(?:\.(?P<minor>\d+))?",
+        "a conda package's build string: cudnn 7.6.5 cuda10.2_0, cudnn 8.2.1 cuda11.3_0, cuda112_0, cuda11_0",
     ),
     "bare": CudaTagShape(r"^(?P<digits>\d{1,3})(?P<x>x)?$", 'a CUDA written as its tag alone: "112", "12", "12x"'),
 }

@@ -59,13 +59,17 @@ _EM_NAMES = {
 
 
 def head_machine(head: bytes) -> Optional[tuple[str, Optional[str]]]:
-    """(pe | elf, machine as the header names it) from a library's first bytes, None when neither: what the installer reads
+    """(pe | elf, machine as the header names it) from a library's first bytes, None when neither: what the installer
+    reads
     of an archive's member as it streams by (pefile for a PE header, the ELF header's e_machine)."""
     try:
         if head[:2] == b"MZ":
             offset = int.from_bytes(head[0x3C:0x40], "little") if len(head) >= 0x40 else -1
             if not 0 <= offset <= len(head) - 24 or head[offset : offset + 4] != b"PE\0\0":
-                return ("pe", None)  # a DOS stub only: pefile would refuse it (and its failure path runs gc.collect(), a slow one)
+                return (
+                    "pe",
+                    None,
+                )  # a DOS stub only: pefile would refuse it (and its failure path runs gc.collect(), a slow one)
             import pefile
 
             try:

@@ -66,10 +66,16 @@ def _header(handle: BinaryIO) -> Optional[Header]:
     if machine is None:
         return None
     if bits == 64:  # e_shoff at 40; e_shentsize, e_shnum, e_shstrndx at 58
-        (shoff,), (shentsize, shnum, shstrndx) = struct.unpack_from(endian + "Q", ident, 40), struct.unpack_from(endian + "HHH", ident, 58)
+        (shoff,), (shentsize, shnum, shstrndx) = (
+            struct.unpack_from(endian + "Q", ident, 40),
+            struct.unpack_from(endian + "HHH", ident, 58),
+        )
         entry, size = endian + "IIQQQQII", 64
     else:  # e_shoff at 32; the three at 46
-        (shoff,), (shentsize, shnum, shstrndx) = struct.unpack_from(endian + "I", ident, 32), struct.unpack_from(endian + "HHH", ident, 46)
+        (shoff,), (shentsize, shnum, shstrndx) = (
+            struct.unpack_from(endian + "I", ident, 32),
+            struct.unpack_from(endian + "HHH", ident, 46),
+        )
         entry, size = endian + "IIIIIIII", 40
     if shoff == 0:
         return Header(machine, (), endian, bits)

@@ -38,7 +38,8 @@ def spelling(name: str) -> Optional[Spelling]:
 
 
 def family(name: str) -> str:
-    """What names of one library share across versions (`libcudart.so`, `cudart`); the name itself when of no known shape."""
+    """What names of one library share across versions (`libcudart.so`, `cudart`); the name itself when of no known
+    shape."""
     found = spelling(name)
     return found.stem if found else name
 

@@ -122,7 +122,8 @@ class _Headers(Record):
 
 
 def read_pe_quickly(handle: BinaryIO) -> BinaryInfo:
-    """What `system.binaries.pe.read_pe_with_pefile` says about the open file; `Irregular` when only pefile can say it."""
+    """What `system.binaries.pe.read_pe_with_pefile` says about the open file; `Irregular` when only pefile can say
+    it."""
     try:
         return _read(handle)
     except struct.error as error:
@@ -140,7 +141,9 @@ def _read(handle: BinaryIO) -> BinaryInfo:
     version = _version(image, headers)
     strings = tuple((s.offset, s.size) for s in image.sections if s.name.rstrip(b"\0") in (b".rdata", b".data"))
     machine = PE_MACHINES.get(headers.machine, hex(headers.machine))
-    return BinaryInfo("pe", machine, tuple(n.decode("ascii", "replace") for n in names), version=version, string_ranges=strings)
+    return BinaryInfo(
+        "pe", machine, tuple(n.decode("ascii", "replace") for n in names), version=version, string_ranges=strings
+    )
 
 
 def _not_pe(message: str) -> BinaryInfo:
@@ -229,19 +232,34 @@ def _imports(image: _Image, headers: _Headers, counter: list[int]) -> list[bytes
     names = []
     for at, raw in _descriptors(image, headers.directories[IMPORT][0], 20):
         first_lookup, _time, _forwarder, name, first_thunk = struct.unpack("<IIIII", raw)
-        _symbols(image, headers, counter, first_lookup, first_thunk, _max_length(image, at, at + 20, first_lookup, first_thunk))
+        _symbols(
+            image,
+            headers,
+            counter,
+            first_lookup,
+            first_thunk,
+            _max_length(image, at, at + 20, first_lookup, first_thunk),
+        )
         names.append(_dll_name(image, name))
     return names
 
 
 def _delay_imports(image: _Image, headers: _Headers, counter: list[int]) -> list[bytes]:
-    """The delay-import directory's DLL names, in order: pefile's parse_delay_import_directory when nothing is dropped."""
+    """The delay-import directory's DLL names, in order: pefile's parse_delay_import_directory when nothing is
+    dropped."""
     names = []
     for at, raw in _descriptors(image, headers.directories[DELAY_IMPORT][0], 32):
         attributes, name, _module, address_table, name_table, _bound, _unload, _time = struct.unpack("<8I", raw)
         if attributes == 0 and headers.machine == I386:
             raise Irregular("an address-based delay-import table")  # pefile turns its addresses into RVAs
-        _symbols(image, headers, counter, name_table, address_table, _max_length(image, at, at + 32, name_table, address_table))
+        _symbols(
+            image,
+            headers,
+            counter,
+            name_table,
+            address_table,
+            _max_length(image, at, at + 32, name_table, address_table),
+        )
         if counter[0] > MAX_IMPORT_SYMBOLS:
             raise Irregular("too many imported symbols")
         names.append(_dll_name(image, name))
@@ -262,7 +280,8 @@ def _descriptors(image: _Image, rva: int, size: int) -> Iterator[tuple[int, byte
 
 
 def _max_length(image: _Image, descriptor: int, after: int, lookup: int, address: int) -> int:
-    """How far pefile lets a thunk table run: to the end of the file, or up to the descriptor when a table lies before it."""
+    """How far pefile lets a thunk table run: to the end of the file, or up to the descriptor when a table lies before
+    it."""
     if after > lookup or after > address:
         return max(after - lookup, after - address)
     return image.size - image.offset(descriptor)[1]
@@ -310,7 +329,9 @@ def _thunks(image: _Image, headers: _Headers, counter: list[int], rva: int, max_
         counter[0] += 1
         if repeated >= MAX_REPEATED_ADDRESSES:
             return []
-        if (low32 is not None and high32 - low32 > MAX_ADDRESS_SPREAD) or (low64 is not None and high64 - low64 > MAX_ADDRESS_SPREAD):
+        if (low32 is not None and high32 - low32 > MAX_ADDRESS_SPREAD) or (
+            low64 is not None and high64 - low64 > MAX_ADDRESS_SPREAD
+        ):
             return []
         value = struct.unpack(form, image.data(rva, width))[0]  # where pefile reads the header or says None
         if start <= value <= rva:

@@ -7,7 +7,15 @@ from typing import Iterator, Optional
 from packaging.version import Version
 
 from cudnn_doctor.checks._libraries import is_cudnn
-from cudnn_doctor.facts import DISTRIBUTION_METADATA, CudnnInstall, CudnnLibrary, Facts, FrameworkBuild, LoadStep, Resolution
+from cudnn_doctor.facts import (
+    DISTRIBUTION_METADATA,
+    CudnnInstall,
+    CudnnLibrary,
+    Facts,
+    FrameworkBuild,
+    LoadStep,
+    Resolution,
+)
 from cudnn_doctor.record import Record
 from cudnn_doctor.versions import parse_cudnn_version, parse_version
 
@@ -25,7 +33,8 @@ def library_release(facts: Facts, path: Optional[str]) -> Optional[Version]:
 
 
 def library_release_known(facts: Facts, path: Optional[str]) -> tuple[Optional[Version], Optional[str]]:
-    """The release of the library at `path` and how it is known: from the file itself, else its installation's version."""
+    """The release of the library at `path` and how it is known: from the file itself, else its installation's
+    version."""
     install, library = facts.cudnn_owner(path)
     if library is not None and library.version:
         return release(library.version), library.version_source

@@ -60,17 +60,26 @@ def mismatched_libraries(facts: Facts) -> list[DriverLibrary]:
 
 def driver_mismatch(facts: Facts) -> bool:
     """The kernel module and the driver's libraries are different releases, by their versions or by NVML's own words."""
-    return facts.os == "linux" and not facts.wsl and (bool(mismatched_libraries(facts)) or facts.driver_state.nvml_mismatch is not None)
+    return (
+        facts.os == "linux"
+        and not facts.wsl
+        and (bool(mismatched_libraries(facts)) or facts.driver_state.nvml_mismatch is not None)
+    )
 
 
 def proven_by_the_gpu(build: Optional[FrameworkBuild], name: str) -> bool:
     """The driver's CUDA library itself (libcuda.so.1, nvcuda.dll) when the framework's own report reached a GPU:
     nothing reaches one without it, so its process loaded it from somewhere the emulation does not see."""
-    return build is not None and bool(_DRIVER_API.match(basename(name))) and (build.sees_gpu or build.cuda_available is True)
+    return (
+        build is not None
+        and bool(_DRIVER_API.match(basename(name)))
+        and (build.sees_gpu or build.cuda_available is True)
+    )
 
 
 def other_spelling_loaded(resolution: Resolution, step: LoadStep, rules: PathRules) -> bool:
-    """An optional unversioned driver name (`libcuda.so`, a fallback spelling) when the process loaded the real one (`libcuda.so.1`)."""
+    """An optional unversioned driver name (`libcuda.so`, a fallback spelling) when the process loaded the real one
+    (`libcuda.so.1`)."""
     if not step.optional or not is_driver_library(step.name):
         return False
     stem = rules.name_key(basename(step.name)).split(".so")[0] + ".so."
@@ -80,7 +89,12 @@ def other_spelling_loaded(resolution: Resolution, step: LoadStep, rules: PathRul
 def _siblings(facts: Facts, name: str, rules: PathRules) -> list[str]:
     """The driver's files of the same library under another name: libcuda.so.580.65.06 for a missing libcuda.so.1."""
     stem = rules.name_key(name).split(".so")[0] + ".so."
-    return [f for f in facts.driver_files if rules.name_key(rules.basename(f)).startswith(stem) and rules.name_key(rules.basename(f)) != rules.name_key(name)]
+    return [
+        f
+        for f in facts.driver_files
+        if rules.name_key(rules.basename(f)).startswith(stem)
+        and rules.name_key(rules.basename(f)) != rules.name_key(name)
+    ]
 
 
 def driver_gap(facts: Facts, name: str, elsewhere: Sequence[str]) -> tuple[str, list[str]]:
@@ -88,21 +102,36 @@ def driver_gap(facts: Facts, name: str, elsewhere: Sequence[str]) -> tuple[str, 
     rules = PathRules(facts.os)
     if gpu_withheld(facts):
         return (
-            f" This container ({facts.driver_state.container}) was started without the GPU: the driver's libraries, {name} among them, "
+            f" This container ({facts.driver_state.container}) was started without the GPU: the driver's "
+            f"libraries, {name} among them, "
             "are mounted only into a container given the GPU.",
-            ["Start the container with the GPU: add `--gpus all` to the `docker run` command that starts it; see gpu-not-passed-to-container."],
+            [
+                "Start the container with the GPU: add `--gpus all` to the `docker run` command that starts it; "
+                "see gpu-not-passed-to-container."
+            ],
         )
     seen = [f for f in facts.driver_files if f != KERNEL_MODULE][:3] or list(facts.driver_files[:1])
-    detail = f" The NVIDIA driver is installed (its files: {', '.join(seen)}), but nothing the loader searches provides {name}."
+    detail = (
+        f" The NVIDIA driver is installed (its files: {', '.join(seen)}), but nothing the loader searches "
+        f"provides {name}."
+    )
     if facts.os == "windows":
-        return detail, [f"Reinstall the NVIDIA driver (a clean install from https://www.nvidia.com/Download/index.aspx): {name} comes with it into System32."]
+        return detail, [
+            f"Reinstall the NVIDIA driver (a clean install from https://www.nvidia.com/Download/index.aspx): "
+            f"{name} comes with it into System32."
+        ]
     folders = list(dict.fromkeys(rules.dirname(c) for c in elsewhere))
     if folders and not re.search(r"\.so\.\d+$", name):
-        # ldconfig caches a library under its soname (libcuda.so.1) only: a development name is found through a folder searched by name.
-        detail += f" A copy is in {', '.join(folders)}; the loader cache lists libraries by soname only, never the bare name {name}."
+        # ldconfig caches a library under its soname (libcuda.so.1) only: a development name is found through a folder
+        # searched by name.
+        detail += (
+            f" A copy is in {', '.join(folders)}; the loader cache lists libraries by soname only, never "
+            f"the bare name {name}."
+        )
         path = ":".join(folders)
         return detail, [
-            f"Put {path} on LD_LIBRARY_PATH for the programs that need it: `echo '{prepend_ld_library_path([path])}' >> ~/.bashrc`, then open a new terminal."
+            f"Put {path} on LD_LIBRARY_PATH for the programs that need it: `echo "
+            f"'{prepend_ld_library_path([path])}' >> ~/.bashrc`, then open a new terminal."
         ]
     if folders:
         detail += f" A copy is in {', '.join(folders)}, which the loader cache does not list."
@@ -110,7 +139,8 @@ def driver_gap(facts: Facts, name: str, elsewhere: Sequence[str]) -> tuple[str, 
         for folder in folders:
             conf = "ld.so.wsl.conf" if rules.same(folder, WSL_DRIVER_DIR) else "nvidia.conf"
             fix.append(
-                f"Add {folder} to the loader cache: `echo {folder} | sudo tee -a /etc/ld.so.conf.d/{conf} && sudo ldconfig` (or put it on LD_LIBRARY_PATH)."
+                f"Add {folder} to the loader cache: `echo {folder} | sudo tee -a /etc/ld.so.conf.d/{conf} && sudo "
+                f"ldconfig` (or put it on LD_LIBRARY_PATH)."
             )
         return detail, fix
     siblings = _siblings(facts, name, rules)
@@ -120,18 +150,23 @@ def driver_gap(facts: Facts, name: str, elsewhere: Sequence[str]) -> tuple[str, 
         detail += f" Only {real} is there: the link {name} to it is missing."
         link = f"`sudo ln -s {rules.basename(real)} {rules.join(folder, name)}`"
         if re.search(r"\.so\.\d+$", name):
-            return detail, [f"Run `sudo ldconfig`: it makes the soname link {name} in {folder}. Or make it yourself: {link}."]
+            return detail, [
+                f"Run `sudo ldconfig`: it makes the soname link {name} in {folder}. Or make it yourself: {link}."
+            ]
         return detail, [f"Make the link: {link}."]
     if facts.wsl:
         return detail, [
-            f"Under WSL2 the driver's libraries come from the Windows driver into {WSL_DRIVER_DIR}: update the NVIDIA driver on Windows, "
+            f"Under WSL2 the driver's libraries come from the Windows driver into {WSL_DRIVER_DIR}: update the "
+            f"NVIDIA driver on Windows, "
             "then run `wsl --shutdown` in Windows and reopen the terminal."
         ]
     branch = (facts.driver.version or "").split(".")[0]
     package = f"libnvidia-compute-{branch}" if branch.isdigit() else "libnvidia-compute-<driver branch>"
     return detail, [
-        f"Reinstall the driver's user-space libraries{f' for driver {facts.driver.version}' if facts.driver.version else ''}: "
-        f"`sudo apt-get install --reinstall {package}` (Ubuntu), your distribution's driver package, or NVIDIA's .run installer; then `sudo ldconfig`.",
+        f"Reinstall the driver's user-space "
+        f"libraries{f' for driver {facts.driver.version}' if facts.driver.version else ''}: "
+        f"`sudo apt-get install --reinstall {package}` (Ubuntu), your distribution's driver package, or NVIDIA's "
+        f".run installer; then `sudo ldconfig`.",
         "In a container, the NVIDIA Container Toolkit mounts the driver's libraries: start it with `--gpus all` "
         "(and NVIDIA_DRIVER_CAPABILITIES including compute).",
     ]

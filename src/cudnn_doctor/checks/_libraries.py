@@ -13,7 +13,9 @@ from cudnn_doctor.lazyre import regex
 from cudnn_doctor.paths import PathRules, prepend_ld_library_path
 from cudnn_doctor.versions import cuda_major_of_dll_number
 
-_CUDA_LIBRARY = regex(r"^(lib)?(cudart|cublas|cublasLt|cufft|curand|cusolver|cusparse|nvrtc|cupti|nvJitLink|nppc)", re.IGNORECASE)
+_CUDA_LIBRARY = regex(
+    r"^(lib)?(cudart|cublas|cublasLt|cufft|curand|cusolver|cusparse|nvrtc|cupti|nvJitLink|nppc)", re.IGNORECASE
+)
 _CUDA_RUNTIME_MAJOR = regex(r"(?i)^(?:lib)?(?:cudart|cublas|cublasLt|nvrtc)(?:64_(\d+)(?:_\d+)?\.dll|\.so\.(\d+))")
 _CUDNN = regex(r"(?i)^(lib)?cudnn")
 STALE_SESSION = "env:stale-session"  # the cause key of everything a restarted terminal would fix
@@ -91,5 +93,9 @@ def reach_folder_fix(facts: Facts, folder: str) -> tuple[str, Optional[str]]:
             "close and reopen the terminal, restart the IDE or Jupyter completely."
         ), STALE_SESSION
     if facts.os == "windows":
-        return f"Add {folder} to PATH (System Properties → Environment Variables → Path → New), then open a new terminal / restart the IDE.", None
+        return (
+            f"Add {folder} to PATH (System Properties → Environment Variables → Path → New), then open a new "
+            f"terminal / restart the IDE.",
+            None,
+        )
     return f"{prepend_ld_library_path([folder])}  (add it to ~/.bashrc, or to the environment's activate script)", None

@@ -22,7 +22,14 @@ if TYPE_CHECKING:  # the planner is imported when a fix asks it, not by every `c
     from cudnn_doctor.planner.request import Given, Request, Wanted
     from cudnn_doctor.planner.solver import Plan, Stack
 
-FRAMEWORKS = ("torch", "tensorflow", "onnxruntime", "paddle", "jax", "cupy")  # planner.request.FRAMEWORKS, kept in step by a test
+FRAMEWORKS = (
+    "torch",
+    "tensorflow",
+    "onnxruntime",
+    "paddle",
+    "jax",
+    "cupy",
+)  # planner.request.FRAMEWORKS, kept in step by a test
 
 
 class Option(Record):
@@ -44,7 +51,11 @@ class Option(Record):
 
     @property
     def version(self) -> str:
-        return self.requirement.split("==", 1)[1].split("+")[0] if "==" in self.requirement else self.verdict.candidate.version
+        return (
+            self.requirement.split("==", 1)[1].split("+")[0]
+            if "==" in self.requirement
+            else self.verdict.candidate.version
+        )
 
 
 class Options(Record):
@@ -53,7 +64,12 @@ class Options(Record):
 
 
 def machine_request(
-    facts: Facts, executable: str, wanted: Sequence[Wanted], python_origin: str = "option", os_name: Optional[str] = None, cuda: Optional[str] = None
+    facts: Facts,
+    executable: str,
+    wanted: Sequence[Wanted],
+    python_origin: str = "option",
+    os_name: Optional[str] = None,
+    cuda: Optional[str] = None,
 ) -> Request:
     """The planner's request for this machine and the interpreter `executable` (`os_name`: "wsl" plans WSL2 on this
     Windows; `cuda`: an installed toolkit's X.Y the build must be made for)."""
@@ -63,7 +79,9 @@ def machine_request(
     driver = machine_driver(facts)
     python = facts.python(executable)
     parsed = python.parsed_version if python else None
-    python_xy = ".".join(str(part) for part in parsed.release[:2]) if parsed is not None and len(parsed.release) >= 2 else None
+    python_xy = (
+        ".".join(str(part) for part in parsed.release[:2]) if parsed is not None and len(parsed.release) >= 2 else None
+    )
     return Request(
         frameworks=tuple(wanted),
         os=os_name or ("wsl" if facts.wsl else facts.os),
@@ -80,7 +98,9 @@ def plannable(name: str) -> bool:
     return name in FRAMEWORKS
 
 
-def plan_options(facts: Facts, executable: str, name: str, release: Optional[str], extras: frozenset[str] = frozenset()) -> Options:
+def plan_options(
+    facts: Facts, executable: str, name: str, release: Optional[str], extras: frozenset[str] = frozenset()
+) -> Options:
     """The user's release where some build of it is usable (after a driver update if need be), and the newest build
     the current driver runs when that one needs an update or none exists."""
     if not plannable(name):
@@ -97,8 +117,11 @@ def plan_options(facts: Facts, executable: str, name: str, release: Optional[str
     return Options(keep, now)
 
 
-def runnable_now(facts: Facts, executable: str, name: str, release: Optional[str] = None, extras: frozenset[str] = frozenset()) -> Optional[Option]:
-    """The build the current driver runs: of the user's minor where one exists, else the newest release; a new environment's
+def runnable_now(
+    facts: Facts, executable: str, name: str, release: Optional[str] = None, extras: frozenset[str] = frozenset()
+) -> Optional[Option]:
+    """The build the current driver runs: of the user's minor where one exists, else the newest release; a new
+    environment's
     Python when the interpreter's has none."""
     if not plannable(name):
         return None
@@ -130,7 +153,9 @@ def first_option(
         if not plannable(wanted.name):
             return None
         plan = _solve(machine_request(facts, executable, [wanted], python_origin, os_name, cuda))
-        found = _option(facts, plan, wanted.name, release, os_name) or _after_driver_update(facts, plan, wanted.name, release, os_name)
+        found = _option(facts, plan, wanted.name, release, os_name) or _after_driver_update(
+            facts, plan, wanted.name, release, os_name
+        )
         if found is not None:
             return found
     return None
@@ -149,14 +174,18 @@ def _wanted(text: str, extras: frozenset[str]) -> Wanted:
     return _parse(text)._replace(extras=extras) if extras else _parse(text)
 
 
-def _option(facts: Facts, plan: Plan, name: str, release: Optional[str], os_name: Optional[str] = None) -> Optional[Option]:
+def _option(
+    facts: Facts, plan: Plan, name: str, release: Optional[str], os_name: Optional[str] = None
+) -> Optional[Option]:
     stack = plan.stack
     if stack is None:
         return None
     return _make(facts, stack, name, release, None, os_name)
 
 
-def _after_driver_update(facts: Facts, plan: Plan, name: str, release: Optional[str], os_name: Optional[str] = None) -> Optional[Option]:
+def _after_driver_update(
+    facts: Facts, plan: Plan, name: str, release: Optional[str], os_name: Optional[str] = None
+) -> Optional[Option]:
     """The planner's "update the driver" alternative: the build of this release the oldest driver runs."""
     if plan.stack is not None:
         return None
@@ -167,7 +196,9 @@ def _after_driver_update(facts: Facts, plan: Plan, name: str, release: Optional[
     return _make(facts, found, name, release, needed, os_name)
 
 
-def _make(facts: Facts, stack: Stack, name: str, release: Optional[str], driver: Optional[str], os_name: Optional[str] = None) -> Optional[Option]:
+def _make(
+    facts: Facts, stack: Stack, name: str, release: Optional[str], driver: Optional[str], os_name: Optional[str] = None
+) -> Optional[Option]:
     verdict = next((v for v in stack.chosen if v.candidate.framework == name), None)
     if verdict is None or not verdict.candidate.requirement:
         return None
@@ -177,11 +208,17 @@ def _make(facts: Facts, stack: Stack, name: str, release: Optional[str], driver:
 
 
 def _keep_patch(verdict: Verdict, release: Optional[str]) -> str:
-    """torch==2.2.0 -> torch==2.2.2 when the user has 2.2.2: the knowledge's build table covers every patch of a minor."""
+    """torch==2.2.0 -> torch==2.2.2 when the user has 2.2.2: the knowledge's build table covers every patch of a
+    minor."""
     candidate = verdict.candidate
     version = _public(release)
     planned = _public(candidate.version)
-    if version is None or planned is None or version.release[:2] != planned.release[:2] or f"=={candidate.version}" not in candidate.requirement:
+    if (
+        version is None
+        or planned is None
+        or version.release[:2] != planned.release[:2]
+        or f"=={candidate.version}" not in candidate.requirement
+    ):
         return candidate.requirement
     return candidate.requirement.replace(f"=={candidate.version}", f"=={version}", 1)
 
@@ -216,7 +253,8 @@ def _is_version(text: Optional[str]) -> bool:
 def pip_install(executable: str, requirements: Sequence[str], options: Sequence[str]) -> str:
     """`"exe" -m pip install torch==2.2.2 torchvision==0.17.2 --index-url URL`: quoted only where a shell would split or
     redirect. A build from a side feed whose version PyPI also serves is installed as the planner does
-    (`planner.commands.pip_lines`): from the feed alone without dependencies, then the same pin for them, joined by `&&`."""
+    (`planner.commands.pip_lines`): from the feed alone without dependencies, then the same pin for them, joined by
+    `&&`."""
     words = [_quote(r) for r in requirements]
     steps = [tuple(options)]
     if requirements and "--extra-index-url" in options:  # only then is the planner's rule loaded (`check`'s start)
@@ -241,7 +279,10 @@ def driver_source(facts: Facts) -> str:
         return "https://www.nvidia.com/Download/index.aspx"
     if "ubuntu" in facts.environment.distribution:
         return "e.g. `sudo ubuntu-drivers install`"
-    return "your distribution's NVIDIA driver package, or NVIDIA's installer from https://www.nvidia.com/Download/index.aspx"
+    return (
+        "your distribution's NVIDIA driver package, or NVIDIA's installer from "
+        "https://www.nvidia.com/Download/index.aspx"
+    )
 
 
 def describe(option: Option) -> str:
@@ -254,7 +295,9 @@ def option_text(executable: str, option: Option, say_environment: bool = True) -
     """An option as one fix line: what to download first, then the exact commands (this interpreter's pip, or a new
     environment's when its Python has no wheel)."""
     parts = [
-        f"download {d.what}" + (f" ({d.file})" if d.file else "") + f" from {d.page}" for d in option.steps.downloads if not d.what.startswith("NVIDIA driver")
+        f"download {d.what}" + (f" ({d.file})" if d.file else "") + f" from {d.page}"
+        for d in option.steps.downloads
+        if not d.what.startswith("NVIDIA driver")
     ]
     commands = [c for c in option.steps.commands if c != "cudnn-doctor check"]
     commands = [_own_pip("python" if option.stack.python_outside else executable, c, option) for c in commands]
@@ -277,7 +320,8 @@ def _own_pip(executable: str, command: str, option: Option) -> str:
 
 
 def _line_options(command: str, requirement: str) -> tuple[str, ...]:
-    """The options the planner's own line gives after the requirement: each of a feed build's two lines keeps its own."""
+    """The options the planner's own line gives after the requirement: each of a feed build's two lines keeps its
+    own."""
     return tuple(command.split(f'"{requirement}"', 1)[1].split())
 
 
@@ -294,7 +338,8 @@ def toolkit_now(facts: Facts) -> Optional[str]:
 
 
 def installed_toolkit(facts: Facts, major: Optional[int]) -> Optional[str]:
-    """The X.Y of the installed toolkit of a CUDA major the planner knows (the one on PATH first), None when there is none."""
+    """The X.Y of the installed toolkit of a CUDA major the planner knows (the one on PATH first), None when there is
+    none."""
     toolkits = sorted(facts.toolkits.toolkits, key=lambda t: not t.on_path)
     for toolkit in toolkits:
         version = toolkit.parsed_version
@@ -359,25 +404,52 @@ def cudnn_archive_for(facts: Facts, cudnn_major: int, cuda: str) -> Optional[tup
 
 
 def install_archive(facts: Facts, cudnn: Optional[str], cuda: Optional[str]) -> str:
-    """`cudnn-doctor install` with NVIDIA's archive of cuDNN `cudnn` (a release such as "8.9.7", or a major for its newest
-    release with kernels for the GPU) built for CUDA `cuda` on this OS, by its real name; where the knowledge has no such
+    """`cudnn-doctor install` with NVIDIA's archive of cuDNN `cudnn` (a release such as "8.9.7", or a major for its
+    newest
+    release with kernels for the GPU) built for CUDA `cuda` on this OS, by its real name; where the knowledge has no
+    such
     archive, the naming rule of NVIDIA's archives for that release. Never a placeholder."""
     os_name = "linux" if facts.os == "wsl" else facts.os
     wanted = Version(cudnn) if cudnn and _is_version(cudnn) else None
     if wanted is not None and cuda and _is_version(cuda):
-        full = next((f for row in knowledge.table("cudnn").support for f in row.full_versions if f == cudnn or f.startswith(f"{cudnn}.")), None)
+        full = next(
+            (
+                f
+                for row in knowledge.table("cudnn").support
+                for f in row.full_versions
+                if f == cudnn or f.startswith(f"{cudnn}.")
+            ),
+            None,
+        )
         named = knowledge.cudnn_archive_name(full, Version(cuda), os_name) if full and len(wanted.release) > 1 else None
         picked = (full, named) if full and named else cudnn_archive_for(facts, wanted.release[0], cuda)
         if picked is not None and (len(wanted.release) == 1 or Version(picked[0]).release[:2] == wanted.release[:2]):
             return f"`cudnn-doctor install {picked[1]}`, NVIDIA's cuDNN {picked[0]} archive for CUDA {cuda}"
-    era = next((row for row in knowledge.table("cudnn").archives if row.os == os_name and wanted is not None and row.versions.contains(str(wanted))), None)
+    era = next(
+        (
+            row
+            for row in knowledge.table("cudnn").archives
+            if row.os == os_name and wanted is not None and row.versions.contains(str(wanted))
+        ),
+        None,
+    )
     shape = era.pattern if era else _NEWEST_ARCHIVE_SHAPE[os_name == "windows"]
-    known = {"arch": "x86_64", "cuda_major": cuda.split(".")[0] if cuda else None, "cuda": cuda if cuda and "." in cuda else None}
+    known = {
+        "arch": "x86_64",
+        "cuda_major": cuda.split(".")[0] if cuda else None,
+        "cuda": cuda if cuda and "." in cuda else None,
+    }
     for field, value in known.items():
         shape = shape.replace(f"{{{field}}}", value) if value else shape
     for_cuda = f"CUDA {cuda}" if cuda else "your CUDA major"
-    return f"`cudnn-doctor install` with the path of NVIDIA's cuDNN {cudnn or ''} archive for {for_cuda}, named {shape}".replace("  ", " ")
+    return (
+        f"`cudnn-doctor install` with the path of NVIDIA's cuDNN {cudnn or ''} archive for {for_cuda}, named {shape}"
+    ).replace("  ", " ")
 
 
-# NVIDIA's archive names since cuDNN 8.5 (knowledge cudnn.yaml `archives`): the shape a fix names when the release is not known
-_NEWEST_ARCHIVE_SHAPE = ("cudnn-linux-{arch}-{version}_cuda{cuda_major}-archive.tar.xz", "cudnn-windows-{arch}-{version}_cuda{cuda_major}-archive.zip")
+# NVIDIA's archive names since cuDNN 8.5 (knowledge cudnn.yaml `archives`): the shape a fix names when the release is
+# not known
+_NEWEST_ARCHIVE_SHAPE = (
+    "cudnn-linux-{arch}-{version}_cuda{cuda_major}-archive.tar.xz",
+    "cudnn-windows-{arch}-{version}_cuda{cuda_major}-archive.zip",
+)

@@ -32,7 +32,10 @@ def value_problems(name: str, value: str, os_name: str) -> tuple[list[str], Opti
         problems.append("has spaces or tabs around the path, which tools keep as part of the folder name")
         text = text.strip()
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
-        problems.append("is wrapped in quotes, which become part of the folder name (quotes belong around the whole assignment, not inside the value)")
+        problems.append(
+            "is wrapped in quotes, which become part of the folder name (quotes belong around the whole "
+            "assignment, not inside the value)"
+        )
         text = text[1:-1].strip()
     if any(q in text for q in "\"'"):
         problems.append("contains a stray quote, which becomes part of the folder name")
@@ -40,13 +43,17 @@ def value_problems(name: str, value: str, os_name: str) -> tuple[list[str], Opti
     reference = (_WINDOWS_REFERENCE if rules.windows else _POSIX_REFERENCE).search(text)
     if reference or (not rules.windows and text.startswith("~")):
         shown = reference.group(0) if reference else "~"
-        problems.append(f"holds {shown} unexpanded: nothing expands it in this variable, so tools look for a folder literally named so")
+        problems.append(
+            f"holds {shown} unexpanded: nothing expands it in this variable, so tools look for a folder literally "
+            f"named so"
+        )
     separators = ";" if rules.windows else ";:"
     if any(s in text for s in separators):
         pieces = [p for p in text.replace(";", rules.list_sep).split(rules.list_sep) if p.strip()]
         joined = "', '".join(sorted({s for s in separators if s in text}))
         problems.append(
-            f"holds {len(pieces)} path{'s' if len(pieces) != 1 else ''} joined with '{joined}' as if it were PATH; it must name exactly one toolkit folder"
+            f"holds {len(pieces)} path{'s' if len(pieces) != 1 else ''} joined with '{joined}' as if it were "
+            f"PATH; it must name exactly one toolkit folder"
         )
         return problems, None
     if text.endswith(("\\", "/")) and len(rules.norm(text)) > 3:
@@ -83,20 +90,30 @@ def kind_problem(kind: str, windows: bool) -> str:
     if kind == "file":
         return "names a file, not a toolkit folder"
     nvcc, header = ("bin\\nvcc.exe", "include\\cuda.h") if windows else ("bin/nvcc", "include/cuda.h")
-    return f"names a folder that holds no toolkit: no {nvcc}, version.json or {header} (what an uninstalled toolkit leaves behind)"
+    return (
+        f"names a folder that holds no toolkit: no {nvcc}, version.json or {header} (what an uninstalled "
+        f"toolkit leaves behind)"
+    )
 
 
 def set_command(facts: Facts, name: str, value: Optional[str]) -> str:
     """The command that gives `name` the value `value` (or removes it) in the user's OS and shell, for new terminals."""
     if facts.os == "windows":
-        system_scope = any(name.upper() == n.upper() for n in ((facts.environment.persistent or {}).get("system") or {}))
+        system_scope = any(
+            name.upper() == n.upper() for n in ((facts.environment.persistent or {}).get("system") or {})
+        )
         user_scope = any(name.upper() == n.upper() for n in ((facts.environment.persistent or {}).get("user") or {}))
         where = " /M" if system_scope and not user_scope else ""
         admin = " from a terminal run as Administrator" if where else ""
         if value is None:
-            hive = r"HKLM\SYSTEM\CurrentControlSet\Control\Session Manager\Environment" if where else r"HKCU\Environment"
+            hive = (
+                r"HKLM\SYSTEM\CurrentControlSet\Control\Session Manager\Environment" if where else r"HKCU\Environment"
+            )
             return f'Remove {name}{admin}: `reg delete "{hive}" /v {name} /f`, then open a new terminal.'
         return f'Run `setx{where} {name} "{value}"`{admin}, then open a new terminal (setx changes only new ones).'
     if value is None:
         return f"Run `unset {name}` and delete the line that sets it (~/.bashrc, ~/.profile, /etc/environment)."
-    return f"Run `export {name}={shlex.quote(value)}` and put that line, corrected, where {name} is set (~/.bashrc, ~/.profile, /etc/environment)."
+    return (
+        f"Run `export {name}={shlex.quote(value)}` and put that line, corrected, where {name} is set "
+        f"(~/.bashrc, ~/.profile, /etc/environment)."
+    )

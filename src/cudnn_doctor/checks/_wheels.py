@@ -36,7 +36,14 @@ def held_by(facts: Facts, build: FrameworkBuild, name: str) -> Optional[Installe
     """The wheel installed beside the build that ships a library of this file name."""
     rules = PathRules(facts.os)
     key = rules.name_key(basename(name))
-    return next((w for w in facts.wheels if w.executable == build.executable and any(rules.name_key(n) == key for n in w.libraries)), None)
+    return next(
+        (
+            w
+            for w in facts.wheels
+            if w.executable == build.executable and any(rules.name_key(n) == key for n in w.libraries)
+        ),
+        None,
+    )
 
 
 def _folders(facts: Facts, build: FrameworkBuild, first: Iterable[InstalledWheel] = ()) -> list[str]:
@@ -56,19 +63,25 @@ def not_searched(facts: Facts, build: FrameworkBuild, wheels: list[InstalledWhee
     why = (
         " (it loads them only when onnxruntime.preload_dlls() is called)"
         if reach and reach.how == "preload_dlls"
-        else f" ({'PATH' if facts.os == 'windows' else 'its RUNPATH, LD_LIBRARY_PATH and the system folders'} do not include that folder)"
+        else f" ({'PATH' if facts.os == 'windows' else 'its RUNPATH, LD_LIBRARY_PATH and the system folders'} do "
+        f"not include that folder)"
     )
-    return f" It is installed in this environment as {held}, but {build.name} {build.version} does not search there{why}."
+    return (
+        f" It is installed in this environment as {held}, but {build.name} {build.version} does not search there{why}."
+    )
 
 
-def reach_fixes(facts: Facts, build: FrameworkBuild, wheels: list[InstalledWheel], folders: Optional[list[str]] = None) -> list[str]:
+def reach_fixes(
+    facts: Facts, build: FrameworkBuild, wheels: list[InstalledWheel], folders: Optional[list[str]] = None
+) -> list[str]:
     """What makes the process find the wheels' libraries: the framework's own preloading, or the exact variable line."""
     folders = _folders(facts, build, wheels) if folders is None else folders
     fixes = []
     reach = knowledge.wheel_reach(build.name, facts.os, build.parsed_version)
     if reach and reach.how == "preload_dlls":
         fixes.append(
-            "Call `import onnxruntime; onnxruntime.preload_dlls()` before creating the InferenceSession: it loads the CUDA and cuDNN "
+            "Call `import onnxruntime; onnxruntime.preload_dlls()` before creating the InferenceSession: it loads "
+            "the CUDA and cuDNN "
             "libraries of the nvidia-* wheels installed in that environment."
         )
     prefix = "Or" if fixes else "Put the wheels' folders on the search path"
@@ -76,7 +89,8 @@ def reach_fixes(facts: Facts, build: FrameworkBuild, wheels: list[InstalledWheel
         return fixes
     if facts.os == "windows":
         fixes.append(
-            f'{prefix}, before starting Python: set "PATH={";".join(folders)};%PATH%" (cmd) or $env:PATH = "{";".join(folders)};$env:PATH" (PowerShell)'
+            f'{prefix}, before starting Python: set "PATH={";".join(folders)};%PATH%" (cmd) or $env:PATH = '
+            f'"{";".join(folders)};$env:PATH" (PowerShell)'
         )
     else:
         fixes.append(f"{prefix}, before starting Python: {prepend_ld_library_path(folders)}")
@@ -84,37 +98,64 @@ def reach_fixes(facts: Facts, build: FrameworkBuild, wheels: list[InstalledWheel
 
 
 def extras_missing(facts: Facts, build: FrameworkBuild) -> bool:
-    """The framework release installs its CUDA libraries through pip extras, and none of those wheels is installed beside it."""
+    """The framework release installs its CUDA libraries through pip extras, and none of those wheels is installed
+    beside it."""
     reach = knowledge.wheel_reach(build.name, facts.os, build.parsed_version)
-    return bool(reach and reach.extras and build.version) and not any(w.executable == build.executable for w in facts.wheels)
+    return bool(reach and reach.extras and build.version) and not any(
+        w.executable == build.executable for w in facts.wheels
+    )
 
 
 def install_fixes(facts: Facts, build: FrameworkBuild, names: list[str]) -> list[str]:
-    """The pip line that installs what provides `names` into the build's environment, and what then makes the process find it.
-    A framework release with pip extras for its CUDA libraries gets those; otherwise the wheel of each library for the build's CUDA major."""
+    """The pip line that installs what provides `names` into the build's environment, and what then makes the process
+    find it.
+    A framework release with pip extras for its CUDA libraries gets those; otherwise the wheel of each library for the
+    build's CUDA major."""
     pip = f'"{build.executable}" -m pip install'
     reach = knowledge.wheel_reach(build.name, facts.os, build.parsed_version)
     python = facts.python(build.executable)
-    if reach and reach.extras and python is not None and extras_missing(facts, build):  # with the extras installed, that line changes nothing
-        dist = next((canonical_name(d) for d in knowledge.framework(build.name).distributions if canonical_name(d) in python.packages), None)
+    if (
+        reach and reach.extras and python is not None and extras_missing(facts, build)
+    ):  # with the extras installed, that line changes nothing
+        dist = next(
+            (
+                canonical_name(d)
+                for d in knowledge.framework(build.name).distributions
+                if canonical_name(d) in python.packages
+            ),
+            None,
+        )
         if dist is not None:
             return [
                 f'{pip} "{dist}[{reach.extras}]=={build.version}"',
-                *reach_fixes(facts, build, [], future_folders(facts, build.executable, names, _pinned_major(facts, names) or build.cuda_major))[:1],
+                *reach_fixes(
+                    facts,
+                    build,
+                    [],
+                    future_folders(facts, build.executable, names, _pinned_major(facts, names) or build.cuda_major),
+                )[:1],
             ]
     major = _pinned_major(facts, names) or build.cuda_major
     rows = [(name, knowledge.wheel_providing(basename(name), facts.os, major)) for name in names]
-    specs = list(dict.fromkeys(_requirement(name, row.distribution, row.library) for name, row in rows if row is not None))
+    specs = list(
+        dict.fromkeys(_requirement(name, row.distribution, row.library) for name, row in rows if row is not None)
+    )
     if not specs:
         return []
     return [
         f"{pip} {' '.join(specs)}",
-        *reach_fixes(facts, build, [], future_folders(facts, build.executable, names, _pinned_major(facts, names) or build.cuda_major)),
+        *reach_fixes(
+            facts,
+            build,
+            [],
+            future_folders(facts, build.executable, names, _pinned_major(facts, names) or build.cuda_major),
+        ),
     ]
 
 
 def _pinned_major(facts: Facts, names: list[str]) -> Optional[int]:
-    """The one CUDA major whose wheels ship every name (libcublasLt.so.13 says 13); None when the names fit several (libcurand.so.10)."""
+    """The one CUDA major whose wheels ship every name (libcublasLt.so.13 says 13); None when the names fit several
+    (libcurand.so.10)."""
     common: Optional[frozenset[int]] = None
     for name in names:
         majors = frozenset(row.cuda for row in knowledge.wheels_shipping(basename(name), facts.os))
@@ -137,4 +178,6 @@ def future_folders(facts: Facts, executable: str, names: list[str], major: Optio
     if not sites:
         return []
     rows = (knowledge.wheel_providing(basename(name), facts.os, major) for name in names)
-    return list(dict.fromkeys(rules.join(sites[0], *knowledge.wheel_folder(row, facts.os)) for row in rows if row is not None))
+    return list(
+        dict.fromkeys(rules.join(sites[0], *knowledge.wheel_folder(row, facts.os)) for row in rows if row is not None)
+    )

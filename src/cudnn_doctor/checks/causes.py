@@ -60,7 +60,12 @@ def _flattened(findings: list[Finding]) -> list[Finding]:
         return index
 
     return [
-        f if f.symptom_of is None else f._replace(symptom_of=cause_of(i)) if cause_of(i) != i else f._replace(symptom_of=None) for i, f in enumerate(findings)
+        f
+        if f.symptom_of is None
+        else f._replace(symptom_of=cause_of(i))
+        if cause_of(i) != i
+        else f._replace(symptom_of=None)
+        for i, f in enumerate(findings)
     ]
 
 
@@ -71,10 +76,15 @@ def _worst_of_group(findings: list[Finding]) -> list[Finding]:
         if found.symptom_of is not None:
             current = worst.get(found.symptom_of, findings[found.symptom_of].severity)
             worst[found.symptom_of] = min(current, found.severity, key=lambda s: s.rank)
-    return [f._replace(severity=worst[i]) if i in worst and worst[i] is not f.severity else f for i, f in enumerate(findings)]
+    return [
+        f._replace(severity=worst[i]) if i in worst and worst[i] is not f.severity else f
+        for i, f in enumerate(findings)
+    ]
 
 
-def _cause(members: list[int], findings: list[Finding], explained_by: dict[str, set[str]], order: dict[str, int]) -> int:
+def _cause(
+    members: list[int], findings: list[Finding], explained_by: dict[str, set[str]], order: dict[str, int]
+) -> int:
     ids = {findings[i].id for i in members}
     unexplained = [i for i in members if not (explained_by.get(findings[i].id, set()) & (ids - {findings[i].id}))]
     return min(unexplained or members, key=lambda i: (findings[i].severity.rank, order.get(findings[i].id, 0), i))
@@ -86,9 +96,19 @@ def _explained_without_keys(findings: list[Finding], explained_by: dict[str, set
     for found in findings:
         causes = explained_by.get(found.id, set())
         if found.symptom_of is None and not found.causes and causes:
-            present = [i for i, other in enumerate(findings) if other.id in causes and other.symptom_of is None and other.severity is not Severity.INFO]
+            present = [
+                i
+                for i, other in enumerate(findings)
+                if other.id in causes and other.symptom_of is None and other.severity is not Severity.INFO
+            ]
             names = sorted({findings[i].id for i in present})
-            note = f" Explained by: {', '.join(names)}." if names else " No other finding explains it; run the framework's own check for its message."
-            found = found._replace(detail=found.detail + note, explained_by=tuple(names), symptom_of=present[0] if present else None)
+            note = (
+                f" Explained by: {', '.join(names)}."
+                if names
+                else " No other finding explains it; run the framework's own check for its message."
+            )
+            found = found._replace(
+                detail=found.detail + note, explained_by=tuple(names), symptom_of=present[0] if present else None
+            )
         linked.append(found)
     return linked

@@ -25,7 +25,13 @@ from cudnn_doctor.checks._cudnn import (
 from cudnn_doctor.checks._libraries import build_key, cuda_key, cudnn_key, lookup, reach_folder_fix, system_builds
 from cudnn_doctor.checks._plan import cudnn_archive_for, first_option, install_archive, installed_toolkit, pins
 from cudnn_doctor.checks._wheels import extras_missing, held_by, install_fixes, not_searched, reach_fixes, wheels_key
-from cudnn_doctor.checks.evidence import MissingHeaders, MissingImportLibraries, NestedCopy, ShadowedCopies, SystemFolderCopy
+from cudnn_doctor.checks.evidence import (
+    MissingHeaders,
+    MissingImportLibraries,
+    NestedCopy,
+    ShadowedCopies,
+    SystemFolderCopy,
+)
 from cudnn_doctor.checks.rules import (
     CUDNN_CUDA_MISMATCH,
     CUDNN_HEADER_MISSING,
@@ -46,10 +52,13 @@ from cudnn_doctor.versions import parse_version
 
 @CUDNN_MISSING.checks
 def cudnn_missing(facts: Facts) -> Iterator[Finding]:
-    """TensorFlow, PaddlePaddle and ONNX Runtime load cuDNN by name from the system; without it every convolution runs on the CPU or fails."""
+    """TensorFlow, PaddlePaddle and ONNX Runtime load cuDNN by name from the system; without it every convolution runs
+    on the CPU or fails."""
     for build, libraries in system_builds(facts):
         said = [f.library for f in build.load_failures if is_cudnn_front(f.library)]
-        told = next((u.message for u in build.unloadable if u.part == "cudnn"), None)  # "Cannot load cudnn shared library": no file named
+        told = next(
+            (u.message for u in build.unloadable if u.part == "cudnn"), None
+        )  # "Cannot load cudnn shared library": no file named
         found = lookup(facts, build, libraries.cudnn)
         missing = found is not None and found.winner is None and not build.sees_gpu
         if not said and not missing and told is None:
@@ -93,7 +102,10 @@ def _cuda_of(facts: Facts, install: CudnnInstall) -> Optional[str]:
     """The CUDA an installation was built for: its own major, else the version of the toolkit it lies in."""
     if install.cuda_major is not None:
         return str(install.cuda_major)
-    toolkit = next((t for t in facts.toolkits.toolkits if install.toolkit and PathRules(facts.os).same(t.root, install.toolkit)), None)
+    toolkit = next(
+        (t for t in facts.toolkits.toolkits if install.toolkit and PathRules(facts.os).same(t.root, install.toolkit)),
+        None,
+    )
     return _release(parse_version(toolkit.version)) if toolkit is not None and toolkit.version else None
 
 
@@ -105,9 +117,11 @@ def _release(version: Optional[Version]) -> Optional[str]:
 
 
 def _install_cudnn(facts: Facts, build: FrameworkBuild, name: str) -> list[str]:
-    """pip first where the framework release installs its CUDA libraries through extras (and can preload them); else the archive, then the wheel."""
+    """pip first where the framework release installs its CUDA libraries through extras (and can preload them); else
+    the archive, then the wheel."""
     archive = (
-        "Download the cuDNN release that matches the framework's CUDA version from https://developer.nvidia.com/rdp/cudnn-archive "
+        "Download the cuDNN release that matches the framework's CUDA version from "
+        "https://developer.nvidia.com/rdp/cudnn-archive "
         f"and copy its bin, include and lib folders into the CUDA toolkit folder (or run {_archive_for(facts, build)})."
     )
     pip = install_fixes(facts, build, [name])
@@ -130,7 +144,8 @@ def _where(facts: Facts, path: Optional[str]) -> str:
 
 @CUDNN_VERSION_MISMATCH.checks
 def cudnn_version_mismatch(facts: Facts) -> Iterator[Finding]:
-    """A framework needs cuDNN of the major it was built with, at least as new as the one it was built with; anything else fails at the first convolution."""
+    """A framework needs cuDNN of the major it was built with, at least as new as the one it was built with; anything
+    else fails at the first convolution."""
     resolved = {(r.executable, r.framework): r for r, _ in resolutions_with_builds(facts)}
     for build in facts.builds:
         resolution = resolved.get((build.executable, build.name))
@@ -138,9 +153,17 @@ def cudnn_version_mismatch(facts: Facts) -> Iterator[Finding]:
         step = resolution.cudnn_front() if resolution is not None and build.cuda_from == SYSTEM else None
         loaded = library_release(facts, step.winner) if step and step.winner else None
         logged = build.cudnn_mismatch
-        bad = loaded is not None and want is not None and (loaded.release[0] != want.major or (want.minimum is not None and loaded < want.minimum))
+        bad = (
+            loaded is not None
+            and want is not None
+            and (loaded.release[0] != want.major or (want.minimum is not None and loaded < want.minimum))
+        )
         root = lookup(facts, build, build.system_libraries.cudnn) if build.system_libraries else None
-        others = _only_other_majors(facts, build, want) if (root is None or root.winner is None) and not (root and root.elsewhere) else []
+        others = (
+            _only_other_majors(facts, build, want)
+            if (root is None or root.winner is None) and not (root and root.elsewhere)
+            else []
+        )
         if others and want is not None:  # others are looked for only when a major is wanted
             yield _other_majors_finding(facts, build, want, others)
             continue
@@ -153,15 +176,21 @@ def cudnn_version_mismatch(facts: Facts) -> Iterator[Finding]:
         if logged:
             detail += f" Its log says: loaded {logged.loaded}, compiled with {logged.compiled}"
             detail += f", needs at least {logged.minimum}." if logged.minimum else "."
-        good = [i for i in facts.cudnn if want and i.major == want.major and _at_least(release(i.version), want.minimum)]
+        good = [
+            i for i in facts.cudnn if want and i.major == want.major and _at_least(release(i.version), want.minimum)
+        ]
         fix = (
-            [f"Put {good[0].folder} (cuDNN {good[0].version}) first on the search path, or remove the older copy {step.winner if step else ''}."]
+            [
+                f"Put {good[0].folder} (cuDNN {good[0].version}) first on the search path, or remove the older "
+                f"copy {step.winner if step else ''}."
+            ]
             if good
             else []
         )
         fix.append(
             _planned_cudnn_line(facts, build, want)
-            or f"Install cuDNN {want.minimum if want and want.minimum else want.major if want else ''} or newer of the same major for CUDA {build.cuda_major or ''} "
+            or f"Install cuDNN {want.minimum if want and want.minimum else want.major if want else ''} or newer "
+            f"of the same major for CUDA {build.cuda_major or ''} "
             f"(https://developer.nvidia.com/rdp/cudnn-archive), e.g. with {_archive_for(facts, build, want)}."
         )
         yield CUDNN_VERSION_MISMATCH.finding(
@@ -182,7 +211,8 @@ def _at_least(version: Optional[Version], minimum: Optional[Version]) -> bool:
 
 
 def _planned_cudnn_line(facts: Facts, build: FrameworkBuild, want: Optional[Wanted], beside: str = "") -> Optional[str]:
-    """The exact cuDNN release and archive the planner gives the installed release (for the installed toolkit of its CUDA
+    """The exact cuDNN release and archive the planner gives the installed release (for the installed toolkit of its
+    CUDA
     major where the build allows it), when it is of the major and at least the version the build needs."""
     if want is None or build.cuda_from != SYSTEM:
         return None
@@ -194,11 +224,19 @@ def _planned_cudnn_line(facts: Facts, build: FrameworkBuild, want: Optional[Want
         if option is not None:
             break
     planned = parse_version(option.verdict.needs.cudnn) if option is not None and option.verdict.needs.cudnn else None
-    if option is None or planned is None or planned.release[0] != want.major or (want.minimum is not None and planned < want.minimum):
+    if (
+        option is None
+        or planned is None
+        or planned.release[0] != want.major
+        or (want.minimum is not None and planned < want.minimum)
+    ):
         return None
     needs, candidate = option.verdict.needs, option.verdict.candidate
     how = f"`cudnn-doctor install {needs.cudnn_archive}`" if needs.cudnn_archive else "its archive"
-    return f"Install cuDNN {needs.cudnn} for CUDA {candidate.cuda}{beside} (https://developer.nvidia.com/rdp/cudnn-archive): {how}."
+    return (
+        f"Install cuDNN {needs.cudnn} for CUDA {candidate.cuda}{beside} "
+        f"(https://developer.nvidia.com/rdp/cudnn-archive): {how}."
+    )
 
 
 def _only_other_majors(facts: Facts, build: FrameworkBuild, want: Optional[Wanted]) -> list[CudnnInstall]:
@@ -211,14 +249,21 @@ def _only_other_majors(facts: Facts, build: FrameworkBuild, want: Optional[Wante
 
 
 def _other_majors_finding(facts: Facts, build: FrameworkBuild, want: Wanted, others: list[CudnnInstall]) -> Finding:
-    """cuDNN keeps one soname per major, so cuDNN 9 can never stand in for the cudnn64_8.dll a build asks for (nor the reverse)."""
+    """cuDNN keeps one soname per major, so cuDNN 9 can never stand in for the cudnn64_8.dll a build asks for (nor the
+    reverse)."""
     installed = "; ".join(f"cuDNN {i.version or i.major} in {i.folder}" for i in others[:4])
     need = f"cuDNN {want.minimum or want.major}"
     cuda = f" for CUDA {build.cuda_major}" if build.cuda_major else ""
     return CUDNN_VERSION_MISMATCH.finding(
-        f"{build.name} {build.version} needs {need} (major {want.major}, this version or newer), but only other majors are installed: {installed}.",
+        f"{build.name} {build.version} needs {need} (major {want.major}, this version or newer), but only other "
+        f"majors are installed: {installed}.",
         [
-            _planned_cudnn_line(facts, build, want, beside=f" beside the cuDNN {others[0].major} you have (each major has its own file names)")
+            _planned_cudnn_line(
+                facts,
+                build,
+                want,
+                beside=f" beside the cuDNN {others[0].major} you have (each major has its own file names)",
+            )
             or f"Install cuDNN {want.minimum or want.major} or a newer {want.major}.x{cuda} beside the one you have "
             f"(https://developer.nvidia.com/rdp/cudnn-archive), e.g. with {_archive_for(facts, build, want)}; "
             f"or install the {build.name} release built for cuDNN {others[0].major}.",
@@ -241,7 +286,8 @@ def _wanted_key(build: FrameworkBuild) -> str:
 
 @CUDNN_CUDA_MISMATCH.checks
 def cudnn_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
-    """cuDNN builds exist per CUDA major (cuda11 / cuda12 archives); the wrong one looks for cuBLAS DLLs that are not there.
+    """cuDNN builds exist per CUDA major (cuda11 / cuda12 archives); the wrong one looks for cuBLAS DLLs that are not
+    there.
 
     Every cuDNN library of the load is judged, for every framework (torch's bundled or wheel
     cuDNN included): a sub-library or engine found in another installation is as wrong as a front one."""
@@ -253,7 +299,12 @@ def cudnn_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
         wrong: dict[str, tuple[CudnnInstall, list[str]]] = {}
         for step in cudnn_steps(resolution):
             install, _ = facts.cudnn_owner(step.winner)
-            if install is not None and step.winner is not None and install.cuda_major is not None and install.cuda_major != major:
+            if (
+                install is not None
+                and step.winner is not None
+                and install.cuda_major is not None
+                and install.cuda_major != major
+            ):
                 wrong.setdefault(install.folder, (install, []))[1].append(step.winner)
         if not wrong:
             continue
@@ -262,11 +313,15 @@ def cudnn_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
         others = [i for i, _ in list(wrong.values())[1:]]
         judged.update(wrong)
         yield CUDNN_CUDA_MISMATCH.finding(
-            f"{build.name} {build.version} uses CUDA {major}, but the cuDNN it loads from {install.folder} ({names}; cuDNN {install.version or install.major}) "
+            f"{build.name} {build.version} uses CUDA {major}, but the cuDNN it loads from {install.folder} "
+            f"({names}; cuDNN {install.version or install.major}) "
             f"was built for CUDA {install.cuda_major} ({install.cuda_source})."
             + "".join(f" So was {i.folder} (CUDA {i.cuda_major}), which the same load reaches." for i in others),
             (
-                [f"{build.name} brings its own cuDNN: take {install.folder} off PATH / LD_LIBRARY_PATH so its load stays within that one."]
+                [
+                    f"{build.name} brings its own cuDNN: take {install.folder} off PATH / LD_LIBRARY_PATH so its "
+                    f"load stays within that one."
+                ]
                 if build.cuda_from != SYSTEM
                 else []
             )
@@ -288,14 +343,27 @@ def _toolkit_mismatches(facts: Facts, judged: set[str]) -> Iterator[Finding]:
     for install in facts.cudnn:
         toolkit = facts.toolkits.by_root(install.toolkit)
         version = toolkit.parsed_version if toolkit else None
-        if install.folder in judged or install.cuda_major is None or toolkit is None or version is None or version.release[0] == install.cuda_major:
+        if (
+            install.folder in judged
+            or install.cuda_major is None
+            or toolkit is None
+            or version is None
+            or version.release[0] == install.cuda_major
+        ):
             continue
         major = version.release[0]
         yield CUDNN_CUDA_MISMATCH.finding(
-            f"The cuDNN {install.version or install.major} in {install.folder} was built for CUDA {install.cuda_major} ({install.cuda_source}), "
-            f"but it sits in the CUDA {toolkit.version} toolkit at {toolkit.root}: it loads the cuBLAS of CUDA {install.cuda_major}, which that toolkit lacks.",
+            f"The cuDNN {install.version or install.major} in {install.folder} was built for CUDA "
+            f"{install.cuda_major} ({install.cuda_source}), "
+            f"but it sits in the CUDA {toolkit.version} toolkit at {toolkit.root}: it loads the cuBLAS of CUDA "
+            f"{install.cuda_major}, which that toolkit lacks.",
             [_replace_fix(facts, install.major, major)],
-            {"cudnn": install.folder, "cudnn_cuda": install.cuda_major, "toolkit": toolkit.root, "toolkit_cuda": toolkit.version},
+            {
+                "cudnn": install.folder,
+                "cudnn_cuda": install.cuda_major,
+                "toolkit": toolkit.root,
+                "toolkit_cuda": toolkit.version,
+            },
             causes=(cuda_key(install.cuda_major), cudnn_key(facts, install.folder)),
         )
 
@@ -304,7 +372,10 @@ def _replace_fix(facts: Facts, cudnn_major: int, cuda_major: int) -> str:
     """The cuDNN build of the same major for the CUDA the program uses: the newest release the knowledge lists for that
     CUDA major on this OS that still runs on the GPU, by NVIDIA's archive name."""
     suffix = "zip" if facts.os == "windows" else "tar.xz"
-    rule = f"Replace it with the cuDNN {cudnn_major}.x build for CUDA {cuda_major} (archive name ends in _cuda{cuda_major}-archive.{suffix})"
+    rule = (
+        f"Replace it with the cuDNN {cudnn_major}.x build for CUDA {cuda_major} (archive name ends in "
+        f"_cuda{cuda_major}-archive.{suffix})"
+    )
     picked = cudnn_archive_for(facts, cudnn_major, str(cuda_major))
     if picked is None:
         return rule + " from https://developer.nvidia.com/rdp/cudnn-archive."
@@ -314,7 +385,8 @@ def _replace_fix(facts: Facts, cudnn_major: int, cuda_major: int) -> str:
 
 @CUDNN_SHADOWED.checks
 def cudnn_shadowed(facts: Facts) -> Iterator[Finding]:
-    """With several copies of a cuDNN library on the search path the first one wins, whatever its version; users install a new cuDNN and keep loading the old one."""
+    """With several copies of a cuDNN library on the search path the first one wins, whatever its version; users
+    install a new cuDNN and keep loading the old one."""
     rules = PathRules(facts.os)
     for resolution, build in resolutions_with_builds(facts):
         want = wanted_cudnn(build)
@@ -337,16 +409,26 @@ def cudnn_shadowed(facts: Facts) -> Iterator[Finding]:
                     and (winner_version.release[0] != want.major or (want.minimum and winner_version < want.minimum))
                 )
                 or (winner_version is not None and others and winner_version not in others and sibling is not None)
-                or (winner_version is not None and others and all(o > winner_version for o in others) and want is not None)
+                or (
+                    winner_version is not None
+                    and others
+                    and all(o > winner_version for o in others)
+                    and want is not None
+                )
             )
             if not unusable and not others and winner_version is None:
                 pass
-            listing = "; ".join(f"{i + 1}. {_where(facts, c)}{' ← used' if rules.same(c, step.winner) else ''}" for i, c in enumerate(copies))
+            listing = "; ".join(
+                f"{i + 1}. {_where(facts, c)}{' ← used' if rules.same(c, step.winner) else ''}"
+                for i, c in enumerate(copies)
+            )
             note = f" The copy beside {step.requester} is not on the search path of that library." if sibling else ""
             yield CUDNN_SHADOWED.finding(
-                f"{build.name} in {build.executable} loads {step.name} from {step.winner}; copies in search order: {listing}.{note}",
+                f"{build.name} in {build.executable} loads {step.name} from {step.winner}; copies in search "
+                f"order: {listing}.{note}",
                 [
-                    f"Remove or rename the copy you do not want ({', '.join(c for c in copies if not rules.same(c, step.winner))} or {step.winner}), "
+                    f"Remove or rename the copy you do not want "
+                    f"({', '.join(c for c in copies if not rules.same(c, step.winner))} or {step.winner}), "
                     "or reorder PATH / LD_LIBRARY_PATH so the right folder comes first."
                 ]
                 + ([prepend_ld_library_path([rules.dirname(sibling)])] if sibling and not rules.windows else []),
@@ -371,7 +453,8 @@ def _siblings(facts: Facts, step: LoadStep) -> list[str]:
 
 @CUDNN_PARTIAL_INSTALL.checks
 def cudnn_partial_install(facts: Facts) -> Iterator[Finding]:
-    """cuDNN 8 and 9 are split into several libraries loaded at run time; copying only cudnn64_8.dll fails later with "Could not load library cudnn_cnn_infer64_8.dll"."""
+    """cuDNN 8 and 9 are split into several libraries loaded at run time; copying only cudnn64_8.dll fails later with
+    "Could not load library cudnn_cnn_infer64_8.dll"."""
     for install in facts.cudnn:
         if not install.missing_parts:
             continue
@@ -379,7 +462,8 @@ def cudnn_partial_install(facts: Facts) -> Iterator[Finding]:
         yield CUDNN_PARTIAL_INSTALL.finding(
             f"{install.folder} has cuDNN {install.version or install.major} but lacks {', '.join(names)}.",
             [
-                f"Copy every file of the cuDNN {install.version or install.major} archive's {'bin' if facts.os == 'windows' else 'lib'} folder into {install.folder} "
+                f"Copy every file of the cuDNN {install.version or install.major} archive's "
+                f"{'bin' if facts.os == 'windows' else 'lib'} folder into {install.folder} "
                 f"(or run {install_archive(facts, install.version or str(install.major), _cuda_of(facts, install))})."
             ],
             {"folder": install.folder, "missing": names},
@@ -389,7 +473,8 @@ def cudnn_partial_install(facts: Facts) -> Iterator[Finding]:
 
 @CUDNN_MIXED_VERSIONS.checks
 def cudnn_mixed_versions(facts: Facts) -> Iterator[Finding]:
-    """The front library and its sub-libraries must come from one release; mixed, they fail with undefined symbols or CUDNN_STATUS_VERSION_MISMATCH."""
+    """The front library and its sub-libraries must come from one release; mixed, they fail with undefined symbols or
+    CUDNN_STATUS_VERSION_MISMATCH."""
     reported: set[str] = set()
     for resolution, build in every_resolution(facts):
         if build is None and resolution.framework != PROCESS:
@@ -404,7 +489,8 @@ def cudnn_mixed_versions(facts: Facts) -> Iterator[Finding]:
             yield CUDNN_MIXED_VERSIONS.finding(
                 f"One load of cuDNN by {who} combines releases {', '.join(map(str, sorted(versions)))}: {listing}.",
                 [
-                    "Make one complete cuDNN release the only one on the search path (see cudnn-shadowed), or install the missing release's files beside the front library."
+                    "Make one complete cuDNN release the only one on the search path (see cudnn-shadowed), or "
+                    "install the missing release's files beside the front library."
                 ],
                 {"libraries": {p: str(v) for p, v in used.items()}, "known_from": {p: known[p][1] for p in used}},
             )
@@ -423,7 +509,8 @@ def cudnn_mixed_versions(facts: Facts) -> Iterator[Finding]:
 
 @CUDNN_HEADER_MISSING.checks
 def cudnn_header_missing(facts: Facts) -> Iterator[Finding]:
-    """Building CUDA extensions (darknet, apex, custom ops) needs cudnn.h and, since cuDNN 8, the cudnn_version.h it includes."""
+    """Building CUDA extensions (darknet, apex, custom ops) needs cudnn.h and, since cuDNN 8, the cudnn_version.h it
+    includes."""
     rules = PathRules(facts.os)
     for install in facts.cudnn:
         if not install.toolkit or install.nested_in or install.system_dir:
@@ -434,7 +521,8 @@ def cudnn_header_missing(facts: Facts) -> Iterator[Finding]:
         if missing:
             include = rules.join(install.toolkit, "include")
             yield CUDNN_HEADER_MISSING.finding(
-                f"cuDNN {install.version or install.major} libraries are in {install.folder}, but {include} lacks {', '.join(missing)}.",
+                f"cuDNN {install.version or install.major} libraries are in {install.folder}, but {include} lacks "
+                f"{', '.join(missing)}.",
                 [f"Copy all cudnn*.h files of the same cuDNN archive's include folder into {include}."],
                 MissingHeaders(include=include, missing=tuple(missing)),
             )
@@ -457,18 +545,23 @@ def cudnn_import_lib_missing(facts: Facts) -> Iterator[Finding]:
 
 @CUDNN_NESTED_LAYOUT.checks
 def cudnn_nested_layout(facts: Facts) -> Iterator[Finding]:
-    """Copying the archive's top folder (cuda\\ or cudnn-...-archive\\) into the toolkit puts every file one level too deep, where neither the loader nor the compiler looks."""
+    """Copying the archive's top folder (cuda\\ or cudnn-...-archive\\) into the toolkit puts every file one level too
+    deep, where neither the loader nor the compiler looks."""
     rules = PathRules(facts.os)
     for install in facts.cudnn:
         if not install.nested_in or not install.toolkit:
             continue
         top = install.nested_in
         yield CUDNN_NESTED_LAYOUT.finding(
-            f"cuDNN {install.version or install.major} is in {install.folder}, inside {top}: the archive's top folder was copied into {install.toolkit}.",
+            f"cuDNN {install.version or install.major} is in {install.folder}, inside {top}: the archive's top "
+            f"folder was copied into {install.toolkit}.",
             [
-                f"Move the contents of {rules.join(top, 'bin')}, {rules.join(top, 'include')} and {rules.join(top, 'lib')} into "
-                f"{rules.join(install.toolkit, 'bin')}, {rules.join(install.toolkit, 'include')} and {rules.join(install.toolkit, 'lib')}, then delete {top}.",
-                f"Or run {install_archive(facts, install.version or str(install.major), _cuda_of(facts, install))}, which puts each file where it belongs.",
+                f"Move the contents of {rules.join(top, 'bin')}, {rules.join(top, 'include')} and "
+                f"{rules.join(top, 'lib')} into "
+                f"{rules.join(install.toolkit, 'bin')}, {rules.join(install.toolkit, 'include')} and "
+                f"{rules.join(install.toolkit, 'lib')}, then delete {top}.",
+                f"Or run {install_archive(facts, install.version or str(install.major), _cuda_of(facts, install))}, "
+                f"which puts each file where it belongs.",
             ],
             NestedCopy(folder=install.folder, top=top, toolkit=install.toolkit),
         )
@@ -476,7 +569,8 @@ def cudnn_nested_layout(facts: Facts) -> Iterator[Finding]:
 
 @CUDNN_IN_SYSTEM_DIR.checks
 def cudnn_in_system_dir(facts: Facts) -> Iterator[Finding]:
-    """System32 is searched before PATH, so a cuDNN copied there wins over every other copy, forever, and no uninstaller removes it."""
+    """System32 is searched before PATH, so a cuDNN copied there wins over every other copy, forever, and no
+    uninstaller removes it."""
     for install in facts.cudnn:
         if not install.system_dir:
             continue
@@ -487,6 +581,9 @@ def cudnn_in_system_dir(facts: Facts) -> Iterator[Finding]:
         yield CUDNN_IN_SYSTEM_DIR.finding(
             f"cuDNN {install.version or install.major} files in the system folder {install.folder}: {files}."
             + (f" Other copies: {', '.join(i.folder for i in others)}." if others else ""),
-            [f"Delete {files} (from an elevated prompt on Windows); keep cuDNN in the CUDA toolkit folder or the framework's environment."],
+            [
+                f"Delete {files} (from an elevated prompt on Windows); keep cuDNN in the CUDA toolkit folder or "
+                f"the framework's environment."
+            ],
             SystemFolderCopy(files=tuple(lib.path for lib in install.libraries)),
         )

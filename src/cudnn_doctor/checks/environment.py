@@ -8,7 +8,13 @@ from typing import Iterator, Optional
 from cudnn_doctor import knowledge
 from cudnn_doctor.checks._libraries import STALE_SESSION
 from cudnn_doctor.checks.evidence import MissingFolders, RepeatedEntries, UnreadVariable
-from cudnn_doctor.checks.rules import CUDA_VISIBLE_DEVICES_HIDES_GPUS, ENV_STALE_SESSION, ENV_VAR_INEFFECTIVE, PATH_DUPLICATE_ENTRIES, PATH_MISSING_DIR
+from cudnn_doctor.checks.rules import (
+    CUDA_VISIBLE_DEVICES_HIDES_GPUS,
+    ENV_STALE_SESSION,
+    ENV_VAR_INEFFECTIVE,
+    PATH_DUPLICATE_ENTRIES,
+    PATH_MISSING_DIR,
+)
 from cudnn_doctor.facts import Facts
 from cudnn_doctor.findings import Finding, Severity
 from cudnn_doctor.lazyre import regex
@@ -21,7 +27,8 @@ LOADABLE_FOLDERS = {"bin", "lib", "lib64", "x64", "stubs"}
 
 @ENV_STALE_SESSION.checks
 def env_stale_session(facts: Facts) -> Iterator[Finding]:
-    """Windows gives each process a copy of the registry environment at its start; a PATH edited later reaches only new processes."""
+    """Windows gives each process a copy of the registry environment at its start; a PATH edited later reaches only new
+    processes."""
     env = facts.environment
     if facts.os != "windows" or env.persistent is None:
         return
@@ -45,7 +52,8 @@ def env_stale_session(facts: Facts) -> Iterator[Finding]:
     yield ENV_STALE_SESSION.finding(
         " ".join(parts) + " The terminal or IDE running Python was started before the change.",
         [
-            "Close and reopen the terminal; restart the IDE (PyCharm, VS Code) or Jupyter completely, since they pass their own old environment on.",
+            "Close and reopen the terminal; restart the IDE (PyCharm, VS Code) or Jupyter completely, since they "
+            "pass their own old environment on.",
             "If it persists, sign out of Windows and back in.",
         ],
         {"missing_from_process_path": missing, "changed": [c[0] for c in changed]},
@@ -55,8 +63,13 @@ def env_stale_session(facts: Facts) -> Iterator[Finding]:
 
 @PATH_MISSING_DIR.checks
 def path_missing_dir(facts: Facts) -> Iterator[Finding]:
-    """An entry left behind by an uninstalled or moved toolkit hides typos and makes the real search order hard to read."""
-    entries = [e for e in (*facts.environment.path, *facts.environment.ld_library_path) if e.value and not e.exists and GPU_RELATED.search(e.value)]
+    """An entry left behind by an uninstalled or moved toolkit hides typos and makes the real search order hard to
+    read."""
+    entries = [
+        e
+        for e in (*facts.environment.path, *facts.environment.ld_library_path)
+        if e.value and not e.exists and GPU_RELATED.search(e.value)
+    ]
     if not entries:
         return
     listing = "; ".join(f"{e.variable}[{e.index}] = {e.value}" for e in entries)
@@ -89,7 +102,9 @@ def path_duplicate_entries(facts: Facts) -> Iterator[Finding]:
         if dupes:
             variable = dupes[0][0].variable
             yield PATH_DUPLICATE_ENTRIES.finding(
-                f"{variable} repeats: " + "; ".join(f"{e.value} (#{e.index + 1}, first at #{first + 1})" for e, first in dupes) + ".",
+                f"{variable} repeats: "
+                + "; ".join(f"{e.value} (#{e.index + 1}, first at #{first + 1})" for e, first in dupes)
+                + ".",
                 [f"Remove the later copies from {variable}."],
                 RepeatedEntries(variable=variable, entries=tuple(e.value for e, _ in dupes)),
             )
@@ -140,7 +155,8 @@ def _visible_indices(value: str) -> Optional[list[str]]:
 
 @CUDA_VISIBLE_DEVICES_HIDES_GPUS.checks
 def cuda_visible_devices_hides_gpus(facts: Facts) -> Iterator[Finding]:
-    """CUDA shows a process only the devices CUDA_VISIBLE_DEVICES lists; an empty value, -1, or indices past the last GPU hide them all."""
+    """CUDA shows a process only the devices CUDA_VISIBLE_DEVICES lists; an empty value, -1, or indices past the last
+    GPU hide them all."""
     value = facts.environment.variables.get("CUDA_VISIBLE_DEVICES")
     gpus = len(facts.driver.gpus)
     if value is None or not gpus:
@@ -148,13 +164,23 @@ def cuda_visible_devices_hides_gpus(facts: Facts) -> Iterator[Finding]:
     taken = _visible_indices(value)
     if taken is None or any(int(index) < gpus for index in taken):
         return
-    reason = "names no device CUDA can read" if not taken else f"names only {', '.join(taken)}, and the GPUs are numbered 0 to {gpus - 1}"
+    reason = (
+        "names no device CUDA can read"
+        if not taken
+        else f"names only {', '.join(taken)}, and the GPUs are numbered 0 to {gpus - 1}"
+    )
     unset = "set CUDA_VISIBLE_DEVICES=" if facts.os == "windows" else "unset CUDA_VISIBLE_DEVICES"
     yield CUDA_VISIBLE_DEVICES_HIDES_GPUS.finding(
         f"CUDA_VISIBLE_DEVICES={value!r} {reason}: every CUDA program started from this environment sees no GPU.",
         [
             f"`{unset}` (or list the GPUs to use, e.g. CUDA_VISIBLE_DEVICES=0), then start the program again; "
-            "look for where it is set: the shell profile, the IDE's run configuration, the job script or the container's environment."
+            "look for where it is set: the shell profile, the IDE's run configuration, the job script or the "
+            "container's environment."
         ],
-        {"variable": "CUDA_VISIBLE_DEVICES", "value": value, "gpus": gpus, "source": "https://docs.nvidia.com/deploy/topics/topic_5_2_1.html"},
+        {
+            "variable": "CUDA_VISIBLE_DEVICES",
+            "value": value,
+            "gpus": gpus,
+            "source": "https://docs.nvidia.com/deploy/topics/topic_5_2_1.html",
+        },
     )

@@ -27,7 +27,8 @@ class SystemFolderCopy(Record):
 
 
 class NestedCopy(Record):
-    """cudnn-nested-layout: where the release is, the archive's top folder it sits in, and the toolkit it was copied into."""
+    """cudnn-nested-layout: where the release is, the archive's top folder it sits in, and the toolkit it was copied
+    into."""
 
     folder: str
     top: str

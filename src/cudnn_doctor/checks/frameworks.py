@@ -40,7 +40,8 @@ from cudnn_doctor.versions import major_minor, parse_version
 
 def torch_install_lines(facts: Facts, build: FrameworkBuild) -> list[str]:
     """The exact commands that replace `build` by a CUDA build that the planner says this driver runs: of the same
-    release where one exists, else the newest that does; and the driver that the same release needs, when it needs one."""
+    release where one exists, else the newest that does; and the driver that the same release needs, when it needs
+    one."""
     exe = build.executable
     planned = plan_options(facts, exe, "torch", build.version)
     python = facts.python(exe)
@@ -53,12 +54,20 @@ def torch_install_lines(facts: Facts, build: FrameworkBuild) -> list[str]:
         return [*lines, _torch_line(exe, keep, packages, build.version)]
     if keep is not None:
         lines.append(
-            f"To keep torch {keep.version}: update the NVIDIA driver to >= {keep.driver} first ({_driver_page(facts)}), then: "
+            f"To keep torch {keep.version}: update the NVIDIA driver to >= {keep.driver} first "
+            f"({_driver_page(facts)}), then: "
             f"{_torch_line(exe, keep, packages, build.version)}"
         )
     if now is not None:
-        prefix = f"Or keep the driver {facts.driver.version} and install {describe(now)}, which it runs: " if keep is not None else ""
-        lines.append(prefix + (option_text(exe, now) if now.stack.python_outside else _torch_line(exe, now, packages, build.version)))
+        prefix = (
+            f"Or keep the driver {facts.driver.version} and install {describe(now)}, which it runs: "
+            if keep is not None
+            else ""
+        )
+        lines.append(
+            prefix
+            + (option_text(exe, now) if now.stack.python_outside else _torch_line(exe, now, packages, build.version))
+        )
     if keep is None and now is None:
         lines.append(f"No CUDA build of torch in the knowledge runs here; see {_TORCH_PAGE}.")
     return lines
@@ -68,7 +77,8 @@ _TORCH_PAGE = "https://pytorch.org/get-started/locally/"
 
 
 def _torch_line(exe: str, option: Option, packages: Mapping[str, str], installed: Optional[str]) -> str:
-    """The pip line of a planned torch build, with the installed torchvision / torchaudio when it keeps their torch release
+    """The pip line of a planned torch build, with the installed torchvision / torchaudio when it keeps their torch
+    release
     (another torch release needs other companions: pip picks them when they are not pinned)."""
     local = option.requirement.split("+", 1)[1] if "+" in option.requirement else None
     extra = []
@@ -108,11 +118,15 @@ def torch_cpu_build(facts: Facts) -> Iterator[Finding]:
 
 @TORCH_CUDA_UNAVAILABLE.checks
 def torch_cuda_unavailable(facts: Facts) -> Iterator[Finding]:
-    """torch.cuda.is_available() is False although torch was built with CUDA: a driver, device or environment problem."""
+    """torch.cuda.is_available() is False although torch was built with CUDA: a driver, device or environment
+    problem."""
     for build in facts.builds_of("torch"):
         if not build.imported or build.cuda is None or build.cuda_available is not False:
             continue
-        detail = f"torch {build.version} (CUDA {build.cuda.value}) in {build.executable}: torch.cuda.is_available() is False."
+        detail = (
+            f"torch {build.version} (CUDA {build.cuda.value}) in {build.executable}: "
+            f"torch.cuda.is_available() is False."
+        )
         hidden = facts.environment.variables.get("CUDA_VISIBLE_DEVICES")
         if hidden is not None and hidden.strip() in ("", "-1", "none", "NoDevFiles"):
             detail += f" CUDA_VISIBLE_DEVICES={hidden!r} hides every GPU."
@@ -120,7 +134,10 @@ def torch_cuda_unavailable(facts: Facts) -> Iterator[Finding]:
             detail += f" torch warns: {build.warning}"
         yield TORCH_CUDA_UNAVAILABLE.finding(
             detail,
-            [f'Fix the findings this one links to, then check with `"{build.executable}" -c "import torch; print(torch.cuda.is_available())"`.'],
+            [
+                f'Fix the findings this one links to, then check with `"{build.executable}" -c "import torch; '
+                f'print(torch.cuda.is_available())"`.'
+            ],
             {"python": build.executable, "torch": build.version},
         )
 
@@ -146,14 +163,23 @@ def tf_windows_gpu_unsupported(facts: Facts) -> Iterator[Finding]:
         gpu_stack = f"plus CUDA {row.cuda if row else '11.2'} and cuDNN {row.cudnn if row else '8.1'} on PATH."
         if row and python and python.parsed_version and python.parsed_version not in row.python:
             native = (
-                f"Or stay on native Windows with TensorFlow 2.10, which needs Python {row.python} ({exe} is Python {python.version}): "
-                f'`conda create -n tf210 python={row.python.newest_minor()}`, then `conda run -n tf210 python -m pip install "tensorflow<2.11"`, {gpu_stack}'
+                f"Or stay on native Windows with TensorFlow 2.10, which needs Python {row.python} ({exe} is "
+                f"Python {python.version}): "
+                f"`conda create -n tf210 python={row.python.newest_minor()}`, then `conda run -n tf210 python -m "
+                f'pip install "tensorflow<2.11"`, {gpu_stack}'
             )
         else:
-            native = f'Or stay on native Windows with TensorFlow 2.10: `"{exe}" -m pip install "tensorflow<2.11"`, {gpu_stack}'
-        wsl = 'Use WSL2: `wsl --install`, then inside Ubuntu `pip install "tensorflow[and-cuda]"` (the Windows NVIDIA driver serves WSL2).'
+            native = (
+                f'Or stay on native Windows with TensorFlow 2.10: `"{exe}" -m pip install '
+                f'"tensorflow<2.11"`, {gpu_stack}'
+            )
+        wsl = (
+            'Use WSL2: `wsl --install`, then inside Ubuntu `pip install "tensorflow[and-cuda]"` (the Windows '
+            "NVIDIA driver serves WSL2)."
+        )
         yield TF_WINDOWS_GPU_UNSUPPORTED.finding(
-            f"tensorflow {build.version} in {exe} runs on native Windows, where TensorFlow after {last} has no GPU build.",
+            f"tensorflow {build.version} in {exe} runs on native Windows, where TensorFlow after {last} has no "
+            f"GPU build.",
             [_tf_wsl_line(facts, build) or wsl, _tf_native_line(facts, build, last) or native],
             {"tensorflow": build.version, "source": source},
         )
@@ -162,11 +188,15 @@ def tf_windows_gpu_unsupported(facts: Facts) -> Iterator[Finding]:
 def _tf_wsl_line(facts: Facts, build: FrameworkBuild) -> Optional[str]:
     """WSL2 with the [and-cuda] build the planner finds for this driver: the user's release where it has one."""
     release = _public_text(build.version)
-    texts = [text.replace("tensorflow", "tensorflow[and-cuda]", 1) for text in pins("tensorflow", release)] + ["tensorflow[and-cuda]"]
+    texts = [text.replace("tensorflow", "tensorflow[and-cuda]", 1) for text in pins("tensorflow", release)] + [
+        "tensorflow[and-cuda]"
+    ]
     option = first_option(facts, build.executable, texts, release, os_name="wsl", python_origin="machine")
     if option is None:
         return None
-    driver = f"update the Windows NVIDIA driver to >= {option.driver} first (WSL2 uses it), then " if option.driver else ""
+    driver = (
+        f"update the Windows NVIDIA driver to >= {option.driver} first (WSL2 uses it), then " if option.driver else ""
+    )
     python = f" in a Python {option.stack.python} environment" if option.stack.python else ""
     serves = "" if option.driver else f" (the Windows NVIDIA driver {facts.driver.version} serves WSL2)"
     line = pip_install("python3", [option.requirement], option.options).replace('"python3"', "python3", 1)
@@ -174,13 +204,18 @@ def _tf_wsl_line(facts: Facts, build: FrameworkBuild) -> Optional[str]:
 
 
 def _tf_native_line(facts: Facts, build: FrameworkBuild, last: Version) -> Optional[str]:
-    """Native Windows with the last GPU release: its toolkit, cuDNN and pip line from the planner, for this driver and Python."""
-    option = first_option(facts, build.executable, [f"tensorflow=={last.major}.{last.minor}.*"], python_origin="machine")
+    """Native Windows with the last GPU release: its toolkit, cuDNN and pip line from the planner, for this driver and
+    Python."""
+    option = first_option(
+        facts, build.executable, [f"tensorflow=={last.major}.{last.minor}.*"], python_origin="machine"
+    )
     if option is None:
         return None
     candidate = option.verdict.candidate
     driver = f"update the NVIDIA driver to >= {option.driver} first, then " if option.driver else ""
-    stack = f"TensorFlow {option.version} (CUDA {candidate.cuda}, cuDNN {option.verdict.needs.cudnn or candidate.cudnn})"
+    stack = (
+        f"TensorFlow {option.version} (CUDA {candidate.cuda}, cuDNN {option.verdict.needs.cudnn or candidate.cudnn})"
+    )
     return f"Or stay on native Windows with {stack}: {driver}{option_text(build.executable, option)}."
 
 
@@ -213,7 +248,8 @@ def tf_cpu_build(facts: Facts) -> Iterator[Finding]:
 
 
 def _compatible(toolkit_version: Optional[Version], cuda: Version) -> bool:
-    """A toolkit serves a build when it ships the runtime the build loads: same major from CUDA 11 on, same major.minor before."""
+    """A toolkit serves a build when it ships the runtime the build loads: same major from CUDA 11 on, same major.minor
+    before."""
     if toolkit_version is None:
         return False
     if cuda.release[0] >= 11:
@@ -223,13 +259,16 @@ def _compatible(toolkit_version: Optional[Version], cuda: Version) -> bool:
 
 # Where a build for another CUDA can be had instead, per framework (the toolkit route is the same for all).
 OTHER_BUILDS = {
-    "onnxruntime": "Or install the onnxruntime-gpu build for the CUDA you have (see https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html#requirements).",
-    "tensorflow": "Or install the TensorFlow release tested with the CUDA you have (https://www.tensorflow.org/install/source#gpu).",
+    "onnxruntime": "Or install the onnxruntime-gpu build for the CUDA you have (see "
+    "https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html#requirements).",
+    "tensorflow": "Or install the TensorFlow release tested with the CUDA you have "
+    "(https://www.tensorflow.org/install/source#gpu).",
 }
 
 
 def _toolkit_line(facts: Facts, cuda: Version, where: str) -> str:
-    """The toolkit update the build was made for (the newest of its minor) and, when this driver cannot run it, the driver first."""
+    """The toolkit update the build was made for (the newest of its minor) and, when this driver cannot run it, the
+    driver first."""
     minor = major_minor(cuda)
     full = newest_update(minor)
     archive = "https://developer.nvidia.com/cuda-toolkit-archive"
@@ -238,12 +277,17 @@ def _toolkit_line(facts: Facts, cuda: Version, where: str) -> str:
     row = knowledge.toolkit_release(Version(full))
     needed = getattr(row, driver_os(facts), None) if row else None
     installed = parse_version(facts.driver.version)
-    first = f"Update the NVIDIA driver to >= {needed} first, then install" if needed and installed is not None and installed < Version(needed) else "Install"
+    first = (
+        f"Update the NVIDIA driver to >= {needed} first, then install"
+        if needed and installed is not None and installed < Version(needed)
+        else "Install"
+    )
     return f"{first} CUDA Toolkit {full} beside the others ({archive}) and put its {where}."
 
 
 def _planned_toolkit_line(facts: Facts, build: FrameworkBuild, where: str) -> Optional[str]:
-    """The toolkit and cuDNN releases the planner gives the installed release (ONNX Runtime 1.16: CUDA 11.8, not the 11.0
+    """The toolkit and cuDNN releases the planner gives the installed release (ONNX Runtime 1.16: CUDA 11.8, not the
+    11.0
     its runtime's soname says), and the driver first when this one cannot run that toolkit."""
     release = _public_text(build.version)
     option = first_option(facts, build.executable, pins(build.name, release), release)
@@ -252,7 +296,10 @@ def _planned_toolkit_line(facts: Facts, build: FrameworkBuild, where: str) -> Op
     if option.verdict.candidate.cuda_major != build.cuda_major:
         return None
     first = f"Update the NVIDIA driver to >= {option.driver} first, then install" if option.driver else "Install"
-    line = f"{first} CUDA Toolkit {option.verdict.needs.toolkit} beside the others (https://developer.nvidia.com/cuda-toolkit-archive) and put its {where}"
+    line = (
+        f"{first} CUDA Toolkit {option.verdict.needs.toolkit} beside the others "
+        f"(https://developer.nvidia.com/cuda-toolkit-archive) and put its {where}"
+    )
     return line + _cudnn_clause(option) + "."
 
 
@@ -260,7 +307,11 @@ def _cudnn_clause(option: Option) -> str:
     needs = option.verdict.needs
     if not needs.cudnn:
         return ""
-    how = f"`cudnn-doctor install {needs.cudnn_archive}`" if needs.cudnn_archive else "https://developer.nvidia.com/rdp/cudnn-archive"
+    how = (
+        f"`cudnn-doctor install {needs.cudnn_archive}`"
+        if needs.cudnn_archive
+        else "https://developer.nvidia.com/rdp/cudnn-archive"
+    )
     return f", with cuDNN {needs.cudnn} for it ({how})"
 
 
@@ -279,12 +330,17 @@ def _build_for_toolkit_line(facts: Facts, build: FrameworkBuild) -> Optional[str
 
 @FRAMEWORK_CUDA_MISMATCH.checks
 def framework_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
-    """Frameworks that load CUDA from the system need the runtime of the CUDA version they were built with (by file name)."""
+    """Frameworks that load CUDA from the system need the runtime of the CUDA version they were built with (by file
+    name)."""
     toolkits = facts.toolkits.toolkits
     if not toolkits:
         return  # cuda-toolkit-missing explains it
     for build, libraries in system_builds(facts):
-        cuda, cudart, known = build.cuda_version, libraries.cudart, build.cuda  # cuda_version is known's version: both or neither
+        cuda, cudart, known = (
+            build.cuda_version,
+            libraries.cudart,
+            build.cuda,
+        )  # cuda_version is known's version: both or neither
         if cuda is None or cudart is None or known is None:
             continue
         found = lookup(facts, build, cudart)
@@ -315,7 +371,8 @@ def framework_cuda_mismatch(facts: Facts) -> Iterator[Finding]:
 
 @PYTHON_UNSUPPORTED.checks
 def python_unsupported(facts: Facts) -> Iterator[Finding]:
-    """Each framework release ships wheels for a range of Python versions only; outside it pip finds nothing or installs a broken build."""
+    """Each framework release ships wheels for a range of Python versions only; outside it pip finds nothing or
+    installs a broken build."""
     for build in facts.builds:
         python = facts.python(build.executable)
         if python is None or python.parsed_version is None or build.supported_python is None:
@@ -324,12 +381,19 @@ def python_unsupported(facts: Facts) -> Iterator[Finding]:
         if python.parsed_version in allowed:
             continue
         yield PYTHON_UNSUPPORTED.finding(
-            f"{build.name} {build.version} supports Python {allowed}, but {build.executable} is Python {python.version}.",
+            f"{build.name} {build.version} supports Python {allowed}, but {build.executable} is Python "
+            f"{python.version}.",
             [
                 _python_line(facts, build)
-                or f"Create an environment with a supported Python, e.g. `conda create -n {build.name}-env python={allowed.newest_minor() or '3'}`, and install {build.name} there."
+                or f"Create an environment with a supported Python, e.g. `conda create -n {build.name}-env "
+                f"python={allowed.newest_minor() or '3'}`, and install {build.name} there."
             ],
-            {"framework": build.name, "python": python.version, "supported": str(allowed), "source": build.supported_python.source},
+            {
+                "framework": build.name,
+                "python": python.version,
+                "supported": str(allowed),
+                "source": build.supported_python.source,
+            },
         )
 
 
@@ -340,7 +404,8 @@ def _python_line(facts: Facts, build: FrameworkBuild) -> Optional[str]:
     if option is None or not option.stack.python_outside:
         return None
     return (
-        f"Create an environment with a supported Python and install {describe(option)} there: {option_text(build.executable, option, say_environment=False)}."
+        f"Create an environment with a supported Python and install {describe(option)} there: "
+        f"{option_text(build.executable, option, say_environment=False)}."
     )
 
 
@@ -355,11 +420,14 @@ def _gpu_frameworks_by_executable(facts: Facts) -> dict[str, dict[str, Framework
 
 @INTERPRETER_MISMATCH.checks
 def interpreter_mismatch(facts: Facts) -> Iterator[Finding]:
-    """IDEs, Jupyter kernels and terminals often run a different environment than the one the framework was installed into."""
+    """IDEs, Jupyter kernels and terminals often run a different environment than the one the framework was installed
+    into."""
     current = facts.current_python
     if current is None:
         return
-    gpu_builds = _gpu_frameworks_by_executable(facts)  # grouped once: each interpreter is compared with the current one only
+    gpu_builds = _gpu_frameworks_by_executable(
+        facts
+    )  # grouped once: each interpreter is compared with the current one only
     here = gpu_builds.get(current.executable, {})
     installed_here = {b.name for b in facts.builds if b.executable == current.executable}
     for python in facts.pythons:
@@ -370,11 +438,14 @@ def interpreter_mismatch(facts: Facts) -> Iterator[Finding]:
                 continue
             exe = python.executable
             yield INTERPRETER_MISMATCH.finding(
-                f"{name} {build.version} with GPU support is installed in {exe}, but the current interpreter is {current.executable}, "
+                f"{name} {build.version} with GPU support is installed in {exe}, but the current interpreter is "
+                f"{current.executable}, "
                 f"which has {'no ' + name if name not in installed_here else 'no working GPU build of ' + name}.",
                 [
-                    f'Run your code with "{exe}" (in the IDE: select that interpreter; in VS Code: "Python: Select Interpreter").',
-                    f'For Jupyter, register it as a kernel: `"{exe}" -m pip install ipykernel` then `"{exe}" -m ipykernel install --user --name {name}-gpu`, and pick that kernel.',
+                    f'Run your code with "{exe}" (in the IDE: select that interpreter; in VS Code: "Python: '
+                    f'Select Interpreter").',
+                    f'For Jupyter, register it as a kernel: `"{exe}" -m pip install ipykernel` then `"{exe}" -m '
+                    f"ipykernel install --user --name {name}-gpu`, and pick that kernel.",
                 ],
                 {"current": current.executable, "other": exe, "framework": name},
             )
@@ -391,15 +462,21 @@ def knowledge_outdated(facts: Facts) -> Iterator[Finding]:
         if version is None or newest is None or version.release <= newest.release:
             continue
         yield KNOWLEDGE_OUTDATED.finding(
-            f"{build.name} {build.version} in {build.executable} is newer than the newest release the doctor's data knows "
+            f"{build.name} {build.version} in {build.executable} is newer than the newest release the doctor's "
+            f"data knows "
             f"({newest}, from the package index as recorded on {recorded}).",
-            ["Update the data from the vendors' indexes (network): `cudnn-doctor kb update`", "Then check again: `cudnn-doctor check`"],
+            [
+                "Update the data from the vendors' indexes (network): `cudnn-doctor kb update`",
+                "Then check again: `cudnn-doctor check`",
+            ],
             {"framework": build.name, "version": build.version, "newest_known": str(newest), "recorded": recorded},
         )
 
 
 def _newest_known(name: str) -> Optional[Version]:
     """The newest release of a framework's recorded distributions (torch; onnxruntime-gpu; cupy-cuda12x, -13x …)."""
-    found = [parse_version(v) for d in knowledge.framework(name).distributions for v in knowledge.framework_releases(d)[:1]]
+    found = [
+        parse_version(v) for d in knowledge.framework(name).distributions for v in knowledge.framework_releases(d)[:1]
+    ]
     known = [v for v in found if v is not None]
     return max(known) if known else None

@@ -28,7 +28,9 @@ def _folder() -> Traversable:
 
 def page_ids() -> list[str]:
     """Every id that has a page, sorted."""
-    return sorted(entry.name[: -len(_SUFFIX)] for entry in _folder().iterdir() if entry.name.endswith(_SUFFIX) and entry.is_file())
+    return sorted(
+        entry.name[: -len(_SUFFIX)] for entry in _folder().iterdir() if entry.name.endswith(_SUFFIX) and entry.is_file()
+    )
 
 
 def page(finding_id: str) -> str:

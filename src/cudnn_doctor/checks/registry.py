@@ -22,7 +22,19 @@ FIX_KINDS = ("safe", "unsafe")
 class Rule:
     """One kind of finding; `check` is attached by its check module (None for one the runner itself makes)."""
 
-    __slots__ = ("area", "check", "evidence", "explained_by", "explains", "fix_kind", "id", "severity", "severity_when", "title", "why")
+    __slots__ = (
+        "area",
+        "check",
+        "evidence",
+        "explained_by",
+        "explains",
+        "fix_kind",
+        "id",
+        "severity",
+        "severity_when",
+        "title",
+        "why",
+    )
 
     def __init__(
         self,
@@ -69,7 +81,8 @@ class Rule:
 
     @property
     def doc(self) -> str:
-        return ((self.check.__doc__ if self.check else None) or self.why).strip()
+        """What the check's docstring (or `why`) says, as one paragraph."""
+        return " ".join(((self.check.__doc__ if self.check else None) or self.why).split())
 
     def finding(
         self,

@@ -10,7 +10,13 @@ from cudnn_doctor import knowledge
 from cudnn_doctor.checks._libraries import build_key, cuda_key, is_cuda_library, lookup, reach_folder_fix, system_builds
 from cudnn_doctor.checks._variables import kind_problem, set_command, value_problems
 from cudnn_doctor.checks._wheels import extras_missing, held_by, install_fixes, not_searched, reach_fixes, wheels_key
-from cudnn_doctor.checks.rules import CUDA_LIBS_NOT_FOUND, CUDA_PATH_MISMATCH, CUDA_TOOLKIT_MISSING, MULTIPLE_CUDA_ON_PATH, NVCC_NOT_ON_PATH
+from cudnn_doctor.checks.rules import (
+    CUDA_LIBS_NOT_FOUND,
+    CUDA_PATH_MISMATCH,
+    CUDA_TOOLKIT_MISSING,
+    MULTIPLE_CUDA_ON_PATH,
+    NVCC_NOT_ON_PATH,
+)
 from cudnn_doctor.facts import Facts, FrameworkBuild, Toolkit
 from cudnn_doctor.findings import Finding, Severity
 from cudnn_doctor.paths import PathRules
@@ -27,17 +33,24 @@ def _toolkit_for(facts: Facts, folder: str, os_name: str) -> Optional[Toolkit]:
 
 @CUDA_TOOLKIT_MISSING.checks
 def cuda_toolkit_missing(facts: Facts) -> Iterator[Finding]:
-    """PyTorch and JAX wheels bring their own CUDA runtime; TensorFlow on Windows, PaddlePaddle and ONNX Runtime load the system's."""
+    """PyTorch and JAX wheels bring their own CUDA runtime; TensorFlow on Windows, PaddlePaddle and ONNX Runtime load
+    the system's."""
     if facts.toolkits.toolkits:
         return
-    stranded = [(b, libraries.cudart) for b, libraries in system_builds(facts) if libraries.cudart and _not_found(facts, b, libraries.cudart)]
+    stranded = [
+        (b, libraries.cudart)
+        for b, libraries in system_builds(facts)
+        if libraries.cudart and _not_found(facts, b, libraries.cudart)
+    ]
     if stranded:
         build, cudart = stranded[0]
         version = _release_wanted(build)
         yield CUDA_TOOLKIT_MISSING.finding(
-            f"{build.name} {build.version} loads the CUDA {version} runtime ({cudart}) from the system, and no CUDA toolkit is installed.",
+            f"{build.name} {build.version} loads the CUDA {version} runtime ({cudart}) from the system, and no "
+            f"CUDA toolkit is installed.",
             [
-                f"Install a CUDA {version} toolkit from https://developer.nvidia.com/cuda-toolkit-archive and make sure its bin (Windows) or lib64 (Linux) folder is on the library search path."
+                f"Install a CUDA {version} toolkit from https://developer.nvidia.com/cuda-toolkit-archive and "
+                f"make sure its bin (Windows) or lib64 (Linux) folder is on the library search path."
             ],
             {"needs": cudart},
             severity=Severity.ERROR,
@@ -58,7 +71,8 @@ def _not_found(facts: Facts, build: FrameworkBuild, name: str) -> bool:
 
 @CUDA_LIBS_NOT_FOUND.checks
 def cuda_libs_not_found(facts: Facts) -> Iterator[Finding]:
-    """TensorFlow (on Windows up to 2.10, on Linux without [and-cuda]), PaddlePaddle and ONNX Runtime load cudart, cuBLAS and friends by name; if the loader cannot find them the GPU is silently unused."""
+    """TensorFlow (on Windows up to 2.10, on Linux without [and-cuda]), PaddlePaddle and ONNX Runtime load cudart,
+    cuBLAS and friends by name; if the loader cannot find them the GPU is silently unused."""
     for build, libraries in system_builds(facts):
         cudart = libraries.cudart
         said = [f.library for f in build.load_failures if is_cuda_library(f.library)]
@@ -66,14 +80,19 @@ def cuda_libs_not_found(facts: Facts) -> Iterator[Finding]:
         missing = found is not None and found.winner is None
         if not said and not missing:
             continue
-        names = (said or [cudart]) if cudart else said  # without `said`, `missing`: the loader looked for cudart, so it is named
+        names = (
+            (said or [cudart]) if cudart else said
+        )  # without `said`, `missing`: the loader looked for cudart, so it is named
         detail = f"{build.name} {build.version} in {build.executable} cannot load {', '.join(names)}."
         if said:
             detail += " It says so itself in its log."
         fix, causes = [], [cuda_key(build.cuda_major), build_key(build)]
         holder = held_by(facts, build, cudart) if cudart else None
         if found is not None and found.winner is None:
-            detail += f" The loader searched {len(found.searched)} places ({'; '.join(found.searched[:6])}{'; …' if len(found.searched) > 6 else ''}) and found no {cudart}."
+            detail += (
+                f" The loader searched {len(found.searched)} places "
+                f"({'; '.join(found.searched[:6])}{'; …' if len(found.searched) > 6 else ''}) and found no {cudart}."
+            )
             if holder is not None:
                 detail += not_searched(facts, build, [holder])
                 fix.extend(reach_fixes(facts, build, [holder]))
@@ -90,7 +109,9 @@ def cuda_libs_not_found(facts: Facts) -> Iterator[Finding]:
                 f"Install a CUDA {version} toolkit (https://developer.nvidia.com/cuda-toolkit-archive) and put its "
                 f"{'bin folder on PATH' if facts.os == 'windows' else 'lib64 folder on LD_LIBRARY_PATH'}."
             )
-            pip = install_fixes(facts, build, [n for n in dict.fromkeys([*names, *(x for x in (cudart, libraries.cublas) if x)])])
+            pip = install_fixes(
+                facts, build, [n for n in dict.fromkeys([*names, *(x for x in (cudart, libraries.cublas) if x)])]
+            )
             if extras_missing(facts, build):
                 causes.append(wheels_key(build))
             reach = knowledge.wheel_reach(build.name, facts.os, build.parsed_version)
@@ -103,7 +124,8 @@ def cuda_libs_not_found(facts: Facts) -> Iterator[Finding]:
 
 @NVCC_NOT_ON_PATH.checks
 def nvcc_not_on_path(facts: Facts) -> Iterator[Finding]:
-    """Build scripts (setup.py, CMake, make) call `nvcc` by name: they fail with "nvcc: not found", or compile with an older or a distribution's nvcc."""
+    """Build scripts (setup.py, CMake, make) call `nvcc` by name: they fail with "nvcc: not found", or compile with an
+    older or a distribution's nvcc."""
     with_nvcc = [t for t in facts.toolkits.toolkits if t.has_nvcc]
     if not with_nvcc:
         return
@@ -121,18 +143,24 @@ def nvcc_not_on_path(facts: Facts) -> Iterator[Finding]:
         if facts.environment.variables.get("SUDO_USER"):
             detail += " This shell runs under sudo, whose secure_path and env_reset drop the PATH of your own shell."
             fix = [
-                f"Run the command without sudo, or keep your PATH: start it with `sudo env PATH={best.bin_dir}:$PATH` followed by the command you ran with sudo.",
+                f"Run the command without sudo, or keep your PATH: start it with `sudo env "
+                f"PATH={best.bin_dir}:$PATH` followed by the command you ran with sudo.",
                 f"Or add {best.bin_dir} to secure_path in /etc/sudoers (via `sudo visudo`).",
             ]
     yield NVCC_NOT_ON_PATH.finding(detail, fix, {"toolkit": best.root}, causes=causes)
 
 
 def _older_nvcc_first(facts: Facts) -> Iterator[Finding]:
-    """The nvcc on PATH is an older toolkit's or a distribution's, while the toolkit the machine is set up for has its bin off PATH."""
+    """The nvcc on PATH is an older toolkit's or a distribution's, while the toolkit the machine is set up for has its
+    bin off PATH."""
     tk = facts.toolkits
     first = tk.by_root(tk.path_toolkit)
     distro = _distribution_nvcc(facts)
-    pointed = [p for p in _pointed_at(facts) if p[0].has_nvcc and not p[0].on_path and (first is None or p[0].root != first.root)]
+    pointed = [
+        p
+        for p in _pointed_at(facts)
+        if p[0].has_nvcc and not p[0].on_path and (first is None or p[0].root != first.root)
+    ]
     newer = [p for p in pointed if _newer(p[0], first) or (distro and (first is None or first.parsed_version is None))]
     if not newer:
         return
@@ -140,15 +168,26 @@ def _older_nvcc_first(facts: Facts) -> Iterator[Finding]:
     reasons = list(dict.fromkeys(why for t, why, _ in newer if t is target))
     bin_dir = PathRules(facts.os).join(next(spelled for t, _, spelled in newer if t is target), "bin")
     version = f"CUDA {first.version}" if first and first.version else "an unknown CUDA version"
-    where = f"from the distribution package {distro} ({version})" if distro else f"from {version} at {first.root if first else tk.nvcc_real}"
+    where = (
+        f"from the distribution package {distro} ({version})"
+        if distro
+        else f"from {version} at {first.root if first else tk.nvcc_real}"
+    )
     detail = (
-        f"The nvcc first on PATH is {tk.nvcc_on_path}, {where}, but CUDA {target.version} at {target.root} is the toolkit "
-        f"{' and '.join(reasons)}, and its bin folder {bin_dir} is not on PATH. Builds compile with the older nvcc against the newer toolkit's headers and libraries, or fail."
+        f"The nvcc first on PATH is {tk.nvcc_on_path}, {where}, but CUDA {target.version} at {target.root} is the "
+        f"toolkit "
+        f"{' and '.join(reasons)}, and its bin folder {bin_dir} is not on PATH. Builds compile with the older "
+        f"nvcc against the newer toolkit's headers and libraries, or fail."
     )
     causes = [_nvcc_key(bin_dir)]
     if facts.os == "windows":
         step, stale = reach_folder_fix(facts, bin_dir)
-        fix = [step if stale else f"Put {bin_dir} first on PATH (System Properties → Environment Variables → Path → New, Move Up), then open a new terminal."]
+        fix = [
+            step
+            if stale
+            else f"Put {bin_dir} first on PATH (System Properties → Environment Variables → Path → New, Move Up), "
+            f"then open a new terminal."
+        ]
         causes = [stale] if stale else causes
     else:
         fix = [f"export PATH={bin_dir}:$PATH  (add it to ~/.bashrc to keep it)"]
@@ -159,12 +198,14 @@ def _older_nvcc_first(facts: Facts) -> Iterator[Finding]:
 
 
 def _nvcc_key(bin_dir: str) -> str:
-    """The cause "this toolkit's bin folder is off PATH": no stale session explains it (that is Windows' cause, keyed apart)."""
+    """The cause "this toolkit's bin folder is off PATH": no stale session explains it (that is Windows' cause, keyed
+    apart)."""
     return f"nvcc:{bin_dir}"
 
 
 def _distribution_nvcc(facts: Facts) -> Optional[str]:
-    """The Linux distribution's own nvcc (Debian/Ubuntu nvidia-cuda-toolkit), not one of NVIDIA's cuda-nvcc-X-Y packages."""
+    """The Linux distribution's own nvcc (Debian/Ubuntu nvidia-cuda-toolkit), not one of NVIDIA's cuda-nvcc-X-Y
+    packages."""
     package = facts.toolkits.nvcc_package
     if package and not package.startswith("cuda-"):
         return package
@@ -172,7 +213,8 @@ def _distribution_nvcc(facts: Facts) -> Optional[str]:
 
 
 def _pointed_at(facts: Facts) -> Iterator[tuple[Toolkit, str, str]]:
-    """Toolkits the machine is set up for, why, and the spelling that points there: the `cuda` link, CUDA_HOME / CUDA_PATH, a framework's CUDA."""
+    """Toolkits the machine is set up for, why, and the spelling that points there: the `cuda` link, CUDA_HOME /
+    CUDA_PATH, a framework's CUDA."""
     rules = PathRules(facts.os)
     for toolkit in facts.toolkits.toolkits:
         for alias in toolkit.aliases:
@@ -199,7 +241,8 @@ def _newer(toolkit: Toolkit, than: Optional[Toolkit]) -> bool:
 
 @CUDA_PATH_MISMATCH.checks
 def cuda_path_mismatch(facts: Facts) -> Iterator[Finding]:
-    """Build systems take headers and libraries from CUDA_HOME / CUDA_PATH but compile with the nvcc on PATH; two versions mixed, or a value naming no toolkit, fail in odd ways."""
+    """Build systems take headers and libraries from CUDA_HOME / CUDA_PATH but compile with the nvcc on PATH; two
+    versions mixed, or a value naming no toolkit, fail in odd ways."""
     tk = facts.toolkits
     path_toolkit = tk.by_root(tk.path_toolkit)
     kinds = {(t.name, t.value): t.kind for t in tk.targets}
@@ -211,8 +254,12 @@ def cuda_path_mismatch(facts: Facts) -> Iterator[Finding]:
         if named is not None:
             if path_toolkit is not None and named.root != path_toolkit.root:
                 yield CUDA_PATH_MISMATCH.finding(
-                    f"{name}={value} is CUDA {named.version}, but the nvcc first on PATH ({tk.nvcc_on_path}) is CUDA {path_toolkit.version} at {path_toolkit.root}.",
-                    [set_command(facts, name, _corrected(facts, None)[1]), f"Or put {named.bin_dir} first on PATH, so both name the same toolkit."],
+                    f"{name}={value} is CUDA {named.version}, but the nvcc first on PATH ({tk.nvcc_on_path}) is "
+                    f"CUDA {path_toolkit.version} at {path_toolkit.root}.",
+                    [
+                        set_command(facts, name, _corrected(facts, None)[1]),
+                        f"Or put {named.bin_dir} first on PATH, so both name the same toolkit.",
+                    ],
                     {"variable": name, "value": value, "nvcc": tk.nvcc_on_path},
                 )
             continue
@@ -234,9 +281,15 @@ def _malformed(facts: Facts, name: str, value: str, problems: list[str], meant: 
         detail += f" Written correctly it would name CUDA {meant_toolkit.version} at {meant_toolkit.root}."
     target, spelled = _corrected(facts, meant_toolkit, meant)
     if path_toolkit is not None:
-        detail += f" The nvcc first on PATH ({tk.nvcc_on_path}) is CUDA {path_toolkit.version} at {path_toolkit.root}; builds mix its compiler with whatever {name} leads them to."
+        detail += (
+            f" The nvcc first on PATH ({tk.nvcc_on_path}) is CUDA {path_toolkit.version} at "
+            f"{path_toolkit.root}; builds mix its compiler with whatever {name} leads them to."
+        )
     elif target is not None:
-        detail += f" No nvcc is on PATH; {'that' if target is meant_toolkit else 'the newest installed'} toolkit is CUDA {target.version} at {target.root}."
+        detail += (
+            f" No nvcc is on PATH; {'that' if target is meant_toolkit else 'the newest installed'} toolkit "
+            f"is CUDA {target.version} at {target.root}."
+        )
     else:
         detail += " No CUDA toolkit is installed."
     return CUDA_PATH_MISMATCH.finding(
@@ -246,8 +299,11 @@ def _malformed(facts: Facts, name: str, value: str, problems: list[str], meant: 
     )
 
 
-def _corrected(facts: Facts, meant: Optional[Toolkit], meant_spelling: Optional[str] = None) -> tuple[Optional[Toolkit], Optional[str]]:
-    """The toolkit of the nvcc on PATH, else the one the value meant, else the newest: spelled as the user did, else as PATH does."""
+def _corrected(
+    facts: Facts, meant: Optional[Toolkit], meant_spelling: Optional[str] = None
+) -> tuple[Optional[Toolkit], Optional[str]]:
+    """The toolkit of the nvcc on PATH, else the one the value meant, else the newest: spelled as the user did, else as
+    PATH does."""
     tk = facts.toolkits
     toolkit = tk.by_root(tk.path_toolkit) or meant
     if toolkit is None and tk.toolkits:
@@ -258,7 +314,9 @@ def _corrected(facts: Facts, meant: Optional[Toolkit], meant_spelling: Optional[
     if meant is toolkit and meant_spelling:
         return toolkit, rules.norm(meant_spelling)  # /usr/local/cuda stays the link the user chose
     if tk.nvcc_on_path and tk.by_root(tk.path_toolkit) is toolkit:
-        spelled = rules.dirname(rules.dirname(tk.nvcc_on_path))  # /usr/local/cuda when PATH reaches 13.0 through the link
+        spelled = rules.dirname(
+            rules.dirname(tk.nvcc_on_path)
+        )  # /usr/local/cuda when PATH reaches 13.0 through the link
         if any(rules.same(spelled, a) for a in toolkit.aliases):
             return toolkit, spelled
     return toolkit, toolkit.root
@@ -270,7 +328,9 @@ def multiple_cuda_on_path(facts: Facts) -> Iterator[Finding]:
     order: list[tuple[int, Toolkit, str]] = []
     for entry in facts.environment.path:
         for toolkit in facts.toolkits.toolkits:
-            bins = [toolkit.bin_dir] + [a.rstrip("\\/") + ("\\bin" if facts.os == "windows" else "/bin") for a in toolkit.aliases]
+            bins = [toolkit.bin_dir] + [
+                a.rstrip("\\/") + ("\\bin" if facts.os == "windows" else "/bin") for a in toolkit.aliases
+            ]
             if any(_same(facts, entry.value, b) for b in bins) and toolkit not in [t for _, t, _ in order]:
                 order.append((entry.index, toolkit, entry.value))
     versions = {t.version for _, t, _ in order}
@@ -280,7 +340,10 @@ def multiple_cuda_on_path(facts: Facts) -> Iterator[Finding]:
     winner = order[0][1]
     yield MULTIPLE_CUDA_ON_PATH.finding(
         f"{listing}. CUDA {winner.version} wins for nvcc and for libraries loaded by name.",
-        [f"Keep only the toolkit you use on PATH (remove {', '.join(v for _, t, v in order[1:])}), or move its bin folder first."],
+        [
+            f"Keep only the toolkit you use on PATH (remove {', '.join(v for _, t, v in order[1:])}), or move its "
+            f"bin folder first."
+        ],
         {"order": [v for _, _, v in order]},
     )
 
@@ -290,7 +353,8 @@ def _same(facts: Facts, a: str, b: str) -> bool:
 
 
 def _release_wanted(build: FrameworkBuild) -> str:
-    """The toolkit release a build needs, as precisely as it is known: "11.2" for a build of 11.2, "12.x" for one that names
+    """The toolkit release a build needs, as precisely as it is known: "11.2" for a build of 11.2, "12.x" for one that
+    names
     only its major (cupy-cuda12x runs on any CUDA 12 release)."""
     cuda = build.cuda_version
     if cuda is None:

@@ -58,15 +58,23 @@ EXAMPLES = {
         "cudnn-doctor plan --cuda 12.4 --os windows",
         "cudnn-doctor plan --framework jax --arch aarch64 --gpu 9.0",
     ),
-    "verify": ("cudnn-doctor verify", "cudnn-doctor verify --framework torch --quick", "cudnn-doctor verify --cpu-only --format json"),
-    "run": ("cudnn-doctor run -- python train.py", "cudnn-doctor run -- python -c 'import torch; print(torch.cuda.is_available())'"),
+    "verify": (
+        "cudnn-doctor verify",
+        "cudnn-doctor verify --framework torch --quick",
+        "cudnn-doctor verify --cpu-only --format json",
+    ),
+    "run": (
+        "cudnn-doctor run -- python train.py",
+        "cudnn-doctor run -- python -c 'import torch; print(torch.cuda.is_available())'",
+    ),
     "snapshot": ("cudnn-doctor snapshot -o machine.yaml --redact", "cudnn-doctor check --fixture machine.yaml"),
     "fleet": ("cudnn-doctor fleet --from snapshots/", "cudnn-doctor fleet --ray auto --html fleet.html"),
     "which": ("cudnn-doctor which libcudnn.so.9", "cudnn-doctor which cudnn64_8.dll --python C:\\envs\\tf\\python.exe"),
     "fix": ("cudnn-doctor fix --dry-run", "cudnn-doctor fix cudnn-shadowed --yes", "cudnn-doctor fix --unsafe-fixes"),
     "install": (
         "cudnn-doctor install cudnn-linux-x86_64-9.5.1.17_cuda12-archive.tar.xz --dry-run",
-        "cudnn-doctor install cudnn-windows-x86_64-8.9.7.29_cuda11-archive.zip --into 'C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v11.8'",
+        "cudnn-doctor install cudnn-windows-x86_64-8.9.7.29_cuda11-archive.zip --into 'C:\\Program Files\\NVIDIA "
+        "GPU Computing Toolkit\\CUDA\\v11.8'",
     ),
     "rollback": ("cudnn-doctor history", "cudnn-doctor rollback"),
     "history": ("cudnn-doctor history",),
@@ -81,7 +89,9 @@ def build_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParse
 
     from cudnn_doctor import __version__
 
-    parser = _Parser(prog="cudnn-doctor", description="Find and fix problems in the NVIDIA driver → CUDA → cuDNN → framework stack.")
+    parser = _Parser(
+        prog="cudnn-doctor", description="Find and fix problems in the NVIDIA driver → CUDA → cuDNN → framework stack."
+    )
     parser.add_argument("--version", action="version", version=f"cudnn-doctor {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     named = next((arg for arg in argv or () if not arg.startswith("-")), None)
@@ -115,7 +125,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args = parser.parse_args(arguments)  # --help and --version print here: fitted too
         if args.command is None:
             raise UsageError("missing COMMAND, e.g. `cudnn-doctor check` (see `cudnn-doctor --help`)")
-        if not getattr(args, "fixture", None):  # this machine: its `kb update` counts; a replayed fixture keeps the shipped data
+        if not getattr(
+            args, "fixture", None
+        ):  # this machine: its `kb update` counts; a replayed fixture keeps the shipped data
             from cudnn_doctor import knowledge
             from cudnn_doctor.system.state_files import state_dir
 
@@ -160,7 +172,8 @@ class _OutputFailed(Exception):
 
 
 class _Output(FittedStream):
-    """sys.stdout while a command runs: text fitted to its encoding, and a failed write or flush told apart from any other OSError."""
+    """sys.stdout while a command runs: text fitted to its encoding, and a failed write or flush told apart from any
+    other OSError."""
 
     def write(self, text: str) -> int:
         try:
@@ -206,7 +219,12 @@ class _Errors(FittedStream):
 
 def _tolerate_unencodable(stream: object) -> None:
     """The real stdout writes "?" for a character its encoding lacks (cp1252 has no →) instead of raising."""
-    if stream is sys.__stdout__ and stream is not None and getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+    if (
+        stream is sys.__stdout__
+        and stream is not None
+        and getattr(stream, "errors", None) == "strict"
+        and hasattr(stream, "reconfigure")
+    ):
         stream.reconfigure(errors="replace")
 
 

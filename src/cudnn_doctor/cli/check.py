@@ -23,12 +23,27 @@ def configure_parser(commands: argparse._SubParsersAction) -> None:
         default="text",
         help="report format (default text); markdown: a summary to paste into an issue, redacted unless --no-redact",
     )
-    parser.add_argument("--no-redact", action="store_true", help="markdown: keep the user name, home folder and host name")
-    parser.add_argument("--redact", action="store_true", help="HTML: replace the user name, home folder and host name, as markdown does")
-    parser.add_argument("--ignore", action="append", default=[], metavar="ID", help="do not report this finding id (repeatable, or comma-separated)")
+    parser.add_argument(
+        "--no-redact", action="store_true", help="markdown: keep the user name, home folder and host name"
+    )
+    parser.add_argument(
+        "--redact", action="store_true", help="HTML: replace the user name, home folder and host name, as markdown does"
+    )
+    parser.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="do not report this finding id (repeatable, or comma-separated)",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="show every fact, not only those that matter")
     parser.add_argument("--no-color", action="store_true", help="plain text even on a terminal")
-    parser.add_argument("--html", type=Path, metavar="FILE", help="also write a self-contained HTML report (findings, search order, fix steps) to FILE")
+    parser.add_argument(
+        "--html",
+        type=Path,
+        metavar="FILE",
+        help="also write a self-contained HTML report (findings, search order, fix steps) to FILE",
+    )
     parser.set_defaults(run=run)
 
 
@@ -44,7 +59,9 @@ def run(args: argparse.Namespace) -> int:
         check_report_target(args.html)  # a bad path is said before the machine is probed
     with knowledge.overlay(args.kb):  # read and checked before the machine is
         system = open_system(args.fixture, limit=args.framework_timeout)
-        diagnosis = diagnose(system, with_frameworks=not args.no_frameworks, framework_timeout=args.framework_timeout, ignore=ignore)
+        diagnosis = diagnose(
+            system, with_frameworks=not args.no_frameworks, framework_timeout=args.framework_timeout, ignore=ignore
+        )
     if args.html is not None:
         write_report(args.html, lambda stream: _html(diagnosis, stream, args))
     if args.format == "json":
@@ -89,4 +106,6 @@ def _html(diagnosis: Diagnosis, stream: TextIO, args: argparse.Namespace) -> Non
 
     page = io.StringIO()
     html.render_check(diagnosis, page, when)
-    stream.write(redact_text(page.getvalue(), diagnosis.facts.environment.variables, None if args.fixture else _host_name()))
+    stream.write(
+        redact_text(page.getvalue(), diagnosis.facts.environment.variables, None if args.fixture else _host_name())
+    )

@@ -20,8 +20,14 @@ if TYPE_CHECKING:
 
 def configure_parser(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser("fix", help="apply the automatic fixes of check's findings (undo with `rollback`)")
-    parser.add_argument("ids", nargs="*", metavar="ID", help="fix only these finding ids (default: every finding with an automatic fix)")
-    parser.add_argument("--unsafe-fixes", action="store_true", help="also apply fixes that change packages (pip / conda; may need the network)")
+    parser.add_argument(
+        "ids", nargs="*", metavar="ID", help="fix only these finding ids (default: every finding with an automatic fix)"
+    )
+    parser.add_argument(
+        "--unsafe-fixes",
+        action="store_true",
+        help="also apply fixes that change packages (pip / conda; may need the network)",
+    )
     parser.add_argument("--dry-run", action="store_true", help="print the plan and change nothing")
     parser.add_argument("-y", "--yes", action="store_true", help="do not ask before changing anything")
     add_format_option(parser)

@@ -19,17 +19,47 @@ def configure_parser(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser("fleet", help="check every node of a cluster and show where their stacks differ")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument(
-        "--from", dest="sources", nargs="+", type=Path, metavar="DIR|FILE", help="snapshots written by `snapshot -o` (.json, .yaml), or folders of them"
+        "--from",
+        dest="sources",
+        nargs="+",
+        type=Path,
+        metavar="DIR|FILE",
+        help="snapshots written by `snapshot -o` (.json, .yaml), or folders of them",
     )
-    source.add_argument("--ray", metavar="ADDRESS", help="a Ray cluster (an address, or `auto`): one task on each alive node takes its snapshot")
+    source.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="a Ray cluster (an address, or `auto`): one task on each alive node takes its snapshot",
+    )
     parser.add_argument(
-        "--timeout", type=seconds, default=300.0, metavar="S", help="with --ray: seconds a node may take before it counts as timed out (default 300)"
+        "--timeout",
+        type=seconds,
+        default=300.0,
+        metavar="S",
+        help="with --ray: seconds a node may take before it counts as timed out (default 300)",
     )
-    parser.add_argument("--python", metavar="EXE", help="with --ray: the interpreter on each node to take the snapshot in (default: the Ray worker's)")
-    parser.add_argument("--no-frameworks", action="store_true", help="with --ray: do not import the GPU frameworks on the nodes")
+    parser.add_argument(
+        "--python",
+        metavar="EXE",
+        help="with --ray: the interpreter on each node to take the snapshot in (default: the Ray worker's)",
+    )
+    parser.add_argument(
+        "--no-frameworks", action="store_true", help="with --ray: do not import the GPU frameworks on the nodes"
+    )
     parser.add_argument("--format", choices=("text", "json"), default="text", help="report format (default text)")
-    parser.add_argument("--html", type=Path, metavar="FILE", help="also write a self-contained HTML report (grouped, searchable) to FILE")
-    parser.add_argument("--ignore", action="append", default=[], metavar="ID", help="do not report this finding id (repeatable, or comma-separated)")
+    parser.add_argument(
+        "--html",
+        type=Path,
+        metavar="FILE",
+        help="also write a self-contained HTML report (grouped, searchable) to FILE",
+    )
+    parser.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="do not report this finding id (repeatable, or comma-separated)",
+    )
     add_timeout_option(parser)
     add_knowledge_option(parser)
     parser.set_defaults(run=run)
@@ -56,7 +86,9 @@ def run(args: argparse.Namespace) -> int:
             from cudnn_doctor.fleet import ray_engine
 
             ray_engine.require_ray()  # before anything else: the one line naming the extra
-            results = ray_engine.collect(args.ray, args.timeout, checker, args.python, not args.no_frameworks, args.framework_timeout)
+            results = ray_engine.collect(
+                args.ray, args.timeout, checker, args.python, not args.no_frameworks, args.framework_timeout
+            )
         else:
             results = list(checker.from_files(snapshot_files(args.sources)))
     report = aggregate(results)

@@ -11,19 +11,35 @@ from cudnn_doctor.cli.options import add_fixture_option, add_format_option, answ
 
 
 def configure_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("install", help="install a cuDNN archive into the matching CUDA toolkit, with rollback")
-    parser.add_argument("archive", type=Path, help="a cuDNN .zip, .tar.xz, .tar.gz, an NVIDIA cuDNN wheel, or an extracted folder")
-    parser.add_argument("--into", type=Path, metavar="DIR", help="install into this folder instead of the matching toolkit")
-    parser.add_argument("--force", action="store_true", help="allow a target that is not a CUDA toolkit, or of another CUDA major")
+    parser = commands.add_parser(
+        "install", help="install a cuDNN archive into the matching CUDA toolkit, with rollback"
+    )
+    parser.add_argument(
+        "archive", type=Path, help="a cuDNN .zip, .tar.xz, .tar.gz, an NVIDIA cuDNN wheel, or an extracted folder"
+    )
+    parser.add_argument(
+        "--into", type=Path, metavar="DIR", help="install into this folder instead of the matching toolkit"
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="allow a target that is not a CUDA toolkit, or of another CUDA major"
+    )
     parser.add_argument("--dry-run", action="store_true", help="print the plan and stop")
     parser.add_argument("-y", "--yes", action="store_true", help="do not ask before changing anything")
-    parser.add_argument("--set-cudnn-home", action="store_true", help="Windows: also set CUDNN_HOME to the toolkit folder")
+    parser.add_argument(
+        "--set-cudnn-home", action="store_true", help="Windows: also set CUDNN_HOME to the toolkit folder"
+    )
     add_format_option(parser)
-    add_fixture_option(parser, "install into the machine described by a machine-fixture/1 file (in memory) instead of this one")
+    add_fixture_option(
+        parser, "install into the machine described by a machine-fixture/1 file (in memory) instead of this one"
+    )
     parser.set_defaults(run=run_install)
-    rollback = commands.add_parser("rollback", help="undo the last install or fix, restoring every replaced or moved file")
+    rollback = commands.add_parser(
+        "rollback", help="undo the last install or fix, restoring every replaced or moved file"
+    )
     add_format_option(rollback)
-    add_fixture_option(rollback, "undo on the machine described by a machine-fixture/1 file (in memory) instead of this one")
+    add_fixture_option(
+        rollback, "undo on the machine described by a machine-fixture/1 file (in memory) instead of this one"
+    )
     rollback.set_defaults(run=run_rollback)
     history = commands.add_parser("history", help="list the installs and fixes made with cudnn-doctor")
     add_format_option(history)
@@ -51,7 +67,9 @@ def run_install(args: argparse.Namespace) -> int:
         force=args.force,
         dry_run=args.dry_run,
         set_cudnn_home=args.set_cudnn_home,
-        show=(lambda proposal: install_report.show_install_plan(proposal, sys.stdout, sys.stderr)) if text else (lambda proposal: None),
+        show=(lambda proposal: install_report.show_install_plan(proposal, sys.stdout, sys.stderr))
+        if text
+        else (lambda proposal: None),
         confirm=lambda: confirm("Install?", args.yes, sys.stdin, sys.stderr, how),
         progress=install_report.progress_bar if text else None,
         recheck=open_system if system.live else None,

@@ -10,7 +10,8 @@ def configure_parser(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "kb",
         help="the knowledge data: its dates and sources (status), or read the package index now (update, network)",
-        description="`kb status` prints the data's dates and sources; `kb update` reads the package index now (the only "
+        description="`kb status` prints the data's dates and sources; `kb update` reads the package index now "
+        "(the only "
         "command that uses the network) and lays what is new over the shipped data, in your state folder.",
     )
     parser.add_argument("action", choices=("status", "update"))

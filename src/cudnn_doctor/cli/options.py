@@ -27,18 +27,22 @@ def answer_without_asking(args: argparse.Namespace, how: str) -> None:
 
 def add_system_options(parser: argparse.ArgumentParser) -> None:
     add_fixture_option(parser, "diagnose the machine described by a machine-fixture/1 file instead of this one")
-    parser.add_argument("--no-frameworks", action="store_true", help="do not import the GPU frameworks (faster; fewer facts)")
+    parser.add_argument(
+        "--no-frameworks", action="store_true", help="do not import the GPU frameworks (faster; fewer facts)"
+    )
     add_timeout_option(parser)
     add_knowledge_option(parser)
 
 
 def add_knowledge_option(parser: argparse.ArgumentParser) -> None:
-    """`--kb FILE`: a user's newer knowledge rows over the shipped ones (checked like them; a bad row is one line, exit 2)."""
+    """`--kb FILE`: a user's newer knowledge rows over the shipped ones (checked like them; a bad row is one line, exit
+    2)."""
     parser.add_argument(
         "--kb",
         type=Path,
         metavar="FILE",
-        help="newer knowledge rows (YAML or JSON: table -> section -> rows, as in knowledge/data) over the shipped ones; "
+        help="newer knowledge rows (YAML or JSON: table -> section -> rows, as in knowledge/data) over the "
+        "shipped ones; "
         "a row with the key of a shipped row replaces it, others are added",
     )
 
@@ -53,7 +57,9 @@ def seconds(text: str) -> float:
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
     if not math.isfinite(value) or value <= 0 or value > MAX_TIMEOUT:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0 and at most {MAX_TIMEOUT:.0f}, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected a number of seconds above 0 and at most {MAX_TIMEOUT:.0f}, got {text!r}"
+        )
     return value
 
 

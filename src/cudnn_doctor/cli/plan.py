@@ -23,12 +23,20 @@ def configure_parser(commands: argparse._SubParsersAction) -> None:
         metavar="REQ",
         help="a framework and PEP 440 specifier: torch, torch==2.1, 'tensorflow>=2.15' (repeatable: one environment)",
     )
-    parser.add_argument("--os", choices=("windows", "linux", "wsl"), help="the OS to plan for (default: this machine's)")
-    parser.add_argument("--python", metavar="X.Y", help="the Python version (default: the current one; a new environment may change it)")
+    parser.add_argument(
+        "--os", choices=("windows", "linux", "wsl"), help="the OS to plan for (default: this machine's)"
+    )
+    parser.add_argument(
+        "--python", metavar="X.Y", help="the Python version (default: the current one; a new environment may change it)"
+    )
     parser.add_argument("--gpu", metavar="NAME", help='the GPU, by name ("RTX 3060") or compute capability ("8.6")')
     parser.add_argument("--driver", metavar="VERSION", help="the NVIDIA driver version (528.49, 535.104.05)")
     parser.add_argument("--cuda", metavar="X.Y", help="fix the CUDA toolkit; alone, plan that toolkit and its cuDNN")
-    parser.add_argument("--arch", choices=("x86_64", "aarch64"), help="the CPU architecture (default: this machine's); aarch64: Linux SBSA or Jetson")
+    parser.add_argument(
+        "--arch",
+        choices=("x86_64", "aarch64"),
+        help="the CPU architecture (default: this machine's); aarch64: Linux SBSA or Jetson",
+    )
     parser.add_argument("--fixture", metavar="FILE", help="plan for the machine a machine-fixture/1 file describes")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="report format (default text)")
     add_knowledge_option(parser)

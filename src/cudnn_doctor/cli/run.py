@@ -13,8 +13,10 @@ def configure_parser(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "run",
         help="run a program and diagnose the GPU stack when it fails",
-        description="Run COMMAND with the dynamic loader traced (Linux: LD_DEBUG to a private file). Its output and exit "
-        "code are its own; after a failure or a known GPU-stack error, the failed library searches and the matching findings "
+        description="Run COMMAND with the dynamic loader traced (Linux: LD_DEBUG to a private file). Its output "
+        "and exit "
+        "code are its own; after a failure or a known GPU-stack error, the failed library searches and the "
+        "matching findings "
         "of `check` follow on stderr.",
     )
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARGS...]")
@@ -42,7 +44,9 @@ def run(args: argparse.Namespace) -> int:
         from cudnn_doctor.reports import run_report
         from cudnn_doctor.system.live import LiveSystem
 
-        findings = diagnose(LiveSystem(), with_frameworks=explanation.about_frameworks).findings  # a build's error: its report too
+        findings = diagnose(
+            LiveSystem(), with_frameworks=explanation.about_frameworks
+        ).findings  # a build's error: its report too
         run_report.render(explain(done.returncode, done.stderr_tail, done.traces, findings), command, sys.stderr)
     return exit_status(done.returncode)  # a death by signal N is 128+N, as a shell gives it (not 256-N)
 

@@ -15,15 +15,25 @@ from cudnn_doctor.system.output_files import check_new_file, write_new_file
 
 def configure_parser(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser("snapshot", help="write this machine as a fixture file for bug reports")
-    parser.add_argument("-o", "--output", type=Path, metavar="FILE", help="write here (.yaml or .json) instead of standard output")
-    parser.add_argument("--force", action="store_true", help="replace FILE when it exists (a symbolic link there is replaced itself, never followed)")
-    parser.add_argument("--redact", action="store_true", help="replace the user name, home folder, host name and GPU UUIDs")
+    parser.add_argument(
+        "-o", "--output", type=Path, metavar="FILE", help="write here (.yaml or .json) instead of standard output"
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace FILE when it exists (a symbolic link there is replaced itself, never followed)",
+    )
+    parser.add_argument(
+        "--redact", action="store_true", help="replace the user name, home folder, host name and GPU UUIDs"
+    )
     parser.add_argument("--no-frameworks", action="store_true", help="do not import the GPU frameworks")
     add_timeout_option(parser)
     parser.set_defaults(run=run)
 
 
-def take_snapshot(with_frameworks: bool = True, framework_timeout: float = 60.0, redact: bool = False) -> dict[str, Any]:
+def take_snapshot(
+    with_frameworks: bool = True, framework_timeout: float = 60.0, redact: bool = False
+) -> dict[str, Any]:
     """Run the probes on the live machine through a recorder and return the recorded document."""
     import platform
 
@@ -50,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
     if args.output is None:
         snapshot_report.render(document, sys.stdout)
         return 0
-    write_new_file(args.output, snapshot_report.serialize(document, json_format=args.output.suffix.lower() == ".json"), args.force)
+    write_new_file(
+        args.output, snapshot_report.serialize(document, json_format=args.output.suffix.lower() == ".json"), args.force
+    )
     messages.note(f"wrote {args.output}", sys.stderr)
     return 0

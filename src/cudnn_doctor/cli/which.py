@@ -19,7 +19,9 @@ from cudnn_doctor.reports import write_json
 def configure_parser(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser("which", help="show where the loader finds a library, and its whole import tree")
     parser.add_argument("name", help="a library name (cudnn64_8.dll, libcudnn.so.9) or a path")
-    parser.add_argument("--python", metavar="EXE", help="the interpreter whose process loads it (default: the current one)")
+    parser.add_argument(
+        "--python", metavar="EXE", help="the interpreter whose process loads it (default: the current one)"
+    )
     parser.add_argument("--fixture", type=Path, metavar="FILE", help="resolve on the machine a fixture describes")
     parser.add_argument("--format", choices=("text", "json"), default="text")
     add_knowledge_option(parser)
@@ -46,9 +48,14 @@ def _run(args: argparse.Namespace) -> int:
     executable = args.python or system.current_python()
     if not executable:
         raise UsageError("no interpreter to resolve from; pass --python EXE")
-    if args.python and not (system.is_file(executable) or any(system.paths.same(executable, p) for p in system.known_pythons())):
+    if args.python and not (
+        system.is_file(executable) or any(system.paths.same(executable, p) for p in system.known_pythons())
+    ):
         where = "in the fixture" if args.fixture else "on this machine"
-        raise UsageError(f"--python {executable}: no such interpreter {where}" + (" (it is a folder)" if system.is_dir(executable) else ""))
+        raise UsageError(
+            f"--python {executable}: no such interpreter {where}"
+            + (" (it is a folder)" if system.is_dir(executable) else "")
+        )
     resolution = Resolver(system).resolve("which", executable, _roots(system, args.name))
     resolution = resolution._replace(steps=tuple(s for s in resolution.steps if not _unneeded(system, s)))
     confirmations = probe_confirmations(system, (resolution,))
@@ -59,7 +66,9 @@ def _run(args: argparse.Namespace) -> int:
     else:
         report.render(resolution, confirmations, sys.stdout)
     root = resolution.steps[0] if resolution.steps else None
-    return 0 if root is not None and root.winner and not any(s.failed and not s.optional for s in resolution.steps) else 1
+    return (
+        0 if root is not None and root.winner and not any(s.failed and not s.optional for s in resolution.steps) else 1
+    )
 
 
 def _roots(system: System, name: str) -> list[Union[str, Root]]:
@@ -68,8 +77,14 @@ def _roots(system: System, name: str) -> list[Union[str, Root]]:
     from cudnn_doctor.probes.resolution import ORT_PROVIDER_DLL, onnxruntime_provider_roots
 
     rules = system.paths
-    if rules.windows and rules.is_abs(name) and rules.name_key(rules.basename(name)) == rules.name_key(ORT_PROVIDER_DLL):
-        roots = onnxruntime_provider_roots(system, name)  # the asked-for library heads the report; roots load before any import
+    if (
+        rules.windows
+        and rules.is_abs(name)
+        and rules.name_key(rules.basename(name)) == rules.name_key(ORT_PROVIDER_DLL)
+    ):
+        roots = onnxruntime_provider_roots(
+            system, name
+        )  # the asked-for library heads the report; roots load before any import
         return [roots[-1], *roots[:-1]]
     return [name]
 
@@ -80,7 +95,9 @@ def _unneeded(system: System, step: LoadStep) -> bool:
     from cudnn_doctor import knowledge
     from cudnn_doctor.versions import parse_version
 
-    if not step.failed or system.paths.name_key(system.paths.basename(step.name)) != system.paths.name_key("zlibwapi.dll"):
+    if not step.failed or system.paths.name_key(system.paths.basename(step.name)) != system.paths.name_key(
+        "zlibwapi.dll"
+    ):
         return False
     binary = system.binary(step.requester) if system.exists(step.requester) else None
     version = parse_version(binary.version) if binary is not None and binary.version else None

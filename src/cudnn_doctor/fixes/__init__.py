@@ -63,11 +63,16 @@ class FixPlan(Record):
 def _same_variable(a: Change, b: Change) -> bool:
     if isinstance(a, ManagedExport) and isinstance(b, ManagedExport):
         return (a.file, a.name) == (b.file, b.name)
-    return isinstance(a, SetPersistentEnv) and isinstance(b, SetPersistentEnv) and (a.scope, a.name.upper()) == (b.scope, b.name.upper())
+    return (
+        isinstance(a, SetPersistentEnv)
+        and isinstance(b, SetPersistentEnv)
+        and (a.scope, a.name.upper()) == (b.scope, b.name.upper())
+    )
 
 
 def _kept(old: list[str], new: list[str]) -> list[bool]:
-    """Which entries of `old` a value made by dropping entries from it kept (the first match, as the planners keep the first copy)."""
+    """Which entries of `old` a value made by dropping entries from it kept (the first match, as the planners keep the
+    first copy)."""
     mask, position = [], 0
     for entry in old:
         keep = position < len(new) and new[position] == entry
@@ -78,7 +83,9 @@ def _kept(old: list[str], new: list[str]) -> list[bool]:
 
 def _both(a: Change, b: Change) -> Change:
     """Two values of one PATH-like variable, each the same old value less some entries: the old value less both's."""
-    if isinstance(a, ManagedExport) and isinstance(b, ManagedExport):  # Linux: ':' and an empty entry is the current folder
+    if isinstance(a, ManagedExport) and isinstance(
+        b, ManagedExport
+    ):  # Linux: ':' and an empty entry is the current folder
         drop, repeats = tuple(dict.fromkeys(a.drop + b.drop)), a.repeats or b.repeats
         if a.old != b.old:
             return ManagedExport(b.file, b.name, b.value, b.old, drop, repeats)
@@ -106,7 +113,9 @@ def plan_fix(finding: Finding, facts: Facts, releases: Optional[Sequence[Install
     return planner(finding, facts)
 
 
-def automatic_fix(finding: Finding, facts: Facts, releases: Optional[Sequence[InstalledRelease]] = None) -> Optional[str]:
+def automatic_fix(
+    finding: Finding, facts: Facts, releases: Optional[Sequence[InstalledRelease]] = None
+) -> Optional[str]:
     """ "safe" / "unsafe" when `fix` has changes for this very finding; None when its steps stay manual
     (its rule has no fix, or this case is not one the fix handles, e.g. a PATH fix off Windows)."""
     rule = RULES.get(finding.id)
@@ -147,7 +156,11 @@ def plan_fixes(
             continue
         if not changes:
             why = why_no_fix(found, facts, releases)
-            skipped.append(Skipped(found, f"{why}: follow its steps" if why else "this case has no automatic fix: follow its steps"))
+            skipped.append(
+                Skipped(
+                    found, f"{why}: follow its steps" if why else "this case has no automatic fix: follow its steps"
+                )
+            )
             continue
         fixes.append(PlannedFix(found, kind, tuple(changes)))
     return FixPlan(tuple(fixes), tuple(skipped))

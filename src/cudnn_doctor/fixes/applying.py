@@ -64,7 +64,9 @@ class Fixed(Record):
             return ()
         before = Counter(f.id for f in self.proposal.before.findings)
         after = Counter(f.id for f in self.after.findings)
-        return tuple(Outcome(i, before[i], after[i]) for i in dict.fromkeys(f.finding.id for f in self.proposal.plan.fixes))
+        return tuple(
+            Outcome(i, before[i], after[i]) for i in dict.fromkeys(f.finding.id for f in self.proposal.plan.fixes)
+        )
 
     @property
     def other_errors(self) -> tuple[str, ...]:
@@ -114,10 +116,14 @@ def fix(
         warnings = store.take_warnings()
         label = "fix: " + ", ".join(dict.fromkeys(f.finding.id for f in plan.fixes))
         commands = [{"argv": list(c.argv), "undo": c.undo} for c in expanded.commands]
-        transaction.apply_fix(expanded.steps, store, txid, label, _target(system, expanded), env_changes=expanded.env, commands=commands)
+        transaction.apply_fix(
+            expanded.steps, store, txid, label, _target(system, expanded), env_changes=expanded.env, commands=commands
+        )
     _run_commands(system, expanded, announce)
     after = diagnose((recheck or (lambda: system))())
-    return Fixed(proposal, dry_run=False, applied=True, live=system.live, warnings=warnings, recovered=recovered, after=after)
+    return Fixed(
+        proposal, dry_run=False, applied=True, live=system.live, warnings=warnings, recovered=recovered, after=after
+    )
 
 
 def _target(system: System, expanded: Expanded) -> str:
@@ -136,7 +142,12 @@ def _run_commands(system: System, expanded: Expanded, announce: Callable[[RunCom
         result = system.run_shown(list(command.argv))
         if result.returncode != 0:
             said = (result.stderr or result.stdout or "").strip()[-300:]
-            applied = " (the file and registry changes before it are applied: `cudnn-doctor rollback` undoes them)" if expanded.steps or expanded.env else ""
+            applied = (
+                " (the file and registry changes before it are applied: `cudnn-doctor rollback` undoes them)"
+                if expanded.steps or expanded.env
+                else ""
+            )
             raise InputError(
-                f"{' '.join(command.argv)} failed (exit {result.returncode}){': ' + said if said else ''}{applied}; to undo what it did: {command.undo}"
+                f"{' '.join(command.argv)} failed (exit "
+                f"{result.returncode}){': ' + said if said else ''}{applied}; to undo what it did: {command.undo}"
             )

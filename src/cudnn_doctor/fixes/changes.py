@@ -43,7 +43,10 @@ class SetPersistentEnv(Record):
     old: Optional[str] = None  # what the planner saw, for the printed plan
 
     def describe(self) -> str:
-        return f"env      {self.scope} {self.name}: {self.old if self.old is not None else '(unset)'} → {self.value if self.value is not None else '(unset)'}"
+        return (
+            f"env      {self.scope} {self.name}: {self.old if self.old is not None else '(unset)'} → "
+            f"{self.value if self.value is not None else '(unset)'}"
+        )
 
 
 class WriteFile(Record):
@@ -123,6 +126,8 @@ def _distinct(*kinds: Any) -> None:
         kind.__eq__, kind.__ne__, kind.__hash__ = equal, unequal, hashed
 
 
-_distinct(MoveFile, MoveTree, CopyFile, SetPersistentEnv, WriteFile, RunCommand, ExtractFile, InstalledRelease, ManagedExport)
+_distinct(
+    MoveFile, MoveTree, CopyFile, SetPersistentEnv, WriteFile, RunCommand, ExtractFile, InstalledRelease, ManagedExport
+)
 
 Change = Union[MoveFile, MoveTree, CopyFile, SetPersistentEnv, WriteFile, RunCommand, ExtractFile, ManagedExport]

@@ -38,7 +38,16 @@ from cudnn_doctor.checks.rules import (
 )
 from cudnn_doctor.facts import CONDA_META, DIST_INFO, CudnnInstall, Facts, PathEntry
 from cudnn_doctor.findings import Finding, Severity
-from cudnn_doctor.fixes.changes import Change, ExtractFile, InstalledRelease, ManagedExport, MoveFile, MoveTree, RunCommand, SetPersistentEnv
+from cudnn_doctor.fixes.changes import (
+    Change,
+    ExtractFile,
+    InstalledRelease,
+    ManagedExport,
+    MoveFile,
+    MoveTree,
+    RunCommand,
+    SetPersistentEnv,
+)
 from cudnn_doctor.lazyre import regex
 from cudnn_doctor.paths import PathRules, expand_percent, managed_env_file
 from cudnn_doctor.versions import parse_version
@@ -66,7 +75,11 @@ def evidence_of(finding: Finding, kind: type[Seen]) -> Optional[Seen]:
 def _managed(facts: Facts, install: CudnnInstall) -> bool:
     """A copy a package manager (apt, pip, conda) owns: removing it is that manager's job, not a quarantine's."""
     parts = {p.lower() for p in install.folder.replace("\\", "/").split("/")}
-    return install.package is not None or install.version_source in (DIST_INFO, CONDA_META) or bool(parts & {"site-packages", "dist-packages"})
+    return (
+        install.package is not None
+        or install.version_source in (DIST_INFO, CONDA_META)
+        or bool(parts & {"site-packages", "dist-packages"})
+    )
 
 
 def _release_files(facts: Facts, install: CudnnInstall) -> list[str]:
@@ -86,12 +99,15 @@ def _quarantine(files: Iterable[str]) -> list[Change]:
 
 @planner(CUDNN_SHADOWED)
 def plan_shadowed(finding: Finding, facts: Facts) -> list[Change]:
-    """The copy that wins is unusable (an error) and a hand-copied one: quarantine its whole release, so the next copy wins."""
+    """The copy that wins is unusable (an error) and a hand-copied one: quarantine its whole release, so the next copy
+    wins."""
     evidence = evidence_of(finding, ShadowedCopies)
     if evidence is None:
         return []
     used = evidence.used
-    copies = [c for c in evidence.copies if c != evidence.off_path]  # the copy beside the asking library is not searched
+    copies = [
+        c for c in evidence.copies if c != evidence.off_path
+    ]  # the copy beside the asking library is not searched
     if len(copies) < 2:
         return []  # with the winner gone, no copy would be found
     install = facts.cudnn_owner(used)[0]
@@ -130,7 +146,8 @@ def plan_in_system_dir(finding: Finding, facts: Facts) -> list[Change]:
 
 @planner(CUDNN_NESTED_LAYOUT)
 def plan_nested_layout(finding: Finding, facts: Facts) -> list[Change]:
-    """`<toolkit>\\<top>\\bin\\…` → `<toolkit>\\bin\\…` (and include, lib); what else the top folder held goes to quarantine."""
+    """`<toolkit>\\<top>\\bin\\…` → `<toolkit>\\bin\\…` (and include, lib); what else the top folder held goes to
+    quarantine."""
     evidence = evidence_of(finding, NestedCopy)
     if evidence is None:
         return []
@@ -138,7 +155,8 @@ def plan_nested_layout(finding: Finding, facts: Facts) -> list[Change]:
     rules = PathRules(facts.os)
     if rules.windows:
         pairs = [("bin", "bin"), ("include", "include"), ("lib", "lib")]
-    else:  # a Linux toolkit keeps its libraries in lib64 (the runfile's and the packages' layout); the archives name it lib
+    # a Linux toolkit keeps its libraries in lib64 (the runfile's and the packages' layout); the archives name it lib
+    else:
         pairs = [("include", "include"), ("lib", "lib64"), ("lib64", "lib64")]
     moves: list[Change] = [MoveTree(rules.join(top, sub), rules.join(toolkit, dest)) for sub, dest in pairs]
     return [*moves, MoveTree(top)]
@@ -154,7 +172,8 @@ def _path_name(values: dict[str, str]) -> Optional[str]:
 
 
 def _rewrite_path(facts: Facts, keep: Callable[[str, str, set[str]], bool]) -> list[Change]:
-    """A new registry PATH per scope (system first, as new processes see them), each entry kept as written (%VAR% and all)."""
+    """A new registry PATH per scope (system first, as new processes see them), each entry kept as written (%VAR% and
+    all)."""
     if facts.os != "windows" or facts.environment.persistent is None:
         return []
     rules = PathRules("windows")
@@ -191,7 +210,12 @@ def plan_path_duplicates(finding: Finding, facts: Facts) -> list[Change]:
         return []
     variable = evidence.variable
     if facts.os == "linux":
-        return _linux_exports(facts, {variable}, lambda entry, seen: bool(entry.value) and PathRules("linux").key(entry.value) in seen, repeats=True)
+        return _linux_exports(
+            facts,
+            {variable},
+            lambda entry, seen: bool(entry.value) and PathRules("linux").key(entry.value) in seen,
+            repeats=True,
+        )
     if variable.upper() != "PATH":
         return []
     rules = PathRules("windows")
@@ -207,7 +231,9 @@ def plan_path_missing(finding: Finding, facts: Facts) -> list[Change]:
         return []
     if facts.os == "linux":
         named = set(evidence.entries)
-        return _linux_exports(facts, LINUX_VARIABLES, lambda entry, seen: entry.value in named and not entry.exists, repeats=False)
+        return _linux_exports(
+            facts, LINUX_VARIABLES, lambda entry, seen: entry.value in named and not entry.exists, repeats=False
+        )
     rules = PathRules("windows")
     missing = {rules.key(e) for e in evidence.entries}
     return _rewrite_path(facts, lambda scope, entry, seen: rules.key(entry) not in missing)
@@ -216,7 +242,9 @@ def plan_path_missing(finding: Finding, facts: Facts) -> list[Change]:
 LINUX_VARIABLES = frozenset({"LD_LIBRARY_PATH", "PATH"})
 
 
-def _linux_exports(facts: Facts, names: Collection[str], drop: Callable[[PathEntry, set[str]], bool], repeats: bool) -> list[Change]:
+def _linux_exports(
+    facts: Facts, names: Collection[str], drop: Callable[[PathEntry, set[str]], bool], repeats: bool
+) -> list[Change]:
     """Linux: for each variable with entries `drop` names, a line of the doctor's env.sh that removes them from the
     value each new shell has (the missing folders by name, or every later copy of a folder)."""
     variables = facts.environment.variables
@@ -281,7 +309,8 @@ def _pip_argv(line: str, python: str) -> Optional[tuple[str, ...]]:
 
 @planner(TORCH_CPU_BUILD)
 def plan_torch_cpu_build(finding: Finding, facts: Facts) -> list[Change]:
-    """Unsafe: the finding's own pip lines (the CUDA build the planner chose), run in the interpreter it is about; undone
+    """Unsafe: the finding's own pip lines (the CUDA build the planner chose), run in the interpreter it is about;
+    undone
     by reinstalling the versions that were there, which the plan names."""
     evidence = evidence_of(finding, CpuBuild)
     if evidence is None or evidence.torch is None:
@@ -296,7 +325,10 @@ def plan_torch_cpu_build(finding: Finding, facts: Facts) -> list[Change]:
     names = [a.split("==")[0] for a in touched]
     recorded = [f"{n}=={packages.get(n) or (torch if n == 'torch' else '?')}" for n in dict.fromkeys(names)]
     # uninstall first: `pip install torch==2.2.2` is satisfied by an installed 2.2.2+cu121 (a local version matches ==)
-    undo = f'"{python}" -m pip uninstall -y {" ".join(dict.fromkeys(names))}, then "{python}" -m pip install {" ".join(recorded)}'
+    undo = (
+        f'"{python}" -m pip uninstall -y {" ".join(dict.fromkeys(names))}, then "{python}" -m pip install '
+        f"{' '.join(recorded)}"
+    )
     return [RunCommand(argv, undo=undo) for argv in commands]
 
 
@@ -304,9 +336,11 @@ _ORT_EXTRAS = regex(r"^onnxruntime(?:-gpu)?\[cuda,cudnn\]==[0-9][0-9A-Za-z.+!-]*
 
 
 def plan_ort_extras(finding: Finding, facts: Facts) -> list[Change]:
-    """Unsafe: ONNX Runtime's own `pip install "onnxruntime-gpu[cuda,cudnn]==<its version>"` line of the finding, run in the
+    """Unsafe: ONNX Runtime's own `pip install "onnxruntime-gpu[cuda,cudnn]==<its version>"` line of the finding, run
+    in the
     interpreter of that ONNX Runtime (the nvidia-* CUDA and cuDNN wheels it asks for; ONNX Runtime itself stays). The
-    finding's other lines (preload_dlls(), a search path) stay manual; undone by uninstalling the nvidia-* wheels it added."""
+    finding's other lines (preload_dlls(), a search path) stay manual; undone by uninstalling the nvidia-* wheels it
+    added."""
     pythons = {b.executable for b in facts.builds if b.name == "onnxruntime"}
     for line in finding.fix:
         if "[cuda,cudnn]" not in line:  # not the extras line: no need to split it like a shell
@@ -322,7 +356,8 @@ def plan_ort_extras(finding: Finding, facts: Facts) -> list[Change]:
         had = sorted(n for n in (env.packages if env is not None else {}) if n.startswith("nvidia-"))
         kept = f" except {', '.join(had)}, which were there before" if had else ""
         undo = (
-            f'"{python}" -m pip uninstall -y every nvidia-* package that `"{python}" -m pip list` shows{kept} ({argv[4].split("[")[0]} itself is not changed)'
+            f'"{python}" -m pip uninstall -y every nvidia-* package that `"{python}" -m pip list` shows{kept} '
+            f"({argv[4].split('[')[0]} itself is not changed)"
         )
         return [RunCommand(argv, undo=undo)]
     return []
@@ -337,7 +372,9 @@ for _rule in (CUDNN_MISSING, CUDA_LIBS_NOT_FOUND, DEPENDENCY_MISSING):
 WITH_HISTORY: set[str] = set()  # rules whose planner also takes the install history: (finding, facts, releases)
 
 
-def _restore(finding: Finding, facts: Facts, releases: Sequence[InstalledRelease]) -> tuple[list[Change], Optional[str]]:
+def _restore(
+    finding: Finding, facts: Facts, releases: Sequence[InstalledRelease]
+) -> tuple[list[Change], Optional[str]]:
     """The missing headers (include/cudnn*.h) or import libraries (lib/x64/cudnn*.lib) the newest install into that
     toolkit wrote, each from its archive with the bytes it wrote; else no change and why (a sentence)."""
     rules = PathRules(facts.os)
@@ -353,10 +390,18 @@ def _restore(finding: Finding, facts: Facts, releases: Sequence[InstalledRelease
     present = [*(install.headers_in_toolkit if install else ()), *(install.import_libraries if install else ())]
     release = next((r for r in reversed(releases) if rules.same(r.target, toolkit)), None)
     if release is None:
-        return [], f"no install into {toolkit} is in cudnn-doctor's history (`cudnn-doctor install ARCHIVE` records one), so no archive to copy the {what} from"
+        return (
+            [],
+            f"no install into {toolkit} is in cudnn-doctor's history (`cudnn-doctor install ARCHIVE` records "
+            f"one), so no archive to copy the {what} from",
+        )
     mine, theirs = parse_version((install.version or "") if install else ""), parse_version(release.version or "")
     if mine is not None and theirs is not None and mine.release[:3] != theirs.release[:3]:
-        return [], f"the cuDNN in {toolkit} is {install.version if install else '?'}, not the {release.version} that {release.archive} installed there"
+        return (
+            [],
+            f"the cuDNN in {toolkit} is {install.version if install else '?'}, not the {release.version} that "
+            f"{release.archive} installed there",
+        )
     files = [
         (dest, identity)
         for dest, identity in release.files
@@ -368,7 +413,11 @@ def _restore(finding: Finding, facts: Facts, releases: Sequence[InstalledRelease
     if not files:
         return [], f"the install of {release.archive} wrote none of the missing {what} into {folder}"
     if release.unusable:
-        return [], f"the archive {release.archive} that installed cuDNN {release.version or ''} into {toolkit} {release.unusable}".replace("  ", " ")
+        return (
+            [],
+            f"the archive {release.archive} that installed cuDNN {release.version or ''} into {toolkit} "
+            f"{release.unusable}".replace("  ", " "),
+        )
     return [ExtractFile(release.archive, dest, identity) for dest, identity in files], None
 
 
@@ -382,13 +431,15 @@ def why_no_fix(finding: Finding, facts: Facts, releases: Optional[Sequence[Insta
 
 @planner(CUDNN_HEADER_MISSING)
 def plan_header_missing(finding: Finding, facts: Facts, releases: Sequence[InstalledRelease] = ()) -> list[Change]:
-    """Headers `cudnn-doctor install` wrote and that are gone since: extracted again from the same archive, byte for byte."""
+    """Headers `cudnn-doctor install` wrote and that are gone since: extracted again from the same archive, byte for
+    byte."""
     return _restore(finding, facts, releases)[0]
 
 
 @planner(CUDNN_IMPORT_LIB_MISSING)
 def plan_import_lib_missing(finding: Finding, facts: Facts, releases: Sequence[InstalledRelease] = ()) -> list[Change]:
-    """Windows import libraries (lib\\x64\\cudnn*.lib) the install wrote and that are gone since, from the same archive."""
+    """Windows import libraries (lib\\x64\\cudnn*.lib) the install wrote and that are gone since, from the same
+    archive."""
     return _restore(finding, facts, releases)[0]
 
 

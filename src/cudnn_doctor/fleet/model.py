@@ -130,7 +130,11 @@ def stack_of(facts: Facts) -> dict[str, str]:
 def _build_text(build: FrameworkBuild) -> str:
     """`torch 2.4.0+cu121 (CUDA 12.1, cuDNN 9.1)`: the release and what it was built with."""
     cuda = build.cuda_version  # "64_112" (TensorFlow's Windows build_info) and "11.2" are one CUDA: 11.2
-    parts = [f"CUDA {cuda_text(cuda) if cuda is not None else build.cuda.value}" if build.cuda else ("CPU build" if build.gpu_build is False else "")]
+    parts = [
+        f"CUDA {cuda_text(cuda) if cuda is not None else build.cuda.value}"
+        if build.cuda
+        else ("CPU build" if build.gpu_build is False else "")
+    ]
     if build.cudnn:
         parts.append(f"cuDNN {build.cudnn.value}")
     inside = ", ".join(p for p in parts if p)
@@ -172,7 +176,8 @@ def aggregate(nodes: Iterable[NodeResult]) -> FleetReport:
         drift = () if number == 1 else _drift(dict(zip(STACK_FIELDS, ordered[0][0])), stack)
         groups.append(Group(number, stack, tuple(names), number == 1, drift))
     found_counts = sorted(
-        (FindingCount(i, severities[i].value, titles[i], n) for i, n in counts.items()), key=lambda c: (-c.nodes, Severity(c.severity).rank, c.id)
+        (FindingCount(i, severities[i].value, titles[i], n) for i, n in counts.items()),
+        key=lambda c: (-c.nodes, Severity(c.severity).rank, c.id),
     )
     return FleetReport(results, tuple(groups), tuple(found_counts), dict(statuses))
 

@@ -1,4 +1,5 @@
-"""What runs on a node: record its machine as a machine-fixture/1 document (the raw snapshot; the checks run on the driver).
+"""What runs on a node: record its machine as a machine-fixture/1 document (the raw snapshot; the checks run on the
+driver).
 
 Test hooks (documented in the README): `CUDNN_DOCTOR_FLEET_FIXTURE` names a machine fixture that the
 node reports instead of its live machine, and `CUDNN_DOCTOR_FLEET_DELAY` (seconds) makes the task
@@ -20,7 +21,9 @@ FIXTURE_VARIABLE = "CUDNN_DOCTOR_FLEET_FIXTURE"
 DELAY_VARIABLE = "CUDNN_DOCTOR_FLEET_DELAY"
 
 
-def snapshot_here(with_frameworks: bool = True, framework_timeout: float = 60.0, python: Optional[str] = None) -> dict[str, Any]:
+def snapshot_here(
+    with_frameworks: bool = True, framework_timeout: float = 60.0, python: Optional[str] = None
+) -> dict[str, Any]:
     """This node's snapshot: from the test hook's fixture, from `python` (another interpreter here), or live."""
     delay = variable(DELAY_VARIABLE)
     if delay:
@@ -46,10 +49,13 @@ def _snapshot_in(python: str, with_frameworks: bool, framework_timeout: float) -
     from cudnn_doctor.system.child import run_child
 
     code = (
-        f"import json, sys; from cudnn_doctor.fleet.node import snapshot_here; json.dump(snapshot_here({with_frameworks!r}, {framework_timeout!r}), sys.stdout)"
+        f"import json, sys; from cudnn_doctor.fleet.node import snapshot_here; "
+        f"json.dump(snapshot_here({with_frameworks!r}, {framework_timeout!r}), sys.stdout)"
     )
     env = {k: v for k, v in environment().items() if k not in (FIXTURE_VARIABLE, DELAY_VARIABLE)}
-    done = run_child([python, "-c", code], timeout=framework_timeout * 6, env=env)  # the probes' own children are bounded by framework_timeout
+    done = run_child(
+        [python, "-c", code], timeout=framework_timeout * 6, env=env
+    )  # the probes' own children are bounded by framework_timeout
     if done.timed_out:
         raise RuntimeError(f"{python}: the snapshot did not finish in {framework_timeout * 6:.0f} s")
     if done.returncode != 0:
@@ -59,7 +65,8 @@ def _snapshot_in(python: str, with_frameworks: bool, framework_timeout: float) -
 
 
 def main() -> None:
-    """`python -m cudnn_doctor.fleet.node`: print this node's snapshot as JSON (for engines that run a command per node)."""
+    """`python -m cudnn_doctor.fleet.node`: print this node's snapshot as JSON (for engines that run a command per
+    node)."""
     json.dump(snapshot_here(), sys.stdout)
     sys.stdout.write("\n")
 

@@ -21,7 +21,8 @@ SNAPSHOT_SUFFIXES = (".json", ".yaml", ".yml")
 
 
 def snapshot_files(arguments: Iterable[Path]) -> list[Path]:
-    """Each FILE as given and each DIR's snapshot files (sorted, not recursive); a missing path or nothing found is exit 2.
+    """Each FILE as given and each DIR's snapshot files (sorted, not recursive); a missing path or nothing found is
+    exit 2.
 
     Everything with a snapshot's name but a folder is kept, whatever it is: a FIFO, a link to a device or a dangling
     link becomes that node's `error` when it is read (the hardened reader opens regular files only), never a node
@@ -29,7 +30,9 @@ def snapshot_files(arguments: Iterable[Path]) -> list[Path]:
     found: list[Path] = []
     for argument in arguments:
         if argument.is_dir():
-            found.extend(sorted(p for p in argument.iterdir() if p.suffix.lower() in SNAPSHOT_SUFFIXES and not p.is_dir()))
+            found.extend(
+                sorted(p for p in argument.iterdir() if p.suffix.lower() in SNAPSHOT_SUFFIXES and not p.is_dir())
+            )
         elif lexists(argument):
             found.append(argument)
         else:
@@ -40,7 +43,8 @@ def snapshot_files(arguments: Iterable[Path]) -> list[Path]:
 
 
 def node_names(paths: list[Path]) -> list[str]:
-    """A node is named by its file's stem (`srun … -o snaps/%N.json` names files by host); the path where stems repeat."""
+    """A node is named by its file's stem (`srun … -o snaps/%N.json` names files by host); the path where stems
+    repeat."""
     stems = [p.stem for p in paths]
     seen: dict[str, int] = {}
     for stem in stems:
@@ -57,7 +61,9 @@ class Checker:
         self._known: dict[str, tuple[tuple[Any, ...], dict[str, str]]] = {}
         self.diagnosed = 0  # how many diagnoses actually ran (the rest came from the cache)
 
-    def result(self, node: str, document: dict[str, Any], source: Optional[str] = None, origin: Optional[Path] = None) -> NodeResult:
+    def result(
+        self, node: str, document: dict[str, Any], source: Optional[str] = None, origin: Optional[Path] = None
+    ) -> NodeResult:
         """The node's findings and stack; a snapshot the checks cannot replay is an `error` node, not a crash."""
         key = _content_key(document, origin)
         known = self._known.get(key)
@@ -75,7 +81,9 @@ class Checker:
         from cudnn_doctor.system.fixture import FixtureSystem
 
         self.diagnosed += 1
-        diagnosis = diagnose(FixtureSystem(document, origin=origin), framework_timeout=self.framework_timeout, ignore=self.ignore)
+        diagnosis = diagnose(
+            FixtureSystem(document, origin=origin), framework_timeout=self.framework_timeout, ignore=self.ignore
+        )
         return tuple(diagnosis.findings), stack_of(diagnosis.facts)
 
     def from_files(self, paths: list[Path]) -> Iterator[NodeResult]:
@@ -97,7 +105,9 @@ class Checker:
         try:
             checked = validate(document)
         except InputError as error:
-            return NodeResult(node, ERROR, error=f"the node's snapshot is not a machine fixture: {error}", source=source)
+            return NodeResult(
+                node, ERROR, error=f"the node's snapshot is not a machine fixture: {error}", source=source
+            )
         return self.result(node, checked, source)
 
 
@@ -105,13 +115,22 @@ def _content_key(document: dict[str, Any], origin: Optional[Path] = None) -> str
     """A digest of what the diagnosis reads: the same key means the same findings and stack."""
     kept = {k: v for k, v in document.items() if k not in ("name", "description", "expect")}
     files = document.get("files")
-    if origin is not None and isinstance(files, dict) and any(isinstance(e, dict) and "source" in e for e in files.values()):
-        kept["origin"] = str(origin.resolve().parent)  # `source` names bytes beside the file: another folder, other bytes
+    if (
+        origin is not None
+        and isinstance(files, dict)
+        and any(isinstance(e, dict) and "source" in e for e in files.values())
+    ):
+        kept["origin"] = str(
+            origin.resolve().parent
+        )  # `source` names bytes beside the file: another folder, other bytes
     env = kept.get("env")
     if isinstance(env, dict):
         kept["env"] = {k: v for k, v in env.items() if diagnosed(k)}
     nvml = kept.get("nvml")
     if isinstance(nvml, dict) and isinstance(nvml.get("gpus"), list):
-        kept["nvml"] = {**nvml, "gpus": [{k: v for k, v in g.items() if k != "uuid"} if isinstance(g, dict) else g for g in nvml["gpus"]]}
+        kept["nvml"] = {
+            **nvml,
+            "gpus": [{k: v for k, v in g.items() if k != "uuid"} if isinstance(g, dict) else g for g in nvml["gpus"]],
+        }
     text = json.dumps(kept, sort_keys=True, default=str, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

@@ -37,7 +37,12 @@ def _run_on_node(with_frameworks: bool, framework_timeout: float, python: Option
 
 
 def collect(
-    address: str, timeout: float, checker: Checker, python: Optional[str] = None, with_frameworks: bool = True, framework_timeout: float = 60.0
+    address: str,
+    timeout: float,
+    checker: Checker,
+    python: Optional[str] = None,
+    with_frameworks: bool = True,
+    framework_timeout: float = 60.0,
 ) -> list[NodeResult]:
     """Every node the cluster knows, as a result: ok with its findings, or why not."""
     ray = require_ray()
@@ -49,7 +54,10 @@ def collect(
         try:
             ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False, configure_logging=False)
         except (ConnectionError, RuntimeError, ValueError) as error:
-            raise UsageError(f"--ray {address}: cannot connect to the Ray cluster: {str(error).splitlines()[0] if str(error) else error}") from None
+            raise UsageError(
+                f"--ray {address}: cannot connect to the Ray cluster: "
+                f"{str(error).splitlines()[0] if str(error) else error}"
+            ) from None
     try:
         nodes = ray.nodes()
         names = _node_names(nodes)
@@ -59,7 +67,9 @@ def collect(
         for node in nodes:
             if not node.get("Alive"):
                 why = f" ({node['DeathReasonMessage']})" if node.get("DeathReasonMessage") else ""
-                results[node["NodeID"]] = NodeResult(names[node["NodeID"]], DEAD, error=f"the cluster lists this node as dead{why}", source=_where(node))
+                results[node["NodeID"]] = NodeResult(
+                    names[node["NodeID"]], DEAD, error=f"the cluster lists this node as dead{why}", source=_where(node)
+                )
                 continue
             strategy = NodeAffinitySchedulingStrategy(node_id=node["NodeID"], soft=False)
             refs[task.options(scheduling_strategy=strategy).remote(with_frameworks, framework_timeout, python)] = node
@@ -73,7 +83,9 @@ def collect(
             node_id, name, where = node["NodeID"], names[node["NodeID"]], _where(node)
             if ref in late:
                 _cancel(ray, ref)
-                if node_id not in alive_now:  # it went away while its task ran: the cluster noticed before the task failed
+                if (
+                    node_id not in alive_now
+                ):  # it went away while its task ran: the cluster noticed before the task failed
                     results[node_id] = NodeResult(name, DEAD, error="the node died while its task ran", source=where)
                 else:
                     results[node_id] = NodeResult(name, TIMEOUT, error=f"no answer within {timeout:g} s", source=where)
@@ -105,14 +117,21 @@ def _reachable(address: str, wait: float = 5.0) -> None:
 
 def _failed(ray: Any, name: str, where: str, error: BaseException, alive: bool) -> NodeResult:
     exceptions = ray.exceptions
-    lost = (exceptions.NodeDiedError, exceptions.WorkerCrashedError, exceptions.LocalRayletDiedError, exceptions.ObjectLostError)
+    lost = (
+        exceptions.NodeDiedError,
+        exceptions.WorkerCrashedError,
+        exceptions.LocalRayletDiedError,
+        exceptions.ObjectLostError,
+    )
     if not alive and isinstance(error, (*lost, exceptions.TaskUnschedulableError)):
         return NodeResult(name, DEAD, error=f"the node died while its task ran ({type(error).__name__})", source=where)
     if isinstance(error, exceptions.TaskUnschedulableError):
         return NodeResult(name, UNREACHABLE, error="its task could not be placed on the node", source=where)
     cause = getattr(error, "cause", None) or error
     text = str(cause).strip().splitlines()
-    return NodeResult(name, ERROR, error=f"{type(cause).__name__}: {text[-1] if text else ''}".rstrip(": "), source=where)
+    return NodeResult(
+        name, ERROR, error=f"{type(cause).__name__}: {text[-1] if text else ''}".rstrip(": "), source=where
+    )
 
 
 def _cancel(ray: Any, ref: Any) -> None:
@@ -127,7 +146,8 @@ def _where(node: dict[str, Any]) -> str:
 
 
 def _node_names(nodes: list[dict[str, Any]]) -> dict[str, str]:
-    """Each node by its host name; where hosts repeat (several nodes on one machine), the name plus the node id's start."""
+    """Each node by its host name; where hosts repeat (several nodes on one machine), the name plus the node id's
+    start."""
     hosts = [n.get("NodeManagerHostname") or n.get("NodeManagerAddress") or "node" for n in nodes]
     from collections import Counter
 

@@ -80,9 +80,17 @@ def apply(
             apply_env(store, change, index)
         if env:
             system.broadcast_environment_change()
-        entry = {**{k: v for k, v in header.items() if k != "journal"}, "steps": steps, "env": env, "state": "installed", "finished": time.time()}
+        entry = {
+            **{k: v for k, v in header.items() if k != "journal"},
+            "steps": steps,
+            "env": env,
+            "state": "installed",
+            "finished": time.time(),
+        }
         history = store.history()
-        store.save_history([*history, entry])  # before the journal commits: a kill in between leaves an install that rollback knows
+        store.save_history(
+            [*history, entry]
+        )  # before the journal commits: a kill in between leaves an install that rollback knows
         store.record({"state": "committed"})
     except BaseException as error:
         report = undo(system, steps, env=env, root=real_target)
@@ -111,7 +119,9 @@ def apply_env(store: Store, change: dict[str, Any], index: int) -> None:
     try:
         system.set_persistent_env(change["scope"], name, change["new"], event["kind"])
     except OSError as error:
-        raise InputError(f"could not set {change['scope']} {name} in the registry ({error.strerror or error})") from None
+        raise InputError(
+            f"could not set {change['scope']} {name} in the registry ({error.strerror or error})"
+        ) from None
 
 
 def _apply_one(
@@ -135,7 +145,9 @@ def _apply_one(
             old = copy_file(system, dest, backup + TEMP_SUFFIX)
             system.replace(backup + TEMP_SUFFIX, backup)  # a backup exists only once complete
     step.update(started=True, backup=backup, old=old, dirs=missing_dirs(system, folder))
-    store.record({"step": index, **{k: step[k] for k in ("started", "backup", "old", "dirs")}})  # durable before dest is touched
+    store.record(
+        {"step": index, **{k: step[k] for k in ("started", "backup", "old", "dirs")}}
+    )  # durable before dest is touched
     if step["dirs"]:  # no folder is made through a link that leads out
         check_inside(system, dest, real_target)
     system.make_dirs(folder)
@@ -153,7 +165,9 @@ def _apply_one(
     step["done"] = True
 
 
-def _stage(system: System, archive: Archive, plan: Plan, action: Action, temp: str, progress: Optional[Callable[[int], None]]) -> str:
+def _stage(
+    system: System, archive: Archive, plan: Plan, action: Action, temp: str, progress: Optional[Callable[[int], None]]
+) -> str:
     """Put the member beside its destination, check what is on disk, and return its identity.
 
     A spooled member (read once, hashed and written while the archive was read) is renamed here and
@@ -165,24 +179,34 @@ def _stage(system: System, archive: Archive, plan: Plan, action: Action, temp: s
         system.symlink(action.member.link or "", temp)
         return f"link:{action.member.link}"
     if action.member.size:  # the bytes must be the library its name says, for this OS and machine
-        problem = library_problem(action.member.name, archive.read_head(action.member), system.os, plan.archive.arch or system.arch)
+        problem = library_problem(
+            action.member.name, archive.read_head(action.member), system.os, plan.archive.arch or system.arch
+        )
         if problem is not None:
             raise InputError(f"{archive.path.name}: refusing {action.member.name!r}: {problem}")
     if _rename_spooled(system, archive, action, temp):
         expected, written = archive.digest(action.member), action.member.size
         if progress:
             progress(written)
-        if system.os != "windows":  # hashed as it was written and fsynced by this process: its size is checked, not its bytes again
+        if (
+            system.os != "windows"
+        ):  # hashed as it was written and fsynced by this process: its size is checked, not its bytes again
             info = system.stat(temp)
             if info is None or info.size != written:
-                raise InstallFailed(f"{system.paths.basename(action.dest)} did not verify after writing ({info.size if info else 0} of {written} bytes)")
+                raise InstallFailed(
+                    f"{system.paths.basename(action.dest)} did not verify after writing "
+                    f"({info.size if info else 0} of {written} bytes)"
+                )
             return f"sha256:{expected}"
     else:
         expected, written = _copy_member(system, archive, action, temp, progress)
     on_disk = identity(system, temp)  # read back: what is on disk, not what we meant (antivirus, full disks)
     if written != action.member.size or on_disk != f"sha256:{expected}":
         info = system.stat(temp)
-        raise InstallFailed(f"{system.paths.basename(action.dest)} did not verify after writing ({info.size if info else 0} of {action.member.size} bytes)")
+        raise InstallFailed(
+            f"{system.paths.basename(action.dest)} did not verify after writing ({info.size if info else 0} of "
+            f"{action.member.size} bytes)"
+        )
     return on_disk
 
 
@@ -192,7 +216,9 @@ def _rename_spooled(system: System, archive: Archive, action: Action, temp: str)
     if spooled is None or archive.sharers(action.member) != 1:
         return False
     try:
-        fsync(spooled)  # durable before the journal says it is staged (written back meanwhile, while the archive was read)
+        fsync(
+            spooled
+        )  # durable before the journal says it is staged (written back meanwhile, while the archive was read)
         system.replace(spooled, temp)
     except OSError as error:
         if error.errno != errno.EXDEV:
@@ -201,7 +227,9 @@ def _rename_spooled(system: System, archive: Archive, action: Action, temp: str)
     return True
 
 
-def _copy_member(system: System, archive: Archive, action: Action, temp: str, progress: Optional[Callable[[int], None]]) -> tuple[str, int]:
+def _copy_member(
+    system: System, archive: Archive, action: Action, temp: str, progress: Optional[Callable[[int], None]]
+) -> tuple[str, int]:
     """Copy the member's bytes (from its spool file, or the archive) to `temp`: their SHA-256 and length."""
     digest = hashlib.sha256()
     written = 0
@@ -217,10 +245,16 @@ def _copy_member(system: System, archive: Archive, action: Action, temp: str, pr
 
 def _check_space(system: System, plan: Plan, state_root: str) -> None:
     """Both the new files and the backups must fit before the first byte is written."""
-    for folder, need, what in ((plan.target, plan.bytes_written, "the new files"), (state_root, plan.bytes_backed_up, "the backups")):
+    for folder, need, what in (
+        (plan.target, plan.bytes_written, "the new files"),
+        (state_root, plan.bytes_backed_up, "the backups"),
+    ):
         free = system.free_bytes(folder)
         if need and free is not None and need + SPACE_MARGIN > free:
-            raise InputError(f"{what} need {_mb(need + SPACE_MARGIN)} in {folder}, which has {_mb(free)} free: free some space; nothing was changed")
+            raise InputError(
+                f"{what} need {_mb(need + SPACE_MARGIN)} in {folder}, which has {_mb(free)} free: free some "
+                f"space; nothing was changed"
+            )
 
 
 def _mb(size: int) -> str:
@@ -236,8 +270,11 @@ def missing_dirs(system: System, folder: str) -> list[str]:
     return missing[::-1]
 
 
-def after_failed_apply(store: Store, txid: str, steps: list[dict[str, Any]], report: UndoReport, entry: Optional[dict[str, Any]]) -> None:
-    """Close the journal (and the history entry, if written) as rolled back; a still broken state folder is left for recovery."""
+def after_failed_apply(
+    store: Store, txid: str, steps: list[dict[str, Any]], report: UndoReport, entry: Optional[dict[str, Any]]
+) -> None:
+    """Close the journal (and the history entry, if written) as rolled back; a still broken state folder is left for
+    recovery."""
     if not report.complete:
         return  # the journal stays in progress: the next install or rollback tries again
     try:

@@ -15,7 +15,16 @@ from typing import Optional
 from cudnn_doctor import knowledge
 from cudnn_doctor.binaries import arch_of_machine, head_machine
 from cudnn_doctor.lazyre import regex
-from cudnn_doctor.system.archive import BLOCK, CUBLAS_NAME, LIBRARY_NAME, OPS_NAME, Archive, ArchiveInfo, Member, cuda_from_names
+from cudnn_doctor.system.archive import (
+    BLOCK,
+    CUBLAS_NAME,
+    LIBRARY_NAME,
+    OPS_NAME,
+    Archive,
+    ArchiveInfo,
+    Member,
+    cuda_from_names,
+)
 from cudnn_doctor.versions import cuda_major_of_dll_number, cudnn_header_version
 
 
@@ -34,7 +43,8 @@ def library_problem(name: str, head: bytes, os_name: str, arch: Optional[str]) -
     return None
 
 
-# NVIDIA's own pip wheel of cuDNN: nvidia_cudnn_cu12-9.1.0.70-py3-none-manylinux2014_x86_64.whl, its files in nvidia/cudnn/
+# NVIDIA's own pip wheel of cuDNN: nvidia_cudnn_cu12-9.1.0.70-py3-none-manylinux2014_x86_64.whl, its files in
+# nvidia/cudnn/
 _WHEEL = regex(r"^nvidia_cudnn_cu(?P<cuda>\d+)-(?P<version>\d+(?:\.\d+){1,3})-[^/]*\.whl$")
 
 
@@ -54,12 +64,23 @@ def named_info(path: Path) -> Optional[ArchiveInfo]:
         tag = path.name.rsplit("-", 1)[-1]
         os_name = "windows" if tag.startswith("win") else "linux" if "linux" in tag else None
         arch = "aarch64" if "aarch64" in tag else "x86_64" if ("x86_64" in tag or "amd64" in tag) else None
-        return ArchiveInfo(path, WHEEL_TOP, "wheel", wheel.group("version"), int(wheel.group("cuda")), os_name, arch, ())
+        return ArchiveInfo(
+            path, WHEEL_TOP, "wheel", wheel.group("version"), int(wheel.group("cuda")), os_name, arch, ()
+        )
     parsed = knowledge.parse_cudnn_archive_name(path.name)
     if parsed is None:
         return None
     arch = {"sbsa": "aarch64", "x64": "x86_64"}.get(parsed.arch, parsed.arch)
-    return ArchiveInfo(path, "", "named", parsed.version, parsed.cuda_major, parsed.os, arch if arch in ("x86_64", "aarch64") else None, ())
+    return ArchiveInfo(
+        path,
+        "",
+        "named",
+        parsed.version,
+        parsed.cuda_major,
+        parsed.os,
+        arch if arch in ("x86_64", "aarch64") else None,
+        (),
+    )
 
 
 def first_names(path: Path, limit: int = 32) -> Optional[list[str]]:
@@ -84,7 +105,9 @@ def inspect(archive: Archive) -> ArchiveInfo:
     """Find the layout, the cuDNN version, the CUDA major and the platform of an archive."""
     files = [m for m in archive.members if not m.is_dir]
     named = _WHEEL.match(archive.path.name)  # NVIDIA's wheel name says its cuDNN release and CUDA major
-    wheel = named or (any(m.name.endswith(".dist-info/WHEEL") for m in files) and any(is_wheel_payload(m.name) for m in files))
+    wheel = named or (
+        any(m.name.endswith(".dist-info/WHEEL") for m in files) and any(is_wheel_payload(m.name) for m in files)
+    )
     if wheel:
         files = [m for m in files if is_wheel_payload(m.name)]
     top = WHEEL_TOP if wheel else _common_top(files)
@@ -100,11 +123,23 @@ def inspect(archive: Archive) -> ArchiveInfo:
     else:
         layout = "flat"
     real = [m for m in files if m.is_file]  # a header or library given as a link (dangling, perhaps) is not read
-    header = next((m for m in real if m.name.endswith("cudnn_version.h")), None) or next((m for m in real if m.name.endswith("/cudnn.h")), None)
+    header = next((m for m in real if m.name.endswith("cudnn_version.h")), None) or next(
+        (m for m in real if m.name.endswith("/cudnn.h")), None
+    )
     version = cudnn_header_version(archive.read_text(header, 256 * 1024)) if header is not None else None
     version = version or (named.group("version") if named else None)
-    cuda_major = (int(named.group("cuda")) if named else None) or cuda_from_names(archive.path.name, top, rel) or _cuda_from_libraries(archive, real)
-    os_name = "windows" if any(m.name.lower().endswith(".dll") for m in files) else "linux" if any(".so" in m.name for m in files) else None
+    cuda_major = (
+        (int(named.group("cuda")) if named else None)
+        or cuda_from_names(archive.path.name, top, rel)
+        or _cuda_from_libraries(archive, real)
+    )
+    os_name = (
+        "windows"
+        if any(m.name.lower().endswith(".dll") for m in files)
+        else "linux"
+        if any(".so" in m.name for m in files)
+        else None
+    )
     return ArchiveInfo(archive.path, top, layout, version, cuda_major, os_name, _arch(archive, real), archive.members)
 
 

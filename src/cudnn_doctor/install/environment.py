@@ -20,7 +20,13 @@ def windows_changes(system: System, target: str, set_cudnn_home: bool) -> list[E
     machine = {k.upper(): v for k, v in persistent.get("system", {}).items()}
     scope = {**{k.upper(): v for k, v in system.env().items()}, **machine, **{k: v for k, (_, v) in user.items()}}
     bin_dir = rules.join(target, "bin")
-    entries = [e for e in rules.split_list(expand_percent(";".join(filter(None, (machine.get("PATH", ""), user.get("PATH", ("", ""))[1]))), scope)) if e]
+    entries = [
+        e
+        for e in rules.split_list(
+            expand_percent(";".join(filter(None, (machine.get("PATH", ""), user.get("PATH", ("", ""))[1]))), scope)
+        )
+        if e
+    ]
     changes = []
     if not any(rules.same(e, bin_dir) for e in entries):
         name, old = user.get("PATH", ("Path", None))
@@ -34,7 +40,8 @@ def windows_changes(system: System, target: str, set_cudnn_home: bool) -> list[E
 
 
 def apply_windows_changes(system: System, changes: list[EnvChange]) -> None:
-    """Write the changes outside a transaction (each keeps its registry type, see `registry_kind`), then tell Explorer."""
+    """Write the changes outside a transaction (each keeps its registry type, see `registry_kind`), then tell
+    Explorer."""
     for change in changes:
         system.set_persistent_env(change.scope, change.name, change.new)
     if changes:
@@ -71,7 +78,9 @@ def undo_environment(system: System, changes: Sequence[dict[str, Any]], failed: 
     said: list[str] = []
     changed = False
     rules = system.paths
-    for change in reversed([c for c in changes if isinstance(c, dict) and {"scope", "name", "new"} <= set(c) and c.get("started", True)]):
+    for change in reversed(
+        [c for c in changes if isinstance(c, dict) and {"scope", "name", "new"} <= set(c) and c.get("started", True)]
+    ):
         scope = change["scope"]
         values = (system.persistent_env() or {}).get(scope) or {}
         name = next((k for k in values if k.upper() == change["name"].upper()), change["name"])
@@ -79,7 +88,9 @@ def undo_environment(system: System, changes: Sequence[dict[str, Any]], failed: 
         existed = change.get("existed", old is not None)
         try:
             if current == change["new"]:
-                system.set_persistent_env(scope, name, old if existed else None, change.get("old_kind") if existed else None)
+                system.set_persistent_env(
+                    scope, name, old if existed else None, change.get("old_kind") if existed else None
+                )
                 said.append(f"{scope} {name} restored to {old if existed else '(unset)'}")
             elif current == (old if existed else None):
                 continue

@@ -12,7 +12,9 @@ from cudnn_doctor.install.plan import sha256_of
 from cudnn_doctor.system.interface import System
 
 TEMP_SUFFIX = ".cudnn-doctor-tmp"
-UNFINISHED = "rollback-unfinished"  # a history entry whose rollback started and has not finished: `rollback` finishes it
+UNFINISHED = (
+    "rollback-unfinished"  # a history entry whose rollback started and has not finished: `rollback` finishes it
+)
 BLOCK = 4 << 20
 SPACE_MARGIN = 16 << 20  # the journal, the history and the file system's own rounding
 
@@ -39,9 +41,15 @@ def in_use_message(held: Sequence[tuple[str, Sequence[str]]], doing: str, again:
     programs = list(dict.fromkeys(p for _, found in held for p in found))
     verb = "is" if len(held) == 1 else "are"
     if programs:
-        who = f"{verb} in use by {', '.join(programs[:5])}: close {'it' if len(programs) == 1 else 'them'} (or restart the Jupyter kernel)"
+        who = (
+            f"{verb} in use by {', '.join(programs[:5])}: close {'it' if len(programs) == 1 else 'them'} (or "
+            f"restart the Jupyter kernel)"
+        )
     else:
-        who = f"{verb} in use by a running program (Windows did not say which): close the Python, Jupyter and IDE processes using {'it' if len(held) == 1 else 'them'}"
+        who = (
+            f"{verb} in use by a running program (Windows did not say which): close the Python, Jupyter and IDE "
+            f"processes using {'it' if len(held) == 1 else 'them'}"
+        )
     return f"cannot {doing}: {files} {who}, then {again}"
 
 
@@ -156,12 +164,15 @@ def permission_message(error: OSError, os_name: str) -> str:
     if error.errno == errno.EROFS:
         return f"{path} is on a read-only file system"
     if os_name == "windows":
-        return f"permission denied writing {path}: run the install again from an elevated terminal (Run as administrator)"
+        return (
+            f"permission denied writing {path}: run the install again from an elevated terminal (Run as administrator)"
+        )
     return f"permission denied writing {path}: run the install again with sudo"
 
 
 def move_file(system: System, source: str, dest: str, expected: Optional[str]) -> None:
-    """A rename; across file systems (EXDEV), a copy checked against `expected`, put in place, then the source deleted."""
+    """A rename; across file systems (EXDEV), a copy checked against `expected`, put in place, then the source
+    deleted."""
     try:
         system.replace(source, dest)
         return

@@ -38,13 +38,18 @@ class Expanded(Record):
     steps: list[FixStep]
     env: list[EnvChange]
     commands: list[RunCommand]
-    shell_files: tuple[str, ...] = ()  # Linux: the doctor's env.sh files written, which take effect where they are sourced
-    shell_lines: tuple[str, ...] = ()  # what the user adds to ~/.bashrc for each: "add  . ~/.config/cudnn-doctor/env.sh  to ~/.bashrc"
+    shell_files: tuple[
+        str, ...
+    ] = ()  # Linux: the doctor's env.sh files written, which take effect where they are sourced
+    shell_lines: tuple[
+        str, ...
+    ] = ()  # what the user adds to ~/.bashrc for each: "add  . ~/.config/cudnn-doctor/env.sh  to ~/.bashrc"
     notes: tuple[str, ...] = ()  # changes left out, and why (a folder reached through a link is no nested copy)
 
 
 def quarantine_dest(system: System, quarantine: str, path: str) -> str:
-    """`C:\\Windows\\System32\\x.dll` → `<quarantine>\\C\\Windows\\System32\\x.dll`: the whole path kept, so it is clear where it came from."""
+    """`C:\\Windows\\System32\\x.dll` → `<quarantine>\\C\\Windows\\System32\\x.dll`: the whole path kept, so it is
+    clear where it came from."""
     rules = system.paths
     parts = [p.rstrip(":") for p in rules.norm(path).replace("\\", "/").split("/") if p and p.rstrip(":")]
     return rules.join(quarantine, *parts)
@@ -83,15 +88,25 @@ def expand(system: System, changes: Sequence[Change], quarantine: str) -> Expand
                     continue
                 within = rules.dirname(change.dest) if change.dest else None  # the toolkit the folder's files go into
                 link = _link_on_the_way(system, change.src, within or rules.dirname(change.src))
-                if link is not None:  # a linked folder inside a toolkit is a link (a cuDNN shared with others), not a nested copy
-                    note = f"{link} is a link to {system.realpath(link)}, not a copy nested in the toolkit: its files are left where they are"
+                if (
+                    link is not None
+                ):  # a linked folder inside a toolkit is a link (a cuDNN shared with others), not a nested copy
+                    note = (
+                        f"{link} is a link to {system.realpath(link)}, not a copy nested in the toolkit: its "
+                        f"files are left where they are"
+                    )
                     notes.extend([note] if note not in notes else [])
                     continue
                 for path in _files_below(system, change.src):
                     if rules.key(path) in moved:
                         continue
                     rel = path[len(rules.norm(change.src)) :].lstrip("\\/")
-                    move(path, rules.join(change.dest, *rel.replace("\\", "/").split("/")) if change.dest else None, within, change.src)
+                    move(
+                        path,
+                        rules.join(change.dest, *rel.replace("\\", "/").split("/")) if change.dest else None,
+                        within,
+                        change.src,
+                    )
                 steps.extend(FixStep("rmdir", folder) for folder in _emptied(system, change.src, moved))
             elif isinstance(change, CopyFile):
                 steps.append(FixStep("write", change.dest, change.src))
@@ -102,7 +117,9 @@ def expand(system: System, changes: Sequence[Change], quarantine: str) -> Expand
             elif isinstance(change, RunCommand):
                 commands.append(change)
             elif isinstance(change, ExtractFile):
-                if system.stat(change.dest) is None and system.link_target(change.dest) is None:  # there again since the check: left alone
+                if (
+                    system.stat(change.dest) is None and system.link_target(change.dest) is None
+                ):  # there again since the check: left alone
                     steps.append(FixStep("write", change.dest, data=_member_bytes(system, change, archives)))
             elif isinstance(change, ManagedExport):
                 exports.setdefault(change.file, {})[change.name] = change
@@ -111,11 +128,15 @@ def expand(system: System, changes: Sequence[Change], quarantine: str) -> Expand
             archive.close()
     for file, values in exports.items():
         text = managed_env_text(system, file, values)
-        if text is not None:  # written as bytes: a folder that is not UTF-8 (a surrogate escape here) is its own bytes again
+        if (
+            text is not None
+        ):  # written as bytes: a folder that is not UTF-8 (a surrogate escape here) is its own bytes again
             steps.append(FixStep("write", file, data=text.encode("utf-8", "surrogateescape")))
     ordered = _rmdirs_last(steps)
     check_containment(system, ordered)
-    return Expanded(ordered, env, commands, tuple(exports), tuple(source_line(system, f) for f in exports), tuple(notes))
+    return Expanded(
+        ordered, env, commands, tuple(exports), tuple(source_line(system, f) for f in exports), tuple(notes)
+    )
 
 
 def check_containment(system: System, steps: Sequence[FixStep]) -> None:
@@ -123,7 +144,12 @@ def check_containment(system: System, steps: Sequence[FixStep]) -> None:
     destination's folder, seen through every link already there, lies inside the folder its step may change, and no
     step's destination or source lies below a link that the same fix moves (a later file would go through it)."""
     rules = system.paths
-    links = {rules.key(p) for s in steps if s.kind == "move" and s.source and system.link_target(s.source) is not None for p in (s.source, s.dest)}
+    links = {
+        rules.key(p)
+        for s in steps
+        if s.kind == "move" and s.source and system.link_target(s.source) is not None
+        for p in (s.source, s.dest)
+    }
     for step in steps:
         if step.kind == "rmdir":
             continue
@@ -133,11 +159,17 @@ def check_containment(system: System, steps: Sequence[FixStep]) -> None:
         for path, root in pairs:
             folder, real_root = system.realpath(rules.dirname(path)), system.realpath(root or rules.dirname(path))
             if not rules.inside(folder, real_root):
-                raise UsageError(f"refusing to write {path}: its folder leads to {folder}, outside {root} (a link on the way leads out); nothing was changed")
+                raise UsageError(
+                    f"refusing to write {path}: its folder leads to {folder}, outside {root} (a link on the way "
+                    f"leads out); nothing was changed"
+                )
             parent = rules.dirname(path)
             while not rules.same(rules.dirname(parent), parent):
                 if rules.key(parent) in links:
-                    raise UsageError(f"refusing to move {path}: it would go through the link {parent} that the same fix moves; nothing was changed")
+                    raise UsageError(
+                        f"refusing to move {path}: it would go through the link {parent} that the same fix moves; "
+                        f"nothing was changed"
+                    )
                 parent = rules.dirname(parent)
 
 
@@ -158,7 +190,8 @@ _CLEAN = "_cudnn_doctor_clean"
 # their trailing '/', and export the result (or unset the variable when nothing is left). A variable that is not set
 # stays unset.
 _CLEAN_FUNCTION = f"""\
-{_CLEAN}() {{  # NAME [--repeats] [FOLDER...]: $NAME without the FOLDERs and, with --repeats, without later copies of a folder
+# {_CLEAN} NAME [--repeats] [FOLDER...]: $NAME without the FOLDERs and, with --repeats, without later copies of a folder
+{_CLEAN}() {{
     _cdd_name=$1; shift
     _cdd_repeats=; if [ "${{1-}}" = --repeats ]; then _cdd_repeats=1; shift; fi
     eval "[ -n \\"\\${{$_cdd_name+set}}\\" ]" || return 0
@@ -184,10 +217,14 @@ _CLEAN_FUNCTION = f"""\
 
 
 _NAME = regex(r"[A-Za-z_][A-Za-z0-9_]*")
-_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-")  # shlex.quote leaves these bare
+_SAFE = frozenset(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-"
+)  # shlex.quote leaves these bare
 _HEADER = (
-    f"{MANAGED_ENV_MARKER}: `cudnn-doctor fix` rewrites this whole file and `cudnn-doctor rollback` undoes it; edits here are lost.",
-    "# It takes effect in shells that source it from ~/.bashrc (`cudnn-doctor fix` prints the line; it never edits rc files).",
+    f"{MANAGED_ENV_MARKER}: `cudnn-doctor fix` rewrites this whole file and `cudnn-doctor rollback` undoes it; "
+    f"edits here are lost.",
+    "# It takes effect in shells that source it from ~/.bashrc (`cudnn-doctor fix` prints the line; it never "
+    "edits rc files).",
     "# Each line removes folders from the value the shell has when it sources this file: nothing else is changed.",
 )
 
@@ -202,7 +239,12 @@ def _clean_line(name: str, repeats: bool, drop: Sequence[str]) -> str:
 def env_sh_text(lines: dict[str, tuple[bool, tuple[str, ...]]]) -> str:
     """env.sh for these variables (name: whether later copies go, the folders dropped). Its comments hold no value
     (the file's own path included): every value stands quoted in a statement, where `read_env_sh` finds it again."""
-    return "\n".join([*_HEADER, _CLEAN_FUNCTION, *(_clean_line(n, r, d) for n, (r, d) in lines.items()), f"unset -f {_CLEAN}"]) + "\n"
+    return (
+        "\n".join(
+            [*_HEADER, _CLEAN_FUNCTION, *(_clean_line(n, r, d) for n, (r, d) in lines.items()), f"unset -f {_CLEAN}"]
+        )
+        + "\n"
+    )
 
 
 def read_env_sh(text: str) -> dict[str, tuple[bool, tuple[str, ...]]]:
@@ -289,12 +331,16 @@ def managed_env_text(system: System, file: str, exports: dict[str, ManagedExport
     if old is not None:
         if not old.startswith(MANAGED_ENV_MARKER):
             raise UsageError(
-                f"{file} exists and is not a file cudnn-doctor manages (its first line is not {MANAGED_ENV_MARKER!r}): move it away and run the fix again; nothing was changed"
+                f"{file} exists and is not a file cudnn-doctor manages (its first line is not "
+                f"{MANAGED_ENV_MARKER!r}): move it away and run the fix again; nothing was changed"
             )
         try:
             lines = read_env_sh(old)
         except ValueError as error:
-            raise UsageError(f"{file} is not as cudnn-doctor wrote it ({error}): move it away and run the fix again; nothing was changed") from None
+            raise UsageError(
+                f"{file} is not as cudnn-doctor wrote it ({error}): move it away and run the fix again; nothing "
+                f"was changed"
+            ) from None
     for name, export in exports.items():
         repeats, drop = lines.get(name, (False, ()))
         lines[name] = (repeats or export.repeats, tuple(dict.fromkeys(drop + export.drop)))
@@ -315,7 +361,8 @@ def _read_text(system: System, file: str) -> Optional[str]:
 
 
 def shell_word(path: str, env: Any) -> str:
-    """A path as one POSIX shell word a user can paste: `~/.config/x` bare, anything unusual single-quoted after `~/`."""
+    """A path as one POSIX shell word a user can paste: `~/.config/x` bare, anything unusual single-quoted after
+    `~/`."""
     shown = tilde(path, env)
     if shown == "~":
         return shown
@@ -334,7 +381,9 @@ def _member_bytes(system: System, change: ExtractFile, archives: dict[str, Archi
     SHA-256 is the one the history recorded (a v9 archive holds one cudnn.h per CUDA major; the hash picks the one)."""
     rules = system.paths
     if change.archive not in archives:
-        archives[change.archive] = Archive(Path(change.archive))  # validated as install validates it; a bad one is a one-line error
+        archives[change.archive] = Archive(
+            Path(change.archive)
+        )  # validated as install validates it; a bad one is a one-line error
     archive = archives[change.archive]
     name = rules.name_key(rules.basename(change.dest))
     for member in archive.members:
@@ -342,7 +391,10 @@ def _member_bytes(system: System, change: ExtractFile, archives: dict[str, Archi
             data = archive.read_head(member, MAX_RESTORED + 1)
             if f"sha256:{hashlib.sha256(data).hexdigest()}" == change.identity:
                 return data
-    raise UsageError(f"{change.archive} no longer holds the {rules.basename(change.dest)} that was installed at {change.dest}; nothing was changed")
+    raise UsageError(
+        f"{change.archive} no longer holds the {rules.basename(change.dest)} that was installed at {change.dest}; "
+        f"nothing was changed"
+    )
 
 
 MAX_RESTORED = 64 << 20  # headers and import libraries are kilobytes to a few megabytes
@@ -350,7 +402,8 @@ MAX_RESTORED = 64 << 20  # headers and import libraries are kilobytes to a few m
 
 def recorded_releases(store: Store) -> tuple[InstalledRelease, ...]:
     """The installs the history records and that are still in place (oldest first), each with the files it wrote
-    and, when its archive cannot give them back any more, why: the archive is read on this host, where install read it."""
+    and, when its archive cannot give them back any more, why: the archive is read on this host, where install read
+    it."""
     releases = []
     for entry in store.history():
         if entry.get("kind") == "fix" or entry.get("state") != "installed":
@@ -358,9 +411,15 @@ def recorded_releases(store: Store) -> tuple[InstalledRelease, ...]:
         files = tuple(
             (step["dest"], step["new"])
             for step in entry["steps"]
-            if step.get("kind") in ("add", "replace") and isinstance(step.get("new"), str) and step["new"].startswith("sha256:")
+            if step.get("kind") in ("add", "replace")
+            and isinstance(step.get("new"), str)
+            and step["new"].startswith("sha256:")
         )
-        releases.append(InstalledRelease(entry["id"], entry["archive"], entry["target"], entry.get("version"), files, _unusable(entry)))
+        releases.append(
+            InstalledRelease(
+                entry["id"], entry["archive"], entry["target"], entry.get("version"), files, _unusable(entry)
+            )
+        )
     return tuple(releases)
 
 
@@ -404,7 +463,8 @@ def _emptied(system: System, folder: str, moved: set[str]) -> list[str]:
 
 
 def _rmdirs_last(steps: list[FixStep]) -> list[FixStep]:
-    """Folders are removed after every move (a later change may take files out of an earlier one's folder), deepest first."""
+    """Folders are removed after every move (a later change may take files out of an earlier one's folder), deepest
+    first."""
     files = [s for s in steps if s.kind != "rmdir"]
     folders = list(dict.fromkeys(s.dest for s in steps if s.kind == "rmdir"))
     return files + [FixStep("rmdir", f) for f in sorted(folders, key=lambda f: -len(f))]

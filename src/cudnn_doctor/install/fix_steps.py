@@ -7,7 +7,18 @@ import time
 from typing import Any, Callable, Optional, Sequence
 
 from cudnn_doctor.install.apply import after_failed_apply, apply_env, failure, missing_dirs
-from cudnn_doctor.install.files import TEMP_SUFFIX, FileInUse, InstallFailed, check_inside, copy_file, discard, held_files, identity, move_file, present
+from cudnn_doctor.install.files import (
+    TEMP_SUFFIX,
+    FileInUse,
+    InstallFailed,
+    check_inside,
+    copy_file,
+    discard,
+    held_files,
+    identity,
+    move_file,
+    present,
+)
 from cudnn_doctor.install.journal import Store
 from cudnn_doctor.install.plan import EnvChange
 from cudnn_doctor.install.undo import undo
@@ -30,7 +41,9 @@ class FixStep(Record):
     text: Optional[str] = None  # write: the text written
     data: Optional[bytes] = None  # write: the bytes written (a member taken again from an installed archive)
     within: Optional[str] = None  # the folder dest must stay inside (the toolkit, the quarantine); None: dest's folder
-    home: Optional[str] = None  # move: the folder the source must stay inside, where rollback puts it back; None: its folder
+    home: Optional[str] = (
+        None  # move: the folder the source must stay inside, where rollback puts it back; None: its folder
+    )
 
 
 def fix_roots(system: System, step: FixStep) -> dict[str, str]:
@@ -54,7 +67,15 @@ def apply_fix(
 ) -> dict[str, Any]:
     """Apply a fix's steps (the caller holds `store.locked()`); on any failure undo them and raise a one-line error."""
     system = store.system
-    held = held_files(system, [p for s in steps for p in (s.dest, s.source if s.kind == "move" else None) if p and s.kind != "rmdir" and present(system, p)])
+    held = held_files(
+        system,
+        [
+            p
+            for s in steps
+            for p in (s.dest, s.source if s.kind == "move" else None)
+            if p and s.kind != "rmdir" and present(system, p)
+        ],
+    )
     if held:
         raise FileInUse(held, "fix", "run the fix again; nothing was changed")
     header: dict[str, Any] = {
@@ -65,10 +86,20 @@ def apply_fix(
         "target": target,
         "version": None,
         "started": time.time(),
-        "steps": [{"dest": s.dest, "kind": s.kind, **({"source": s.source} if s.kind == "move" and s.source else {}), **fix_roots(system, s)} for s in steps],
+        "steps": [
+            {
+                "dest": s.dest,
+                "kind": s.kind,
+                **({"source": s.source} if s.kind == "move" and s.source else {}),
+                **fix_roots(system, s),
+            }
+            for s in steps
+        ],
         "env": [dataclasses.asdict(change) for change in env_changes],
         "ldconfig": False,
-        "commands": [dict(c) for c in commands],  # package commands the caller runs after the commit, each with how it is undone
+        "commands": [
+            dict(c) for c in commands
+        ],  # package commands the caller runs after the commit, each with how it is undone
     }
     store.begin(header)
     journaled: list[dict[str, Any]] = [dict(s, started=False, done=False) for s in header["steps"]]
@@ -83,7 +114,13 @@ def apply_fix(
             apply_env(store, change, index)
         if env:
             system.broadcast_environment_change()
-        entry = {**{k: v for k, v in header.items() if k != "journal"}, "steps": journaled, "env": env, "state": "installed", "finished": time.time()}
+        entry = {
+            **{k: v for k, v in header.items() if k != "journal"},
+            "steps": journaled,
+            "env": env,
+            "state": "installed",
+            "finished": time.time(),
+        }
         store.save_history([*store.history(), entry])
         store.record({"state": "committed"})
     except BaseException as error:
@@ -98,8 +135,14 @@ def _apply_fix_step(store: Store, step: FixStep, record: dict[str, Any], index: 
     within, home = record.get("within"), record.get("home")
     if step.kind == "rmdir":
         check_inside(system, step.dest, within, "remove the folder")
-        if (system.list_dir(step.dest, sizes=False) or []) or not system.is_dir(step.dest) or system.link_target(step.dest) is not None:
-            raise InstallFailed(f"{step.dest} is not the empty folder the fix planned to remove (it changed since); nothing was changed")
+        if (
+            (system.list_dir(step.dest, sizes=False) or [])
+            or not system.is_dir(step.dest)
+            or system.link_target(step.dest) is not None
+        ):
+            raise InstallFailed(
+                f"{step.dest} is not the empty folder the fix planned to remove (it changed since); nothing was changed"
+            )
         record.update(started=True, old="folder", new=None)
         store.record({"step": index, "started": True, "old": "folder", "new": None})
         if not system.remove_dir(step.dest):
@@ -107,7 +150,9 @@ def _apply_fix_step(store: Store, step: FixStep, record: dict[str, Any], index: 
         record["done"] = True
         return
     if step.kind == "move":
-        check_inside(system, step.source or "", home, "move")  # the file leaves the folder it was planned from, not one a link leads to
+        check_inside(
+            system, step.source or "", home, "move"
+        )  # the file leaves the folder it was planned from, not one a link leads to
     check_inside(system, step.dest, within)
     moved = identity(system, step.source) if step.kind == "move" and step.source else None
     if step.kind == "move" and moved is None:

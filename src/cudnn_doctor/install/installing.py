@@ -77,7 +77,8 @@ def install(
     after_file: Optional[Callable[[int], None]] = None,
     started: Optional[float] = None,
 ) -> Installed:
-    """Install the cuDNN archive at `archive_path` into the matching toolkit (or `into`). `show` gets the plan, `confirm`
+    """Install the cuDNN archive at `archive_path` into the matching toolkit (or `into`). `show` gets the plan,
+    `confirm`
     is asked only when there is something to do and this is no dry run; `recheck` gives the machine to look at
     afterwards (live: a fresh look; by default this same system). Refusals raise a one-line UsageError before a byte
     of the archive is read; a failure during the copy is undone before it is raised."""
@@ -96,16 +97,29 @@ def install(
     with store.locked():
         recovered = transaction.recover(store)
         warnings = store.take_warnings()
-        with store.spooling(_spool_root(system, into, toolkits)) as spool, _opened(system, archive_path, spool) as archive:
-            proposal = _propose(system, archive, toolkits, into, force, set_cudnn_home, warnings=warnings, recovered=recovered)
+        with (
+            store.spooling(_spool_root(system, into, toolkits)) as spool,
+            _opened(system, archive_path, spool) as archive,
+        ):
+            proposal = _propose(
+                system, archive, toolkits, into, force, set_cudnn_home, warnings=warnings, recovered=recovered
+            )
             show(proposal)
             if proposal.nothing_to_do or not confirm():
-                return Installed(proposal, dry_run=False, applied=False, seconds=time.perf_counter() - started, live=system.live)
+                return Installed(
+                    proposal, dry_run=False, applied=False, seconds=time.perf_counter() - started, live=system.live
+                )
             plan = proposal.plan
             notes, command = _library_path_notes(system, plan)
             with progress(plan.bytes_written) if progress else contextlib.nullcontext() as advance:
                 transaction.apply(
-                    plan, archive, store, progress=advance, after_file=after_file, env_changes=list(proposal.env_changes), ldconfig=command is not None
+                    plan,
+                    archive,
+                    store,
+                    progress=advance,
+                    after_file=after_file,
+                    env_changes=list(proposal.env_changes),
+                    ldconfig=command is not None,
                 )
     if command:
         system.run(command, timeout=60)

@@ -53,11 +53,15 @@ class Store:
         try:
             yield
         except (NotADirectoryError, FileExistsError):
-            raise InputError(f"the state folder {self.root} is not a folder: move that file away, or set CUDNN_DOCTOR_STATE_DIR to another folder") from None
+            raise InputError(
+                f"the state folder {self.root} is not a folder: move that file away, or set "
+                f"CUDNN_DOCTOR_STATE_DIR to another folder"
+            ) from None
         except OSError as error:
             why = "the disk is full" if error.errno == errno.ENOSPC else error.strerror or str(error)
             raise InputError(
-                f"cannot write {path} ({why}): make the state folder {self.root} writable and free, or set CUDNN_DOCTOR_STATE_DIR to another folder"
+                f"cannot write {path} ({why}): make the state folder {self.root} writable and free, or set "
+                f"CUDNN_DOCTOR_STATE_DIR to another folder"
             ) from None
 
     @contextmanager
@@ -134,7 +138,9 @@ class Store:
         except FileNotFoundError:
             return None
         except OSError as error:
-            raise InputError(f"cannot read {path} ({error.strerror or error}): make the state folder {self.root} readable") from None
+            raise InputError(
+                f"cannot read {path} ({error.strerror or error}): make the state folder {self.root} readable"
+            ) from None
 
     def _damaged(self, path: str, why: str) -> InputError:
         return InputError(
@@ -182,7 +188,8 @@ class Store:
                 records.extend(glued or [])
         if torn:
             self.warnings.append(
-                f"{self.journal_path}: skipped {torn} torn record(s) (a write cut short by a full disk or a kill; the change each announced was never made)"
+                f"{self.journal_path}: skipped {torn} torn record(s) (a write cut short by a full disk or a kill; "
+                f"the change each announced was never made)"
             )
         if not records:
             return None
@@ -220,7 +227,9 @@ class Store:
             history = _record(data)
         except ValueError:
             raise self._damaged(self.history_path, "it is not JSON") from None
-        if not isinstance(history, list) or not all(_valid_entry(e) and isinstance(e.get("state"), str) for e in history):
+        if not isinstance(history, list) or not all(
+            _valid_entry(e) and isinstance(e.get("state"), str) for e in history
+        ):
             raise self._damaged(self.history_path, "it is not a list of installs")
         return history
 
@@ -278,5 +287,8 @@ def _valid_entry(entry: Any) -> bool:
         isinstance(entry, dict)
         and all(isinstance(entry.get(k), str) for k in ("id", "archive", "target"))
         and isinstance(entry.get("steps"), list)
-        and all(isinstance(s, dict) and isinstance(s.get("dest"), str) and isinstance(s.get("kind"), str) for s in entry["steps"])
+        and all(
+            isinstance(s, dict) and isinstance(s.get("dest"), str) and isinstance(s.get("kind"), str)
+            for s in entry["steps"]
+        )
     )

@@ -83,18 +83,37 @@ def choose_target(system: System, info: ArchiveInfo, toolkits: ToolkitFacts, int
     if into is not None:
         target = rules.norm(into)
         if _is_system_folder(target):
-            raise UsageError(f"refusing to install into the system folder {target}: keep cuDNN in the CUDA toolkit folder")
+            raise UsageError(
+                f"refusing to install into the system folder {target}: keep cuDNN in the CUDA toolkit folder"
+            )
         toolkit = next((t for t in toolkits.toolkits if rules.same(t.root, target)), None)
         if not force and not _looks_like_toolkit(system, target):
-            raise UsageError(f"{target} is not a CUDA toolkit folder (no bin/nvcc, include/cuda.h or version.json); use --force to install there anyway")
-        if toolkit is not None and info.cuda_major and toolkit.parsed_version and toolkit.parsed_version.release[0] != info.cuda_major and not force:
-            raise UsageError(f"{info.path.name} is built for CUDA {info.cuda_major}, but {target} is CUDA {toolkit.version}")
+            raise UsageError(
+                f"{target} is not a CUDA toolkit folder (no bin/nvcc, include/cuda.h or version.json); use "
+                f"--force to install there anyway"
+            )
+        if (
+            toolkit is not None
+            and info.cuda_major
+            and toolkit.parsed_version
+            and toolkit.parsed_version.release[0] != info.cuda_major
+            and not force
+        ):
+            raise UsageError(
+                f"{info.path.name} is built for CUDA {info.cuda_major}, but {target} is CUDA {toolkit.version}"
+            )
         return target
-    matching = [t for t in toolkits.toolkits if info.cuda_major is None or (t.parsed_version and t.parsed_version.release[0] == info.cuda_major)]
+    matching = [
+        t
+        for t in toolkits.toolkits
+        if info.cuda_major is None or (t.parsed_version and t.parsed_version.release[0] == info.cuda_major)
+    ]
     if not matching:
         installed = ", ".join(f"CUDA {t.version} at {t.root}" for t in toolkits.toolkits) or "no CUDA toolkit"
         built = f"is built for CUDA {info.cuda_major}" if info.cuda_major is not None else "needs a CUDA toolkit"
-        raise UsageError(f"{info.path.name} {built}, and this machine has {installed}; install that toolkit first or pass --into DIR")
+        raise UsageError(
+            f"{info.path.name} {built}, and this machine has {installed}; install that toolkit first or pass --into DIR"
+        )
     preferred = (
         [t for t in matching if t.root == toolkits.path_toolkit]
         or [t for t in matching if any(rules.same(v, t.root) for _, v in toolkits.variables)]
@@ -113,7 +132,9 @@ def preflight(system: System, path: Path, into: Optional[str], force: bool, tool
     if info is None:
         names = first_names(path)
         if names is not None and not any("cudnn" in name.lower() for name in names):
-            raise UsageError(f"{path.name} holds no cuDNN file among its first {len(names)} members: it is not a cuDNN archive")
+            raise UsageError(
+                f"{path.name} holds no cuDNN file among its first {len(names)} members: it is not a cuDNN archive"
+            )
         info = ArchiveInfo(path, "", "unnamed", None, None, None, None, ())
     if info.cuda_major is None and into is None:
         return  # which toolkit fits is known once the archive is read (its libraries name their CUDA)
@@ -133,7 +154,9 @@ def _looks_like_toolkit(system: System, path: str) -> bool:
     )
 
 
-def destination(system: System, info: ArchiveInfo, member: Member, target: str, cuda_major: Optional[int]) -> Optional[str]:
+def destination(
+    system: System, info: ArchiveInfo, member: Member, target: str, cuda_major: Optional[int]
+) -> Optional[str]:
     """The path a member belongs at in the toolkit, or None for files that stay out (LICENSE, other CUDA majors)."""
     rules = system.paths
     if info.layout == "wheel" and not is_wheel_payload(member.name):
@@ -175,22 +198,46 @@ def make_plan(system: System, archive: Archive, info: ArchiveInfo, target: str, 
             continue
         key = rules.key(dest)
         if key in by_key:
-            raise UsageError(f"{info.path.name}: {by_key[key].name!r} and {member.name!r} would both be installed as {dest}")
+            raise UsageError(
+                f"{info.path.name}: {by_key[key].name!r} and {member.name!r} would both be installed as {dest}"
+            )
         by_key[key] = member
         _check_destination(system, info, member, dest, target, real_target)
         link = system.link_target(dest)
         existing = system.stat(dest)
         if existing is not None and existing.is_dir and link is None:
-            raise UsageError(f"{info.path.name}: {member.name!r} would replace the folder {dest} with a file; nothing was changed")
+            raise UsageError(
+                f"{info.path.name}: {member.name!r} would replace the folder {dest} with a file; nothing was changed"
+            )
         if existing is not None and not existing.readable and link is None:
-            raise UsageError(f"cannot read {dest} to back it up (permission denied): run the install again with sudo / as administrator; nothing was changed")
+            raise UsageError(
+                f"cannot read {dest} to back it up (permission denied): run the install again with sudo / as "
+                f"administrator; nothing was changed"
+            )
         if member.link is not None:
             actions.append(
-                Action(member, dest, ActionKind.SAME if link == member.link else ActionKind.LINK, existing.size if existing and not existing.is_dir else None)
+                Action(
+                    member,
+                    dest,
+                    ActionKind.SAME if link == member.link else ActionKind.LINK,
+                    existing.size if existing and not existing.is_dir else None,
+                )
             )
         elif existing is not None or link is not None:
-            same = link is None and existing is not None and existing.size == member.size and _same_bytes(system, archive, member, dest)
-            actions.append(Action(member, dest, ActionKind.SAME if same else ActionKind.REPLACE, existing.size if existing and not existing.is_dir else None))
+            same = (
+                link is None
+                and existing is not None
+                and existing.size == member.size
+                and _same_bytes(system, archive, member, dest)
+            )
+            actions.append(
+                Action(
+                    member,
+                    dest,
+                    ActionKind.SAME if same else ActionKind.REPLACE,
+                    existing.size if existing and not existing.is_dir else None,
+                )
+            )
         else:
             actions.append(Action(member, dest, ActionKind.ADD))
     if not actions:
@@ -200,18 +247,26 @@ def make_plan(system: System, archive: Archive, info: ArchiveInfo, target: str, 
         parent = rules.dirname(action.dest)
         while rules.inside(parent, target) and not rules.same(parent, target):
             if rules.key(parent) in link_dests:
-                raise UsageError(f"{info.path.name}: {action.member.name!r} would be written through the link {parent} that the same archive creates")
+                raise UsageError(
+                    f"{info.path.name}: {action.member.name!r} would be written through the link {parent} that "
+                    f"the same archive creates"
+                )
             parent = rules.dirname(parent)
     return Plan(info, target, tuple(actions), replaced_version=_installed_version(system, target))
 
 
-def _check_destination(system: System, info: ArchiveInfo, member: Member, dest: str, target: str, real_target: str) -> None:
+def _check_destination(
+    system: System, info: ArchiveInfo, member: Member, dest: str, target: str, real_target: str
+) -> None:
     """A member may land only inside the target, seen through every link already there, and a link
     it creates must point inside the target from where it lands, not from where it stood in the archive."""
     rules = system.paths
     folder = system.realpath(rules.dirname(dest))
     if not rules.inside(folder, real_target):
-        raise UsageError(f"{info.path.name}: {member.name!r} would be written to {folder}, outside {target} (a link on the way leads out)")
+        raise UsageError(
+            f"{info.path.name}: {member.name!r} would be written to {folder}, outside {target} (a link on the way "
+            f"leads out)"
+        )
     name = rules.basename(dest).lower()
     if info.os is not None and (name.endswith(".dll") if info.os == "linux" else re.search(r"\.so(\.\d+)*$", name)):
         raise UsageError(f"{info.path.name}: {member.name!r} is no {info.os} library")
@@ -222,8 +277,13 @@ def _check_destination(system: System, info: ArchiveInfo, member: Member, dest: 
         lands = rules.norm(rules.join(folder, *member.link.replace("\\", "/").split("/")))
         if not rules.inside(lands, real_target):
             problem = f"once installed it points to {lands}, outside {target}"
-        elif system.os == "windows":  # os.symlink needs a privilege most users lack, and fails half-way through the copy
-            problem = "a Windows install makes no links: NVIDIA's Windows archives have none, and creating one needs a privilege"
+        elif (
+            system.os == "windows"
+        ):  # os.symlink needs a privilege most users lack, and fails half-way through the copy
+            problem = (
+                "a Windows install makes no links: NVIDIA's Windows archives have none, and creating one "
+                "needs a privilege"
+            )
     if problem is not None:
         raise UsageError(f"{info.path.name}: refusing link {member.name!r} → {member.link!r} ({problem})")
 
@@ -235,7 +295,8 @@ def _same_bytes(system: System, archive: Archive, member: Member, dest: str) -> 
         return sha256_of(system.open_read(dest)) == archive.digest(member)
     except PermissionError:
         raise UsageError(
-            f"cannot read {dest} to back it up (permission denied): run the install again with sudo / as administrator; nothing was changed"
+            f"cannot read {dest} to back it up (permission denied): run the install again with sudo / as "
+            f"administrator; nothing was changed"
         ) from None
     except IsADirectoryError:
         raise UsageError(f"{dest} is a folder; the archive has a file of that name. Nothing was changed") from None
@@ -253,7 +314,8 @@ def _installed_version(system: System, target: str) -> Optional[str]:
 
 
 def sha256_of(stream: IO[bytes]) -> str:
-    """The hex SHA-256 of a stream, read in blocks and then closed: the one hash of install's plan, backups and checks."""
+    """The hex SHA-256 of a stream, read in blocks and then closed: the one hash of install's plan, backups and
+    checks."""
     digest = hashlib.sha256()
     with stream:
         for block in iter(lambda: stream.read(4 << 20), b""):

@@ -36,7 +36,15 @@ from cudnn_doctor.install.files import (
 )
 from cudnn_doctor.install.fix_steps import FixStep, apply_fix, fix_roots
 from cudnn_doctor.install.journal import Store
-from cudnn_doctor.install.undo import NothingToUndo, UndoReport, recover, refresh_loader_cache, rollback_last, undo, undo_actions
+from cudnn_doctor.install.undo import (
+    NothingToUndo,
+    UndoReport,
+    recover,
+    refresh_loader_cache,
+    rollback_last,
+    undo,
+    undo_actions,
+)
 from cudnn_doctor.system.spool import SPOOL_PREFIX
 
 __all__ = [

@@ -51,9 +51,15 @@ class UndoReport(Record):
     def summary(self) -> str:
         parts = []
         if self.changed:
-            parts.append(f"{len(self.changed)} file(s) changed since the install were left as they are: {', '.join(self.changed[:5])}")
+            parts.append(
+                f"{len(self.changed)} file(s) changed since the install were left as they are: "
+                f"{', '.join(self.changed[:5])}"
+            )
         if self.failed:
-            parts.append(f"{len(self.failed)} file(s) could not be restored: " + ", ".join(f"{p} ({why})" for p, why in self.failed[:5]))
+            parts.append(
+                f"{len(self.failed)} file(s) could not be restored: "
+                + ", ".join(f"{p} ({why})" for p, why in self.failed[:5])
+            )
         if self.in_use:
             parts.append("close the programs that have them loaded (Python, Jupyter, the IDE)")
         return "; ".join(parts) or self.done()
@@ -61,7 +67,9 @@ class UndoReport(Record):
     def done(self) -> str:
         """`12 file(s) removed, 3 restored`: deleted what was added, put back what was replaced."""
         said = [f"{len(self.removed)} file(s) removed"] if self.removed else []
-        said += [f"{len(self.restored)} {'restored' if said else 'file(s) restored'}"] if self.restored or not said else []
+        said += (
+            [f"{len(self.restored)} {'restored' if said else 'file(s) restored'}"] if self.restored or not said else []
+        )
         return ", ".join(said)
 
     @property
@@ -115,7 +123,10 @@ def missing_backups(system: System, steps: Sequence[dict[str, Any]], actions: Se
         if action == "restore" and step.get("kind") != "rmdir":  # a removed folder is made again, from nothing
             found = identity(system, step["backup"]) if step.get("backup") else None
             if found != step["old"]:
-                problems.append(f"the backup of {step['dest']} ({step.get('backup')}) is {'missing' if found is None else 'altered'}")
+                problems.append(
+                    f"the backup of {step['dest']} ({step.get('backup')}) is "
+                    f"{'missing' if found is None else 'altered'}"
+                )
     return problems
 
 
@@ -154,17 +165,24 @@ def undo(
         try:
             check_inside(system, dest, within, "restore")
             discard(system, dest + TEMP_SUFFIX)
-            if step.get("kind") == "move" and step.get("source"):  # a move home across file systems stages its copy there
+            if step.get("kind") == "move" and step.get(
+                "source"
+            ):  # a move home across file systems stages its copy there
                 check_inside(system, step["source"], step.get("home"), "move back")
                 discard(system, step["source"] + TEMP_SUFFIX)
             action = actions[index] if actions is not None else _undo_action(system, step)
-            if step.get("kind") in ("move", "rmdir"):  # a fix's steps: a file moved (its source is where it goes back), a folder removed
+            if step.get("kind") in (
+                "move",
+                "rmdir",
+            ):  # a fix's steps: a file moved (its source is where it goes back), a folder removed
                 if action != "keep":
                     _undo_fix_step(system, step, report)
                 continue
             if action == "changed":
                 report.changed.append(dest)
-            elif action == "remove" or (action == "legacy" and not step.get("backup") and step.get("kind") in ("add", "link")):
+            elif action == "remove" or (
+                action == "legacy" and not step.get("backup") and step.get("kind") in ("add", "link")
+            ):
                 discard(system, dest)
                 report.removed.append(dest)
             elif action in ("restore", "legacy") and step.get("backup"):
@@ -201,7 +219,9 @@ def _one_line(what: str) -> Iterator[None]:
     try:
         yield
     except OSError as error:
-        raise InputError(f"{what}: {error.strerror or error} ({error.filename or 'a file'}); run it again once that is fixed") from None
+        raise InputError(
+            f"{what}: {error.strerror or error} ({error.filename or 'a file'}); run it again once that is fixed"
+        ) from None
 
 
 def recover(store: Store) -> Optional[str]:
@@ -219,17 +239,28 @@ def _recover(store: Store) -> Optional[str]:
     entry = next((h for h in history if h.get("id") == journal["id"]), None)
     steps = journal["steps"]
     actions = undo_actions(store.system, steps)
-    whole = all(s.get("started") for s in steps) and all(a in ("remove", "restore") for a in actions)  # every file is what the install wrote
-    if entry is not None and entry.get("state") == "installed" and whole:  # killed after the history was written: the install is whole
+    whole = all(s.get("started") for s in steps) and all(
+        a in ("remove", "restore") for a in actions
+    )  # every file is what the install wrote
+    if (
+        entry is not None and entry.get("state") == "installed" and whole
+    ):  # killed after the history was written: the install is whole
         store.record({"state": "committed"})
         return f"an interrupted {_what(journal)} had finished; it is kept (undo it with `cudnn-doctor rollback`)"
     held = held_files(store.system, _touched(steps, actions))
     if held:
-        raise FileInUse(held, f"undo the interrupted install into {journal['target']}", "run `cudnn-doctor rollback` again; nothing was changed")
+        raise FileInUse(
+            held,
+            f"undo the interrupted install into {journal['target']}",
+            "run `cudnn-doctor rollback` again; nothing was changed",
+        )
     report = undo(store.system, steps, actions, env=journal.get("env") or [], root=_install_root(store.system, journal))
     if report.failed:
         fix = "" if report.in_use else "fix that (run as administrator / with sudo?) and "
-        raise InputError(f"could not undo the interrupted install into {journal['target']}: {report.summary()}; {fix}run `cudnn-doctor rollback` again")
+        raise InputError(
+            f"could not undo the interrupted install into {journal['target']}: {report.summary()}; {fix}run "
+            f"`cudnn-doctor rollback` again"
+        )
     store.remove_backups(journal["id"])  # first: a crash after it finds every file already restored
     if entry is not None:
         entry["state"] = "rolled-back"
@@ -271,7 +302,8 @@ def _rollback_last(store: Store) -> tuple[dict[str, Any], UndoReport]:
     entry = next((h for h in reversed(history) if h.get("state") in ("installed", UNFINISHED)), None)
     if entry is None:
         raise NothingToUndo(
-            f"Nothing left to undo: the {len(history)} recorded install(s) and fix(es) are rolled back (`cudnn-doctor history` lists them)."
+            f"Nothing left to undo: the {len(history)} recorded install(s) and fix(es) are rolled back "
+            f"(`cudnn-doctor history` lists them)."
             if history
             else "Nothing to undo: no install or fix is recorded."
         )
@@ -285,7 +317,9 @@ def _rollback_last(store: Store) -> tuple[dict[str, Any], UndoReport]:
         )
     held = held_files(system, _touched(steps, actions))  # Windows: a loaded DLL would stop the undo half-way
     if held:
-        raise FileInUse(held, f"roll back install {entry['id']}", "run `cudnn-doctor rollback` again; nothing was changed")
+        raise FileInUse(
+            held, f"roll back install {entry['id']}", "run `cudnn-doctor rollback` again; nothing was changed"
+        )
     entry["state"] = UNFINISHED  # said before the first change: a failure or a kill half-way leaves a truthful history
     store.save_history(history)
     said: list[str] = []
@@ -303,7 +337,11 @@ def _rollback_last(store: Store) -> tuple[dict[str, Any], UndoReport]:
 
 def _touched(steps: Sequence[dict[str, Any]], actions: Sequence[str]) -> list[str]:
     """The files an undo would delete or put back."""
-    return [step["dest"] for step, action in zip(steps, actions) if action in ("remove", "restore", "legacy") and step.get("kind") != "rmdir"]
+    return [
+        step["dest"]
+        for step, action in zip(steps, actions)
+        if action in ("remove", "restore", "legacy") and step.get("kind") != "rmdir"
+    ]
 
 
 def refresh_loader_cache(system: System, entry: dict[str, Any]) -> list[str]:
@@ -315,7 +353,8 @@ def refresh_loader_cache(system: System, entry: dict[str, Any]) -> list[str]:
 
 
 def _undo_fix_step(system: System, step: dict[str, Any], report: UndoReport) -> None:
-    """Undo one started step of a fix: make a removed folder again, or move a file home and restore what its destination held."""
+    """Undo one started step of a fix: make a removed folder again, or move a file home and restore what its
+    destination held."""
     dest = step["dest"]
     if step.get("kind") == "rmdir":
         if not system.is_dir(dest):

@@ -119,7 +119,9 @@ def _lookup(function: _F) -> _F:
     def cached(*args: Any, **kwargs: Any) -> Any:
         # Keyed by the versions as written: Version("12") == Version("12.0") (trailing zeros), yet a major alone and
         # its X.0 release are different questions (driver_rule), so equal keys must not share an answer.
-        key = tuple(f"{type(a).__name__}:{a}" if isinstance(a, Version) else a for a in (*args, *sorted(kwargs.items())))
+        key = tuple(
+            f"{type(a).__name__}:{a}" if isinstance(a, Version) else a for a in (*args, *sorted(kwargs.items()))
+        )
         return by_key(key, args, tuple(sorted(kwargs.items())))
 
     cached.cache_clear = by_key.cache_clear  # type: ignore[attr-defined]
@@ -163,7 +165,8 @@ def _prebuilt() -> Optional[dict[str, bytes]]:
 
 
 def _shipped_table(name: str) -> Any:
-    """The shipped table: unpickled when the prebuilt file matches knowledge.json, else built (and checked) from the JSON."""
+    """The shipped table: unpickled when the prebuilt file matches knowledge.json, else built (and checked) from the
+    JSON."""
     tables = _prebuilt()
     if tables is not None:
         from cudnn_doctor.knowledge import prebuilt
@@ -201,7 +204,8 @@ def table(name: Literal["torch"]) -> framework_records.TorchTable: ...
 @overload
 def table(name: str) -> Any: ...
 def table(name: str) -> Any:
-    """One table as its typed record (`framework_records.TorchTable` for "torch"): the shipped rows, the user's `kb update` over
+    """One table as its typed record (`framework_records.TorchTable` for "torch"): the shipped rows, the user's `kb
+    update` over
     them, and the rows of a `--kb` file over both under `overlay`."""
     return _table(name)
 
@@ -300,7 +304,9 @@ def read_overlay(path: Path) -> _Overlay:
             if name not in schema.TABLES:
                 close = fields.close_matches(str(name), list(schema.TABLES))
                 raise KnowledgeError(
-                    f"{where}: unknown table {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "") + f"; the tables are {', '.join(schema.TABLES)}"
+                    f"{where}: unknown table {name!r}"
+                    + (f" (did you mean {close[0]!r}?)" if close else "")
+                    + f"; the tables are {', '.join(schema.TABLES)}"
                 )
             tables[name] = schema.partial(name, sections, where)
             schema.overlay(name, _shipped_table(name), tables[name], f"{where}: {name}")
@@ -311,7 +317,8 @@ def read_overlay(path: Path) -> _Overlay:
 
 @contextlib.contextmanager
 def overlay(path: Optional[Path]) -> Iterator[None]:
-    """Within the block, the tables are the shipped ones with the rows of `path` over them (nothing changes for None)."""
+    """Within the block, the tables are the shipped ones with the rows of `path` over them (nothing changes for
+    None)."""
     global _overlay
     if path is None:
         yield

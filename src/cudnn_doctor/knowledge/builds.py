@@ -59,7 +59,8 @@ def onnxruntime_build(version: Version, feed: str = "pypi") -> Optional[framewor
 
 @_lookup
 def onnxruntime_builds(version: Version) -> tuple[framework_records.OnnxruntimeBuild, ...]:
-    """Every build of a release, one per feed (PyPI first when it has one), so a planner can say where each comes from."""
+    """Every build of a release, one per feed (PyPI first when it has one), so a planner can say where each comes
+    from."""
     feeds = dict.fromkeys(row.feed for row in table("frameworks").onnxruntime_builds)
     found = (onnxruntime_build(version, feed) for feed in sorted(feeds, key=lambda f: f != "pypi"))
     return tuple(row for row in found if row is not None)
@@ -95,7 +96,9 @@ def reviewed_dates() -> dict[str, str]:
     return {name: table(name).reviewed for name in schema.TABLES}
 
 
-def loads_system_cuda(framework_name: str, packages: Any, version: Optional[Version] = None, os_name: Optional[str] = None) -> bool:
+def loads_system_cuda(
+    framework_name: str, packages: Any, version: Optional[Version] = None, os_name: Optional[str] = None
+) -> bool:
     """Whether a framework, given the distributions installed beside it (and, when known, its release
     and OS: Paddle 3.x wheels on Linux bring CUDA from pip), loads CUDA from the system."""
     entry = framework(framework_name)

@@ -14,7 +14,9 @@ from cudnn_doctor.record import Record
 
 def legacy_cudnn_name(name: str, os_name: str) -> Optional[records.LegacyCudnnName]:
     """The row of a cuDNN 1-3 library name (cudnn64_70.dll, libcudnn.so.7.0), or None."""
-    return next((row for row in table("cudnn").legacy_names if row.os == os_name and row.name.lower() == name.lower()), None)
+    return next(
+        (row for row in table("cudnn").legacy_names if row.os == os_name and row.name.lower() == name.lower()), None
+    )
 
 
 def cudnn_release(major: int) -> Optional[records.CudnnRelease]:
@@ -67,7 +69,11 @@ def cudnn_min_compute_capability(row: records.CudnnSupport) -> Optional[tuple[st
     if row.cc_min is not None:
         return row.cc_min, row.source
     major, first = Version(row.cuda).major, _first_release(row)
-    older = [(r.cc_min, r.source) for r in table("cudnn").support if r.cc_min is not None and Version(r.cuda).major == major and _first_release(r) < first]
+    older = [
+        (r.cc_min, r.source)
+        for r in table("cudnn").support
+        if r.cc_min is not None and Version(r.cuda).major == major and _first_release(r) < first
+    ]
     return max(older, key=lambda floor: Version(floor[0]), default=None)
 
 
@@ -75,7 +81,9 @@ def cudnn_min_compute_capability(row: records.CudnnSupport) -> Optional[tuple[st
 def cudnn_series_known(wanted: str) -> bool:
     """Some release of cuDNN `wanted` ("8.1", "7") is in the support matrix: for an older one the data says nothing."""
     prefix = Version(wanted).release
-    return any(Version(full).release[: len(prefix)] == prefix for row in table("cudnn").support for full in row.full_versions)
+    return any(
+        Version(full).release[: len(prefix)] == prefix for row in table("cudnn").support for full in row.full_versions
+    )
 
 
 class ArchiveName(Record):
@@ -113,7 +121,8 @@ def _archive_patterns() -> tuple[tuple[re.Pattern[str], records.CudnnArchive], .
 
 
 def parse_cudnn_archive_name(name: str) -> Optional[ArchiveName]:
-    """The cuDNN version, CUDA and platform NVIDIA's archive name (or its top folder's name) says, None for another name."""
+    """The cuDNN version, CUDA and platform NVIDIA's archive name (or its top folder's name) says, None for another
+    name."""
     for pattern, row in _archive_patterns():
         found = pattern.search(name)
         if found is None:
@@ -130,10 +139,24 @@ def cudnn_archive_name(full_version: str, cuda: Version, os_name: str, arch: str
     """NVIDIA's file name of cuDNN `full_version` built for `cuda` ("cudnn-11.2-windows-x64-v8.1.1.33.zip"), None
     when the data has no such build."""
     os_name = "linux" if os_name == "wsl" else os_name
-    era = next((row for row in table("cudnn").archives if row.os == os_name and row.versions.contains(full_version, prereleases=True)), None)
+    era = next(
+        (
+            row
+            for row in table("cudnn").archives
+            if row.os == os_name and row.versions.contains(full_version, prereleases=True)
+        ),
+        None,
+    )
     if era is None:
         return None
-    build = next((row for row in table("cudnn").support if full_version in row.full_versions and os_name in row.os and _serves(row, cuda)), None)
+    build = next(
+        (
+            row
+            for row in table("cudnn").support
+            if full_version in row.full_versions and os_name in row.os and _serves(row, cuda)
+        ),
+        None,
+    )
     if build is None and "{cuda}" in era.pattern:
         return None
     named = build.cuda if build is not None else str(cuda.major)

@@ -45,7 +45,8 @@ def text(value: Any) -> str:
 
 @functools.cache
 def _version_pattern() -> re.Pattern[str]:
-    """What Version() accepts, without building one; compiled on first use (a run that loads the prebuilt tables never does)."""
+    """What Version() accepts, without building one; compiled on first use (a run that loads the prebuilt tables never
+    does)."""
     return re.compile(VERSION_PATTERN, re.VERBOSE | re.IGNORECASE)
 
 
@@ -71,7 +72,12 @@ def version_range(value: Any) -> r.VersionRange:
 
 
 def url(value: Any) -> str:
-    if isinstance(value, str) and value.startswith("https://") and len(value) > len("https://") and not value[8].isspace():
+    if (
+        isinstance(value, str)
+        and value.startswith("https://")
+        and len(value) > len("https://")
+        and not value[8].isspace()
+    ):
         return value
     raise Bad("expected an https:// URL of the vendor's own page (a note may follow it)")
 
@@ -147,7 +153,9 @@ PROVENANCE: dict[str, Convert] = {"source": url, "copy": optional_url, "observed
 class Section(Record):
     """One section of a table: its row record, how each field is checked, and (for lists) the row key."""
 
-    record: type[Any]  # the row's record class (framework_records.TorchRelease): its _fields, _field_defaults and constructor
+    record: type[
+        Any
+    ]  # the row's record class (framework_records.TorchRelease): its _fields, _field_defaults and constructor
     fields: dict[str, Convert]
     key: Optional[Callable[[Any], Hashable]]  # None: a single row, not a list
     label: tuple[str, ...] = ()  # the fields that name a row in messages
@@ -177,7 +185,11 @@ class Section(Record):
         """The row's name in messages, ` (version 2.10)`; empty when the row says nothing usable."""
         if not isinstance(raw, dict):
             return ""
-        parts = [f"{k} {raw[k]}" for k in self.label if isinstance(raw.get(k), (str, int)) and not isinstance(raw.get(k), bool)]
+        parts = [
+            f"{k} {raw[k]}"
+            for k in self.label
+            if isinstance(raw.get(k), (str, int)) and not isinstance(raw.get(k), bool)
+        ]
         return f" ({', '.join(parts)})" if parts else ""
 
 

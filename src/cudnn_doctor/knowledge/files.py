@@ -1,4 +1,5 @@
-"""Reading knowledge files as people write them (YAML, or JSON), strictly: a repeated key is an error, not a silent overwrite.
+"""Reading knowledge files as people write them (YAML, or JSON), strictly: a repeated key is an error, not a silent
+overwrite.
 
 Only the generator, the tests and `--kb` read YAML; a normal run reads the generated JSON.
 """
@@ -21,7 +22,9 @@ def read(path: Path, name: Optional[str] = None) -> Any:
     (`cudnn_doctor.system.untrusted`): a `--kb` file is the user's, and may be a FIFO, /dev/zero or an alias bomb."""
     name = name or path.name
     try:
-        document = untrusted.parse(untrusted.read_file(path, "knowledge file", MAX_BYTES), name, json_text=path.suffix.lower() == ".json")
+        document = untrusted.parse(
+            untrusted.read_file(path, "knowledge file", MAX_BYTES), name, json_text=path.suffix.lower() == ".json"
+        )
     except InputError as error:
         raise KnowledgeError(str(error)) from None
     return _plain(document)

@@ -18,10 +18,15 @@ class Framework(Record):
     loads_cuda: str  # "system" | "bundled"
     source: str
     bundled_when: tuple[str, ...] = ()
-    # import packages beside `module` that hold its GPU code (JAX's PJRT plugin in `jax_plugins`): where its loader binary is looked for
+    # import packages beside `module` that hold its GPU code (JAX's PJRT plugin in `jax_plugins`): where its loader
+    # binary is looked for
     native_packages: tuple[str, ...] = ()
-    load_log: Optional[str] = None  # the variable setting that makes it log every library it tries to load, and why one failed
-    aarch64_cpu_only: Optional[str] = None  # the vendor's word that its Linux aarch64 wheels have no GPU support (URL and quote)
+    load_log: Optional[str] = (
+        None  # the variable setting that makes it log every library it tries to load, and why one failed
+    )
+    aarch64_cpu_only: Optional[str] = (
+        None  # the vendor's word that its Linux aarch64 wheels have no GPU support (URL and quote)
+    )
     copy: Optional[str] = None
     observed: Optional[str] = None
 
@@ -80,7 +85,9 @@ class JaxBuild(Record):
     source: str
     copy: Optional[str] = None
     observed: Optional[str] = None
-    cuda_min: Optional[str] = None  # the oldest CUDA toolkit of the major a system-CUDA build runs with ("12.2"); None: any
+    cuda_min: Optional[str] = (
+        None  # the oldest CUDA toolkit of the major a system-CUDA build runs with ("12.2"); None: any
+    )
 
 
 class FrameworkReleases(Record):
@@ -117,14 +124,17 @@ class PublishedRelease(Record):
     aarch64: tuple[str, ...] = ()  # the same for Linux aarch64 (SBSA servers; Jetson boards take NVIDIA's own wheels)
     sdist: bool = False
     requires_python: Optional[VersionRange] = None
-    requires: tuple[str, ...] = ()  # what every install requires on Linux x86_64, where recorded ("nvidia-cudnn-cu12==9.10.2.21")
+    requires: tuple[
+        str, ...
+    ] = ()  # what every install requires on Linux x86_64, where recorded ("nvidia-cudnn-cu12==9.10.2.21")
     requires_aarch64: tuple[str, ...] = ()  # the same on Linux aarch64, where recorded (torch)
     copy: Optional[str] = None
     observed: Optional[str] = None
 
 
 class PublishedExtra(Record):
-    """What `distribution[extra]==version` adds, from that release's METADATA (`Requires-Dist: …; extra == "cuda12"`)."""
+    """What `distribution[extra]==version` adds, from that release's METADATA (`Requires-Dist: …; extra ==
+    "cuda12"`)."""
 
     distribution: str
     version: str

@@ -108,7 +108,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return 1
         return 0
     if current != text:
-        with open(OUTPUT, "w", encoding="utf-8", newline="\n") as handle:  # Path.write_text takes newline= from Python 3.10
+        with open(
+            OUTPUT, "w", encoding="utf-8", newline="\n"
+        ) as handle:  # Path.write_text takes newline= from Python 3.10
             handle.write(text)
         print(f"wrote {OUTPUT}")
     if not prebuilt_is_current(text):

@@ -80,7 +80,9 @@ def verify_threshold(check: str) -> Optional[records.VerifyThreshold]:
 @_lookup
 def cuda_architectures(cuda: Version) -> Optional[records.CudaArchitectures]:
     """The row of the compute capabilities a CUDA toolkit minor release builds for (None: no row for that minor)."""
-    return next((row for row in table("gpus").cuda_architectures if Version(row.cuda).release[:2] == cuda.release[:2]), None)
+    return next(
+        (row for row in table("gpus").cuda_architectures if Version(row.cuda).release[:2] == cuda.release[:2]), None
+    )
 
 
 @_lookup
@@ -118,7 +120,10 @@ def _first_listed_later(cuda: Version, wanted: Version, bound: records.CudaArchi
 def _first_cuda_listing(cc: str) -> Optional[Version]:
     """The oldest CUDA release whose architecture row lists `cc`."""
     wanted = Version(cc)
-    return min((Version(r.cuda) for r in table("gpus").cuda_architectures if any(Version(v) == wanted for v in r.cc)), default=None)
+    return min(
+        (Version(r.cuda) for r in table("gpus").cuda_architectures if any(Version(v) == wanted for v in r.cc)),
+        default=None,
+    )
 
 
 BINARY_COMPATIBILITY_SOURCE = (
@@ -149,7 +154,8 @@ def cuda_runs_on_compute_capability(cuda: Version, cc: str) -> Optional[bool]:
 
 @_lookup
 def cuda_min_compute_capability(cuda_major: int) -> Optional[tuple[Version, str]]:
-    """The oldest compute capability every release of a CUDA major builds for, from its complete rows (None without one)."""
+    """The oldest compute capability every release of a CUDA major builds for, from its complete rows (None without
+    one)."""
     rows = [row for row in table("gpus").cuda_architectures if row.complete and Version(row.cuda).major == cuda_major]
     if not rows:
         return None

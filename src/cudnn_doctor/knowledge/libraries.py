@@ -35,7 +35,9 @@ def wheels_shipping(name: str, os_name: str) -> tuple[records.CudaWheel, ...]:
     environment asks this of the same few names."""
 
     flags = re.IGNORECASE if os_name == "windows" else 0
-    return tuple(row for row in cuda_wheels() if re.match(row.windows if os_name == "windows" else row.linux, name, flags))
+    return tuple(
+        row for row in cuda_wheels() if re.match(row.windows if os_name == "windows" else row.linux, name, flags)
+    )
 
 
 def wheel_providing(name: str, os_name: str, cuda_major: Optional[int] = None) -> Optional[records.CudaWheel]:
@@ -74,7 +76,9 @@ def pip_brings_cuda(framework_name: str, version: Version, os_name: str) -> Opti
         (
             row
             for row in table("frameworks").pip_cuda
-            if row.framework == framework_name and row.os == os_name and row.versions.contains(version, prereleases=True)
+            if row.framework == framework_name
+            and row.os == os_name
+            and row.versions.contains(version, prereleases=True)
         ),
         None,
     )
@@ -126,7 +130,11 @@ def published_extra(distribution: str, version: str, extra: str) -> Optional[fra
     the extra (or its extras were not recorded)."""
     wanted = (canonicalize_name(distribution), canonicalize_name(extra))
     return next(
-        (row for row in _extras_of(version) if (canonicalize_name(row.distribution), canonicalize_name(row.extra)) == wanted),
+        (
+            row
+            for row in _extras_of(version)
+            if (canonicalize_name(row.distribution), canonicalize_name(row.extra)) == wanted
+        ),
         None,
     )
 

@@ -42,18 +42,31 @@ class Known(Record):
 # The cuDNN loaded is not the one the build needs: named groups `loaded`, `compiled` and, where stated, `minimum`.
 CUDNN_MISMATCH: tuple[Wording, ...] = (
     # TensorFlow 1.x (integers: "Loaded runtime CuDNN library: 7101 (compatibility version 7100) but source was compiled
-    # with 7003 (compatibility version 7000)"), TensorFlow 2.x and XLA under JAX ("... 8.1.0 but source was compiled with: 8.6.0")
+    # with 7003 (compatibility version 7000)"), TensorFlow 2.x and XLA under JAX ("... 8.1.0 but source was compiled
+    # with: 8.6.0")
     Wording(
         "Loaded runtime CuDNN library:",
-        regex(rf"Loaded runtime CuDNN library:\s*(?P<loaded>{_V}).*?source was compiled with:?\s*(?P<compiled>{_V})", re.DOTALL),
+        regex(
+            rf"Loaded runtime CuDNN library:\s*(?P<loaded>{_V}).*?source was compiled with:?\s*(?P<compiled>{_V})",
+            re.DOTALL,
+        ),
         spans_lines=True,
     ),
     # PaddlePaddle's device check
-    Wording("compiled with CUDNN ", regex(rf"compiled with CUDNN (?P<compiled>{_V}), but CUDNN version in your machine is (?P<loaded>{_V})")),
+    Wording(
+        "compiled with CUDNN ",
+        regex(rf"compiled with CUDNN (?P<compiled>{_V}), but CUDNN version in your machine is (?P<loaded>{_V})"),
+    ),
     # JAX 0.4.x (before 0.4.26): "Found cuDNN version 8600, but JAX was built against version 8906, which is newer."
-    Wording("Found cuDNN version ", regex(r"Found cuDNN version (?P<loaded>\d+), but JAX was built against version (?P<compiled>\d+)", re.IGNORECASE)),
+    Wording(
+        "Found cuDNN version ",
+        regex(
+            r"Found cuDNN version (?P<loaded>\d+), but JAX was built against version (?P<compiled>\d+)", re.IGNORECASE
+        ),
+    ),
     # JAX 0.4.26+ (_check_cuda_versions): "Outdated cuDNN installation found.\nVersion JAX was built against: 8907\n
-    # Minimum supported: 9100\nInstalled version: 8907" (the installed one may equal the build's yet be under the minimum)
+    # Minimum supported: 9100\nInstalled version: 8907" (the installed one may equal the build's yet be under the
+    # minimum)
     Wording(
         "Outdated cuDNN installation found",
         regex(
@@ -63,15 +76,21 @@ CUDNN_MISMATCH: tuple[Wording, ...] = (
         ),
         spans_lines=True,
     ),
-    # PyTorch 1.12+ as tuples: "compiled  against (8, 5, 0) but found runtime version (8, 3, 3)"; 1.12.0 "but linked against (8, 0, 3)"
+    # PyTorch 1.12+ as tuples: "compiled  against (8, 5, 0) but found runtime version (8, 3, 3)"; 1.12.0 "but linked
+    # against (8, 0, 3)"
     Wording(
         "PyTorch was compiled",
         regex(
-            r"PyTorch was compiled\s+against \((?P<compiled>\d+,\s*\d+,\s*\d+)\) but (?:found runtime version|linked against) \((?P<loaded>\d+,\s*\d+,\s*\d+)\)"
+            r"PyTorch was compiled\s+against \((?P<compiled>\d+,\s*\d+,\s*\d+)\) but (?:found runtime "
+            r"version|linked against) \((?P<loaded>\d+,\s*\d+,\s*\d+)\)"
         ),
     ),
-    # PyTorch before 1.12 as integers: "cuDNN version mismatch: PyTorch was compiled against 7102 but linked against 7600"
-    Wording("PyTorch was compiled", regex(r"PyTorch was compiled\s+against (?P<compiled>\d+) but linked against (?P<loaded>\d+)")),
+    # PyTorch before 1.12 as integers: "cuDNN version mismatch: PyTorch was compiled against 7102 but linked against
+    # 7600"
+    Wording(
+        "PyTorch was compiled",
+        regex(r"PyTorch was compiled\s+against (?P<compiled>\d+) but linked against (?P<loaded>\d+)"),
+    ),
 )
 
 # A GPU library the framework could not load, said by what it is rather than by its file name: group `part`
@@ -81,13 +100,19 @@ UNLOADABLE: tuple[Wording, ...] = (
     Wording("Cannot dlopen some GPU libraries", regex(r"Cannot dlopen some GPU libraries")),
     # PaddlePaddle 1.x-2.x dynload: "Cannot load cudnn shared library. Cannot invoke method cudnnGetVersion."
     Wording("Cannot load ", regex(r"Cannot load (?P<part>cu\w+) shared library", re.IGNORECASE)),
-    # JAX (jaxlib's version checks): "Unable to load cuDNN. Is it installed?", "Unable to load cuSOLVER.", "Unable to load CUDA."
+    # JAX (jaxlib's version checks): "Unable to load cuDNN. Is it installed?", "Unable to load cuSOLVER.", "Unable to
+    # load CUDA."
     Wording("Unable to load ", regex(r"Unable to load (?P<part>(?i:cu)[A-Za-z]+)\b(?!\s*\w*\.(?:so|dll))")),
 )
 
 
-_FIND = "`cudnn-doctor which NAME` shows where the loader looks for it and what it needs; `cudnn-doctor check` names the fix"
-_PLAN = "`cudnn-doctor plan` gives a framework build, CUDA and cuDNN that work together on this machine, with the commands"
+_FIND = (
+    "`cudnn-doctor which NAME` shows where the loader looks for it and what it needs; `cudnn-doctor check` "
+    "names the fix"
+)
+_PLAN = (
+    "`cudnn-doctor plan` gives a framework build, CUDA and cuDNN that work together on this machine, with the commands"
+)
 # What run says for the two meanings the probes read: (kind, areas, says, next step)
 CUDNN_VERSION = (
     "cudnn-version",
@@ -98,8 +123,10 @@ CUDNN_VERSION = (
 NOT_LOADED = (
     "gpu-library-not-loaded",
     ("cudnn", "toolkit", "frameworks"),
-    "a GPU library the framework names (cuDNN, cuSOLVER, ...) could not be loaded; TensorFlow names them with TF_CPP_MAX_VLOG_LEVEL=3",
-    "`cudnn-doctor check` finds each library's installs and the one the loader reaches first; `pip install tensorflow[and-cuda]` "
+    "a GPU library the framework names (cuDNN, cuSOLVER, ...) could not be loaded; TensorFlow names them with "
+    "TF_CPP_MAX_VLOG_LEVEL=3",
+    "`cudnn-doctor check` finds each library's installs and the one the loader reaches first; `pip install "
+    "tensorflow[and-cuda]` "
     "or `jax[cuda12]` brings the CUDA and cuDNN wheels the build was made with",
 )
 
@@ -127,7 +154,14 @@ PATTERNS = (
         "a library could not be loaded",
         _FIND,
     ),
-    Known("library-not-found", ("cudnn",), ("Could not locate ",), regex(rf"Could not locate {_LIBRARY}"), "a library could not be found", _FIND),
+    Known(
+        "library-not-found",
+        ("cudnn",),
+        ("Could not locate ",),
+        regex(rf"Could not locate {_LIBRARY}"),
+        "a library could not be found",
+        _FIND,
+    ),
     Known(
         "library-not-found",
         ("cudnn",),
@@ -142,7 +176,8 @@ PATTERNS = (
         ("DLL load failed while importing ", "[WinError 126]"),
         regex(r"(?:DLL load failed while importing \w+|\[WinError 126\][^\n]*?)(?:: )?(?P<library>[^\n'\"]*\.dll)?"),
         "a DLL (or one it needs) could not be loaded",
-        "`cudnn-doctor which NAME.dll` shows the DLL it needs that is missing (zlibwapi.dll, a cuDNN sub-library, the VC++ runtime)",
+        "`cudnn-doctor which NAME.dll` shows the DLL it needs that is missing (zlibwapi.dll, a cuDNN sub-library, "
+        "the VC++ runtime)",
     ),
     Known(
         "cudnn-status",
@@ -150,7 +185,8 @@ PATTERNS = (
         ("CUDNN_STATUS_",),
         regex(r"CUDNN_STATUS_(?P<status>[A-Z_]+)"),
         "cuDNN returned an error status",
-        "`cudnn-doctor check` compares the cuDNN loaded with the one the framework was built for; `cudnn-doctor verify` runs cuDNN alone",
+        "`cudnn-doctor check` compares the cuDNN loaded with the one the framework was built for; `cudnn-doctor "
+        "verify` runs cuDNN alone",
     ),
     Known(
         "no-kernel-image",
@@ -163,8 +199,15 @@ PATTERNS = (
     Known(
         "insufficient-driver",
         ("driver", "frameworks"),
-        ("CUDA driver version is insufficient for CUDA runtime version", "cudaErrorInsufficientDriver", "The NVIDIA driver on your system is too old"),
-        regex(r"CUDA driver version is insufficient for CUDA runtime version|cudaErrorInsufficientDriver|The NVIDIA driver on your system is too old"),
+        (
+            "CUDA driver version is insufficient for CUDA runtime version",
+            "cudaErrorInsufficientDriver",
+            "The NVIDIA driver on your system is too old",
+        ),
+        regex(
+            r"CUDA driver version is insufficient for CUDA runtime version|cudaErrorInsufficientDriver|The NVIDIA "
+            r"driver on your system is too old"
+        ),
         "the driver is older than the CUDA runtime needs",
         "update the NVIDIA driver, or install a build for an older CUDA: " + _PLAN,
     ),
@@ -172,7 +215,10 @@ PATTERNS = (
         "library-not-found",
         ("frameworks",),
         ("LoadLibrary failed with error 126",),
-        regex(r'LoadLibrary failed with error 126 "[^"\n]*" when trying to load "(?:[^"\n]*[\\/])?(?P<library>[^"\n\\/]*\.dll)"'),
+        regex(
+            r'LoadLibrary failed with error 126 "[^"\n]*" when trying to load '
+            r'"(?:[^"\n]*[\\/])?(?P<library>[^"\n\\/]*\.dll)"'
+        ),
         "a framework's GPU library (or a DLL it needs) could not be loaded",
         "`cudnn-doctor which NAME.dll` shows the DLL it needs that is missing",
     ),
@@ -190,15 +236,18 @@ PATTERNS = (
         ("Torch not compiled with CUDA enabled",),
         regex(r"Torch not compiled with CUDA enabled"),
         "this PyTorch is a CPU-only build",
-        "install a CUDA build of PyTorch: `cudnn-doctor plan --framework torch` prints the pip command for this machine",
+        "install a CUDA build of PyTorch: `cudnn-doctor plan --framework torch` prints the pip command for this "
+        "machine",
     ),
     Known(
         "nvml",
         ("driver",),
         ("Failed to initialize NVML", "NVML: Driver/library version mismatch", "Driver/library version mismatch"),
         regex(r"Failed to initialize NVML[^\n]*|(?:NVML: )?Driver/library version mismatch"),
-        "NVML (the driver's management library) failed: the driver's kernel module and libraries differ, or no driver runs",
-        "after a driver update, reboot (the kernel module still loaded is the old one); `cudnn-doctor check` says which",
+        "NVML (the driver's management library) failed: the driver's kernel module and libraries differ, or no "
+        "driver runs",
+        "after a driver update, reboot (the kernel module still loaded is the old one); `cudnn-doctor check` says "
+        "which",
     ),
     Known(
         "no-driver",

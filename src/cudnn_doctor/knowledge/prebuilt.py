@@ -28,7 +28,11 @@ PROTOCOL = 4  # Python 3.4+: the oldest the package supports reads it
 
 def records_fingerprint() -> int:
     """The record classes and their fields: a pickle made with other records must not be read."""
-    shapes = sorted((name, value._fields) for name, value in vars(records).items() if isinstance(value, type) and hasattr(value, "_fields"))
+    shapes = sorted(
+        (name, value._fields)
+        for name, value in vars(records).items()
+        if isinstance(value, type) and hasattr(value, "_fields")
+    )
     return zlib.crc32(repr(shapes).encode())
 
 

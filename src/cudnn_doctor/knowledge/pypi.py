@@ -74,12 +74,15 @@ def _get(url: str, headers: Optional[dict[str, str]] = None, timeout: float = _T
 
 
 def index_files(name: str, get: Callable[..., bytes] = _get, index: str = INDEX) -> list[dict[str, Any]]:
-    """The files the index lists for `name`, each checked for the fields used (filename, url, size, yanked, requires-python)."""
+    """The files the index lists for `name`, each checked for the fields used (filename, url, size, yanked,
+    requires-python)."""
     document = json.loads(get(f"{index}{name}/", {"Accept": "application/vnd.pypi.simple.v1+json"}))
     files = document.get("files") if isinstance(document, dict) else None
     if not isinstance(files, list):
         raise ValueError(f"{name}: the index answered no file list")
-    return [f for f in files if isinstance(f, dict) and isinstance(f.get("filename"), str) and isinstance(f.get("url"), str)]
+    return [
+        f for f in files if isinstance(f, dict) and isinstance(f.get("filename"), str) and isinstance(f.get("url"), str)
+    ]
 
 
 def releases(files: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -100,7 +103,14 @@ def releases(files: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         except (InvalidWheelFilename, InvalidSdistFilename, InvalidVersion):
             continue
         entry = found.setdefault(
-            str(version), {"linux": set(), "windows": set(), "aarch64": set(), "sdist": False, "requires_python": file.get("requires-python") or None}
+            str(version),
+            {
+                "linux": set(),
+                "windows": set(),
+                "aarch64": set(),
+                "sdist": False,
+                "requires_python": file.get("requires-python") or None,
+            },
         )
         entry["sdist"] = entry["sdist"] or not name.endswith(".whl")
         for tag in tags:
@@ -112,7 +122,11 @@ def releases(files: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 # release key -> the platform tags it collects: (prefix, machine suffixes)
-_PLATFORMS = (("linux", "manylinux", ("x86_64",)), ("windows", "win", ("amd64",)), ("aarch64", "manylinux", ("aarch64",)))
+_PLATFORMS = (
+    ("linux", "manylinux", ("x86_64",)),
+    ("windows", "win", ("amd64",)),
+    ("aarch64", "manylinux", ("aarch64",)),
+)
 
 
 class _RangeFile(io.RawIOBase):
@@ -167,7 +181,10 @@ def extras(metadata: str, environment: Optional[dict[str, str]] = None) -> dict[
         except InvalidRequirement:
             continue
         marker = requirement.marker
-        text = f"{requirement.name}{'[' + ','.join(sorted(requirement.extras)) + ']' if requirement.extras else ''}{requirement.specifier}"
+        text = (
+            f"{requirement.name}"
+            f"{'[' + ','.join(sorted(requirement.extras)) + ']' if requirement.extras else ''}{requirement.specifier}"
+        )
         if marker is None or marker.evaluate({**where, "extra": ""}):
             found[""].append(text)  # a requirement of every install, not of an extra
             continue
@@ -190,7 +207,12 @@ def record(names: Iterable[str] = TRACKED, path: Path = SOURCE, get: Callable[..
     return document
 
 
-def fetch(names: Iterable[str] = TRACKED, get: Callable[..., bytes] = _get, index: str = INDEX, previous: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+def fetch(
+    names: Iterable[str] = TRACKED,
+    get: Callable[..., bytes] = _get,
+    index: str = INDEX,
+    previous: Optional[dict[str, Any]] = None,
+) -> dict[str, Any]:
     """The source document as the index answers now: {"index", "fetched", "distributions": {name: releases}}. A release
     whose METADATA a `previous` document already holds is not read again (a published release never changes)."""
     distributions: dict[str, Any] = {}
@@ -200,7 +222,9 @@ def fetch(names: Iterable[str] = TRACKED, get: Callable[..., bytes] = _get, inde
         wheels = {f["filename"]: f for f in files if f["filename"].endswith(".whl") and isinstance(f.get("size"), int)}
         known = ((previous or {}).get("distributions") or {}).get(name) or {}
         for version, entry in found.items():
-            kept = {key: value for key, value in (known.get(version) or {}).items() if key in ("extras", "requires_aarch64")}
+            kept = {
+                key: value for key, value in (known.get(version) or {}).items() if key in ("extras", "requires_aarch64")
+            }
             if kept:
                 entry.update(kept)
                 continue
@@ -214,8 +238,11 @@ def fetch(names: Iterable[str] = TRACKED, get: Callable[..., bytes] = _get, inde
     return {"index": index, "fetched": datetime.date.today().isoformat(), "distributions": distributions}
 
 
-def _metadata(wheels: dict[str, dict[str, Any]], name: str, version: str, machine: str, get: Callable[..., bytes]) -> Optional[str]:
-    """The METADATA of one wheel of that release: a Linux wheel for `machine` (x86_64: else any wheel, for a pure one)."""
+def _metadata(
+    wheels: dict[str, dict[str, Any]], name: str, version: str, machine: str, get: Callable[..., bytes]
+) -> Optional[str]:
+    """The METADATA of one wheel of that release: a Linux wheel for `machine` (x86_64: else any wheel, for a pure
+    one)."""
     prefix = f"{name.replace('-', '_')}-{version}-"
     mine = [n for n in wheels if n.startswith(prefix)]
     linux = sorted(n for n in mine if "manylinux" in n and n.endswith(f"{machine}.whl"))
@@ -243,7 +270,13 @@ def published_rows(document: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     for name, found in sorted(document["distributions"].items()):
         for version in sorted(found, key=Version, reverse=True):
             entry = found[version]
-            row: dict[str, Any] = {"distribution": name, "version": version, "linux": entry["linux"], "windows": entry["windows"], "source": source}
+            row: dict[str, Any] = {
+                "distribution": name,
+                "version": version,
+                "linux": entry["linux"],
+                "windows": entry["windows"],
+                "source": source,
+            }
             row.update({"aarch64": entry["aarch64"]} if entry.get("aarch64") else {})
             row.update({"sdist": True} if entry.get("sdist") else {})
             row.update({"requires_python": entry["requires_python"]} if entry.get("requires_python") else {})
@@ -253,7 +286,9 @@ def published_rows(document: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
             for extra, requires in sorted((entry.get("extras") or {}).items()):
                 if not extra:
                     continue
-                extras_rows.append({"distribution": name, "version": version, "extra": extra, "requires": requires, "source": source})
+                extras_rows.append(
+                    {"distribution": name, "version": version, "extra": extra, "requires": requires, "source": source}
+                )
     return {"reviewed": document["fetched"], "releases": releases_rows, "extras": extras_rows}
 
 

@@ -41,7 +41,8 @@ class VersionRange(SpecifierSet):
         return (VersionRange, (self.text,))
 
     def newest_minor(self) -> Optional[str]:
-        """The newest X.Y the range allows among the minors it names ("3.11" for ">=3.8,<3.12"), for `python=3.11` advice."""
+        """The newest X.Y the range allows among the minors it names ("3.11" for ">=3.8,<3.12"), for `python=3.11`
+        advice."""
         named: dict[int, int] = {}
         for specifier in self:
             try:
@@ -60,7 +61,8 @@ class VersionRange(SpecifierSet):
 
 
 class ToolkitDriver(Record):
-    """The oldest driver one CUDA toolkit release (a GA or an update, by its full version) runs on, without compatibility help."""
+    """The oldest driver one CUDA toolkit release (a GA or an update, by its full version) runs on, without
+    compatibility help."""
 
     cuda: str  # the full version: "12.4.1"
     release: str  # NVIDIA's name of the release: "GA", "Update 1"
@@ -77,7 +79,9 @@ class MinorVersionCompatibility(Record):
     major: int
     linux: str
     windows: str
-    upper: Optional[str]  # the driver branch from which NVIDIA lists the next major instead ("525" for 11.x); None: open
+    upper: Optional[
+        str
+    ]  # the driver branch from which NVIDIA lists the next major instead ("525" for 11.x); None: open
     source: str
     copy: Optional[str] = None
     observed: Optional[str] = None
@@ -134,7 +138,8 @@ class RuntimeLoads(Record):
 
 
 class OptionalLoad(Record):
-    """A run-time load a library survives without (the algorithms or operators that need it fail instead); `name` may be a pattern (`cufft64_%d.dll`)."""
+    """A run-time load a library survives without (the algorithms or operators that need it fail instead); `name` may
+    be a pattern (`cufft64_%d.dll`)."""
 
     name: str
     source: str
@@ -143,7 +148,8 @@ class OptionalLoad(Record):
 
 
 class Zlibwapi(Record):
-    """The cuDNN releases that need zlibwapi.dll on Windows; `end_indirect`: the range's end rests on indirect evidence."""
+    """The cuDNN releases that need zlibwapi.dll on Windows; `end_indirect`: the range's end rests on indirect
+    evidence."""
 
     versions: VersionRange
     source: str
@@ -167,7 +173,9 @@ class LegacyCudnnName(Record):
     def cuda_majors(self) -> list[int]:
         """The CUDA majors of the toolkits it ran with ([6, 7] for cuDNN v2)."""
         named = [Version(specifier.version).major for specifier in self.toolkits]
-        return [m for m in range(min(named), max(named) + 1) if any(Version(f"{m}.{n}") in self.toolkits for n in range(10))]
+        return [
+            m for m in range(min(named), max(named) + 1) if any(Version(f"{m}.{n}") in self.toolkits for n in range(10))
+        ]
 
 
 class CudnnSupport(Record):
@@ -189,7 +197,8 @@ class CudnnSupport(Record):
 
 
 class CudnnArchive(Record):
-    """NVIDIA's file name for a cuDNN archive of one era and OS: `pattern` with {version}, {cuda}, {cuda_major}, {arch}."""
+    """NVIDIA's file name for a cuDNN archive of one era and OS: `pattern` with {version}, {cuda}, {cuda_major},
+    {arch}."""
 
     versions: VersionRange
     os: str
@@ -385,7 +394,8 @@ class OsProvided(Record):
 
 
 class DriverProvided(Record):
-    """Library names the NVIDIA driver provides, and the files whose presence shows a driver is installed (regular expressions)."""
+    """Library names the NVIDIA driver provides, and the files whose presence shows a driver is installed (regular
+    expressions)."""
 
     pattern: str
     files: str

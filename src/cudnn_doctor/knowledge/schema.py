@@ -24,7 +24,10 @@ def _top_level(table: Table, document: Any, where: str, prefix: str, partial: bo
     for key in document:
         if key not in allowed:
             close = close_matches(str(key), allowed, n=1)
-            raise KnowledgeError(f"{where}: unknown key {prefix + str(key)!r}" + (f" (did you mean {prefix + close[0]!r}?)" if close else ""))
+            raise KnowledgeError(
+                f"{where}: unknown key {prefix + str(key)!r}"
+                + (f" (did you mean {prefix + close[0]!r}?)" if close else "")
+            )
     if not partial:
         for key in allowed:
             if key not in document:
@@ -66,7 +69,10 @@ def build(name: str, document: Any, where: str) -> Any:
     table = TABLES[name]
     _top_level(table, document, where, "", partial=False)
     record = table.record(
-        **{key: document["reviewed"] if key == "reviewed" else _section(table.sections[key], key, document[key], where) for key in table.record._fields}
+        **{
+            key: document["reviewed"] if key == "reviewed" else _section(table.sections[key], key, document[key], where)
+            for key in table.record._fields
+        }
     )
     if table.check:
         table.check(record, where)
@@ -77,7 +83,11 @@ def partial(name: str, document: Any, where: str) -> dict[str, Any]:
     """A user's rows for table `name` in file `where`: only the sections given, each checked like the shipped ones."""
     table = TABLES[name]
     _top_level(table, document, where, f"{name}.", partial=True)
-    return {key: _section(table.sections[key], f"{name}.{key}", value, where) for key, value in document.items() if key != "reviewed"}
+    return {
+        key: _section(table.sections[key], f"{name}.{key}", value, where)
+        for key, value in document.items()
+        if key != "reviewed"
+    }
 
 
 def overlay(name: str, shipped: Any, sections: dict[str, Any], where: str) -> Any:

@@ -39,10 +39,14 @@ def _release(text: str) -> tuple[int, ...]:
 def _check_cuda_driver(table: r.CudaDriverTable, where: str) -> None:
     """The minimum driver never decreases as the toolkit version rises (rows where NVIDIA lists none are skipped)."""
     for os_name in ("linux", "windows"):
-        rows = sorted((row for row in table.toolkits if getattr(row, os_name) is not None), key=lambda row: Version(row.cuda))
+        rows = sorted(
+            (row for row in table.toolkits if getattr(row, os_name) is not None), key=lambda row: Version(row.cuda)
+        )
         for older, newer in zip(rows, rows[1:]):
             if Version(getattr(newer, os_name)) < Version(getattr(older, os_name)):
-                raise KnowledgeError(f"{where}: CUDA {newer.cuda} needs an older {os_name} driver than CUDA {older.cuda}")
+                raise KnowledgeError(
+                    f"{where}: CUDA {newer.cuda} needs an older {os_name} driver than CUDA {older.cuda}"
+                )
 
 
 _CUDA_LIST = f.list_of(f.version, 'versions in quotes, such as "12.6"')
@@ -51,7 +55,9 @@ _CUDA_LIST = f.list_of(f.version, 'versions in quotes, such as "12.6"')
 def _check_patch(patch: Optional[str], version: str, where: str, what: str) -> None:
     """A `patch` pin must be a release of the row's own minor, or a plan would install another minor."""
     if patch is not None and _release(patch) != _release(version):
-        raise KnowledgeError(f"{where}: {what} {version}: patch {patch} is not a {'.'.join(map(str, _release(version)))} release")
+        raise KnowledgeError(
+            f"{where}: {what} {version}: patch {patch} is not a {'.'.join(map(str, _release(version)))} release"
+        )
 
 
 def _check_torch(table: fr.TorchTable, where: str) -> None:
@@ -61,7 +67,9 @@ def _check_torch(table: fr.TorchTable, where: str) -> None:
         if row.conda is not None and ("{cuda}" not in row.conda or not row.conda_cuda):
             raise KnowledgeError(f"{where}: torch {row.version}: conda needs a {{cuda}} placeholder and conda_cuda")
         if not set(row.conda_forge_cuda) <= set(row.conda_cuda or ()):
-            raise KnowledgeError(f"{where}: torch {row.version}: conda_forge_cuda lists a CUDA that conda_cuda does not")
+            raise KnowledgeError(
+                f"{where}: torch {row.version}: conda_forge_cuda lists a CUDA that conda_cuda does not"
+            )
 
 
 def _check_tensorflow(table: fr.TensorflowTable, where: str) -> None:
@@ -74,7 +82,9 @@ def _check_framework_releases(table: fr.FrameworksTable, where: str) -> None:
     for row in table.releases:
         ordered = sorted(row.versions, key=Version, reverse=True)
         if list(row.versions) != ordered or len(set(map(Version, row.versions))) != len(row.versions):
-            raise KnowledgeError(f"{where}: releases ({row.distribution}): versions must be newest first, without repeats")
+            raise KnowledgeError(
+                f"{where}: releases ({row.distribution}): versions must be newest first, without repeats"
+            )
 
 
 def _archive_pattern(value: Any) -> str:
@@ -90,10 +100,17 @@ def _check_cudnn(table: r.CudnnTable, where: str) -> None:
     for row in table.support:
         outside = [full for full in row.full_versions if not row.versions.contains(full, prereleases=True)]
         if outside:
-            raise KnowledgeError(f"{where}: support ({row.versions}, cuda {row.cuda}): {', '.join(outside)} is not in {row.versions}")
+            raise KnowledgeError(
+                f"{where}: support ({row.versions}, cuda {row.cuda}): {', '.join(outside)} is not in {row.versions}"
+            )
         named = Version(row.cuda)
-        if not any(row.toolkits.contains(f"{named.major}.{minor}") for minor in range(10)) or (len(named.release) > 1 and not row.toolkits.contains(row.cuda)):
-            raise KnowledgeError(f"{where}: support ({row.versions}, cuda {row.cuda}): toolkits {row.toolkits} does not serve CUDA {row.cuda}")
+        if not any(row.toolkits.contains(f"{named.major}.{minor}") for minor in range(10)) or (
+            len(named.release) > 1 and not row.toolkits.contains(row.cuda)
+        ):
+            raise KnowledgeError(
+                f"{where}: support ({row.versions}, cuda {row.cuda}): toolkits {row.toolkits} does not serve CUDA "
+                f"{row.cuda}"
+            )
 
 
 _LIBRARY_NAME: dict[str, f.Convert] = {"cuda": f.version, "windows": f.text, "linux": f.text}
@@ -123,7 +140,12 @@ TABLES: dict[str, f.Table] = {
             ),
             "extras": f.rows(
                 fr.PublishedExtra,
-                {"distribution": f.text, "version": f.text, "extra": f.text, "requires": f.list_of(f.text, "requirements")},
+                {
+                    "distribution": f.text,
+                    "version": f.text,
+                    "extra": f.text,
+                    "requires": f.list_of(f.text, "requirements"),
+                },
                 lambda row: (row.distribution, row.version, row.extra),
                 "distribution",
                 "version",
@@ -159,14 +181,21 @@ TABLES: dict[str, f.Table] = {
     "cudnn": f.Table(
         r.CudnnTable,
         {
-            "releases": f.rows(r.CudnnRelease, {"major": f.integer, "parts": f.NAMES, "optional": f.NAMES}, lambda row: row.major, "major"),
+            "releases": f.rows(
+                r.CudnnRelease,
+                {"major": f.integer, "parts": f.NAMES, "optional": f.NAMES},
+                lambda row: row.major,
+                "major",
+            ),
             "legacy_names": f.rows(
                 r.LegacyCudnnName,
                 {"name": f.text, "os": f.OS, "major": f.integer, "cuda": f.version, "toolkits": f.version_range},
                 lambda row: row.name.lower(),
                 "name",
             ),
-            "runtime_loads": f.rows(r.RuntimeLoads, {"library": f.text, "loads": f.NAMES}, lambda row: row.library.lower(), "library"),
+            "runtime_loads": f.rows(
+                r.RuntimeLoads, {"library": f.text, "loads": f.NAMES}, lambda row: row.library.lower(), "library"
+            ),
             "optional_loads": f.rows(r.OptionalLoad, {"name": f.text}, lambda row: row.name, "name"),
             "zlibwapi": f.single(r.Zlibwapi, {"versions": f.version_range, "end_indirect": f.boolean}),
             "support": f.rows(
@@ -215,7 +244,9 @@ TABLES: dict[str, f.Table] = {
                 "cuda",
                 "library",
             ),
-            "placeholders": f.rows(r.WheelPlaceholder, {"name": f.text, "instead": f.text}, lambda row: row.name.lower(), "name"),
+            "placeholders": f.rows(
+                r.WheelPlaceholder, {"name": f.text, "instead": f.text}, lambda row: row.name.lower(), "name"
+            ),
             "reach": f.rows(
                 r.WheelReach,
                 {
@@ -234,7 +265,9 @@ TABLES: dict[str, f.Table] = {
     "environment": f.Table(
         r.EnvironmentTable,
         {
-            "ineffective": f.rows(r.IneffectiveVariable, {"name": f.text, "instead": f.text}, lambda row: row.name.upper(), "name"),
+            "ineffective": f.rows(
+                r.IneffectiveVariable, {"name": f.text, "instead": f.text}, lambda row: row.name.upper(), "name"
+            ),
             "known": f.single(r.KnownVariables, {"names": f.NAMES}),
         },
     ),
@@ -258,7 +291,13 @@ TABLES: dict[str, f.Table] = {
             ),
             "onnxruntime_builds": f.rows(
                 fr.OnnxruntimeBuild,
-                {"versions": f.version_range, "cuda": f.version, "cudnn": f.optional(f.version), "feed": f.text, "index_url": f.optional_url},
+                {
+                    "versions": f.version_range,
+                    "cuda": f.version,
+                    "cudnn": f.optional(f.version),
+                    "feed": f.text,
+                    "index_url": f.optional_url,
+                },
                 lambda row: (str(row.versions), row.feed),
                 "versions",
                 "feed",
@@ -317,7 +356,11 @@ TABLES: dict[str, f.Table] = {
             "gpus": f.rows(r.GpuCapability, {"name": f.text, "cc": f.version}, lambda row: f.gpu_key(row.name), "name"),
             "cuda_architectures": f.rows(
                 r.CudaArchitectures,
-                {"cuda": f.version, "cc": f.list_of(f.version, 'compute capabilities in quotes, such as "8.6"'), "complete": f.boolean},
+                {
+                    "cuda": f.version,
+                    "cc": f.list_of(f.version, 'compute capabilities in quotes, such as "8.6"'),
+                    "complete": f.boolean,
+                },
                 lambda row: _release(row.cuda),
                 "cuda",
             ),
@@ -341,7 +384,13 @@ TABLES: dict[str, f.Table] = {
             ),
             "verify_thresholds": f.rows(
                 r.VerifyThreshold,
-                {"check": f.text, "warn_below": _rate, "fail_below": _rate, "unit": f.one_of("percent", "ratio"), "note": f.optional_text},
+                {
+                    "check": f.text,
+                    "warn_below": _rate,
+                    "fail_below": _rate,
+                    "unit": f.one_of("percent", "ratio"),
+                    "note": f.optional_text,
+                },
                 lambda row: row.check,
                 "check",
             ),
@@ -351,7 +400,12 @@ TABLES: dict[str, f.Table] = {
     "libraries": f.Table(
         r.LibrariesTable,
         {
-            "providers": f.rows(r.LibraryProvider, {"pattern": f.pattern, "provider": f.text, "fix": f.text}, lambda row: row.pattern, "pattern"),
+            "providers": f.rows(
+                r.LibraryProvider,
+                {"pattern": f.pattern, "provider": f.text, "fix": f.text},
+                lambda row: row.pattern,
+                "pattern",
+            ),
             "os_provided": f.single(r.OsProvided, {"windows": f.pattern, "linux": f.pattern}),
             "driver_provided": f.single(r.DriverProvided, {"pattern": f.pattern, "files": f.pattern}),
         },
@@ -362,13 +416,31 @@ TABLES: dict[str, f.Table] = {
             "windows_native_gpu_last": f.single(fr.WindowsGpuLast, {"version": f.version}),
             "tested_builds": f.rows(
                 fr.TensorflowBuild,
-                {"version": f.version, "os": f.OS, "python": f.version_range, "cudnn": f.version, "cuda": f.version, "patch": f.optional(f.version)},
+                {
+                    "version": f.version,
+                    "os": f.OS,
+                    "python": f.version_range,
+                    "cudnn": f.version,
+                    "cuda": f.version,
+                    "patch": f.optional(f.version),
+                },
                 lambda row: (_release(row.version), row.os),
                 "version",
                 "os",
             ),
-            "and_cuda": f.rows(fr.TensorflowAndCuda, {"versions": f.version_range, "wheels": f.NAMES}, lambda row: str(row.versions), "versions"),
-            "packages": f.rows(fr.TensorflowPackage, {"name": f.text, "versions": f.version_range}, lambda row: str(row.versions), "name", "versions"),
+            "and_cuda": f.rows(
+                fr.TensorflowAndCuda,
+                {"versions": f.version_range, "wheels": f.NAMES},
+                lambda row: str(row.versions),
+                "versions",
+            ),
+            "packages": f.rows(
+                fr.TensorflowPackage,
+                {"name": f.text, "versions": f.version_range},
+                lambda row: str(row.versions),
+                "name",
+                "versions",
+            ),
             "windows_conda": f.single(fr.TensorflowConda, {"command": f.text, "versions": f.version_range}),
         },
         _check_tensorflow,

@@ -46,7 +46,12 @@ class Status(Record):
     update_problem: Optional[str] = None  # the update file exists but is not used, and why
 
 
-def update(write: Callable[[str, str], None], get: Callable[..., bytes] = pypi._get, index: str = pypi.INDEX, budget_s: float = BUDGET_S) -> Update:
+def update(
+    write: Callable[[str, str], None],
+    get: Callable[..., bytes] = pypi._get,
+    index: str = pypi.INDEX,
+    budget_s: float = BUDGET_S,
+) -> Update:
     """Read the package index now and write the overlay whole with `write(path, text)` (the system's); nothing changes
     unless every response was valid. Needs the state folder (`knowledge.use_updates`)."""
     from cudnn_doctor import knowledge
@@ -66,10 +71,21 @@ def update(write: Callable[[str, str], None], get: Callable[..., bytes] = pypi._
         document = pypi.fetch(pypi.TRACKED, bounded, index, previous=pypi.read() if pypi.SOURCE.is_file() else None)
         rows = pypi.published_rows(document)
         schema.build("published", rows, f"the package index at {index}")
-    except (OSError, ValueError, KnowledgeError, zipfile.BadZipFile, KeyError, TypeError) as error:  # JSONDecodeError is a ValueError
+    except (
+        OSError,
+        ValueError,
+        KnowledgeError,
+        zipfile.BadZipFile,
+        KeyError,
+        TypeError,
+    ) as error:  # JSONDecodeError is a ValueError
         return Update(str(path), None, (), f"{index}: {type(error).__name__}: {error}; nothing was changed")
     known = {(row.distribution, row.version) for row in knowledge.table("published").releases}
-    added = tuple(f"{row['distribution']} {row['version']}" for row in rows["releases"] if (row["distribution"], row["version"]) not in known)
+    added = tuple(
+        f"{row['distribution']} {row['version']}"
+        for row in rows["releases"]
+        if (row["distribution"], row["version"]) not in known
+    )
     try:
         write(str(path), json.dumps({"published": rows}))
     except OSError as error:

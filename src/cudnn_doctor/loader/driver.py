@@ -4,7 +4,8 @@ The driver's libraries (libcuda.so.1, nvcuda.dll) never come with a framework: w
 visible their absence is "no driver" (no-nvidia-gpu), not a broken dependency. When the driver's
 files are seen, a driver name the search cannot find is a real gap (a missing soname link, a
 folder the loader cache does not list, a partial driver install). Seen means: a versioned
-driver library (never the toolkit's unversioned `stubs/libcuda.so`, nor cuda-compat's copy) in a folder the loader searches
+driver library (never the toolkit's unversioned `stubs/libcuda.so`, nor cuda-compat's copy) in a folder the loader
+searches
 (default folders, LD_LIBRARY_PATH, the loader cache), in a folder drivers install into, or
 /proc/driver/nvidia/version (the kernel module); on Windows nvcuda.dll / nvml.dll in System32.
 """
@@ -60,7 +61,9 @@ def driver_files(system: System, index: FolderIndex) -> tuple[str, ...]:
     found: list[str] = []
     name_of = _name_of(rules.windows)
     for folder in driver_folders(system):  # a default folder holds thousands of files: no basename() per file
-        found += sorted(p for p in index.files(folder).values() if pattern.match(name_of(p)) and not _NOT_THE_DRIVER.search(p))
+        found += sorted(
+            p for p in index.files(folder).values() if pattern.match(name_of(p)) and not _NOT_THE_DRIVER.search(p)
+        )
     for name, path in index.cache.items():
         if pattern.match(name) and not _NOT_THE_DRIVER.search(path) and system.exists(path):
             found.append(path)

@@ -30,7 +30,12 @@ class FolderIndex:
     def prefetch(self) -> None:
         """Start reading the loader cache now, in a thread, where the System may run two commands at once (the live
         machine): `ldconfig -p` then runs while the other probes do, instead of after them."""
-        if self._cache is None and self._reading is None and not self.system.paths.windows and getattr(self.system, "runs_concurrently", False):
+        if (
+            self._cache is None
+            and self._reading is None
+            and not self.system.paths.windows
+            and getattr(self.system, "runs_concurrently", False)
+        ):
             self._reading = threading.Thread(target=self._read_quietly, name="ldconfig", daemon=True)
             self._reading.start()
 
@@ -55,7 +60,11 @@ class FolderIndex:
         entries = self.system.list_dir(folder, sizes=False)
         sep = rules.sep
         # listing paths are folder + sep + name already: slicing is enough, and this runs for every file on PATH
-        listing = None if entries is None else {rules.name_key(e.path[e.path.rfind(sep) + 1 :]): e.path for e in entries if not e.is_dir}
+        listing = (
+            None
+            if entries is None
+            else {rules.name_key(e.path[e.path.rfind(sep) + 1 :]): e.path for e in entries if not e.is_dir}
+        )
         if real is not None:
             self._by_real[real] = listing
         return listing

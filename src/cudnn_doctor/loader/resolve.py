@@ -21,7 +21,16 @@ from typing import Optional, Sequence, Union
 from cudnn_doctor import knowledge
 from cudnn_doctor.binaries import BinaryInfo, machine_of_arch
 from cudnn_doctor.binaries.names import family, group_loads, is_pattern, pattern_regex
-from cudnn_doctor.facts import EMPTY, NOT_A_BINARY, UNREADABLE, WRONG_ARCHITECTURE, Candidate, LoadStep, Resolution, Unusable
+from cudnn_doctor.facts import (
+    EMPTY,
+    NOT_A_BINARY,
+    UNREADABLE,
+    WRONG_ARCHITECTURE,
+    Candidate,
+    LoadStep,
+    Resolution,
+    Unusable,
+)
 from cudnn_doctor.kinds import LoadHow
 from cudnn_doctor.loader import driver, linux, windows
 from cudnn_doctor.loader.index import FolderIndex
@@ -39,7 +48,8 @@ class Root(Record):
     name: str
     mode: str = windows.STANDARD
     load_dir: Optional[str] = None
-    # names it loads at run time that its file does not spell (TensorFlow's dso_loader builds `libcudnn.so.9` from parts):
+    # names it loads at run time that its file does not spell (TensorFlow's dso_loader builds `libcudnn.so.9` from
+    # parts):
     # searched from it as its own dlopen calls are, through its RUNPATH
     loads: tuple[str, ...] = ()
 
@@ -60,8 +70,11 @@ class _Request(Record):
 class Resolver:
     """Resolves load trees on one System; folder listings are shared between trees."""
 
-    def __init__(self, system: System, index: Optional[FolderIndex] = None, driver_files: Optional[tuple[str, ...]] = None) -> None:
-        """`driver_files`: the driver's own files when the caller has them (the probes do); else read when a driver name is first missed."""
+    def __init__(
+        self, system: System, index: Optional[FolderIndex] = None, driver_files: Optional[tuple[str, ...]] = None
+    ) -> None:
+        """`driver_files`: the driver's own files when the caller has them (the probes do); else read when a driver
+        name is first missed."""
         self.system = system
         self.index = index or FolderIndex(system)
         self.windows = system.paths.windows
@@ -73,7 +86,9 @@ class Resolver:
         cudnn = knowledge.table("cudnn")
         self._optional = {row.name for row in cudnn.optional_loads if not is_pattern(row.name)}
         # rows spelt as patterns (`cufft64_%d.dll`): every file of that shape is an optional run-time load
-        self._optional_shapes = [pattern_regex(row.name, self.windows) for row in cudnn.optional_loads if is_pattern(row.name)]
+        self._optional_shapes = [
+            pattern_regex(row.name, self.windows) for row in cudnn.optional_loads if is_pattern(row.name)
+        ]
         for release in cudnn.releases:  # parts only later releases ship
             self._optional |= {knowledge.cudnn_file_name(part, release.major, system.os) for part in release.optional}
         self._known_loads = {self.system.paths.name_key(row.library): row.loads for row in cudnn.runtime_loads}
@@ -93,7 +108,16 @@ class Resolver:
         exe_chain = ((tuple(exe_binary.rpath) if exe_binary else (), rules.dirname(executable)),)
         runpath = tuple(exe_binary.runpath) if exe_binary else ()
         queue = deque(
-            _Request(root.name, executable, LoadHow.ROOT, exe_chain, runpath, mode=root.mode, load_dir=root.load_dir, loads=root.loads)
+            _Request(
+                root.name,
+                executable,
+                LoadHow.ROOT,
+                exe_chain,
+                runpath,
+                mode=root.mode,
+                load_dir=root.load_dir,
+                loads=root.loads,
+            )
             for root in map(self._root, roots)
         )
         loaded: dict[str, str] = {}
@@ -102,7 +126,16 @@ class Resolver:
             request = queue.popleft()
             reused = self._loaded_as(request.one_of or (request.name,), loaded)
             if reused is not None:
-                steps.append(LoadStep(requester=request.requester, name=reused[0], how=request.how, winner=reused[1], reused=True, one_of=request.one_of))
+                steps.append(
+                    LoadStep(
+                        requester=request.requester,
+                        name=reused[0],
+                        how=request.how,
+                        winner=reused[1],
+                        reused=True,
+                        one_of=request.one_of,
+                    )
+                )
                 continue
             step, binary = self._find_any(request, executable, tuple(dll_directories))
             if request.how is LoadHow.ROOT and step.winner is None and elsewhere:
@@ -112,7 +145,9 @@ class Resolver:
             if step.winner is None or binary is None:
                 continue
             if is_pattern(step.name):
-                loaded.setdefault(rules.name_key(rules.basename(step.winner)), step.winner)  # what a pattern found goes by its file name
+                loaded.setdefault(
+                    rules.name_key(rules.basename(step.winner)), step.winner
+                )  # what a pattern found goes by its file name
             else:
                 loaded[rules.name_key(rules.basename(step.name))] = step.winner
             if binary.soname:
@@ -123,7 +158,9 @@ class Resolver:
                 # an import is part of the same load; a run-time load is a new LoadLibrary call by name
                 mode, load_dir = (request.mode, request.load_dir) if how is LoadHow.IMPORT else (windows.STANDARD, None)
                 one_of = names if len(names) > 1 else ()
-                queue.append(_Request(names[0], step.winner, how, chain, tuple(binary.runpath), optional, mode, load_dir, one_of))
+                queue.append(
+                    _Request(names[0], step.winner, how, chain, tuple(binary.runpath), optional, mode, load_dir, one_of)
+                )
         return Resolution(framework, executable, tuple(self._settle_runtime_loads(steps, loaded)))
 
     def _root(self, root: Union[str, Root]) -> Root:
@@ -144,7 +181,11 @@ class Resolver:
         run-time loads is not known statically, and a loaded module is reused by name."""
         settled = []
         for step in steps:
-            found = self._loaded_as(step.one_of or (step.name,), loaded) if step.how is LoadHow.LOAD and step.failed and not step.blocked_by else None
+            found = (
+                self._loaded_as(step.one_of or (step.name,), loaded)
+                if step.how is LoadHow.LOAD and step.failed and not step.blocked_by
+                else None
+            )
             if found is not None:
                 step = step._replace(name=found[0], winner=found[1], reused=True)
             settled.append(step)
@@ -168,12 +209,16 @@ class Resolver:
         Unversioned `.so` names found by a scan are fallback spellings (development links): a
         miss there is optional. A try-list is optional when all its members are; one with an
         imported member is that import's business."""
-        deps: list[tuple[tuple[str, ...], LoadHow, bool]] = [((name,), LoadHow.IMPORT, False) for name in binary.imports]
+        deps: list[tuple[tuple[str, ...], LoadHow, bool]] = [
+            ((name,), LoadHow.IMPORT, False) for name in binary.imports
+        ]
         loads = list(binary.loads)
         if not binary.loads_complete:
             name = self.system.paths.name_key(self.system.paths.basename(path))
             soname = self.system.paths.name_key(binary.soname) if binary.soname else None
-            extra: Sequence[str] = self._known_loads.get(name) or (self._known_loads.get(soname) if soname else None) or []
+            extra: Sequence[str] = (
+                self._known_loads.get(name) or (self._known_loads.get(soname) if soname else None) or []
+            )
             loads += [n for n in extra if n not in loads]
         imported = {family(self.system.paths.name_key(n)) for n in binary.imports}
         for names in group_loads(loads):
@@ -196,7 +241,9 @@ class Resolver:
         origin = self.system.paths.dirname(request.requester)
         return linux.search_places(self.system, request.runpath, request.chain, origin)
 
-    def _find_any(self, request: _Request, executable: str, dll_directories: tuple[str, ...]) -> tuple[LoadStep, Optional[BinaryInfo]]:
+    def _find_any(
+        self, request: _Request, executable: str, dll_directories: tuple[str, ...]
+    ) -> tuple[LoadStep, Optional[BinaryInfo]]:
         """The first member of a try-list the loader can load; when none, the first member's search
         (or the first that met a broken file), naming the whole list."""
         if not request.one_of:
@@ -210,7 +257,9 @@ class Resolver:
         step, binary = next((t for t in tries if t[0].blocked_by or t[0].candidates), tries[0])
         return step._replace(one_of=request.one_of), binary
 
-    def _find(self, request: _Request, executable: str, dll_directories: tuple[str, ...]) -> tuple[LoadStep, Optional[BinaryInfo]]:
+    def _find(
+        self, request: _Request, executable: str, dll_directories: tuple[str, ...]
+    ) -> tuple[LoadStep, Optional[BinaryInfo]]:
         rules = self.system.paths
         optional = request.optional or rules.basename(request.name) in self._optional
         if rules.is_abs(request.name):
@@ -272,7 +321,9 @@ class Resolver:
             return [] if path is None or (label == "ld.so.cache" and not self.system.exists(path)) else [path]
         regex = pattern_regex(name, self.windows)
         if label == "ld.so.cache":
-            found = [(key, path) for key, path in self.index.cache.items() if regex.match(key) and self.system.exists(path)]
+            found = [
+                (key, path) for key, path in self.index.cache.items() if regex.match(key) and self.system.exists(path)
+            ]
         else:
             found = [(key, path) for key, path in self.index.files(folder).items() if regex.match(key)]
         return [path for _, path in sorted(found, key=lambda item: _version_key(item[0]), reverse=True)]
@@ -289,7 +340,9 @@ class Resolver:
             return "driver", ()
         rules = self.system.paths
         reached = {rules.key(folder) for folder in searched if folder != "ld.so.cache"}
-        copies = tuple(c for c in driver.copies(self.system, self.index, name) if rules.key(rules.dirname(c)) not in reached)
+        copies = tuple(
+            c for c in driver.copies(self.system, self.index, name) if rules.key(rules.dirname(c)) not in reached
+        )
         if copies and not self.windows and not self.index.cache_known:
             return "driver", copies
         return None, copies

@@ -68,7 +68,19 @@ def search_places(
     return _standard(system, own or exe, system32, root, [])  # ALTERED without a path is STANDARD
 
 
-def _standard(system: System, first: list[tuple[str, str]], system32: tuple[str, str], root: str, path_front: list[tuple[str, str]]) -> list[tuple[str, str]]:
+def _standard(
+    system: System,
+    first: list[tuple[str, str]],
+    system32: tuple[str, str],
+    root: str,
+    path_front: list[tuple[str, str]],
+) -> list[tuple[str, str]]:
     rules = system.paths
-    places = [*first, system32, ("16-bit system folder", rules.join(root, "System")), ("Windows folder", root), *path_front]
+    places = [
+        *first,
+        system32,
+        ("16-bit system folder", rules.join(root, "System")),
+        ("Windows folder", root),
+        *path_front,
+    ]
     return places + [("PATH", entry) for entry in rules.split_list(system.env().get("PATH", "")) if entry]

@@ -19,8 +19,10 @@ from cudnn_doctor.versions import canonical_name
 # A Jetson before Thor runs JetPack's own CUDA, for which PyPI has no wheel: NVIDIA serves them from its Jetson index.
 JETSON_INDEX = "https://pypi.jetson-ai-lab.dev/jp6/cu126"
 JETSON_SOURCE = (
-    "https://github.com/pytorch/TensorRT/pull/3453 ('Jetson now distribute wheels on https://pypi.jetson-ai-lab.dev/ jetpack6.2 "
-    "wheels: https://pypi.jetson-ai-lab.dev/jp6/cu126'); https://developer.nvidia.com/embedded/jetpack/downloads/archive-7.1.md "
+    "https://github.com/pytorch/TensorRT/pull/3453 ('Jetson now distribute wheels on "
+    "https://pypi.jetson-ai-lab.dev/ jetpack6.2 "
+    "wheels: https://pypi.jetson-ai-lab.dev/jp6/cu126'); "
+    "https://developer.nvidia.com/embedded/jetpack/downloads/archive-7.1.md "
     "(JetPack 7, Jetson Thor: one CUDA 13.0 for every Arm target, as on SBSA servers)"
 )
 _SBSA_JETSONS_FROM = "10.0"  # Thor (compute capability 11.0, JetPack 7) installs the SBSA builds
@@ -54,7 +56,11 @@ def on_aarch64(found: Iterable[Candidate]) -> Iterator[Candidate]:
             cuda = cuda_of(release.requires_aarch64)
             if cuda is None or not candidate.build.startswith("cu"):
                 continue  # a CPU build on aarch64 (torch before 2.11): no GPU build to plan
-            candidate = candidate._replace(cuda=cuda, build=f"cu{cuda.replace('.', '')}", cudnn=_cudnn_of(release.requires_aarch64) or candidate.cudnn)
+            candidate = candidate._replace(
+                cuda=cuda,
+                build=f"cu{cuda.replace('.', '')}",
+                cudnn=_cudnn_of(release.requires_aarch64) or candidate.cudnn,
+            )
         yield candidate._replace(python=python_range(release.requires_python, release.aarch64) or candidate.python)
 
 
@@ -87,4 +93,6 @@ def cuda_of(requires: Iterable[str]) -> Optional[str]:
 
 
 def _cudnn_of(requires: Iterable[str]) -> Optional[str]:
-    return next((text.partition("==")[2] for text in requires if text.startswith("nvidia-cudnn-cu") and "==" in text), None)
+    return next(
+        (text.partition("==")[2] for text in requires if text.startswith("nvidia-cudnn-cu") and "==" in text), None
+    )

@@ -26,7 +26,9 @@ class Candidate(Record):
     build: str  # cu121 | and-cuda | system | post117 | cu126 | pypi | cuda12 | cuda12-local | <feed>
     cuda: str  # the toolkit it is built for, "12.1"; a major alone ("12") when the build says only that
     cudnn: Optional[str]  # the cuDNN it needs or brings ("8.1", "9.8", "9", "9.1.0.70"); None: not published
-    cudnn_rule: str  # series: a release of that X[.Y] | at-least: that release or newer of its major | bundled: what it brings | none: needs none
+    # series: a release of that X[.Y] | at-least: that release or newer of its major | bundled: what it brings | none:
+    # needs none
+    cudnn_rule: str
     python: Optional[VersionRange]  # the Pythons it has wheels for; None: not published
     cuda_from: str  # bundled (the wheels bring CUDA and cuDNN) | system (a toolkit and cuDNN to install)
     requirement: str  # what pip installs: "torch==2.1.2", "tensorflow[and-cuda]==2.15.1"
@@ -35,7 +37,9 @@ class Candidate(Record):
     conda: Optional[str] = None  # the conda line the vendor gives for it, when it gives one
     driver_floor: Optional[str] = None  # a driver the framework itself requires beyond its CUDA's (JAX's guide)
     note: Optional[str] = None  # what to do after installing (onnxruntime.preload_dlls())
-    cuda_min: Optional[str] = None  # for a build that names only its CUDA major: the oldest X.Y it runs with (JAX 0.4.17: 12.2)
+    cuda_min: Optional[str] = (
+        None  # for a build that names only its CUDA major: the oldest X.Y it runs with (JAX 0.4.17: 12.2)
+    )
 
     @property
     def cuda_major(self) -> int:
@@ -136,18 +140,28 @@ def _torch_is_pypi_default(row: knowledge.framework_records.TorchRelease, cuda: 
     return os_name == "linux" and row.pypi_cuda == cuda
 
 
-def _torch_requirement(version: str, tag: str, row: knowledge.framework_records.TorchRelease, cuda: str, os_name: str) -> str:
+def _torch_requirement(
+    version: str, tag: str, row: knowledge.framework_records.TorchRelease, cuda: str, os_name: str
+) -> str:
     if V(version) < V("1.11") and not _torch_is_pypi_default(row, cuda, os_name):
         return f"torch=={version}+cu{tag}"  # the find-links page holds every variant under its local version
     return f"torch=={version}"
 
 
-def _torch_index(version: str, tag: str, row: knowledge.framework_records.TorchRelease, cuda: str, os_name: str) -> tuple[str, ...]:
+def _torch_index(
+    version: str, tag: str, row: knowledge.framework_records.TorchRelease, cuda: str, os_name: str
+) -> tuple[str, ...]:
     if _torch_is_pypi_default(row, cuda, os_name):
         return ()
     if V(version) < V("1.11"):
-        find_links = getattr(knowledge.table("torch"), "find_links", None)  # a table that names the page; the shipped one does not
-        return ("-f", find_links.url) if find_links is not None else ("-f", "https://download.pytorch.org/whl/torch_stable.html")
+        find_links = getattr(
+            knowledge.table("torch"), "find_links", None
+        )  # a table that names the page; the shipped one does not
+        return (
+            ("-f", find_links.url)
+            if find_links is not None
+            else ("-f", "https://download.pytorch.org/whl/torch_stable.html")
+        )
     return ("--index-url", knowledge.torch_index_url(V(cuda)))
 
 
@@ -163,7 +177,14 @@ def _tensorflow(os_name: str) -> Iterator[Candidate]:
     for row in sorted((r for r in table.tested_builds if r.os == os_name), key=lambda r: V(r.version), reverse=True):
         for version in _series(row.version, row.patch):
             package = _tensorflow_package(V(version))
-            common: _TensorflowCommon = dict(framework="tensorflow", version=version, cuda=row.cuda, cudnn=row.cudnn, python=row.python, pip_options=())
+            common: _TensorflowCommon = dict(
+                framework="tensorflow",
+                version=version,
+                cuda=row.cuda,
+                cudnn=row.cudnn,
+                python=row.python,
+                pip_options=(),
+            )
             source = _and_cuda_source(package, version) if os_name == "linux" else None
             if source is not None:  # the pip route first: the wheels bring CUDA and cuDNN
                 yield Candidate(
@@ -186,7 +207,8 @@ def _tensorflow(os_name: str) -> Iterator[Candidate]:
 
 
 def _and_cuda_source(package: str, version: str) -> Optional[str]:
-    """Where it is said that the release has an `[and-cuda]` extra: the hand-kept row, else its own METADATA (recorded)."""
+    """Where it is said that the release has an `[and-cuda]` extra: the hand-kept row, else its own METADATA
+    (recorded)."""
     row = knowledge.tensorflow_and_cuda(V(version))
     if row is not None:
         return row.source
@@ -213,7 +235,9 @@ def _onnxruntime(os_name: str) -> Iterator[Candidate]:
             if row.feed != "pypi" and not row.index_url:
                 continue  # a side feed whose pip index the vendor does not publish: no command could reach it
             reach = knowledge.wheel_reach("onnxruntime", os_name, V(version)) if row.feed == "pypi" else None
-            feed_options = ("--extra-index-url", row.index_url) if row.feed != "pypi" and row.index_url else ()  # a side feed has one (above)
+            feed_options = (
+                ("--extra-index-url", row.index_url) if row.feed != "pypi" and row.index_url else ()
+            )  # a side feed has one (above)
             wheels = _pypi_wheels("onnxruntime-gpu", version, os_name) if row.feed == "pypi" else None
             if wheels is not None and not wheels[0]:
                 continue  # PyPI has no wheel of that release for this OS
@@ -231,7 +255,8 @@ def _onnxruntime(os_name: str) -> Iterator[Candidate]:
                     requirement=f"onnxruntime-gpu[{reach.extras}]=={version}",
                     pip_options=(),
                     source=reach.source,
-                    note="call onnxruntime.preload_dlls() before creating a session: it loads CUDA and cuDNN from the nvidia-* wheels",
+                    note="call onnxruntime.preload_dlls() before creating a session: it loads CUDA and cuDNN from "
+                    "the nvidia-* wheels",
                 )
             for cuda in _system_toolkits(row.cuda, os_name):
                 yield Candidate(
@@ -257,10 +282,15 @@ def _paddle(os_name: str) -> Iterator[Candidate]:
     for version in _releases("paddlepaddle-gpu"):
         parsed = V(version)
         bundled = knowledge.pip_brings_cuda("paddle", parsed, os_name) is not None
-        for row in sorted((r for r in rows if r.versions is None or r.versions.contains(parsed, prereleases=True)), key=lambda r: V(r.cuda), reverse=True):
+        for row in sorted(
+            (r for r in rows if r.versions is None or r.versions.contains(parsed, prereleases=True)),
+            key=lambda r: V(r.cuda),
+            reverse=True,
+        ):
             requirement, options = _paddle_pip(version, row)
             cudas = [row.cuda] if bundled else _system_toolkits(row.cuda, os_name)
-            # A release is built for one set of Pythons: its PyPI wheels say which, for the builds on Paddle's index too.
+            # A release is built for one set of Pythons: its PyPI wheels say which, for the builds on Paddle's index
+            # too.
             wheels = _pypi_wheels("paddlepaddle-gpu", version, os_name)
             if wheels is not None and wheels[0] is False and row.tag == "pypi":
                 continue  # PyPI has no wheel of that release for this OS
@@ -311,7 +341,8 @@ def _paddle_pip(version: str, row: knowledge.framework_records.PaddleBuild) -> t
 # jax -----------------------------------------------------------------------------------------------
 
 
-# jaxlib's CUDA wheels before the plugins (0.4.25 and older) are not on PyPI: JAX's install guide of those releases takes
+# jaxlib's CUDA wheels before the plugins (0.4.25 and older) are not on PyPI: JAX's install guide of those releases
+# takes
 # them from this page (https://github.com/jax-ml/jax/blob/jax-v0.4.20/README.md: pip install --upgrade "jax[cuda12_pip]"
 # -f https://storage.googleapis.com/jax-releases/jax_cuda_releases.html)
 JAX_CUDA_RELEASES = "https://storage.googleapis.com/jax-releases/jax_cuda_releases.html"
@@ -327,7 +358,11 @@ def _jax(os_name: str) -> Iterator[Candidate]:
                 continue  # the release has no such extra, or what it pins was never published (jax[cuda13]==0.7.0)
             options = () if row.distribution.startswith("jax-cuda") else ("-f", JAX_CUDA_RELEASES)
             system = row.loads_cuda == "system"
-            cudas = [c for c in _system_toolkits(row.cuda, os_name) if not row.cuda_min or V(c) >= V(row.cuda_min)] if system else [row.cuda]
+            cudas = (
+                [c for c in _system_toolkits(row.cuda, os_name) if not row.cuda_min or V(c) >= V(row.cuda_min)]
+                if system
+                else [row.cuda]
+            )
             for cuda in cudas:
                 yield Candidate(
                     framework="jax",
@@ -399,12 +434,29 @@ def _cupy(os_name: str) -> Iterator[Candidate]:
         tags = row.windows if os_name == "windows" else row.linux
         if V(row.version).is_prerelease or not tags:
             continue
-        common: _Common = dict(framework="cupy", version=row.version, cudnn=None, python=python_range(row.requires_python, tags), pip_options=())
+        common: _Common = dict(
+            framework="cupy",
+            version=row.version,
+            cudnn=None,
+            python=python_range(row.requires_python, tags),
+            pip_options=(),
+        )
         ctk = knowledge.published_extra(row.distribution, row.version, "ctk")
         if ctk is not None:
             requirement = f"{row.distribution}[ctk]=={row.version}"
-            source = f"{row.source} ({row.distribution} {row.version} METADATA: Provides-Extra: ctk, {'; '.join(ctk.requires)})"
-            yield Candidate(**common, build="ctk", cuda=str(major), cudnn_rule="none", cuda_from="bundled", requirement=requirement, source=source)
+            source = (
+                f"{row.source} ({row.distribution} {row.version} METADATA: Provides-Extra: ctk, "
+                f"{'; '.join(ctk.requires)})"
+            )
+            yield Candidate(
+                **common,
+                build="ctk",
+                cuda=str(major),
+                cudnn_rule="none",
+                cuda_from="bundled",
+                requirement=requirement,
+                source=source,
+            )
         for cuda in _system_toolkits(str(major), os_name):
             yield Candidate(
                 **common,
@@ -442,7 +494,8 @@ def _toolkits(os_name: str) -> Iterator[Candidate]:
 
 @cache
 def _newest_updates() -> tuple[str, ...]:
-    """The newest release of every CUDA minor NVIDIA's Table 3 lists (8.0 on), newest first ("12.9.1", "12.8.1", ...)."""
+    """The newest release of every CUDA minor NVIDIA's Table 3 lists (8.0 on), newest first ("12.9.1", "12.8.1",
+    ...)."""
     newest: dict[tuple[int, ...], str] = {}
     for row in knowledge.table("cuda_driver").toolkits:
         version = V(row.cuda)

@@ -35,15 +35,27 @@ def steps(stack: Stack, os_name: str, driver: Optional[str], environment: str = 
     driver_os = "windows" if os_name in ("windows", "wsl") else "linux"
     needed = stack.drivers("min_driver")[driver_os]
     if needed and (driver is None or V(driver) < V(needed)):
-        downloads.append(Download(f"NVIDIA driver {needed} or newer" + (" (the Windows driver: WSL2 uses it)" if os_name == "wsl" else ""), None, DRIVERS))
+        downloads.append(
+            Download(
+                f"NVIDIA driver {needed} or newer"
+                + (" (the Windows driver: WSL2 uses it)" if os_name == "wsl" else ""),
+                None,
+                DRIVERS,
+            )
+        )
     if stack.python_outside and stack.python:
         python = _newest_python(stack.python)
-        notes.append(f"this machine's Python {stack.python_outside} is outside {stack.python}: use a new environment with Python {python}")
+        notes.append(
+            f"this machine's Python {stack.python_outside} is outside {stack.python}: use a new environment with "
+            f"Python {python}"
+        )
         commands += [f"conda create -n {environment} python={python}", f"conda activate {environment}"]
     system = next((v for v in stack.chosen if v.needs.toolkit), None)
     if system is not None:
         downloads.append(Download(f"CUDA Toolkit {system.needs.toolkit}", None, TOOLKIT_ARCHIVE))
-    with_cudnn = next((v for v in stack.chosen if v.needs.toolkit and v.candidate.cudnn_rule != "none"), None)  # CuPy needs none
+    with_cudnn = next(
+        (v for v in stack.chosen if v.needs.toolkit and v.candidate.cudnn_rule != "none"), None
+    )  # CuPy needs none
     if with_cudnn is not None:
         needs = with_cudnn.needs
         which = f"cuDNN {needs.cudnn}" if needs.cudnn else "cuDNN (a release NVIDIA's support matrix lists)"
@@ -51,7 +63,10 @@ def steps(stack: Stack, os_name: str, driver: Optional[str], environment: str = 
         if needs.cudnn_archive:
             commands.append(f"cudnn-doctor install {needs.cudnn_archive}")
         if os_name == "windows" and needs.cudnn and knowledge.zlibwapi_required(V(needs.cudnn)):
-            notes.append(f"cuDNN {needs.cudnn} on Windows also loads zlibwapi.dll: put it in the toolkit's bin folder (`cudnn-doctor check` says where)")
+            notes.append(
+                f"cuDNN {needs.cudnn} on Windows also loads zlibwapi.dll: put it in the toolkit's bin folder "
+                f"(`cudnn-doctor check` says where)"
+            )
     for verdict in stack.chosen:
         candidate = verdict.candidate
         if candidate.requirement:

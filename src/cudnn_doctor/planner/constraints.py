@@ -16,7 +16,8 @@ OS_NAMES = ("linux", "windows")
 
 
 class Reason(Record):
-    """Why a candidate cannot be used: `kind` names the constraint (driver, gpu, cuda, python, cudnn, os, combination)."""
+    """Why a candidate cannot be used: `kind` names the constraint (driver, gpu, cuda, python, cudnn, os,
+    combination)."""
 
     kind: str
     text: str
@@ -24,7 +25,8 @@ class Reason(Record):
 
 
 class Needs(Record):
-    """What a candidate takes on this machine: the drivers by OS, and for a system-CUDA build the toolkit and cuDNN to install."""
+    """What a candidate takes on this machine: the drivers by OS, and for a system-CUDA build the toolkit and cuDNN to
+    install."""
 
     min_driver: dict[str, Optional[str]]  # the driver the verdict uses, per OS: one of the two below, by `driver_rule`
     min_driver_compat: dict[str, Optional[str]]  # the minor-version compatibility floor of its CUDA major, per OS
@@ -50,13 +52,16 @@ class Verdict(Record):
 
 def judge(candidate: Candidate, request: Request, python_hard: bool) -> Verdict:
     """Every reason `candidate` fails the request (none: it can be used), and what it needs. A toolkit is the exact
-    release asked for (`--cuda 12.9.0`, with its own Table 3 minimum), else the newest update of the candidate's minor."""
+    release asked for (`--cuda 12.9.0`, with its own Table 3 minimum), else the newest update of the candidate's
+    minor."""
     exact = request.cuda.text if request.cuda is not None and len(V(request.cuda.text).release) >= 3 else None
     if exact and candidate.framework == "cuda" and V(candidate.cuda).release[:2] == V(exact).release[:2]:
         candidate = candidate._replace(version=exact)
     toolkit = None
     if candidate.cuda_from == "system" and "." in candidate.cuda:
-        toolkit = exact if exact and V(exact).release[:2] == V(candidate.cuda).release[:2] else newest_update(candidate.cuda)
+        toolkit = (
+            exact if exact and V(exact).release[:2] == V(candidate.cuda).release[:2] else newest_update(candidate.cuda)
+        )
     needs = _driver_needs(candidate, toolkit)
     reasons: list[Reason] = []
     reasons += _cuda_reasons(candidate, request)
@@ -66,17 +71,32 @@ def judge(candidate: Candidate, request: Request, python_hard: bool) -> Verdict:
     if candidate.cuda_from == "system" and not reasons and candidate.cudnn_rule == "none":
         needs = needs._replace(toolkit=toolkit)  # a toolkit, and no cuDNN to install (CuPy)
     elif candidate.cuda_from == "system" and not reasons:
-        known = candidate.cudnn is None or candidate.cudnn_rule == "newest" or knowledge.cudnn_series_known(candidate.cudnn)
+        known = (
+            candidate.cudnn is None or candidate.cudnn_rule == "newest" or knowledge.cudnn_series_known(candidate.cudnn)
+        )
         picked = _pick_cudnn(candidate, request) if known else None
         if not known:
             # A cuDNN older than the support matrix reaches: the framework's own tested configuration names it.
-            needs = needs._replace(toolkit=toolkit, cudnn=candidate.cudnn, cudnn_archive=None, cudnn_source=candidate.source)
+            needs = needs._replace(
+                toolkit=toolkit, cudnn=candidate.cudnn, cudnn_archive=None, cudnn_source=candidate.source
+            )
         elif picked is None:
-            wanted = f"cuDNN {candidate.cudnn}{'+' if candidate.cudnn_rule == 'at-least' else ''}" if candidate.cudnn else "cuDNN"
-            reasons.append(Reason("cudnn", f"no {wanted} release for CUDA {candidate.cuda} on {request.package_os} in NVIDIA's support matrix"))
+            wanted = (
+                f"cuDNN {candidate.cudnn}{'+' if candidate.cudnn_rule == 'at-least' else ''}"
+                if candidate.cudnn
+                else "cuDNN"
+            )
+            reasons.append(
+                Reason(
+                    "cudnn",
+                    f"no {wanted} release for CUDA {candidate.cuda} on {request.package_os} in NVIDIA's support matrix",
+                )
+            )
         else:
             full, row = picked
-            archive = knowledge.cudnn_archive_name(full, V(candidate.cuda), request.package_os, archive_arch(request.arch))
+            archive = knowledge.cudnn_archive_name(
+                full, V(candidate.cuda), request.package_os, archive_arch(request.arch)
+            )
             needs = needs._replace(toolkit=toolkit, cudnn=full, cudnn_archive=archive, cudnn_source=row.source)
     return Verdict(candidate, tuple(reasons), needs)
 
@@ -144,7 +164,13 @@ def _gpu_reasons(candidate: Candidate, request: Request) -> list[Reason]:
         return []
     floor = knowledge.cuda_min_compute_capability(candidate.cuda_major)
     if floor is not None and V(cc) < floor[0]:
-        return [Reason("gpu", f"CUDA {candidate.cuda_major} builds for compute capability {floor[0]} and newer, not {cc}{gpu}", floor[1])]
+        return [
+            Reason(
+                "gpu",
+                f"CUDA {candidate.cuda_major} builds for compute capability {floor[0]} and newer, not {cc}{gpu}",
+                floor[1],
+            )
+        ]
     return []
 
 
@@ -162,7 +188,13 @@ def _driver_reasons(candidate: Candidate, request: Request, needs: Needs) -> lis
         what += f"; its own minimum is {exact}"
     elif needs.driver_rule == knowledge.TOOLKIT_RELEASE and floor and floor != wanted and V(floor) < V(wanted):
         what += f"; the minor-version floor {floor} is not enough: {needs.driver_why}"  # both side by side, and why
-    return [Reason("driver", f"needs driver ≥ {wanted} on {where} ({what}); the driver is {request.driver.text}", needs.driver_source)]
+    return [
+        Reason(
+            "driver",
+            f"needs driver ≥ {wanted} on {where} ({what}); the driver is {request.driver.text}",
+            needs.driver_source,
+        )
+    ]
 
 
 def _pick_cudnn(candidate: Candidate, request: Request) -> Optional[tuple[str, knowledge.records.CudnnSupport]]:
@@ -172,7 +204,9 @@ def _pick_cudnn(candidate: Candidate, request: Request) -> Optional[tuple[str, k
 
 
 @knowledge.lookup
-def _newest_cudnn(cuda: str, os_name: str, wanted: Optional[str], rule: str, cc_text: Optional[str]) -> Optional[tuple[str, knowledge.records.CudnnSupport]]:
+def _newest_cudnn(
+    cuda: str, os_name: str, wanted: Optional[str], rule: str, cc_text: Optional[str]
+) -> Optional[tuple[str, knowledge.records.CudnnSupport]]:
     """Asked once per (CUDA, OS, cuDNN wanted, GPU): a solve judges hundreds of candidates that share them."""
     cc = V(cc_text) if cc_text else None
     for full, row in knowledge.cudnn_releases_for(V(cuda), os_name):

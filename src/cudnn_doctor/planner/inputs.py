@@ -44,11 +44,15 @@ def build_request(
     if os_name is None:
         raise UsageError("--os is needed: the machine's OS could not be read")
     request = Request(
-        frameworks=wanted if (wanted or not same_machine or defaults is None) else tuple(parse_framework(name) for name in defaults.frameworks),
+        frameworks=wanted
+        if (wanted or not same_machine or defaults is None)
+        else tuple(parse_framework(name) for name in defaults.frameworks),
         os=os_name,
         python=Given(python, "option") if python else _from(same_machine, defaults, "python"),
         gpu=Given(gpu_name, "option") if gpu_name else _from(same_machine, defaults, "gpu"),
-        compute_capability=capability if gpu else (defaults.compute_capability if same_machine and defaults is not None else None),
+        compute_capability=capability
+        if gpu
+        else (defaults.compute_capability if same_machine and defaults is not None else None),
         driver=Given(driver, "option") if driver else _from(same_machine, defaults, "driver"),
         cuda=Given(cuda, "option") if cuda else None,
     )
@@ -56,10 +60,15 @@ def build_request(
     if arch not in ARCHES:
         raise UsageError(f"--arch {arch!r}: expected one of {', '.join(ARCHES)}")
     if arch != "x86_64" and request.package_os != "linux":
-        raise UsageError(f"--arch {arch}: only Linux is planned on {arch} (SBSA servers and Jetson boards); NVIDIA's Windows stacks are x86_64")
+        raise UsageError(
+            f"--arch {arch}: only Linux is planned on {arch} (SBSA servers and Jetson boards); NVIDIA's Windows "
+            f"stacks are x86_64"
+        )
     request = request._replace(arch=arch)
     if cuda and not wanted and request.frameworks:
-        request = request._replace(frameworks=())  # `--cuda` alone: what that toolkit needs, not the installed frameworks
+        request = request._replace(
+            frameworks=()
+        )  # `--cuda` alone: what that toolkit needs, not the installed frameworks
     return request
 
 
@@ -68,7 +77,9 @@ def _frameworks(values: Sequence[str]) -> tuple[Wanted, ...]:
     names = [w.name for w in wanted]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
-        raise UsageError(f"--framework {repeated[0]} given twice: combine the specifiers in one, e.g. '{repeated[0]}>=2.1,<2.4'")
+        raise UsageError(
+            f"--framework {repeated[0]} given twice: combine the specifiers in one, e.g. '{repeated[0]}>=2.1,<2.4'"
+        )
     return wanted
 
 
@@ -81,7 +92,9 @@ def _gpu(text: str) -> tuple[str, str]:
         capability = knowledge.gpu_compute_capability(name)
         if capability:
             return value, capability
-    raise UsageError(f"--gpu {text!r}: not a GPU name the knowledge knows; give its compute capability instead (e.g. --gpu 8.6)")
+    raise UsageError(
+        f"--gpu {text!r}: not a GPU name the knowledge knows; give its compute capability instead (e.g. --gpu 8.6)"
+    )
 
 
 def _read(fixture: Optional[Path], os_name: Optional[str], *given: object) -> Optional[MachineDefaults]:

@@ -50,5 +50,9 @@ def _current_python(system: System) -> tuple[Optional[str], tuple[str, ...]]:
         return None, ()
     version = ".".join(info.version.split(".")[:2])
     installed = {canonicalize_name(name) for name in info.packages}
-    names = tuple(f.name for f in knowledge.frameworks() if f.name in FRAMEWORKS and installed & {canonicalize_name(d) for d in f.distributions})
+    names = tuple(
+        f.name
+        for f in knowledge.frameworks()
+        if f.name in FRAMEWORKS and installed & {canonicalize_name(d) for d in f.distributions}
+    )
     return version, names

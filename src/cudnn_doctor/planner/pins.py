@@ -29,7 +29,8 @@ class Pin(Record):
     distribution: str  # canonical name
     specifier: SpecifierSet
     text: str  # as its METADATA writes it: "nvidia-cudnn-cu12==9.10.2.21"
-    via: str  # the planned requirement it comes from, and the steps: "jax[cuda12]==0.7.0 -> jax-cuda12-plugin[with-cuda]"
+    # the planned requirement it comes from, and the steps: "jax[cuda12]==0.7.0 -> jax-cuda12-plugin[with-cuda]"
+    via: str
 
 
 def pins(requirement: str, pip_options: tuple[str, ...] = ()) -> tuple[Pin, ...]:
@@ -66,7 +67,11 @@ def _follow(text: str, via: str, depth: int) -> tuple[Pin, ...]:
         except InvalidRequirement:
             continue
         found.append(Pin(canonical_name(child.name), child.specifier, line, via))
-        found += _follow(line, f"{via} -> {child.name}{'[' + ','.join(sorted(child.extras)) + ']' if child.extras else ''}", depth + 1)
+        found += _follow(
+            line,
+            f"{via} -> {child.name}{'[' + ','.join(sorted(child.extras)) + ']' if child.extras else ''}",
+            depth + 1,
+        )
     return tuple(found)
 
 
@@ -84,7 +89,8 @@ def exact(specifier: SpecifierSet) -> Optional[Version]:
 
 
 def clash(mine: tuple[Pin, ...], theirs: tuple[Pin, ...]) -> Optional[str]:
-    """Why two builds' requirements cannot be met at once: one pins a release the other excludes (None: no clash known)."""
+    """Why two builds' requirements cannot be met at once: one pins a release the other excludes (None: no clash
+    known)."""
     by_name: dict[str, list[Pin]] = {}
     for pin in theirs:
         by_name.setdefault(pin.distribution, []).append(pin)

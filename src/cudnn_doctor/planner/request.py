@@ -93,7 +93,8 @@ _REQUIREMENT = regex(
 
 
 def parse_framework(text: str) -> Wanted:
-    """`torch`, `torch==2.1`, `tensorflow[and-cuda]>=2.15,<2.17`, `onnxruntime-gpu~=1.18` -> Wanted (a bad one: UsageError)."""
+    """`torch`, `torch==2.1`, `tensorflow[and-cuda]>=2.15,<2.17`, `onnxruntime-gpu~=1.18` -> Wanted (a bad one:
+    UsageError)."""
     match = _REQUIREMENT.match(text)
     specifier_text = (match.group("specifier") or "").strip().lstrip("(").rstrip(")").strip() if match else ""
     try:
@@ -101,7 +102,10 @@ def parse_framework(text: str) -> Wanted:
     except InvalidSpecifier:
         match = None
     if match is None:
-        raise UsageError(f"--framework {text!r}: not a name with PEP 440 version specifiers, such as torch==2.1 or 'tensorflow>=2.15,<2.17'")
+        raise UsageError(
+            f"--framework {text!r}: not a name with PEP 440 version specifiers, such as torch==2.1 or "
+            f"'tensorflow>=2.15,<2.17'"
+        )
     name = _ALIASES.get(canonicalize_name(match.group("name")))
     if name is None:
         raise UsageError(f"--framework {text!r}: unknown framework (known: {', '.join(FRAMEWORKS)})")
@@ -116,7 +120,15 @@ def parse_version_option(option: str, text: str, parts: int = 0) -> str:
         version = Version(value)
     except InvalidVersion:
         version = None
-    if version is None or version.local or version.pre or version.dev or version.post or version.epoch or not value[:1].isdigit():
+    if (
+        version is None
+        or version.local
+        or version.pre
+        or version.dev
+        or version.post
+        or version.epoch
+        or not value[:1].isdigit()
+    ):
         raise UsageError(f"{option} {text!r}: expected a version number such as {_EXAMPLES[option]}")
     if parts and len(version.release) < parts:
         raise UsageError(f"{option} {text!r}: expected at least {parts} parts, such as {_EXAMPLES[option]}")

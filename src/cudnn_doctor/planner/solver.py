@@ -120,7 +120,11 @@ def _search_once(request: Request, wanted: Sequence[Wanted], python_hard: bool, 
     structural: list[Rejection] = []
     considered = 0
     for want in wanted:
-        found = toolkit_candidates(request.package_os) if want.name == "cuda" else candidates(want, request.package_os, request.arch)
+        found = (
+            toolkit_candidates(request.package_os)
+            if want.name == "cuda"
+            else candidates(want, request.package_os, request.arch)
+        )
         if request.arch == "aarch64" and jetson(request.compute_capability):
             found = []  # JetPack's CUDA: PyPI's and NVIDIA's SBSA builds do not run there
         if not found:
@@ -156,7 +160,9 @@ def _judge(found: Sequence[Candidate], request: Request, python_hard: bool, alon
     return tuple(judged)
 
 
-def _combine(usable: list[list[Verdict]], python: Optional[str], conflicts: dict[Candidate, Reason], linux: bool = True) -> tuple[Optional[list[Verdict]], int]:
+def _combine(
+    usable: list[list[Verdict]], python: Optional[str], conflicts: dict[Candidate, Reason], linux: bool = True
+) -> tuple[Optional[list[Verdict]], int]:
     """Depth first, newest first: the first complete combination whose members can share one environment. `linux`: the
     recorded Requires-Dist (Linux x86_64) are the wheels planned, so their pins are judged too."""
     tried = 0
@@ -185,17 +191,27 @@ def _clash(path: list[Verdict], candidate: Candidate, python: Optional[str], lin
     """Why `candidate` cannot join the builds already chosen in one environment (None: it can)."""
     for other in (v.candidate for v in path):
         if other.cuda_major != candidate.cuda_major:
-            return Reason("combination", f"uses CUDA {candidate.cuda_major}, {other.label()} CUDA {other.cuda_major}: one process loads one CUDA runtime major")
+            return Reason(
+                "combination",
+                f"uses CUDA {candidate.cuda_major}, {other.label()} CUDA {other.cuda_major}: one process loads "
+                f"one CUDA runtime major",
+            )
         if other.cudnn_major and candidate.cudnn_major and other.cudnn_major != candidate.cudnn_major:
             return Reason(
-                "combination", f"uses cuDNN {candidate.cudnn_major}, {other.label()} cuDNN {other.cudnn_major}: one process loads one libcudnn of a major"
+                "combination",
+                f"uses cuDNN {candidate.cudnn_major}, {other.label()} cuDNN {other.cudnn_major}: one process "
+                f"loads one libcudnn of a major",
             )
         if other.cuda_from == candidate.cuda_from == "system" and other.cuda != candidate.cuda:
             return Reason("combination", f"needs the CUDA {candidate.cuda} toolkit, {other.label()} CUDA {other.cuda}")
         pinned = pins.clash(_pins(candidate), _pins(other)) if linux else None
         if pinned is not None:
             return Reason("combination", pinned, "https://pypi.org/simple/ (each release's Requires-Dist, recorded)")
-    if candidate.python is not None and path and _common_python([v.candidate for v in path] + [candidate], python) is None:
+    if (
+        candidate.python is not None
+        and path
+        and _common_python([v.candidate for v in path] + [candidate], python) is None
+    ):
         return Reason("combination", f"shares no Python version with {', '.join(v.candidate.label() for v in path)}")
     return None
 
@@ -225,13 +241,17 @@ def _no_build(want: Wanted, request: Request) -> Rejection:
     if request.arch == "aarch64":
         if jetson(request.compute_capability):
             text = (
-                f"a Jetson (compute capability {request.compute_capability}) runs JetPack's own CUDA, for which PyPI and NVIDIA's SBSA "
+                f"a Jetson (compute capability {request.compute_capability}) runs JetPack's own CUDA, for which "
+                f"PyPI and NVIDIA's SBSA "
                 f"archives have no build: install from NVIDIA's Jetson index ({JETSON_INDEX}) for your JetPack"
             )
             return Rejection(want.name, spec, "", (Reason("arch", text, JETSON_SOURCE),))
         cpu_only = cpu_only_reason(want.name)
         if cpu_only is not None or candidates(want, os_name):
-            text, source = cpu_only or ("has no GPU build for Linux aarch64 in the recorded package index", "https://pypi.org/simple/")
+            text, source = cpu_only or (
+                "has no GPU build for Linux aarch64 in the recorded package index",
+                "https://pypi.org/simple/",
+            )
             return Rejection(want.name, spec, "", (Reason("arch", text, source),))
     if candidates(want, other):
         where = "native Windows" if os_name == "windows" else "Linux"
@@ -246,7 +266,9 @@ def _no_build(want: Wanted, request: Request) -> Rejection:
     text = f"no release matching {spec!r} in the knowledge" + (f" (newest known: {newest})" if newest else "")
     if newest and _asks_newer(want, V(newest)):
         recorded = knowledge.table("published").reviewed
-        text += f"; the data was recorded from the package indexes on {recorded}: `cudnn-doctor kb update` reads them now"
+        text += (
+            f"; the data was recorded from the package indexes on {recorded}: `cudnn-doctor kb update` reads them now"
+        )
     return Rejection(want.name, spec, "", (Reason("version", text),))
 
 
@@ -273,7 +295,12 @@ def _rejections(search: _Search, linux: bool = True) -> tuple[Rejection, ...]:
             reasons = verdict.reasons or _conflict(search, candidate, linux)
             if not reasons:
                 continue
-            key = (candidate.framework, ".".join(candidate.version.split(".")[:2]), candidate.build, tuple(r.text for r in reasons))
+            key = (
+                candidate.framework,
+                ".".join(candidate.version.split(".")[:2]),
+                candidate.build,
+                tuple(r.text for r in reasons),
+            )
             if key in seen:
                 continue
             seen.add(key)
@@ -330,5 +357,6 @@ def _driver_rank(verdict: Verdict, request: Request) -> Version:
 
 def _newer(a: Stack, b: Stack) -> bool:
     return [V(v.candidate.version) for v in a.chosen] > [V(v.candidate.version) for v in b.chosen] or (
-        [V(v.candidate.version) for v in a.chosen] == [V(v.candidate.version) for v in b.chosen] and V(a.cuda) > V(b.cuda)
+        [V(v.candidate.version) for v in a.chosen] == [V(v.candidate.version) for v in b.chosen]
+        and V(a.cuda) > V(b.cuda)
     )

@@ -41,7 +41,12 @@ from cudnn_doctor.system.interface import System
 T = TypeVar("T")
 
 
-def run_probes(system: System, with_frameworks: bool = True, framework_timeout: float = 60.0, while_waiting: Optional[Callable[[], None]] = None) -> Facts:
+def run_probes(
+    system: System,
+    with_frameworks: bool = True,
+    framework_timeout: float = 60.0,
+    while_waiting: Optional[Callable[[], None]] = None,
+) -> Facts:
     """All facts about the machine. `while_waiting` runs in this thread while the frameworks are being imported."""
     failures: list[ProbeFailure] = []
 
@@ -52,7 +57,11 @@ def run_probes(system: System, with_frameworks: bool = True, framework_timeout: 
             import traceback  # only when a probe failed
 
             last = traceback.extract_tb(error.__traceback__)[-1]
-            failures.append(ProbeFailure(name, f"{type(error).__name__}: {error} ({last.filename.rsplit('/', 1)[-1]}:{last.lineno})"))
+            failures.append(
+                ProbeFailure(
+                    name, f"{type(error).__name__}: {error} ({last.filename.rsplit('/', 1)[-1]}:{last.lineno})"
+                )
+            )
             return fallback
 
     index = FolderIndex(system)
@@ -69,7 +78,9 @@ def run_probes(system: System, with_frameworks: bool = True, framework_timeout: 
     toolkits = guarded("toolkits", lambda: probe_toolkits(system), ToolkitFacts())
     environment = guarded("environment", lambda: probe_environment(system), EnvironmentFacts())
     wsl_driver: tuple[str, ...] = guarded("wsl", lambda: probe_linux_driver_in_wsl(system), ())
-    wsl_packages: tuple[PackageOwner, ...] = guarded("wsl packages", lambda: probe_linux_driver_packages(system, wsl_driver), ()) if wsl_driver else ()
+    wsl_packages: tuple[PackageOwner, ...] = (
+        guarded("wsl packages", lambda: probe_linux_driver_packages(system, wsl_driver), ()) if wsl_driver else ()
+    )
     driver_files: tuple[str, ...] = guarded("driver files", lambda: probe_driver_files(system, index), ())
     driver_state = guarded("driver state", lambda: probe_driver_state(system, driver, driver_files), DriverState())
     cudnn: tuple[CudnnInstall, ...] = guarded("cudnn", lambda: probe_cudnn(system, toolkits, pythons, index), ())
@@ -79,9 +90,13 @@ def run_probes(system: System, with_frameworks: bool = True, framework_timeout: 
         pythons = guarded("frameworks", reports.result, pythons)
         pool.shutdown()
     builds: tuple[FrameworkBuild, ...] = guarded("builds", lambda: probe_builds(pythons, system.os, system), ())
-    resolutions: tuple[Resolution, ...] = guarded("loader", lambda: probe_resolutions(system, pythons, builds, toolkits, index, cudnn, driver_files), ())
+    resolutions: tuple[Resolution, ...] = guarded(
+        "loader", lambda: probe_resolutions(system, pythons, builds, toolkits, index, cudnn, driver_files), ()
+    )
     wheels: tuple[InstalledWheel, ...] = guarded("wheels", lambda: probe_wheels(system, pythons), ())
-    confirmations: tuple[Confirmation, ...] = guarded("loader check", lambda: probe_confirmations(system, resolutions), ()) if with_frameworks else ()
+    confirmations: tuple[Confirmation, ...] = (
+        guarded("loader check", lambda: probe_confirmations(system, resolutions), ()) if with_frameworks else ()
+    )
     return Facts(
         os=system.os,
         arch=system.arch,

@@ -39,7 +39,15 @@ from cudnn_doctor.probes.messages import cudnn_mismatch, unloadable
 from cudnn_doctor.probes.wheel_files import Evidence, WheelFiles, library_majors, requirement_majors
 from cudnn_doctor.record import Record
 from cudnn_doctor.system.interface import System
-from cudnn_doctor.versions import canonical_name, cuda_in_tag, cuda_tag, cuda_text, parse_cuda_version, parse_cudnn_version, parse_version
+from cudnn_doctor.versions import (
+    canonical_name,
+    cuda_in_tag,
+    cuda_tag,
+    cuda_text,
+    parse_cuda_version,
+    parse_cudnn_version,
+    parse_version,
+)
 
 # Messages that name a library the framework could not load, across frameworks and eras.
 # A framework's own request, by name: TensorFlow 2's dso_loader ("Could not load dynamic library"), TensorFlow 1's
@@ -60,9 +68,17 @@ _OTHER_LOADS = (
     regex(r"Could not locate ([\w.]+\.dll)"),  # cuDNN 8's own loader on Windows
 )
 _DRIVER_TOO_OLD = regex(r"driver on your system is too old|CUDA driver version is insufficient", re.IGNORECASE)
-_NO_KERNEL = regex(r"no kernel image is available|is not compatible with the current PyTorch installation|CUDA_ERROR_NO_BINARY_FOR_GPU", re.IGNORECASE)
-_JAXLIB_CUDNN = regex(r"\+cuda\w*\.cudnn(\d+)$")  # jaxlib 0.4.23+cuda12.cudnn89: cuDNN 8.9 (its CUDA: versions.cuda_in_tag)
-_NVIDIA_WHEEL = regex(r"^nvidia-(cu|cuda|cudnn|nccl|nvjitlink|nvtx|cufft|curand|cusolver|cusparse|npp|nvrtc)")  # canonical names
+_NO_KERNEL = regex(
+    r"no kernel image is available|is not compatible with the current PyTorch "
+    r"installation|CUDA_ERROR_NO_BINARY_FOR_GPU",
+    re.IGNORECASE,
+)
+_JAXLIB_CUDNN = regex(
+    r"\+cuda\w*\.cudnn(\d+)$"
+)  # jaxlib 0.4.23+cuda12.cudnn89: cuDNN 8.9 (its CUDA: versions.cuda_in_tag)
+_NVIDIA_WHEEL = regex(
+    r"^nvidia-(cu|cuda|cudnn|nccl|nvjitlink|nvtx|cufft|curand|cusolver|cusparse|npp|nvrtc)"
+)  # canonical names
 _CUDNN_LOADED = regex(r"Loaded cuDNN version|cuDNN Version: \d|works well on \d+ GPU")
 
 
@@ -107,7 +123,9 @@ class _Source(Record):
         return (found[0], found[1], "/".join(parts)) if found else ({}, None, "/".join(parts))
 
 
-def probe_builds(pythons: tuple[PythonEnv, ...], os_name: str, system: Optional[System] = None) -> tuple[FrameworkBuild, ...]:
+def probe_builds(
+    pythons: tuple[PythonEnv, ...], os_name: str, system: Optional[System] = None
+) -> tuple[FrameworkBuild, ...]:
     """Every framework installed in every interpreter (by its distributions or its report); with
     `system`, what the framework's own files say comes before the tables."""
     return tuple(_build(source) for python in pythons for source in _sources(python, os_name, system))
@@ -164,7 +182,10 @@ def _build(source: _Source) -> FrameworkBuild:
         driver_complaint=_line_matching(text, _DRIVER_TOO_OLD) if said else None,
         no_kernel_complaint=_line_matching(text, _NO_KERNEL) if said else None,
         cudnn_mismatch=mismatch,
-        cudnn_works=fields.get("cudnn_works", said and bool(_CUDNN_LOADED.search(text)) and mismatch is None and all(u.part != "cudnn" for u in gone)),
+        cudnn_works=fields.get(
+            "cudnn_works",
+            said and bool(_CUDNN_LOADED.search(text)) and mismatch is None and all(u.part != "cudnn" for u in gone),
+        ),
         warning=_clipped(warning.splitlines()[0]) if warning else None,
     )
 
@@ -183,7 +204,11 @@ def _runtime_tried(failures: tuple[LoadFailure, ...], os_name: str) -> Optional[
     'libcudart.so.10.2'"): where nothing else states the build's CUDA (a jaxlib wheel whose version carries no tag), its
     own request does, and only a CUDA build makes one."""
     for failure in failures:
-        cuda = knowledge.cuda_of_runtime(failure.library.replace("\\", "/").rsplit("/", 1)[-1], os_name) if failure.direct else None
+        cuda = (
+            knowledge.cuda_of_runtime(failure.library.replace("\\", "/").rsplit("/", 1)[-1], os_name)
+            if failure.direct
+            else None
+        )
         if cuda is not None:
             return Known(value=cuda, how=FRAMEWORK_LOG, source=None, evidence=f"its log asks for {failure.library}")
     return None
@@ -245,7 +270,9 @@ def _torch(source: _Source) -> Fields:
     fields["cudnn_works"] = bool(report.get("cuda_available")) and bool(report.get("cudnn"))
     row = knowledge.torch_release(source.version) if source.version else None
     if row:
-        fields["supported_python"] = Known(str(row.python_on(source.os)), KNOWLEDGE, row.source)  # 1.13 has cp311 on Linux only
+        fields["supported_python"] = Known(
+            str(row.python_on(source.os)), KNOWLEDGE, row.source
+        )  # 1.13 has cp311 on Linux only
     return fields
 
 
@@ -305,12 +332,17 @@ def _paddle(source: _Source) -> Fields:
         Known(cuda_text(tag), DIST_VERSION) if tag is not None else None,
         *fields.pop("cuda_said"),
     )
-    # a .postXYZ wheel: its cuDNN depends on the release as well as the tag (post112: 8.1.1 for Linux 2.1-2.3, 8.2.1 later);
+    # a .postXYZ wheel: its cuDNN depends on the release as well as the tag (post112: 8.1.1 for Linux 2.1-2.3, 8.2.1
+    # later);
     # a wheel without the tag may come from any per-CUDA index, so the "pypi" rows are not assumed for it
     row = knowledge.paddle_build(f"post{cuda_tag(tag)}", source.os, source.version) if tag is not None else None
     reported = parse_cudnn_version(report.get("cudnn_version"))
     fields["cudnn"] = _refined(
-        _first(Known(str(reported), LIVE) if reported else None, _stated_major(stated.get("cudnn_version"), path, short), *fields.pop("cudnn_said")),
+        _first(
+            Known(str(reported), LIVE) if reported else None,
+            _stated_major(stated.get("cudnn_version"), path, short),
+            *fields.pop("cudnn_said"),
+        ),
         Known(row.cudnn, KNOWLEDGE, row.source) if row and row.cudnn else None,
     )
     return fields
@@ -326,7 +358,11 @@ def _onnxruntime(source: _Source) -> Fields:
     elif source.has("onnxruntime-gpu") or "gpu_library" in fields:
         fields["gpu_build"] = True
     row = knowledge.onnxruntime_build(source.version) if source.version and source.has("onnxruntime-gpu") else None
-    fields["cuda"] = _first(_stated(stated.get("cuda_version"), path, short), *fields.pop("cuda_said"), Known(row.cuda, KNOWLEDGE, row.source) if row else None)
+    fields["cuda"] = _first(
+        _stated(stated.get("cuda_version"), path, short),
+        *fields.pop("cuda_said"),
+        Known(row.cuda, KNOWLEDGE, row.source) if row else None,
+    )
     fields["cudnn"] = _first(
         _stated_major(stated.get("cudnn_version"), path, short),
         *fields.pop("cudnn_said"),
@@ -338,7 +374,14 @@ def _onnxruntime(source: _Source) -> Fields:
 def _jax(source: _Source) -> Fields:
     """JAX's CUDA build is a plugin distribution named for its CUDA major (jax-cuda12-plugin), or
     before the plugins a jaxlib tagged with it (0.4.23+cuda12.cudnn89)."""
-    plugin = next((d for d in sorted(source.python.packages, key=lambda d: (not d.endswith("-plugin"), d)) if cuda_in_tag(d, "jax-plugin")), None)
+    plugin = next(
+        (
+            d
+            for d in sorted(source.python.packages, key=lambda d: (not d.endswith("-plugin"), d))
+            if cuda_in_tag(d, "jax-plugin")
+        ),
+        None,
+    )
     jaxlib = source.python.packages.get("jaxlib", "")
     tag = cuda_in_tag(jaxlib, "jaxlib-local")  # +cuda12: CUDA 12; +cuda111: CUDA 11.1
     fields: Fields = {"cuda_said": [], "cudnn_said": []}
@@ -347,7 +390,13 @@ def _jax(source: _Source) -> Fields:
         plugin_cuda = cuda_in_tag(plugin, "jax-plugin")  # never None: the plugin was chosen for it
         if plugin_cuda is not None:
             fields["cuda_said"].insert(
-                0, Known(value=cuda_text(plugin_cuda), how=DIST_METADATA, source=None, evidence=f"{plugin} {source.python.packages[plugin]} is installed")
+                0,
+                Known(
+                    value=cuda_text(plugin_cuda),
+                    how=DIST_METADATA,
+                    source=None,
+                    evidence=f"{plugin} {source.python.packages[plugin]} is installed",
+                ),
             )
     if "devices" in source.report and source.imported:
         fields["gpu_build"] = plugin is not None or tag is not None or _sees_gpu(source.report)
@@ -356,7 +405,10 @@ def _jax(source: _Source) -> Fields:
     fields["cuda"] = _first(*fields.pop("cuda_said"), Known(cuda_text(tag), DIST_VERSION) if tag is not None else None)
     cudnn_tag = _JAXLIB_CUDNN.search(jaxlib) if tag is not None else None
     digits = cudnn_tag.group(1) if cudnn_tag else None  # cudnn89: 8.9, cudnn91: 9.1
-    fields["cudnn"] = _first(*fields.pop("cudnn_said"), Known(f"{digits[0]}.{digits[1:]}" if len(digits) > 1 else digits, DIST_VERSION) if digits else None)
+    fields["cudnn"] = _first(
+        *fields.pop("cudnn_said"),
+        Known(f"{digits[0]}.{digits[1:]}" if len(digits) > 1 else digits, DIST_VERSION) if digits else None,
+    )
     return fields
 
 
@@ -367,7 +419,9 @@ def _cupy(source: _Source) -> Fields:
     fields = _files_say(source, None)  # its Requires-Dist: the [ctk] extra names the nvidia-* wheels of its CUDA
     fields["gpu_build"] = not report.get("is_hip", False)
     reported = parse_cuda_version(report.get("cuda"))
-    wheel = next((cuda_in_tag(d, "cupy-wheel") for d in sorted(source.python.packages) if cuda_in_tag(d, "cupy-wheel")), None)
+    wheel = next(
+        (cuda_in_tag(d, "cupy-wheel") for d in sorted(source.python.packages) if cuda_in_tag(d, "cupy-wheel")), None
+    )
     said = fields.pop("cuda_said")
     fields.pop("cudnn_said")  # cuDNN is never a requirement of CuPy
     if reported:
@@ -436,14 +490,24 @@ def _known(evidence: Evidence, how: KnownFrom) -> Known:
 
 def _stated(value: Any, path: Optional[str], short: str) -> Optional[Known]:
     """A CUDA version a generated module states ("13.0", "64_112"); None for None, "False", "" and non-versions."""
-    if path is None or not isinstance(value, (str, int)) or isinstance(value, bool) or parse_cuda_version(str(value)) is None:
+    if (
+        path is None
+        or not isinstance(value, (str, int))
+        or isinstance(value, bool)
+        or parse_cuda_version(str(value)) is None
+    ):
         return None
     return Known(value=str(value), how=WHEEL_METADATA, source=path, evidence=short)
 
 
 def _stated_major(value: Any, path: Optional[str], short: str) -> Optional[Known]:
-    """The cuDNN major a generated module states ("9.1", "64_8", "8"): the major is what the build's library names carry."""
-    version = parse_cudnn_version(str(value)) if path is not None and isinstance(value, (str, int)) and not isinstance(value, bool) else None
+    """The cuDNN major a generated module states ("9.1", "64_8", "8"): the major is what the build's library names
+    carry."""
+    version = (
+        parse_cudnn_version(str(value))
+        if path is not None and isinstance(value, (str, int)) and not isinstance(value, bool)
+        else None
+    )
     return Known(value=str(version.release[0]), how=WHEEL_METADATA, source=path, evidence=short) if version else None
 
 

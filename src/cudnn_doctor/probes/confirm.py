@@ -32,14 +32,24 @@ def probe_confirmations(system: System, resolutions: tuple[Resolution, ...]) -> 
             emulated = system.realpath(step.winner) if step.winner else None
             mapped = real.get("loaded", {}).get(step.name)
             confirmations.append(
-                Confirmation(executable=resolution.executable, name=step.name, emulated=emulated, real=mapped, error=real.get("errors", {}).get(step.name))
+                Confirmation(
+                    executable=resolution.executable,
+                    name=step.name,
+                    emulated=emulated,
+                    real=mapped,
+                    error=real.get("errors", {}).get(step.name),
+                )
             )
     return tuple(confirmations)
 
 
 def _confirmed_roots(system: System, resolution: Resolution) -> list[LoadStep]:
     """The roots a load by name can repeat: not a path, searched the standard way."""
-    return [s for s in resolution.steps if s.how == "root" and not system.paths.is_abs(s.name) and s.search in (None, windows.STANDARD)]
+    return [
+        s
+        for s in resolution.steps
+        if s.how == "root" and not system.paths.is_abs(s.name) and s.search in (None, windows.STANDARD)
+    ]
 
 
 def expected_confirmations(system: System, python: PythonEnv) -> dict[str, list[str]]:
@@ -52,7 +62,11 @@ def expected_confirmations(system: System, python: PythonEnv) -> dict[str, list[
     rules = system.paths
     expected = {}
     for build in probe_builds((python._replace(frameworks={}),), system.os, system):
-        names = [root.name for root in _roots(system, build, python)[0] if not rules.is_abs(root.name) and root.mode in (None, windows.STANDARD)]
+        names = [
+            root.name
+            for root in _roots(system, build, python)[0]
+            if not rules.is_abs(root.name) and root.mode in (None, windows.STANDARD)
+        ]
         if names:
             expected[build.name] = names
     return expected

@@ -24,7 +24,14 @@ from cudnn_doctor.knowledge.records import LegacyCudnnName
 from cudnn_doctor.lazyre import regex
 from cudnn_doctor.loader.index import FolderIndex
 from cudnn_doctor.paths import site_packages_of
-from cudnn_doctor.probes.cudnn_versions import LINUX_NAME, Distribution, distribution, install_version, library_version, own_header
+from cudnn_doctor.probes.cudnn_versions import (
+    LINUX_NAME,
+    Distribution,
+    distribution,
+    install_version,
+    library_version,
+    own_header,
+)
 from cudnn_doctor.probes.ownership import PackageOwnership
 from cudnn_doctor.system.interface import FileInfo, Files, System
 from cudnn_doctor.versions import cuda_major_of_dll_number, cuda_of_digits, parse_cudnn_version
@@ -56,10 +63,19 @@ STANDARD_TOOLKIT_FOLDERS = {
     "cmake",
     "stubs",
 }
-SYSTEM_DIRS_LINUX = ("/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/lib64")
+SYSTEM_DIRS_LINUX = (
+    "/usr/lib/x86_64-linux-gnu",
+    "/lib/x86_64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+    "/usr/lib64",
+    "/usr/lib",
+    "/lib64",
+)
 
 
-def probe_cudnn(system: System, toolkits: ToolkitFacts, pythons: tuple[PythonEnv, ...], index: FolderIndex) -> tuple[CudnnInstall, ...]:
+def probe_cudnn(
+    system: System, toolkits: ToolkitFacts, pythons: tuple[PythonEnv, ...], index: FolderIndex
+) -> tuple[CudnnInstall, ...]:
     rules = system.paths
     folders: dict[str, tuple[str, Optional[str], Optional[str]]] = {}  # key → (folder, toolkit root, nested top)
 
@@ -125,7 +141,14 @@ def site_packages(system: Files, python: PythonEnv) -> list[str]:
     return site_packages_of(system.paths, python.executable, python.version)
 
 
-def _installs_in(system: System, folder: str, toolkit: Optional[str], nested: Optional[str], owned: PackageOwnership, index: FolderIndex) -> list[CudnnInstall]:
+def _installs_in(
+    system: System,
+    folder: str,
+    toolkit: Optional[str],
+    nested: Optional[str],
+    owned: PackageOwnership,
+    index: FolderIndex,
+) -> list[CudnnInstall]:
     rules = system.paths
     by_major: dict[int, dict[str, CudnnLibrary]] = {}
     named_for_cuda: dict[int, LegacyCudnnName] = {}  # cuDNN 1-3: the CUDA release their names carry
@@ -135,7 +158,9 @@ def _installs_in(system: System, folder: str, toolkit: Optional[str], nested: Op
             continue
         legacy = knowledge.legacy_cudnn_name(rules.basename(path), system.os)
         match = pattern.match(rules.basename(path))
-        if legacy is None and (not match or (not rules.windows and match.group(3))):  # Linux: one entry per library, under its SONAME
+        if legacy is None and (
+            not match or (not rules.windows and match.group(3))
+        ):  # Linux: one entry per library, under its SONAME
             continue
         if legacy:
             part, major = "", legacy.major
@@ -173,7 +198,9 @@ def _installs_in(system: System, folder: str, toolkit: Optional[str], nested: Op
         version, source = install_version(libraries, header_version, dist)
         cuda_major, cuda_source = _cuda_major(system, libraries, dist)
         if (version is None or cuda_major is None) and front and front.readable and front.size > 0:
-            load = system.load_report(front.path)  # last: the live answer comes from whichever sub-library the loader picked
+            load = system.load_report(
+                front.path
+            )  # last: the live answer comes from whichever sub-library the loader picked
             if version is None and load and load.get("ok") and load.get("cudnn_version"):
                 version, source = str(parse_cudnn_version(int(load["cudnn_version"]))), LOAD
             if cuda_major is None and load and load.get("cudart_version"):
@@ -206,7 +233,9 @@ def _installs_in(system: System, folder: str, toolkit: Optional[str], nested: Op
     return installs
 
 
-def _cuda_major(system: Files, libraries: dict[str, CudnnLibrary], dist: Optional[Distribution]) -> tuple[Optional[int], Optional[str]]:
+def _cuda_major(
+    system: Files, libraries: dict[str, CudnnLibrary], dist: Optional[Distribution]
+) -> tuple[Optional[int], Optional[str]]:
     for library in libraries.values():
         binary = system.binary(library.path) if library.readable and library.size > 0 else None
         for name in (*(binary.imports if binary else ()), *(binary.loads if binary else ())):
@@ -253,5 +282,9 @@ def _toolkit_dev_files(system: Files, toolkit: str) -> tuple[tuple[str, ...], tu
         for e in system.list_dir(rules.join(toolkit, "lib", "x64")) or []
         if rules.basename(e.path).lower().startswith("cudnn") and e.path.lower().endswith(".lib")
     )
-    headers = tuple(e.path for e in system.list_dir(rules.join(toolkit, "include")) or [] if rules.basename(e.path).lower().startswith("cudnn"))
+    headers = tuple(
+        e.path
+        for e in system.list_dir(rules.join(toolkit, "include")) or []
+        if rules.basename(e.path).lower().startswith("cudnn")
+    )
     return libs, headers

@@ -42,20 +42,31 @@ def library_version(system: Files, path: str, binary, major: int) -> tuple[Optio
     """The library's own version and how it is known: the full-release names it asks its
     sub-libraries for (a cuDNN 9 front), its PE FileVersion (cuDNN <= 7 carries a CUDA-style one:
     ignored), or its real `.so.X.Y.Z` name."""
-    asked = {m.groups() for m in (_ASKED.match(n) for n in (binary.loads if binary else ())) if m and int(m.group(1)) == major}
+    asked = {
+        m.groups()
+        for m in (_ASKED.match(n) for n in (binary.loads if binary else ()))
+        if m and int(m.group(1)) == major
+    }
     if len(asked) == 1:
         return ".".join(asked.pop()), ASKED_NAMES
     if binary is not None and binary.version and _of_major(binary.version, major):
-        return binary.version, FILE_VERSION  # cuDNN 7's DLLs carry a driver-style FileVersion (6.14.11.x): not a cuDNN version
+        return (
+            binary.version,
+            FILE_VERSION,
+        )  # cuDNN 7's DLLs carry a driver-style FileVersion (6.14.11.x): not a cuDNN version
     if not system.paths.windows:
         real = system.paths.basename(system.realpath(path))
         match = LINUX_NAME.match(real)
-        if match and match.group(3) and int(match.group(2)) == major:  # cuDNN 1-3: libcudnn.so.7.0.64 is named after CUDA 7.0
+        if (
+            match and match.group(3) and int(match.group(2)) == major
+        ):  # cuDNN 1-3: libcudnn.so.7.0.64 is named after CUDA 7.0
             return f"{match.group(2)}{match.group(3)}", FILE_NAME
     return None, None
 
 
-def own_header(system: Files, folder: str, toolkit: Optional[str], nested: Optional[str], system_dir: bool, major: int) -> tuple[Optional[str], Optional[str]]:
+def own_header(
+    system: Files, folder: str, toolkit: Optional[str], nested: Optional[str], system_dir: bool, major: int
+) -> tuple[Optional[str], Optional[str]]:
     """The installation's own header: beside its libraries, in the toolkit it was copied into
     (not for an archive left nested below it), or the system include folders for a system-folder
     install. Never another installation's."""
@@ -99,10 +110,14 @@ def _wheel(system: Files, folder: str, major: int) -> Optional[Distribution]:
         if not match or not entry.is_dir:
             continue
         text = system.read_text(rules.join(entry.path, "METADATA"), limit=16 * 1024) or ""
-        version = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.lower().startswith("version:")), None)
+        version = next(
+            (line.split(":", 1)[1].strip() for line in text.splitlines() if line.lower().startswith("version:")), None
+        )
         cuda = cuda_of_digits(match.group(1))  # nvidia_cudnn_cu12: CUDA 12; nvidia_cudnn_cu116: CUDA 11.6
         if version is not None and _of_major(version, major):
-            found.add(Distribution(f"nvidia-cudnn-cu{match.group(1)}", version, cuda.release[0] if cuda else None, DIST_INFO))
+            found.add(
+                Distribution(f"nvidia-cudnn-cu{match.group(1)}", version, cuda.release[0] if cuda else None, DIST_INFO)
+            )
     return found.pop() if len(found) == 1 else None  # two releases over one folder: the files say which won
 
 
@@ -143,7 +158,8 @@ def _of_major(version: Optional[str], major: int) -> bool:
 def install_version(
     libraries: dict[str, CudnnLibrary], header: Optional[str], dist: Optional[Distribution]
 ) -> tuple[Optional[str], Optional[CudnnVersionFrom]]:
-    """The installation's version from its own evidence, most trusted first; the live load is the caller's last resort."""
+    """The installation's version from its own evidence, most trusted first; the live load is the caller's last
+    resort."""
     if header:
         return header, HEADER
     if dist:

@@ -40,7 +40,12 @@ def probe_driver_state(system: System, driver: DriverFacts, driver_files: Sequen
     container = _container(system)
     devices = system.device_files(DEVICES) if container else ()
     return DriverState(
-        kernel_module=module, libraries=_libraries(system, driver_files), nvml_mismatch=said, nvml_library=nvml_library, container=container, devices=devices
+        kernel_module=module,
+        libraries=_libraries(system, driver_files),
+        nvml_mismatch=said,
+        nvml_library=nvml_library,
+        container=container,
+        devices=devices,
     )
 
 
@@ -51,7 +56,8 @@ def _module_release(text: Optional[str]) -> Optional[str]:
 
 def _libraries(system: Files, driver_files: Sequence[str]) -> tuple[DriverLibrary, ...]:
     """libcuda / libnvidia-ml as the loader takes them: each soname link followed to its real, versioned file;
-    a versioned file without a link is taken as it is (no link: the loader takes none of them, yet they are the install's)."""
+    a versioned file without a link is taken as it is (no link: the loader takes none of them, yet they are the
+    install's)."""
     rules = system.paths
     found: dict[str, DriverLibrary] = {}
     linked = [f for f in driver_files if rules.basename(f) in _SONAMES]

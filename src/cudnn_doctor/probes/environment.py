@@ -14,7 +14,9 @@ def probe_environment(system: System) -> EnvironmentFacts:
         values = rules.split_list(env.get(variable, ""))
         # Windows skips an empty entry (the usual trailing `;`); on Linux it means the current folder.
         return tuple(
-            PathEntry(variable=variable, index=i, value=v, exists=bool(v) and system.is_dir(v)) for i, v in enumerate(values) if v or not rules.windows
+            PathEntry(variable=variable, index=i, value=v, exists=bool(v) and system.is_dir(v))
+            for i, v in enumerate(values)
+            if v or not rules.windows
         )
 
     persistent = system.persistent_env()
@@ -36,7 +38,8 @@ def probe_environment(system: System) -> EnvironmentFacts:
 
 
 def distribution(os_release: str) -> tuple[str, ...]:
-    """The distribution and those it is like, from os-release's `ID` and `ID_LIKE` (shell-style values, quotes optional)."""
+    """The distribution and those it is like, from os-release's `ID` and `ID_LIKE` (shell-style values, quotes
+    optional)."""
     fields = {}
     for line in os_release.splitlines():
         key, _, value = line.partition("=")

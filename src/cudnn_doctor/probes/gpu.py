@@ -19,17 +19,25 @@ def probe_driver(system: System) -> DriverFacts:
         gpus = tuple(_nvml_gpu(g) for g in nvml.get("gpus") or [])
         cuda = parse_cuda_version(nvml.get("cuda_driver_version"))
         facts = DriverFacts(
-            source="nvml", version=nvml.get("driver_version"), cuda=major_minor(cuda) if cuda else None, cuda_source="nvml" if cuda else None, gpus=gpus
+            source="nvml",
+            version=nvml.get("driver_version"),
+            cuda=major_minor(cuda) if cuda else None,
+            cuda_source="nvml" if cuda else None,
+            gpus=gpus,
         )
     else:
         from cudnn_doctor.probes import nvidia_smi  # only machines without NVML need the parser
 
         smi = system.run(["nvidia-smi"], timeout=15)
         if not smi.ok:
-            reason = "not found" if smi.not_found else "timed out" if smi.timed_out else (smi.stderr or smi.stdout).strip()
+            reason = (
+                "not found" if smi.not_found else "timed out" if smi.timed_out else (smi.stderr or smi.stdout).strip()
+            )
             return DriverFacts(None, smi_error=f"nvidia-smi: {reason or f'exit code {smi.returncode}'}")
         table = nvidia_smi.parse_table(smi.stdout)
-        if table.driver_version is None:  # exit code 0 is not a driver: say what it printed instead of reporting "driver None"
+        if (
+            table.driver_version is None
+        ):  # exit code 0 is not a driver: say what it printed instead of reporting "driver None"
             first = next((line.strip() for line in smi.stdout.splitlines() if line.strip()), "")
             said = f": {first[:200]!r}" if first else " (it printed nothing)"
             return DriverFacts(None, smi_error=f"{SMI_NOT_UNDERSTOOD}{said}")
@@ -48,7 +56,11 @@ def probe_driver(system: System) -> DriverFacts:
             for g in sorted(by_index.values(), key=lambda g: g.index)
         )
         facts = DriverFacts(
-            source="nvidia-smi", version=table.driver_version, cuda=table.cuda_version, cuda_source="nvidia-smi" if table.cuda_version else None, gpus=gpus
+            source="nvidia-smi",
+            version=table.driver_version,
+            cuda=table.cuda_version,
+            cuda_source="nvidia-smi" if table.cuda_version else None,
+            gpus=gpus,
         )
     return _complete(facts, system.os)
 
@@ -65,7 +77,8 @@ def _nvml_gpu(gpu: dict) -> Gpu:
 
 
 def _capability(value: object) -> Optional[str]:
-    """The compute capability as drivers write it ("8.6"); anything else ("", "x", "-1.0") is none, and the name table may know better."""
+    """The compute capability as drivers write it ("8.6"); anything else ("", "x", "-1.0") is none, and the name table
+    may know better."""
     return value if isinstance(value, str) and _CAPABILITY.match(value) else None
 
 
@@ -88,4 +101,11 @@ def _complete(facts: DriverFacts, os_name: str) -> DriverFacts:
         found = knowledge.max_cuda_for_driver(driver, os_name)
         if found:
             cuda, cuda_source = major_minor(found[0]), "driver-table"
-    return DriverFacts(source=facts.source, version=facts.version, cuda=cuda, cuda_source=cuda_source, gpus=gpus, smi_error=facts.smi_error)
+    return DriverFacts(
+        source=facts.source,
+        version=facts.version,
+        cuda=cuda,
+        cuda_source=cuda_source,
+        gpus=gpus,
+        smi_error=facts.smi_error,
+    )

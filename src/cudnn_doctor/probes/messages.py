@@ -1,7 +1,9 @@
-"""What a framework's own messages mean, read by `builds` with the wordings of the one catalogue (knowledge/messages.py).
+"""What a framework's own messages mean, read by `builds` with the wordings of the one catalogue
+(knowledge/messages.py).
 
 Two meanings (the cuDNN loaded is not the one the build needs; a GPU library could not be loaded though its
-file is not named), with the versions they state parsed out. A message is evidence: a check trusts it before the emulation and before any table.
+file is not named), with the versions they state parsed out. A message is evidence: a check trusts it before the
+emulation and before any table.
 Versions printed as integers (cuDNN's `CUDNN_VERSION`, 7101, 90300; PyTorch's tuples (8, 5, 0)) are
 written as releases ("7.1.1", "9.3.0", "8.5.0").
 """
@@ -16,7 +18,8 @@ from cudnn_doctor.versions import parse_cudnn_version
 
 
 def cudnn_mismatch(text: str) -> Optional[CudnnMismatch]:
-    """(loaded, compiled with, minimum) when the framework's own messages say the cuDNN it found is not one it can use."""
+    """(loaded, compiled with, minimum) when the framework's own messages say the cuDNN it found is not one it can
+    use."""
     for wording in CUDNN_MISMATCH:
         match = wording.pattern.search(text)
         if match:
@@ -32,7 +35,8 @@ def cudnn_mismatch(text: str) -> Optional[CudnnMismatch]:
 
 
 def unloadable(text: str) -> tuple[Unloadable, ...]:
-    """Each GPU library part the messages say could not be loaded without naming its file, once, in the order printed."""
+    """Each GPU library part the messages say could not be loaded without naming its file, once, in the order
+    printed."""
     found: dict[str, Unloadable] = {}
     for wording in UNLOADABLE:
         for match in wording.pattern.finditer(text):

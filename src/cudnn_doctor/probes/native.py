@@ -38,7 +38,8 @@ _PROVIDER_FOLDERS = frozenset({"nvidia", "tensorrt_libs", "tensorrt_bindings"})
 def package_roots(
     system: Files, pythons: tuple[PythonEnv, ...], skip: Callable[[PythonEnv], Collection[str]] = lambda python: ()
 ) -> list[tuple[PythonEnv, str, str, list[str]]]:
-    """(interpreter, site-packages folder, package, root files) for every package whose native files name a CUDA-family library,
+    """(interpreter, site-packages folder, package, root files) for every package whose native files name a CUDA-family
+    library,
     each site-packages folder walked once (for the first interpreter that lists it); the top-level
     folders `skip` names for an interpreter are not walked."""
     rules = system.paths
@@ -57,7 +58,10 @@ def package_roots(
                 every.setdefault(_package_of(top), []).append(path)
                 if not is_cuda_family(rules.basename(path)) and system.cuda_names(path):
                     naming.setdefault(_package_of(top), []).append(path)
-            found += [(python, site, package, _entry_points(system, every[package], paths)) for package, paths in sorted(naming.items())]
+            found += [
+                (python, site, package, _entry_points(system, every[package], paths))
+                for package, paths in sorted(naming.items())
+            ]
     return found
 
 
@@ -65,7 +69,10 @@ def file_names(system: Files, path: str) -> set[str]:
     """The names a loaded binary answers to (its file name and its SONAME), as the loader compares them."""
     rules = system.paths
     binary = system.binary(path)
-    return {rules.name_key(rules.basename(path)), *((rules.name_key(binary.soname),) if binary and binary.soname else ())}
+    return {
+        rules.name_key(rules.basename(path)),
+        *((rules.name_key(binary.soname),) if binary and binary.soname else ()),
+    }
 
 
 def asked_names(system: Files, path: str) -> set[str]:
@@ -76,10 +83,14 @@ def asked_names(system: Files, path: str) -> set[str]:
 
 
 def _entry_points(system: Files, files: list[str], naming: list[str]) -> list[str]:
-    """The files of a package through which a process reaches its CUDA-naming code: every file that imports or loads, directly
-    or through others, one that names a CUDA library, less those another of them brings in. CTranslate2's extension module
-    (`_ext…so`) is the entry, not the vendored library it imports: only through the extension's DT_RPATH does the loader find
-    what that library needs (auditwheel's `ctranslate2.libs`). Without an entry (a library loaded by path with ctypes) the
+    """The files of a package through which a process reaches its CUDA-naming code: every file that imports or loads,
+    directly
+    or through others, one that names a CUDA library, less those another of them brings in. CTranslate2's extension
+    module
+    (`_ext…so`) is the entry, not the vendored library it imports: only through the extension's DT_RPATH does the
+    loader find
+    what that library needs (auditwheel's `ctranslate2.libs`). Without an entry (a library loaded by path with ctypes)
+    the
     naming files are their own."""
     names = {path: file_names(system, path) for path in files}  # the naming files are among `files`
     asks = {path: asked_names(system, path) for path in files}
@@ -106,29 +117,42 @@ def _package_of(entry: str) -> str:
     return entry.split(".", 1)[0] if "." in entry else entry
 
 
-def probe_package_loads(system: System, resolver: Resolver, pythons: tuple[PythonEnv, ...], resolutions: list[Resolution]) -> tuple[Resolution, ...]:
-    """One Resolution per package with native code that names a CUDA-family library, outside the frameworks already resolved."""
+def probe_package_loads(
+    system: System, resolver: Resolver, pythons: tuple[PythonEnv, ...], resolutions: list[Resolution]
+) -> tuple[Resolution, ...]:
+    """One Resolution per package with native code that names a CUDA-family library, outside the frameworks already
+    resolved."""
     rules = system.paths
     used = {rules.key(s.winner) for r in resolutions for s in r.steps if s.winner}
     rooted = {(r.executable, r.framework) for r in resolutions}
-    modules = {framework.name: (framework.module.split(".", 1)[0], *framework.native_packages) for framework in knowledge.frameworks()}
+    modules = {
+        framework.name: (framework.module.split(".", 1)[0], *framework.native_packages)
+        for framework in knowledge.frameworks()
+    }
     skipped: dict[str, set[str]] = {}
     for executable, name in rooted:
         for module in modules.get(name, ()):
             skipped.setdefault(executable, set()).update((module, f"{module}.libs"))
     found = []
-    for python, site, package, paths in package_roots(system, pythons, lambda python: skipped.get(python.executable, ())):
+    for python, site, package, paths in package_roots(
+        system, pythons, lambda python: skipped.get(python.executable, ())
+    ):
         paths = [p for p in paths if rules.key(p) not in used]
         if not paths:
             continue
         if rules.windows:
-            roots, folders = [Root(p, windows.DEFAULT_DIRS) for p in paths], added_dll_directories(system, paths[0], package)
+            roots, folders = (
+                [Root(p, windows.DEFAULT_DIRS) for p in paths],
+                added_dll_directories(system, paths[0], package),
+            )
         else:
             roots, folders = [Root(p) for p in paths], []
         resolution = resolver.resolve(PROCESS, python.executable, roots, folders)
         wheels = _wheel_folders(system, site)
         if wheels:
-            resolution = resolution._replace(steps=tuple(_with_copies(resolver, step, wheels) for step in resolution.steps))
+            resolution = resolution._replace(
+                steps=tuple(_with_copies(resolver, step, wheels) for step in resolution.steps)
+            )
         found.append(resolution._replace(package=package))
     return tuple(found)
 
@@ -147,7 +171,9 @@ def _wheel_folders(system: Files, site: str) -> list[str]:
     rules = system.paths
     sub = "bin" if rules.windows else "lib"
     wheels = system.list_dir(rules.join(site, "nvidia")) or []
-    return [rules.join(entry.path, sub) for entry in wheels if entry.is_dir and system.is_dir(rules.join(entry.path, sub))]
+    return [
+        rules.join(entry.path, sub) for entry in wheels if entry.is_dir and system.is_dir(rules.join(entry.path, sub))
+    ]
 
 
 def added_dll_directories(system: System, root: str, package: str) -> list[str]:
@@ -223,10 +249,16 @@ class _Evaluator:
         if not isinstance(node, ast.Call) or node.keywords:
             return None
         name = _callee(node.func)
-        if name in ("resolve", "absolute") and not node.args and isinstance(node.func, ast.Attribute):  # Path(...).resolve()
+        if (
+            name in ("resolve", "absolute") and not node.args and isinstance(node.func, ast.Attribute)
+        ):  # Path(...).resolve()
             return self.value(node.func.value, depth + 1)
         args = [self.value(arg, depth + 1) for arg in node.args]
-        if name in ("get", "getenv") and (name == "getenv" or _callee(getattr(node.func, "value", None)) == "environ") and args:
+        if (
+            name in ("get", "getenv")
+            and (name == "getenv" or _callee(getattr(node.func, "value", None)) == "environ")
+            and args
+        ):
             found = self.system.env().get(args[0]) if isinstance(args[0], str) else None
             return found if found is not None else (args[1] if len(args) > 1 else None)
         if not args or not all(isinstance(a, str) for a in args):

@@ -22,7 +22,8 @@ _MAX_HOPS = 40  # the kernel's limit on links followed (ELOOP)
 
 
 class PackageOwnership:
-    """path → owning package; `wanted` picks the dpkg lists worth reading by package name (a system has tens of thousands of listed files)."""
+    """path → owning package; `wanted` picks the dpkg lists worth reading by package name (a system has tens of
+    thousands of listed files)."""
 
     def __init__(self, system: System, wanted: Callable[[str], bool]) -> None:
         self.system = system
@@ -59,12 +60,15 @@ class PackageOwnership:
                 for line in (self.system.read_text(entry.path) or "").splitlines():
                     if line.strip():
                         self._dpkg.setdefault(line.strip(), package)
-            for listed, package in list(self._dpkg.items()):  # /lib/x86_64-linux-gnu/x as listed, /usr/lib/... where found (merged /usr)
+            for listed, package in list(
+                self._dpkg.items()
+            ):  # /lib/x86_64-linux-gnu/x as listed, /usr/lib/... where found (merged /usr)
                 self._dpkg.setdefault(self._canonical(listed), package)
         return self._dpkg
 
     def _canonical(self, path: str) -> str:
-        """`path` in its folder's real location (folder links such as /lib -> usr/lib resolved, the name itself kept)."""
+        """`path` in its folder's real location (folder links such as /lib -> usr/lib resolved, the name itself
+        kept)."""
         rules = self.system.paths
         folder = rules.dirname(path)
         if folder not in self._folders:

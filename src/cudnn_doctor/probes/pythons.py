@@ -48,7 +48,9 @@ def _in_parallel(ask: Callable[[str], T], executables: list[str]) -> list[T]:
         return list(pool.map(ask, executables))
 
 
-def probe_frameworks(system: System, pythons: tuple[PythonEnv, ...], timeout: float = 60.0, confirm: bool = False) -> tuple[PythonEnv, ...]:
+def probe_frameworks(
+    system: System, pythons: tuple[PythonEnv, ...], timeout: float = 60.0, confirm: bool = False
+) -> tuple[PythonEnv, ...]:
     """The same interpreters with what each installed GPU framework reports when imported.
 
     Every interpreter is asked at once; the System runs their children in one pool bounded by the
@@ -82,12 +84,17 @@ SLOW_IMPORTS = frozenset({"torch", "tensorflow", "paddle", "jax"})
 def slowest_first(wanted: list[list[str]]) -> list[int]:
     """The environments' indexes in the order their imports should start: the pool runs CPU-count imports at
     once, and a slow one started last ends the run alone after the others (longest job first). Stable."""
-    return sorted(range(len(wanted)), key=lambda index: (-sum(name in SLOW_IMPORTS for name in wanted[index]), -len(wanted[index])))
+    return sorted(
+        range(len(wanted)),
+        key=lambda index: (-sum(name in SLOW_IMPORTS for name in wanted[index]), -len(wanted[index])),
+    )
 
 
 def _installed_frameworks(python: PythonEnv) -> list[str]:
     """The GPU frameworks installed in `python`, in the knowledge table's order (its slow imports come first)."""
-    return [f.name for f in knowledge.frameworks() if set(python.packages) & {canonicalize_name(d) for d in f.distributions}]
+    return [
+        f.name for f in knowledge.frameworks() if set(python.packages) & {canonicalize_name(d) for d in f.distributions}
+    ]
 
 
 def _environment_key(system: Files, executable: str) -> str:

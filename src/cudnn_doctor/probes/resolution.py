@@ -61,11 +61,19 @@ def probe_resolutions(
         if roots:
             resolutions.append(resolver.resolve(build.name, build.executable, roots, dll_directories, elsewhere))
     packages = probe_package_loads(system, resolver, pythons, resolutions)
-    return tuple(resolutions) + packages + _unused_installations(system, resolver, pythons, cudnn, [*resolutions, *packages])
+    return (
+        tuple(resolutions)
+        + packages
+        + _unused_installations(system, resolver, pythons, cudnn, [*resolutions, *packages])
+    )
 
 
 def _unused_installations(
-    system: System, resolver: Resolver, pythons: tuple[PythonEnv, ...], cudnn: tuple[CudnnInstall, ...], resolutions: list[Resolution]
+    system: System,
+    resolver: Resolver,
+    pythons: tuple[PythonEnv, ...],
+    cudnn: tuple[CudnnInstall, ...],
+    resolutions: list[Resolution],
 ) -> tuple[Resolution, ...]:
     """Each cuDNN installation no framework loads but a program started here would: one whose front
     library (or, where it lacks one, any of its libraries) the loader's search finds by name (PATH,
@@ -83,7 +91,9 @@ def _unused_installations(
             continue
         fronts = [library.path for library in install.libraries if not library.part]
         if any(rules.inside(install.folder, site) for site in packages):
-            found.append(resolver.resolve(PROCESS, executable, fronts or [library.path for library in install.libraries]))
+            found.append(
+                resolver.resolve(PROCESS, executable, fronts or [library.path for library in install.libraries])
+            )
             continue
         # without its front library (a sub-library copied alone) a program that names one of the others loads that one
         for front in fronts or [library.path for library in install.libraries]:
@@ -105,7 +115,9 @@ def _roots(system: System, build: FrameworkBuild, python: PythonEnv) -> tuple[li
             lib = rules.join(site, "torch", "lib")
             if rules.windows:
                 dlls = [e.path for e in system.list_dir(lib) or [] if e.path.lower().endswith(".dll")]
-                return [Root(dll, windows.DEFAULT_DIRS_THEN_PATH) for dll in sorted(dlls)], _torch_dll_paths(system, python, lib)
+                return [Root(dll, windows.DEFAULT_DIRS_THEN_PATH) for dll in sorted(dlls)], _torch_dll_paths(
+                    system, python, lib
+                )
             cuda = rules.join(lib, "libtorch_cuda.so")
             if system.is_file(cuda):
                 return [Root(cuda)], []
@@ -125,12 +137,16 @@ def _roots(system: System, build: FrameworkBuild, python: PythonEnv) -> tuple[li
     provider = providers[0]
     binary = system.binary(provider)
     imported = {rules.name_key(name) for name in (binary.imports if binary else ())}
-    asked = [Root(name, windows.ALTERED, rules.dirname(provider)) if rules.name_key(name) in imported else Root(name) for name in names + cudnn]
+    asked = [
+        Root(name, windows.ALTERED, rules.dirname(provider)) if rules.name_key(name) in imported else Root(name)
+        for name in names + cudnn
+    ]
     return [*asked[: len(names)], *onnxruntime_provider_roots(system, provider), *asked[len(names) :]], []
 
 
 def wheel_loader_roots(system: System, build: FrameworkBuild, sites: list[str]) -> list[Root]:
-    """How a framework that takes CUDA from pip nvidia-* wheels (TensorFlow's [and-cuda], JAX's plugin, CuPy's [ctk]) reaches
+    """How a framework that takes CUDA from pip nvidia-* wheels (TensorFlow's [and-cuda], JAX's plugin, CuPy's [ctk])
+    reaches
     them, read from its own files: its loader binary (the native file of its packages that names a CUDA library and
     whose RUNPATH names an `nvidia` folder) loads the runtime, cuBLAS and cuDNN of its build by name, so that RUNPATH,
     LD_LIBRARY_PATH and the system folders are what is searched. TensorFlow 2.16.1's libtensorflow_framework.so.2
@@ -149,7 +165,9 @@ def wheel_loader_roots(system: System, build: FrameworkBuild, sites: list[str]) 
         folders = [rules.join(site, package) for package in packages if system.is_dir(rules.join(site, package))]
         if any(_preloads_wheels(system, folder) for folder in folders):
             return []
-        candidates = [path for folder in folders for path in system.native_files(folder) if _reaches_wheels(system, path)]
+        candidates = [
+            path for folder in folders for path in system.native_files(folder) if _reaches_wheels(system, path)
+        ]
         if candidates:
             return [Root(_lowest(system, candidates), loads=names)]
     return []
@@ -174,7 +192,9 @@ def _reaches_wheels(system: System, path: str) -> bool:
     """A framework binary that names a CUDA library or the driver (TensorFlow's names only libcuda.so.1: it builds the
     other names at run time) and searches an `nvidia/…` folder through its RUNPATH (or RPATH)."""
     binary = system.binary(path)
-    if binary is None or not any("/nvidia/" in f"/{entry}/".replace("\\", "/") for entry in (*binary.runpath, *binary.rpath)):
+    if binary is None or not any(
+        "/nvidia/" in f"/{entry}/".replace("\\", "/") for entry in (*binary.runpath, *binary.rpath)
+    ):
         return False
     driver = re.compile(knowledge.table("libraries").driver_provided.pattern)
     return bool(system.cuda_names(path)) or any(driver.match(name) for name in (*binary.imports, *binary.loads))
@@ -216,4 +236,6 @@ def _torch_dll_paths(system: System, python: PythonEnv, lib: str) -> list[str]:
     environment's Library\\bin (conda) and bin when they exist."""
     rules = system.paths
     prefix = python_prefix(system, python.executable)
-    return [lib] + [folder for folder in (rules.join(prefix, "Library", "bin"), rules.join(prefix, "bin")) if system.is_dir(folder)]
+    return [lib] + [
+        folder for folder in (rules.join(prefix, "Library", "bin"), rules.join(prefix, "bin")) if system.is_dir(folder)
+    ]

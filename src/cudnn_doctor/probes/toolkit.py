@@ -27,7 +27,11 @@ TOOLKIT_VARIABLES = ("CUDA_PATH", "CUDA_HOME", "CUDA_ROOT", "CUDA_TOOLKIT_ROOT_D
 def probe_toolkits(system: System) -> ToolkitFacts:
     rules, env = system.paths, system.env()
     nvcc_name = "nvcc.exe" if rules.windows else "nvcc"
-    variables = tuple((name, env[name]) for name in sorted(env, key=str.upper) if name.upper() in TOOLKIT_VARIABLES or name.upper().startswith("CUDA_PATH_V"))
+    variables = tuple(
+        (name, env[name])
+        for name in sorted(env, key=str.upper)
+        if name.upper() in TOOLKIT_VARIABLES or name.upper().startswith("CUDA_PATH_V")
+    )
     candidates = [value for _, value in variables] + _standard_locations(system)
     nvcc_on_path, nvcc_real = _find_nvcc(system, nvcc_name)
     path_root = rules.dirname(rules.dirname(nvcc_real)) if nvcc_real else None
@@ -46,7 +50,9 @@ def probe_toolkits(system: System) -> ToolkitFacts:
     toolkits = []
     for real, *names in roots.values():
         version, source = (
-            (nvcc_version, ToolkitVersionFrom.NVCC) if path_root and rules.same(real, path_root) and nvcc_version else _version_from_files(system, real)
+            (nvcc_version, ToolkitVersionFrom.NVCC)
+            if path_root and rules.same(real, path_root) and nvcc_version
+            else _version_from_files(system, real)
         )
         bin_dir = rules.join(real, "bin")
         on_path = any(rules.key(rules.join(n, "bin")) in path_dirs for n in [real, *names])
@@ -78,7 +84,8 @@ def probe_toolkits(system: System) -> ToolkitFacts:
 
 
 def _target_kind(system: System, value: str, nvcc_name: str) -> str:
-    """The literal value as one path: quotes, separators and spaces stay part of it, as they do for the tools that read it."""
+    """The literal value as one path: quotes, separators and spaces stay part of it, as they do for the tools that read
+    it."""
     info = system.stat(value) if value else None
     if info is None:
         return "missing"
@@ -109,7 +116,13 @@ def _standard_locations(system: System) -> list[str]:
 
 def _looks_like_toolkit(system: System, folder: str, nvcc_name: str) -> bool:
     rules = system.paths
-    markers = (("bin", nvcc_name), ("version.json",), ("version.txt",), ("include", "cuda.h"), ("include", "cuda_runtime.h"))
+    markers = (
+        ("bin", nvcc_name),
+        ("version.json",),
+        ("version.txt",),
+        ("include", "cuda.h"),
+        ("include", "cuda_runtime.h"),
+    )
     return any(system.exists(rules.join(folder, *marker)) for marker in markers)
 
 

@@ -32,9 +32,12 @@ _CUDA_LINUX = regex(r"^lib(?:cudart|cublas|cublasLt|nvrtc)\.so\.(\d+)")
 _CUDA_WINDOWS = regex(r"^(?:cudart|cublas|cublasLt)64_(\d+)\.dll$|^nvrtc64_(\d+)_0\.dll$", re.IGNORECASE)
 _CUDNN_LINUX = regex(r"^libcudnn\.so\.(\d+)")
 _CUDNN_WINDOWS = regex(r"^cudnn64_(\d+)\.dll$", re.IGNORECASE)
-# pip distributions whose name or version carries the CUDA major: nvidia-cudnn-cu13, nvidia-cuda-runtime~=13.0, cuda-toolkit==13.0.3
+# pip distributions whose name or version carries the CUDA major: nvidia-cudnn-cu13, nvidia-cuda-runtime~=13.0,
+# cuda-toolkit==13.0.3
 _CUDA_VERSIONED = frozenset({"nvidia-cuda-runtime", "nvidia-cuda-nvrtc", "nvidia-cublas", "cuda-toolkit"})
-_LEADING_NAME = regex(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")  # PEP 508's name, for skipping unwanted lines unparsed
+_LEADING_NAME = regex(
+    r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)"
+)  # PEP 508's name, for skipping unwanted lines unparsed
 _EXTRA = regex(r"""extra\s*==\s*['"]([^'"]+)['"]""")
 _LOWER_BOUNDS = ("~=", "==", "===", ">=")
 
@@ -76,7 +79,9 @@ class WheelFiles:
         info = self.system.binary(path) if path else None
         return (info, path) if path is not None and info is not None and info.format is not None else None
 
-    def requirements(self, distribution: str, wanted: Optional[Callable[[str], bool]] = None) -> tuple[tuple[WheelRequirement, ...], Optional[str]]:
+    def requirements(
+        self, distribution: str, wanted: Optional[Callable[[str], bool]] = None
+    ) -> tuple[tuple[WheelRequirement, ...], Optional[str]]:
         """The Requires-Dist of an installed distribution that apply on this machine, with the extra that asks for each;
         with `wanted`, only those whose canonical name it accepts."""
         path = self._metadata_path(distribution)
@@ -91,7 +96,11 @@ class WheelFiles:
         for site in self.sites:
             for entry in self.system.list_dir(site, sizes=False) or []:
                 name = self.system.paths.basename(entry.path)
-                if entry.is_dir and name.endswith(".dist-info") and canonical_name(name[: -len(".dist-info")].split("-")[0]) == wanted:
+                if (
+                    entry.is_dir
+                    and name.endswith(".dist-info")
+                    and canonical_name(name[: -len(".dist-info")].split("-")[0]) == wanted
+                ):
                     path = self.system.paths.join(entry.path, "METADATA")
                     if self.system.is_file(path):
                         return path
@@ -124,14 +133,20 @@ def module_constants(text: str) -> dict[str, Any]:
         return {}
     found: dict[str, Any] = {}
     for node in tree.body:
-        target, value = (node.targets[0], node.value) if isinstance(node, ast.Assign) and len(node.targets) == 1 else (None, None)
+        target, value = (
+            (node.targets[0], node.value) if isinstance(node, ast.Assign) and len(node.targets) == 1 else (None, None)
+        )
         if isinstance(node, ast.AnnAssign) and node.value is not None:
             target, value = node.target, node.value
         if isinstance(target, ast.Name) and value is not None:
             literal = _literal(value)
             if literal is not _NOT_LITERAL:
                 found[target.id] = literal
-        elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and isinstance(found.get(target.value.id), dict):
+        elif (
+            isinstance(target, ast.Subscript)
+            and isinstance(target.value, ast.Name)
+            and isinstance(found.get(target.value.id), dict)
+        ):
             key, literal = _literal(target.slice), _literal(value) if value is not None else _NOT_LITERAL
             if isinstance(key, str) and literal is not _NOT_LITERAL:
                 found[target.value.id][key] = literal
@@ -145,7 +160,10 @@ def _literal(node: ast.AST) -> Any:
     import ast
 
     if (
-        isinstance(node, ast.Call) and _called(node.func) in ("dict", "OrderedDict") and len(node.args) <= 1 and not node.keywords
+        isinstance(node, ast.Call)
+        and _called(node.func) in ("dict", "OrderedDict")
+        and len(node.args) <= 1
+        and not node.keywords
     ):  # OrderedDict([...]) / dict()
         inner = _literal(node.args[0]) if node.args else {}
         try:
@@ -165,7 +183,9 @@ def _called(func: ast.AST) -> Optional[str]:
     return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
 
 
-def requirements_of(metadata: str, environment: dict[str, str], wanted: Optional[Callable[[str], bool]] = None) -> Iterable[WheelRequirement]:
+def requirements_of(
+    metadata: str, environment: dict[str, str], wanted: Optional[Callable[[str], bool]] = None
+) -> Iterable[WheelRequirement]:
     """Each `Requires-Dist` header whose markers hold here: once per extra that asks for it, or with extra None.
     With `wanted`, a line whose leading name it rejects is skipped before it is parsed: packaging.requirements
     (markers, tokenizer, tags: a heavy import) loads only when a wanted line is there."""
@@ -217,7 +237,9 @@ def cudnn_major_of_library(name: str) -> Optional[int]:
     return int(match.group(1)) if match else None
 
 
-def library_majors(info: BinaryInfo, path: str, short: str) -> tuple[Optional[Evidence], Optional[Evidence], tuple[str, ...]]:
+def library_majors(
+    info: BinaryInfo, path: str, short: str
+) -> tuple[Optional[Evidence], Optional[Evidence], tuple[str, ...]]:
     """(CUDA major, cuDNN major, the NVIDIA libraries it names) from a GPU library's imports.
 
     The CUDA major comes from the import table only: the names a binary loads by itself are a
@@ -229,7 +251,11 @@ def library_majors(info: BinaryInfo, path: str, short: str) -> tuple[Optional[Ev
     how = "imports"
     if cudnn is None:
         cudnn, how = _one_major(info.loads, cudnn_major_of_library), "loads"
-    named = tuple(n for n in (*info.imports, *info.loads) if cuda_major_of_library(n) is not None or cudnn_major_of_library(n) is not None)
+    named = tuple(
+        n
+        for n in (*info.imports, *info.loads)
+        if cuda_major_of_library(n) is not None or cudnn_major_of_library(n) is not None
+    )
     return (
         Evidence(str(cuda[0]), path, f"{short} imports {cuda[1]}") if cuda else None,
         Evidence(str(cudnn[0]), path, f"{short} {how} {cudnn[1]}") if cudnn else None,
@@ -246,12 +272,16 @@ def _one_major(names: Iterable[str], major_of: Any) -> Optional[tuple[int, str]]
     return next(iter(found.items())) if len(found) == 1 else None
 
 
-def requirement_majors(requirements: Iterable[WheelRequirement], path: str, short: str) -> tuple[Optional[Evidence], Optional[Evidence]]:
+def requirement_majors(
+    requirements: Iterable[WheelRequirement], path: str, short: str
+) -> tuple[Optional[Evidence], Optional[Evidence]]:
     """(CUDA major, cuDNN major) the distribution's NVIDIA wheel requirements imply, when they agree."""
     cuda: dict[int, WheelRequirement] = {}
     cudnn: dict[int, WheelRequirement] = {}
     for requirement in requirements:
-        suffix = cuda_in_tag(requirement.name, "nvidia-wheel")  # nvidia-cudnn-cu12: 12; nvidia-cublas-cu117: 11.7, major 11
+        suffix = cuda_in_tag(
+            requirement.name, "nvidia-wheel"
+        )  # nvidia-cudnn-cu12: 12; nvidia-cublas-cu117: 11.7, major 11
         if suffix is not None:
             cuda.setdefault(suffix.release[0], requirement)
         elif requirement.name in _CUDA_VERSIONED and _lower_major(requirement.specifier) is not None:
@@ -259,8 +289,12 @@ def requirement_majors(requirements: Iterable[WheelRequirement], path: str, shor
         if requirement.name.startswith("nvidia-cudnn") and _lower_major(requirement.specifier) is not None:
             cudnn.setdefault(_lower_major(requirement.specifier), requirement)  # type: ignore[arg-type]
     return (
-        Evidence(str(next(iter(cuda))), path, f"{short} requires {cuda[next(iter(cuda))].text}") if len(cuda) == 1 else None,
-        Evidence(str(next(iter(cudnn))), path, f"{short} requires {cudnn[next(iter(cudnn))].text}") if len(cudnn) == 1 else None,
+        Evidence(str(next(iter(cuda))), path, f"{short} requires {cuda[next(iter(cuda))].text}")
+        if len(cuda) == 1
+        else None,
+        Evidence(str(next(iter(cudnn))), path, f"{short} requires {cudnn[next(iter(cudnn))].text}")
+        if len(cudnn) == 1
+        else None,
     )
 
 

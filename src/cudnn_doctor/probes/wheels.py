@@ -31,12 +31,20 @@ def probe_wheels(system: Files, pythons: tuple[PythonEnv, ...]) -> tuple[Install
             for site in sites:
                 folder = rules.join(site, *knowledge.wheel_folder(row, system.os))
                 if folder not in listed:
-                    listed[folder] = [rules.basename(e.path) for e in system.list_dir(folder, sizes=False) or [] if not e.is_dir]
+                    listed[folder] = [
+                        rules.basename(e.path) for e in system.list_dir(folder, sizes=False) or [] if not e.is_dir
+                    ]
                 names = sorted(n for n in listed[folder] if pattern.match(n))
                 if names:
                     dist = canonical_name(row.distribution)
                     found.append(
-                        InstalledWheel(executable=python.executable, distribution=dist, version=python.packages[dist], folder=folder, libraries=tuple(names))
+                        InstalledWheel(
+                            executable=python.executable,
+                            distribution=dist,
+                            version=python.packages[dist],
+                            folder=folder,
+                            libraries=tuple(names),
+                        )
                     )
                     break
     return tuple(found)

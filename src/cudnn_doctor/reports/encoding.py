@@ -65,7 +65,8 @@ class Fitter:
 
 
 class FittedStream:
-    """A text stream whose writes are fitted to its encoding: `print("✓")` to a cp1252 pipe writes "OK", never raises."""
+    """A text stream whose writes are fitted to its encoding: `print("✓")` to a cp1252 pipe writes "OK", never
+    raises."""
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream

@@ -22,7 +22,11 @@ def show_fix_plan(proposal: FixProposal, out: TextIO) -> None:
     for fix in plan.fixes:
         out.write(f"fix {fix.finding.id} ({fix.kind}): {fix.finding.title}\n")
     for step in expanded.steps:
-        what = {"move": f"move   {step.source} → {step.dest}", "write": f"write  {step.dest}", "rmdir": f"rmdir  {step.dest}"}[step.kind]
+        what = {
+            "move": f"move   {step.source} → {step.dest}",
+            "write": f"write  {step.dest}",
+            "rmdir": f"rmdir  {step.dest}",
+        }[step.kind]
         out.write(visible(f"  {what}") + "\n")
     for change in expanded.env:
         old = change.old if change.old is not None else "(unset)"
@@ -70,11 +74,19 @@ def render_fixed(result: Fixed, out: TextIO, err: TextIO) -> None:
     for outcome in result.outcomes:
         out.write(f"  {outcome.id}: {outcome.verdict} ({outcome.before} before, {outcome.after} after)\n")
     if result.other_errors:
-        out.write(f"  not part of this fix, still found: {', '.join(result.other_errors)} (`cudnn-doctor check` says how to fix them)\n")
-    if expanded.shell_files:  # a fix written to env.sh changes no running shell, this one included: the re-check cannot see it
+        out.write(
+            f"  not part of this fix, still found: {', '.join(result.other_errors)} (`cudnn-doctor check` says "
+            f"how to fix them)\n"
+        )
+    if (
+        expanded.shell_files
+    ):  # a fix written to env.sh changes no running shell, this one included: the re-check cannot see it
         for fix in result.proposal.plan.fixes:
             if any(isinstance(c, ManagedExport) for c in fix.changes):
-                out.write(f"{fix.finding.id}: takes effect in shells that source env.sh (the re-check above ran with this shell's values)\n")
+                out.write(
+                    f"{fix.finding.id}: takes effect in shells that source env.sh (the re-check above ran with "
+                    f"this shell's values)\n"
+                )
         for line in expanded.shell_lines:
             out.write(visible(f"To finish: {line}, then open a new terminal.") + "\n")
 

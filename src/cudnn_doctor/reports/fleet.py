@@ -24,8 +24,16 @@ def verdict(report: FleetReport) -> str:
     total = len(report.nodes)
     unwell = [f"{n} {status}" for status, n in report.statuses.items() if n and status != OK]
     stacks = len(report.groups)
-    drift = f"{stacks} stacks: drift from the reference" if stacks > 1 else ("one stack" if stacks == 1 else "no stack known")
-    return f"{total} node(s), {len(report.healthy)} healthy" + (f" ({', '.join(unwell)})" if unwell else "") + f" · {drift}"
+    drift = (
+        f"{stacks} stacks: drift from the reference"
+        if stacks > 1
+        else ("one stack" if stacks == 1 else "no stack known")
+    )
+    return (
+        f"{total} node(s), {len(report.healthy)} healthy"
+        + (f" ({', '.join(unwell)})" if unwell else "")
+        + f" · {drift}"
+    )
 
 
 # ---------------------------------------------------------------- terminal
@@ -83,7 +91,9 @@ def _last_line(report: FleetReport) -> str:
 
 
 def _group_lines(group: Group) -> Iterable[str]:
-    names = ", ".join(group.nodes[:_SHOWN_NAMES]) + (f", … {len(group.nodes) - _SHOWN_NAMES} more" if len(group.nodes) > _SHOWN_NAMES else "")
+    names = ", ".join(group.nodes[:_SHOWN_NAMES]) + (
+        f", … {len(group.nodes) - _SHOWN_NAMES} more" if len(group.nodes) > _SHOWN_NAMES else ""
+    )
     role = "reference" if group.reference else "drift"
     yield f"  [{group.number}] {role} · {len(group.nodes)} node(s): {names}"
     if group.reference:
@@ -142,7 +152,13 @@ def _node(node: NodeResult, group: Any) -> dict[str, Any]:
 
 
 def _finding(found: Finding) -> dict[str, Any]:
-    document: dict[str, Any] = {"id": found.id, "severity": found.severity.value, "area": found.area.value, "title": found.title, "detail": found.detail}
+    document: dict[str, Any] = {
+        "id": found.id,
+        "severity": found.severity.value,
+        "area": found.area.value,
+        "title": found.title,
+        "detail": found.detail,
+    }
     if found.symptom_of is not None:
         document["symptom_of"] = found.symptom_of
     return document

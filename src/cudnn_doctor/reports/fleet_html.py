@@ -37,9 +37,11 @@ _HASH = base64.b64encode(hashlib.sha256(_SCRIPT.encode("utf-8")).digest()).decod
 _CSP = f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'sha256-{_HASH}'"
 
 _FLEET_CSS = """
-.search { position: sticky; top: 0; background: #fff; padding: 8px 0; z-index: 1; border-bottom: 1px solid var(--line); }
+.search { position: sticky; top: 0; background: #fff; padding: 8px 0; z-index: 1;
+  border-bottom: 1px solid var(--line); }
 .search input { width: 28em; max-width: 100%; font: inherit; padding: 4px 8px; }
-details.group { border: 1px solid var(--line); border-left: 6px solid var(--ok); border-radius: 4px; margin: 10px 0; padding: 4px 12px; }
+details.group { border: 1px solid var(--line); border-left: 6px solid var(--ok); border-radius: 4px; margin: 10px 0;
+  padding: 4px 12px; }
 details.group.drift { border-left-color: var(--warn); } details.group.unreached { border-left-color: var(--err); }
 details.group > summary { color: #202124; font-size: 1em; font-weight: 600; }
 td.drift { background: #fff4e5; font-weight: 600; } .ref { color: var(--muted); font-weight: normal; }
@@ -53,7 +55,8 @@ def render(report: FleetReport, stream: TextIO) -> None:
     stream.write(_overview(report))
     stream.write('<section id="stacks"><h2>Stacks</h2>')
     stream.write(
-        '<div class="search"><label>Filter nodes <input type="search" id="filter" placeholder="node name, finding id, status…" '
+        '<div class="search"><label>Filter nodes <input type="search" id="filter" placeholder="node name, finding '
+        'id, status…" '
         'autocomplete="off"></label> <span id="shown" class="sub"></span></div>'
     )
     by_name = {n.node: n for n in report.nodes}
@@ -63,16 +66,16 @@ def render(report: FleetReport, stream: TextIO) -> None:
     unreached = [n for n in report.nodes if n.status != OK]
     if unreached:
         stream.write(
-            f'<details class="group unreached" id="not-checked" open><summary>Not checked · {len(unreached)} node(s)</summary>'
-            + _node_table(unreached)
-            + "</details>"
+            f'<details class="group unreached" id="not-checked" open><summary>Not checked · {len(unreached)} '
+            f"node(s)</summary>" + _node_table(unreached) + "</details>"
         )
     stream.write("</section>")
     stream.write(_counts(report))
     from cudnn_doctor import __version__
 
     stream.write(
-        f"\n</main>\n<footer>cudnn-doctor {esc(__version__)} · a self-contained report: it loads nothing from the network.</footer>\n"
+        f"\n</main>\n<footer>cudnn-doctor {esc(__version__)} · a self-contained report: it loads nothing from the "
+        f"network.</footer>\n"
         f"<script>{_SCRIPT}</script>\n</body></html>\n"
     )
 
@@ -83,16 +86,23 @@ def _overview(report: FleetReport) -> str:
     rows = []
     for group in report.groups:
         errors = sum(1 for name in group.nodes if name in unwell)
-        differs = "; ".join(f"{FIELD_TITLES[d.field]}: {d.value}" for d in group.drift) or ("the reference" if group.reference else "")
+        differs = "; ".join(f"{FIELD_TITLES[d.field]}: {d.value}" for d in group.drift) or (
+            "the reference" if group.reference else ""
+        )
         rows.append(
-            f'<tr><td><a href="#stack-{group.number}">Stack {group.number}</a></td><td class="num">{len(group.nodes)}</td>'
+            f'<tr><td><a href="#stack-{group.number}">Stack {group.number}</a></td><td '
+            f'class="num">{len(group.nodes)}</td>'
             f'<td class="num">{errors}</td><td>{esc(differs)}</td></tr>'
         )
     unreached = len(report.nodes) - sum(len(g.nodes) for g in report.groups)
     if unreached:
-        rows.append(f'<tr><td><a href="#not-checked">Not checked</a></td><td class="num">{unreached}</td><td class="num">{unreached}</td><td></td></tr>')
+        rows.append(
+            f'<tr><td><a href="#not-checked">Not checked</a></td><td class="num">{unreached}</td><td '
+            f'class="num">{unreached}</td><td></td></tr>'
+        )
     return (
-        '<section id="overview"><h2>Overview</h2><table class="overview"><thead><tr><th>Stack</th><th class="num">Nodes</th>'
+        '<section id="overview"><h2>Overview</h2><table class="overview"><thead><tr><th>Stack</th><th '
+        'class="num">Nodes</th>'
         '<th class="num">Not healthy</th><th>Differs from the reference in</th></tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table></section>"
     )
@@ -100,14 +110,18 @@ def _overview(report: FleetReport) -> str:
 
 def _head(report: FleetReport) -> str:
     title = "cudnn-doctor fleet"
-    toc = "".join(f'<a href="#{a}">{n}</a>' for a, n in (("overview", "Overview"), ("stacks", "Stacks"), ("counts", "Findings across the fleet")))
+    toc = "".join(
+        f'<a href="#{a}">{n}</a>'
+        for a, n in (("overview", "Overview"), ("stacks", "Stacks"), ("counts", "Findings across the fleet"))
+    )
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n'
         f"<title>{title}</title>\n<style>{CSS}{_FLEET_CSS}</style>\n</head>\n<body>\n<main>\n"
-        f'<header class="top"><h1>{title}</h1><p class="sub">{esc(verdict(report))}</p><nav class="toc">{toc}</nav></header>\n'
+        f'<header class="top"><h1>{title}</h1><p class="sub">{esc(verdict(report))}</p><nav '
+        f'class="toc">{toc}</nav></header>\n'
     )
 
 
@@ -116,22 +130,36 @@ def _group(group: Group, reference: Optional[Group], nodes: list[NodeResult]) ->
     role = "reference" if group.reference else "drift"
     what = "; ".join(f"{FIELD_TITLES[d.field]} {d.value}" for d in group.drift)
     unwell = sum(1 for n in nodes if not n.healthy)
-    summary = f"Stack {group.number} · {role} · {len(nodes)} node(s)" + (f" · {unwell} with errors" if unwell else "") + (f" · {what}" if what else "")
+    summary = (
+        f"Stack {group.number} · {role} · {len(nodes)} node(s)"
+        + (f" · {unwell} with errors" if unwell else "")
+        + (f" · {what}" if what else "")
+    )
     rows = []
     for field in STACK_FIELDS:
         mark = ' class="drift"' if field in drifted else ""
-        was = f' <span class="ref">(reference: {esc(reference.stack[field])})</span>' if field in drifted and reference else ""
-        rows.append(f'<tr data-field="{field}"><th>{esc(FIELD_TITLES[field])}</th><td{mark}>{esc(group.stack[field])}{was}</td></tr>')
+        was = (
+            f' <span class="ref">(reference: {esc(reference.stack[field])})</span>'
+            if field in drifted and reference
+            else ""
+        )
+        rows.append(
+            f'<tr data-field="{field}"><th>{esc(FIELD_TITLES[field])}</th><td{mark}>{esc(group.stack[field])}{was}'
+            f"</td></tr>"
+        )
     opened = " open" if not group.reference or len(nodes) <= OPEN_LIMIT else ""
     return (
         f'<details class="group {role}" id="stack-{group.number}"{opened}><summary>{esc(summary)}</summary>'
-        f'<table class="stack"><colgroup><col style="width:13em"><col></colgroup><tbody>{"".join(rows)}</tbody></table>' + _node_table(nodes) + "</details>"
+        f'<table class="stack"><colgroup><col style="width:13em"><col></colgroup><tbody>{"".join(rows)}</tbody></table>'
+        + _node_table(nodes)
+        + "</details>"
     )
 
 
 def _node_table(nodes: list[NodeResult]) -> str:
     return (
-        '<table class="nodes"><colgroup><col style="width:38%"><col style="width:8em"><col></colgroup><thead><tr><th>Node</th><th>State</th><th>Findings</th></tr></thead><tbody>'
+        '<table class="nodes"><colgroup><col style="width:38%"><col '
+        'style="width:8em"><col></colgroup><thead><tr><th>Node</th><th>State</th><th>Findings</th></tr></thead><tbody>'
         + "".join(_row(n) for n in nodes)
         + "</tbody></table>"
     )
@@ -143,8 +171,14 @@ def _row(node: NodeResult) -> str:
         said = esc(node.error or "")
     else:
         state = badge(node.worst)
-        said = ", ".join(f'<code title="{esc(f.title)}">{esc(f.id)}</code>' for f in node.findings if f.symptom_of is None) or "no issues"
-    return f'<tr class="node" data-status="{esc(node.status)}"><td>{esc(node.node)}</td><td>{state}</td><td>{said}</td></tr>'
+        said = (
+            ", ".join(f'<code title="{esc(f.title)}">{esc(f.id)}</code>' for f in node.findings if f.symptom_of is None)
+            or "no issues"
+        )
+    return (
+        f'<tr class="node" '
+        f'data-status="{esc(node.status)}"><td>{esc(node.node)}</td><td>{state}</td><td>{said}</td></tr>'
+    )
 
 
 def _counts(report: FleetReport) -> str:
@@ -156,6 +190,7 @@ def _counts(report: FleetReport) -> str:
     body = "".join(rows) or '<tr><td colspan="4">No findings on any node.</td></tr>'
     return (
         '<section id="counts"><h2>Findings across the fleet</h2>'
-        '<table class="counts"><thead><tr><th class="num">Nodes</th><th>Severity</th><th>Id</th><th>Title</th></tr></thead>'
+        '<table class="counts"><thead><tr><th '
+        'class="num">Nodes</th><th>Severity</th><th>Id</th><th>Title</th></tr></thead>'
         f"<tbody>{body}</tbody></table></section>"
     )

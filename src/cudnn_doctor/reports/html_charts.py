@@ -44,12 +44,15 @@ def chart_svg(chart_id: str, title: str, groups: list[Group]) -> str:
         top = y
         for bar in group.bars:
             length = _TRACK * bar.value / group.scale if group.scale > 0 else 0.0
-            length = max(min(length, _TRACK + 30), 2.0 if bar.value > 0 else 0.0)  # never invisible, never off the chart
+            length = max(
+                min(length, _TRACK + 30), 2.0 if bar.value > 0 else 0.0
+            )  # never invisible, never off the chart
             body.append(
                 f'<text x="{_LABEL - 8}" y="{y + 15}" text-anchor="end">{esc(bar.label)}</text>'
                 f'<rect class="track" x="{_LABEL}" y="{y + 3}" width="{_TRACK}" height="{_ROW - 6}"/>'
                 f'<rect class="bar {esc(bar.css)}" x="{_LABEL}" y="{y + 3}" width="{length:.2f}" height="{_ROW - 6}" '
-                f'data-label="{esc(bar.label)}" data-value="{bar.value:.6g}"><title>{esc(bar.label)}: {esc(bar.text)}</title></rect>'
+                f'data-label="{esc(bar.label)}" data-value="{bar.value:.6g}"><title>{esc(bar.label)}: '
+                f"{esc(bar.text)}</title></rect>"
                 f'<text class="value" x="{_LABEL + max(length, _TRACK) + 8:.2f}" y="{y + 15}">{esc(bar.text)}</text>'
             )
             y += _ROW
@@ -64,14 +67,17 @@ def chart_svg(chart_id: str, title: str, groups: list[Group]) -> str:
         y += 8
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{esc(title)}" viewBox="0 0 {_WIDTH + 10} {y}" '
-        f'width="{_WIDTH + 10}" height="{y}" data-chart="{esc(chart_id.split("-")[1] if "-" in chart_id else chart_id)}">'
+        f'width="{_WIDTH + 10}" height="{y}" '
+        f'data-chart="{esc(chart_id.split("-")[1] if "-" in chart_id else chart_id)}">'
         f"<title>{esc(title)}</title>{''.join(body)}</svg>"
     )
 
 
 def _figure(chart_id: str, title: str, groups: list[Group], caption: str) -> str:
     return (
-        f'<figure class="chart" id="{esc(chart_id)}"><h4>{esc(title)}</h4>{chart_svg(chart_id, title, groups)}<figcaption>{esc(caption)}</figcaption></figure>'
+        f'<figure class="chart" '
+        f'id="{esc(chart_id)}"><h4>{esc(title)}</h4>{chart_svg(chart_id, title, groups)}<figcaption>{esc(caption)}'
+        f"</figcaption></figure>"
     )
 
 
@@ -89,18 +95,30 @@ def gpu_vs_cpu_chart(benchmarks: list[dict[str, Any]], gpu: Any, slug: str) -> s
     plain = [b for b in benchmarks if not b.get("variant") and _timed(b)]
     groups = []
     for cpu in (b for b in plain if b.get("device") == "cpu"):
-        twin = next((b for b in plain if b.get("device") == "gpu" and (b.get("id") == cpu.get("id") or _key(b) == _key(cpu))), None)
+        twin = next(
+            (b for b in plain if b.get("device") == "gpu" and (b.get("id") == cpu.get("id") or _key(b) == _key(cpu))),
+            None,
+        )
         bars = [Bar("CPU", _timed(cpu) or 0.0, seconds_text(cpu.get("median_s")), "cpu")]
         note = "CPU only"
         if twin is not None:
             bars.insert(0, Bar("GPU", _timed(twin) or 0.0, seconds_text(twin.get("median_s")), "gpu"))
             note = f"{_times(bars[1].value, bars[0].value)} faster on the GPU"
-        groups.append(Group(f"{cpu.get('id')} · {cpu.get('shape')} · {cpu.get('precision')}", bars, max(b.value for b in bars), note=note))
+        groups.append(
+            Group(
+                f"{cpu.get('id')} · {cpu.get('shape')} · {cpu.get('precision')}",
+                bars,
+                max(b.value for b in bars),
+                note=note,
+            )
+        )
     if not groups:
         return ""
     groups.sort(key=lambda g: len(g.bars), reverse=True)  # the pairs first
     title = "GPU against CPU" if len(groups[0].bars) > 1 else "CPU baseline (no GPU run to compare)"
-    return _figure(f"chart-gpucpu-{slug}", title, groups, "Median time per run; shorter is faster. Each case on its own scale.")
+    return _figure(
+        f"chart-gpucpu-{slug}", title, groups, "Median time per run; shorter is faster. Each case on its own scale."
+    )
 
 
 def _times(slow: float, fast: float) -> str:
@@ -119,15 +137,27 @@ def cudnn_chart(benchmarks: list[dict[str, Any]], gpu: Any, slug: str) -> str:
         family = [b for b in on_gpu if _key(b) == _key(off) and (b.get("variant") or None) in _VARIANTS]
         family.sort(key=lambda b: list(_VARIANTS).index(b.get("variant") or None))
         bars = [
-            Bar(_VARIANTS[b.get("variant") or None][0], _timed(b) or 0.0, seconds_text(b.get("median_s")), _VARIANTS[b.get("variant") or None][1])
+            Bar(
+                _VARIANTS[b.get("variant") or None][0],
+                _timed(b) or 0.0,
+                seconds_text(b.get("median_s")),
+                _VARIANTS[b.get("variant") or None][1],
+            )
             for b in family
         ]
         on = next((b for b in bars if b.css == "on"), None)
         note = f"{_times(_timed(off) or 0.0, on.value)} faster with cuDNN" if on else ""
-        groups.append(Group(f"{off.get('shape')} · {off.get('precision')}", bars, max(b.value for b in bars), note=note))
+        groups.append(
+            Group(f"{off.get('shape')} · {off.get('precision')}", bars, max(b.value for b in bars), note=note)
+        )
     if not groups:
         return ""
-    return _figure(f"chart-cudnn-{slug}", "cuDNN on against cuDNN off", groups, "Median time per run on the GPU; shorter is faster.")
+    return _figure(
+        f"chart-cudnn-{slug}",
+        "cuDNN on against cuDNN off",
+        groups,
+        "Median time per run on the GPU; shorter is faster.",
+    )
 
 
 def peak_chart(benchmarks: list[dict[str, Any]], gpu: Any, slug: str) -> str:
@@ -135,19 +165,36 @@ def peak_chart(benchmarks: list[dict[str, Any]], gpu: Any, slug: str) -> str:
     peak = (gpu or {}).get("peak") or {}
     bars = []
     for precision in PRECISIONS:
-        runs = [b for b in benchmarks if b.get("device") == "gpu" and not b.get("variant") and b.get("precision") == precision]
+        runs = [
+            b
+            for b in benchmarks
+            if b.get("device") == "gpu" and not b.get("variant") and b.get("precision") == precision
+        ]
         runs = [b for b in runs if isinstance(b.get("percent_of_peak"), (int, float))]
         best = max(runs, key=lambda b: (b.get("kind") == "matmul", b["percent_of_peak"]), default=None)
         if best is None:
             continue
         of = f" of {number_text(peak[precision], 4)}" if isinstance(peak.get(precision), (int, float)) else ""
-        text = f"{number_text(best['percent_of_peak'])} % · {number_text(best.get('tflops'))}{of} TFLOP/s ({best.get('kind')})"
+        text = (
+            f"{number_text(best['percent_of_peak'])} % · {number_text(best.get('tflops'))}{of} TFLOP/s "
+            f"({best.get('kind')})"
+        )
         bars.append(Bar(precision, float(best["percent_of_peak"]), text, "peak"))
     if not bars:
         return ""
     scale = max(100.0, *(b.value for b in bars))
-    group = Group(f"achieved against the {peak.get('model') or 'GPU'} datasheet", bars, scale, reference=(100.0, "100 % = datasheet peak"))
-    return _figure(f"chart-peak-{slug}", "Percentage of peak per precision", [group], "Dense tensor rates from the datasheet table; the dashed line is 100 %.")
+    group = Group(
+        f"achieved against the {peak.get('model') or 'GPU'} datasheet",
+        bars,
+        scale,
+        reference=(100.0, "100 % = datasheet peak"),
+    )
+    return _figure(
+        f"chart-peak-{slug}",
+        "Percentage of peak per precision",
+        [group],
+        "Dense tensor rates from the datasheet table; the dashed line is 100 %.",
+    )
 
 
 _COPY_NAMES = {"pinned": "pinned", "pageable": "pageable"}
@@ -157,15 +204,31 @@ def bandwidth_chart(benchmarks: list[dict[str, Any]], gpu: Any, slug: str) -> st
     """Host↔device copies against the host link, device memory against its datasheet bandwidth."""
     peak = (gpu or {}).get("peak") or {}
     groups = []
-    for kind, title, reference in (("copy", "host ↔ device copies", "host_link_gbs"), ("memory", "device memory", "memory_gbs")):
+    for kind, title, reference in (
+        ("copy", "host ↔ device copies", "host_link_gbs"),
+        ("memory", "device memory", "memory_gbs"),
+    ):
         runs = [b for b in benchmarks if b.get("kind") == kind and isinstance(b.get("gbs"), (int, float))]
         if not runs:
             continue
-        bars = [Bar(b.get("variant") or b.get("id") or kind, float(b["gbs"]), f"{number_text(b['gbs'], 4)} GB/s · {b.get('shape')}", "bandwidth") for b in runs]
+        bars = [
+            Bar(
+                b.get("variant") or b.get("id") or kind,
+                float(b["gbs"]),
+                f"{number_text(b['gbs'], 4)} GB/s · {b.get('shape')}",
+                "bandwidth",
+            )
+            for b in runs
+        ]
         limit = peak.get(reference) if isinstance(peak.get(reference), (int, float)) else None
         scale = max([b.value for b in bars] + ([limit] if limit else []))
         mark = (float(limit), f"peak {number_text(limit, 4)} GB/s") if limit else None
         groups.append(Group(title, bars, scale, reference=mark))
     if not groups:
         return ""
-    return _figure(f"chart-bandwidth-{slug}", "Copy and memory bandwidth", groups, "GB/s; longer is faster. The dashed line is the datasheet rate.")
+    return _figure(
+        f"chart-bandwidth-{slug}",
+        "Copy and memory bandwidth",
+        groups,
+        "GB/s; longer is faster. The dashed line is the datasheet rate.",
+    )

@@ -18,7 +18,9 @@ def render_check(diagnosis: Diagnosis, stream: TextIO, when: Optional[str] = Non
     """The whole `check` report: machine summary, findings with fix steps, cuDNN search order per framework, pages;
     headed by the verdict, when the check ran (`when`) and on which machine (`host`, left out when redacted)."""
     sections = list(check_sections(diagnosis))
-    subtitle = _verdict_line(diagnosis.findings) + (f" · checked {when}" if when else "") + (f" on {host}" if host else "")
+    subtitle = (
+        _verdict_line(diagnosis.findings) + (f" · checked {when}" if when else "") + (f" on {host}" if host else "")
+    )
     stream.write(document("cudnn-doctor check", esc(subtitle), CHECK_TOC, sections, _check_verdict(diagnosis.findings)))
 
 
@@ -27,13 +29,22 @@ def _check_verdict(findings: list[Finding]) -> tuple[str, str]:
     causes, _ = _grouped(findings)
     worst = [f.severity for _, f in causes]
     if Severity.ERROR in worst:
-        return "err", f"✗ {worst.count(Severity.ERROR)} problem(s) stop the GPU stack from working as intended: see each fix below."
+        return (
+            "err",
+            f"✗ {worst.count(Severity.ERROR)} problem(s) stop the GPU stack from working as intended: see each "
+            f"fix below.",
+        )
     if Severity.WARNING in worst:
         return "warn", f"! It works, with {worst.count(Severity.WARNING)} warning(s) worth fixing."
     return "ok", "✓ Healthy: the driver, CUDA, cuDNN and the frameworks found are consistent; nothing to fix."
 
 
-CHECK_TOC = [("summary", "Machine"), ("findings", "Findings"), ("search-order", "cuDNN search order"), ("pages", "Finding pages")]
+CHECK_TOC = [
+    ("summary", "Machine"),
+    ("findings", "Findings"),
+    ("search-order", "cuDNN search order"),
+    ("pages", "Finding pages"),
+]
 
 
 def check_sections(diagnosis: Diagnosis) -> Iterator[str]:
@@ -50,7 +61,11 @@ def _verdict_line(findings: list[Finding]) -> str:
     errors, warnings = worst.count(Severity.ERROR), worst.count(Severity.WARNING)
     if not findings:
         return "No issues found."
-    tail = f", {len(findings) - len(causes)} more finding(s) shown as their symptoms" if len(causes) < len(findings) else ""
+    tail = (
+        f", {len(findings) - len(causes)} more finding(s) shown as their symptoms"
+        if len(causes) < len(findings)
+        else ""
+    )
     return f"{errors} error(s), {warnings} warning(s){tail}"
 
 
@@ -73,7 +88,11 @@ def _summary_section(diagnosis: Diagnosis) -> str:
     for area in Area:
         worst = min(by_area.get(area, []), key=lambda f: f.severity.rank, default=None)
         lines = list(_facts_lines(facts, area))
-        more = f"<details><summary>{len(lines)} fact(s)</summary><pre>{esc(chr(10).join(lines))}</pre></details>" if lines else ""
+        more = (
+            f"<details><summary>{len(lines)} fact(s)</summary><pre>{esc(chr(10).join(lines))}</pre></details>"
+            if lines
+            else ""
+        )
         rows.append(
             f'<tr data-area="{esc(area.value)}"><td>{badge(worst.severity if worst else None)}</td>'
             f"<th>{esc(area.title)}</th><td>{esc(summaries[area])}{more}</td></tr>"
@@ -92,13 +111,22 @@ def _findings_section(findings: list[Finding], facts: Optional[Facts] = None) ->
     causes, symptoms = _grouped(findings)
     return (
         '<section id="findings"><h2>Findings</h2><div class="findings">'
-        + "".join(_finding(f, symptoms.get(i, []), _anchor(f, causes[:n]), _fix_line(f, facts)) for n, (i, f) in enumerate(causes))
-        + f'</div><p class="sub">{inline("`cudnn-doctor check --ignore ID` hides a finding; each finding has its page at the end.")}</p></section>'
+        + "".join(
+            _finding(f, symptoms.get(i, []), _anchor(f, causes[:n]), _fix_line(f, facts))
+            for n, (i, f) in enumerate(causes)
+        )
+        + '</div><p class="sub">'
+        + inline("`cudnn-doctor check --ignore ID` hides a finding; each finding has its page at the end.")
+        + "</p></section>"
     )
 
 
 def _page_link(finding_id: str) -> str:
-    return f'<a class="page-link" href="#page-{esc(finding_id)}">{esc(finding_id)}</a>' if _has_page(finding_id) else f"<code>{esc(finding_id)}</code>"
+    return (
+        f'<a class="page-link" href="#page-{esc(finding_id)}">{esc(finding_id)}</a>'
+        if _has_page(finding_id)
+        else f"<code>{esc(finding_id)}</code>"
+    )
 
 
 def _anchor(found: Finding, before: list[tuple[int, Finding]]) -> str:
@@ -126,14 +154,20 @@ def _finding(found: Finding, symptoms: list[Finding], anchor: str, automatic: Op
     if automatic:
         parts.append(f'<p class="autofix">{inline(automatic)}</p>')
     if symptoms:
-        items = "".join(f'<li data-id="{esc(s.id)}">{_page_link(s.id)} ({esc(s.severity.value)}): {esc(s.detail)}</li>' for s in symptoms)
+        items = "".join(
+            f'<li data-id="{esc(s.id)}">{_page_link(s.id)} ({esc(s.severity.value)}): {esc(s.detail)}</li>'
+            for s in symptoms
+        )
         parts.append(f'<div class="symptoms">The same cause also shows as:<ul>{items}</ul></div>')
     evidence = found.evidence_json()
     if evidence:
         rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(_evidence_text(v))}</td></tr>" for k, v in evidence.items())
         parts.append(f"<details><summary>Evidence</summary><table>{rows}</table></details>")
     if _has_page(found.id):
-        parts.append(f'<p class="sub">More: <a class="page-link" href="#page-{esc(found.id)}">what it means, why it happens, how to fix it</a></p>')
+        parts.append(
+            f'<p class="sub">More: <a class="page-link" href="#page-{esc(found.id)}">what it means, why it '
+            f"happens, how to fix it</a></p>"
+        )
     parts.append("</article>")
     return "".join(parts)
 
@@ -152,7 +186,10 @@ def _evidence_text(value: Any) -> str:
 def _search_order_section(facts: Facts) -> str:
     tables = [_resolution_block(facts, r) for r in facts.resolutions]
     if not tables:
-        tables = ['<p class="none">No framework load was followed on this machine (no GPU framework build asks the system for cuDNN).</p>']
+        tables = [
+            '<p class="none">No framework load was followed on this machine (no GPU framework build asks the '
+            "system for cuDNN).</p>"
+        ]
     intro = (
         '<p class="sub">For each framework, every place the loader searches for the cuDNN library, in order, '
         "the copy found there and the one the load takes.</p>"
@@ -184,20 +221,32 @@ def _resolution_block(facts: Facts, resolution: Resolution) -> str:
     for number, place in enumerate(step.searched, 1):
         copies = placed.get(number - 1, [])
         if not copies:
-            rows.append(f'<tr class="searched"><td class="num">{number}</td><td class="path">{esc(place)}</td><td></td><td></td></tr>')
+            rows.append(
+                f'<tr class="searched"><td class="num">{number}</td><td '
+                f'class="path">{esc(place)}</td><td></td><td></td></tr>'
+            )
         for copy in copies:
             rows.append(_copy_row(number, place, copy, step, versions))
     for copy in stray:
         rows.append(_copy_row(None, copy.place, copy, step, versions))
     result = step.winner or (f"BROKEN {step.blocked_by}" if step.blocked_by else "NOT FOUND")
     table = (
-        f'<table class="search-order" data-library="{esc(step.wanted)}"><colgroup><col style="width:3em"><col style="width:36%">'
+        f'<table class="search-order" data-library="{esc(step.wanted)}"><colgroup><col style="width:3em"><col '
+        f'style="width:36%">'
         '<col><col style="width:16em"></colgroup><thead><tr><th class="num">#</th><th>searched</th>'
-        f"<th>copy of {esc(step.wanted)} found there</th><th>result</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        f"<th>copy of {esc(step.wanted)} found "
+        f"there</th><th>result</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
     )
-    tail = f'<p>Result: <span class="path">{esc(result)}</span> (asked for by {esc(_basename(step.requester))}, {esc(step.how)})</p>'
+    tail = (
+        f'<p>Result: <span class="path">{esc(result)}</span> (asked for by {esc(_basename(step.requester))}, '
+        f"{esc(step.how)})</p>"
+    )
     if step.elsewhere:
-        tail += "<p>Copies this search does not reach: " + ", ".join(f'<span class="path">{esc(p)}</span>' for p in step.elsewhere) + "</p>"
+        tail += (
+            "<p>Copies this search does not reach: "
+            + ", ".join(f'<span class="path">{esc(p)}</span>' for p in step.elsewhere)
+            + "</p>"
+        )
     tail += _confirmations(facts, resolution, step) + _sub_libraries(resolution, step)
     return head + table + tail + "</div>"
 
@@ -208,7 +257,10 @@ def _place_candidates(step: LoadStep) -> tuple[dict[int, list[Candidate]], list[
     stray = []
     keys = [p.rstrip("/\\").casefold() for p in step.searched]
     for copy in step.candidates:
-        index = next((i for i, (p, k) in enumerate(zip(step.searched, keys)) if p == copy.place or k == _folder_key(copy.path)), None)
+        index = next(
+            (i for i, (p, k) in enumerate(zip(step.searched, keys)) if p == copy.place or k == _folder_key(copy.path)),
+            None,
+        )
         if index is None:
             stray.append(copy)
         else:
@@ -226,7 +278,10 @@ def _copy_row(number: Optional[int], place: str, copy: Candidate, step: LoadStep
     else:
         css, result = "copy", "copy, not used" + (" (the load stops at the first)" if step.winner else "")
     shown = "" if number is None else str(number)
-    return f'<tr class="{css}"><td class="num">{shown}</td><td class="path">{esc(place)}</td><td>{found}</td><td>{esc(result)}</td></tr>'
+    return (
+        f'<tr class="{css}"><td class="num">{shown}</td><td '
+        f'class="path">{esc(place)}</td><td>{found}</td><td>{esc(result)}</td></tr>'
+    )
 
 
 def _basename(path: str) -> str:
@@ -239,24 +294,36 @@ def _confirmations(facts: Facts, resolution: Resolution, step: LoadStep) -> str:
     for c in facts.confirmations:
         if c.executable == resolution.executable and _basename(c.name) == _basename(step.name):
             verdict = "agrees" if c.agrees else "DISAGREES"
-            lines.append(f'<p>Real load: <span class="path">{esc(c.real or c.error)}</span> ({verdict} with the emulation)</p>')
+            lines.append(
+                f'<p>Real load: <span class="path">{esc(c.real or c.error)}</span> ({verdict} with the emulation)</p>'
+            )
     return "".join(lines)
 
 
 def _sub_libraries(resolution: Resolution, front: LoadStep) -> str:
     """The other cuDNN libraries the same load takes; one from another folder than the front is marked."""
-    others = [s for s in resolution.steps if s is not front and not s.reused and "cudnn" in _basename(s.name).casefold()]
+    others = [
+        s for s in resolution.steps if s is not front and not s.reused and "cudnn" in _basename(s.name).casefold()
+    ]
     if not others:
         return ""
     home = _folder_key(front.winner) if front.winner else None
     rows = []
     for s in others:
-        where = s.winner or (f"BROKEN {s.blocked_by}" if s.blocked_by else "NOT FOUND" + (" (optional)" if s.optional else ""))
+        where = s.winner or (
+            f"BROKEN {s.blocked_by}" if s.blocked_by else "NOT FOUND" + (" (optional)" if s.optional else "")
+        )
         moved = bool(s.winner and home is not None and _folder_key(s.winner) != home)
         css = ' class="unusable"' if moved or s.failed else ""
         note = " (another folder than the front library)" if moved else ""
-        rows.append(f'<tr{css}><td><code>{esc(s.wanted)}</code></td><td><span class="path">{esc(where)}</span>{esc(note)}</td></tr>')
-    return f'<details open><summary>The other cuDNN libraries this load takes</summary><table class="sub-libraries">{"".join(rows)}</table></details>'
+        rows.append(
+            f"<tr{css}><td><code>{esc(s.wanted)}</code></td><td><span "
+            f'class="path">{esc(where)}</span>{esc(note)}</td></tr>'
+        )
+    return (
+        f"<details open><summary>The other cuDNN libraries this load takes</summary><table "
+        f'class="sub-libraries">{"".join(rows)}</table></details>'
+    )
 
 
 # ------------------------------------------- the pages of the findings, embedded
@@ -283,13 +350,14 @@ def _pages_section(findings: list[Finding]) -> str:
         text = _page_text(finding_id)
         if text is not None:
             blocks.append(
-                f'<section class="page" id="page-{esc(finding_id)}"><h3><code>{esc(finding_id)}</code> {esc(titles[finding_id])}</h3>'
-                f'{markdown(text)}<p class="sub"><a href="#finding-{esc(finding_id)}">back to the finding</a></p></section>'
+                f'<section class="page" id="page-{esc(finding_id)}"><h3><code>{esc(finding_id)}</code> '
+                f"{esc(titles[finding_id])}</h3>"
+                f'{markdown(text)}<p class="sub"><a href="#finding-{esc(finding_id)}">back to the '
+                f"finding</a></p></section>"
             )
     if not blocks:
         return ""
     return (
-        '<section id="pages"><h2>Finding pages</h2><p class="sub">The text of <code>cudnn-doctor explain ID</code> for each finding above.</p>'
-        + "".join(blocks)
-        + "</section>"
+        '<section id="pages"><h2>Finding pages</h2><p class="sub">The text of <code>cudnn-doctor explain '
+        "ID</code> for each finding above.</p>" + "".join(blocks) + "</section>"
     )

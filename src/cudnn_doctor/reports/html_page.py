@@ -22,7 +22,8 @@ CSS = """
 :root { --ok: #2e7d32; --info: #1565c0; --warn: #b26a00; --err: #c62828; --muted: #5f6368; --line: #dadce0;
         --gpu: #5a8f00; --cpu: #607d8b; --off: #d84315; --tune: #00838f; --peak: #6a1b9a; --bw: #1565c0; }
 * { box-sizing: border-box; }
-body { margin: 0; font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #202124; background: #f6f7f9; }
+body { margin: 0; font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #202124;
+  background: #f6f7f9; }
 main { max-width: 1120px; margin: 0 auto; padding: 20px 28px 40px; background: #fff; }
 header.top { border-bottom: 3px solid var(--gpu); margin-bottom: 12px; padding-bottom: 8px; }
 header.top.verdict-ok { border-bottom-color: var(--ok); } header.top.verdict-warn { border-bottom-color: var(--warn); }
@@ -38,23 +39,27 @@ h2 { font-size: 1.25em; margin: 28px 0 10px; padding-bottom: 4px; border-bottom:
 h3 { font-size: 1.05em; margin: 18px 0 6px; }
 h4 { font-size: 0.95em; margin: 12px 0 4px; }
 p { margin: 6px 0; }
-code, pre, .path { font-family: ui-monospace, "Cascadia Mono", Consolas, "DejaVu Sans Mono", monospace; font-size: 0.88em; overflow-wrap: anywhere; }
+code, pre, .path { font-family: ui-monospace, "Cascadia Mono", Consolas, "DejaVu Sans Mono", monospace;
+  font-size: 0.88em; overflow-wrap: anywhere; }
 pre { background: #f1f3f4; padding: 8px 10px; border-radius: 4px; white-space: pre-wrap; }
 a { color: #1a56b0; }
 nav.toc { font-size: 0.92em; color: var(--muted); }
 nav.toc a { margin-right: 14px; }
 .sub { color: var(--muted); font-size: 0.92em; }
 table { border-collapse: collapse; width: 100%; margin: 6px 0 10px; font-size: 0.92em; }
-th, td { text-align: left; vertical-align: top; padding: 4px 8px; border-bottom: 1px solid var(--line); overflow-wrap: anywhere; }
+th, td { text-align: left; vertical-align: top; padding: 4px 8px; border-bottom: 1px solid var(--line);
+  overflow-wrap: anywhere; }
 th { font-weight: 600; background: #f1f3f4; }
 td.num, th.num { text-align: right; white-space: nowrap; }
 tr.used td { background: #e8f5e9; font-weight: 600; }
 tr.unusable td { background: #fdecea; }
-.badge { display: inline-block; min-width: 4.6em; text-align: center; padding: 1px 6px; border-radius: 10px; font-size: 0.8em;
+.badge { display: inline-block; min-width: 4.6em; text-align: center; padding: 1px 6px; border-radius: 10px;
+  font-size: 0.8em;
          font-weight: 600; color: #fff; text-transform: uppercase; letter-spacing: 0.02em; }
 .badge.ok, .badge.pass { background: var(--ok); } .badge.info { background: var(--info); }
 .badge.warning, .badge.warn { background: var(--warn); } .badge.error, .badge.fail { background: var(--err); }
-.finding { border: 1px solid var(--line); border-left: 6px solid var(--info); border-radius: 4px; padding: 8px 14px; margin: 10px 0; }
+.finding { border: 1px solid var(--line); border-left: 6px solid var(--info); border-radius: 4px; padding: 8px 14px;
+  margin: 10px 0; }
 .finding.warning { border-left-color: var(--warn); } .finding.error { border-left-color: var(--err); }
 .finding h3 { margin: 2px 0 6px; }
 .finding ol { margin: 6px 0; padding-left: 1.6em; }
@@ -88,7 +93,13 @@ footer { max-width: 1120px; margin: 0 auto; padding: 8px 28px; color: var(--mute
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 
-def document(title: str, subtitle: str, toc: list[tuple[str, str]], body: Iterable[str], verdict: Optional[tuple[str, str]] = None) -> str:
+def document(
+    title: str,
+    subtitle: str,
+    toc: list[tuple[str, str]],
+    body: Iterable[str],
+    verdict: Optional[tuple[str, str]] = None,
+) -> str:
     """The page; `verdict`: (ok | warn | err, its sentence), which colours the header and heads the page as a banner."""
     from cudnn_doctor import __version__
 
@@ -103,12 +114,18 @@ def document(title: str, subtitle: str, toc: list[tuple[str, str]], body: Iterab
         f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n"
         f'<header class="top{state}"><h1>{esc(title)}</h1><p class="sub">{subtitle}</p>'
         f'<nav class="toc">{links}</nav></header>\n' + banner + "\n".join(body) + "\n</main>\n"
-        f"<footer>cudnn-doctor {esc(__version__)} · a self-contained report: it loads nothing from the network.</footer>\n"
+        f"<footer>cudnn-doctor {esc(__version__)} · a self-contained report: it loads nothing from the "
+        f"network.</footer>\n"
         "</body></html>\n"
     )
 
 
-_STATE = {None: ("ok", "ok"), Severity.INFO: ("info", "info"), Severity.WARNING: ("warning", "warning"), Severity.ERROR: ("error", "error")}
+_STATE = {
+    None: ("ok", "ok"),
+    Severity.INFO: ("info", "info"),
+    Severity.WARNING: ("warning", "warning"),
+    Severity.ERROR: ("error", "error"),
+}
 
 
 def badge(severity: Optional[Severity]) -> str:
@@ -139,7 +156,8 @@ def inline(text: str, pages: bool = False) -> str:
 
 
 def markdown(text: str) -> str:
-    """The small markdown of the rule pages (the doctor's own text: its URLs are links): `## ` headings, paragraphs, `-` / `1.` lists, fenced code."""
+    """The small markdown of the rule pages (the doctor's own text: its URLs are links): `## ` headings, paragraphs,
+    `-` / `1.` lists, fenced code."""
     out: list[str] = []
     paragraph: list[str] = []
     items: list[str] = []

@@ -27,8 +27,23 @@ def render_verify(result: dict[str, Any], stream: TextIO, diagnosis: Optional[Di
         body.append('<h2 class="part">The diagnosis (<code>cudnn-doctor check</code>)</h2>')
         body.extend(check_sections(diagnosis))
         toc.extend(CHECK_TOC)
-    status = "all checks passed" if result.get("exit_code") == 0 else "some checks failed" if result.get("gpu") else "no NVIDIA GPU: CPU baseline only"
-    subtitle = " · ".join(esc(p) for p in (result.get("time"), f"Python {result.get('python')}", "quick run" if result.get("quick") else None, status) if p)
+    status = (
+        "all checks passed"
+        if result.get("exit_code") == 0
+        else "some checks failed"
+        if result.get("gpu")
+        else "no NVIDIA GPU: CPU baseline only"
+    )
+    subtitle = " · ".join(
+        esc(p)
+        for p in (
+            result.get("time"),
+            f"Python {result.get('python')}",
+            "quick run" if result.get("quick") else None,
+            status,
+        )
+        if p
+    )
     stream.write(document("cudnn-doctor verify", subtitle, toc, body))
 
 
@@ -49,7 +64,9 @@ def _gpu_section(gpu: Optional[dict[str, Any]]) -> str:
         facts.append(f"driver {gpu['driver']}")
     if gpu.get("memory_mib"):
         facts.append(f"{number_text(gpu['memory_mib'] / 1024)} GiB")
-    clocks = ", ".join(f"{k} {number_text(v, 4)} MHz" for k, v in (gpu.get("clocks_mhz") or {}).items() if v is not None)
+    clocks = ", ".join(
+        f"{k} {number_text(v, 4)} MHz" for k, v in (gpu.get("clocks_mhz") or {}).items() if v is not None
+    )
     power = gpu.get("power_w") or {}
     watts = " of ".join(f"{number_text(power[k], 4)} W {k}" for k in ("draw", "limit") if power.get(k) is not None)
     reasons = gpu.get("throttle_reasons") or []
@@ -64,10 +81,17 @@ def _gpu_section(gpu: Optional[dict[str, Any]]) -> str:
     peak = gpu.get("peak")
     if peak:
         rates = [f"{k} {number_text(peak[k], 4)} TFLOP/s" for k in PRECISIONS if peak.get(k) is not None]
-        rates += [f"{label} {number_text(peak[k], 4)} GB/s" for k, label in (("memory_gbs", "memory"), ("host_link_gbs", "host link")) if peak.get(k)]
+        rates += [
+            f"{label} {number_text(peak[k], 4)} GB/s"
+            for k, label in (("memory_gbs", "memory"), ("host_link_gbs", "host link"))
+            if peak.get(k)
+        ]
         source = peak.get("source") or ""
         link = inline(source)
-        lines.append(f'<p class="sub">Datasheet peak of the {esc(peak.get("model"))}: {esc(", ".join(rates))} (source: {link})</p>')
+        lines.append(
+            f'<p class="sub">Datasheet peak of the {esc(peak.get("model"))}: {esc(", ".join(rates))} (source: '
+            f"{link})</p>"
+        )
     else:
         lines.append('<p class="sub">This GPU model is not in the datasheet table: no percentage of peak.</p>')
     return '<section id="gpu"><h2>GPU</h2>' + "".join(lines) + "</section>"
@@ -76,11 +100,16 @@ def _gpu_section(gpu: Optional[dict[str, Any]]) -> str:
 def _framework_section(framework: dict[str, Any], gpu: Optional[dict[str, Any]]) -> str:
     name = str(framework.get("framework"))
     slug = _slug(name)
-    built = ", ".join(f"{label} {framework[k]}" for k, label in (("cuda", "CUDA"), ("cudnn", "cuDNN")) if framework.get(k))
+    built = ", ".join(
+        f"{label} {framework[k]}" for k, label in (("cuda", "CUDA"), ("cudnn", "cuDNN")) if framework.get(k)
+    )
     title = f"{name} {framework.get('version') or ''}".strip() + (f" ({built})" if built else "")
     status = str(framework.get("status"))
     css = {"ok": "pass", "no-gpu": "warn", "error": "fail"}.get(status, "info")
-    parts = [f'<section class="framework" id="fw-{slug}" data-framework="{esc(name)}"><h2>{esc(title)} <span class="badge {css}">{esc(status)}</span></h2>']
+    parts = [
+        f'<section class="framework" id="fw-{slug}" data-framework="{esc(name)}"><h2>{esc(title)} <span '
+        f'class="badge {css}">{esc(status)}</span></h2>'
+    ]
     if framework.get("message"):
         parts.append(f'<p class="message">{esc(framework["message"])}</p>')
     parts.append(_verdicts(framework.get("verdicts") or [], slug))
@@ -113,13 +142,15 @@ def _smoke_table(smoke: list[dict[str, Any]]) -> str:
     if not smoke:
         return ""
     rows = "".join(
-        f'<tr><td>{esc(s.get("name"))}</td><td>{esc(s.get("precision"))}</td><td class="num">{esc(number_text(s.get("max_error")))}</td>'
+        f"<tr><td>{esc(s.get('name'))}</td><td>{esc(s.get('precision'))}</td><td "
+        f'class="num">{esc(number_text(s.get("max_error")))}</td>'
         f'<td class="num">{esc(number_text(s.get("tolerance")))}</td><td>{_OK if s.get("ok") else _WRONG}</td></tr>'
         for s in smoke
     )
     return (
         '<h3>Correctness: GPU against CPU</h3><table class="smoke"><thead><tr><th>operation</th><th>precision</th>'
-        f'<th class="num">max error</th><th class="num">tolerance</th><th>result</th></tr></thead><tbody>{rows}</tbody></table>'
+        f'<th class="num">max error</th><th '
+        f'class="num">tolerance</th><th>result</th></tr></thead><tbody>{rows}</tbody></table>'
     )
 
 
@@ -128,30 +159,44 @@ def _benchmark_table(benchmarks: list[dict[str, Any]]) -> str:
         return ""
     rows = []
     for b in benchmarks:
-        rate = f"{number_text(b['tflops'])} TFLOP/s" if b.get("tflops") is not None else f"{number_text(b['gbs'])} GB/s" if b.get("gbs") is not None else ""
+        rate = (
+            f"{number_text(b['tflops'])} TFLOP/s"
+            if b.get("tflops") is not None
+            else f"{number_text(b['gbs'])} GB/s"
+            if b.get("gbs") is not None
+            else ""
+        )
         peak = f"{number_text(b['percent_of_peak'])} %" if b.get("percent_of_peak") is not None else ""
         spread = f"{number_text(100 * b['spread'], 2)} %" if isinstance(b.get("spread"), (int, float)) else ""
         rows.append(
-            f"<tr><td><code>{esc(b.get('id'))}</code></td><td>{esc(b.get('device'))}</td><td>{esc(b.get('precision'))}</td>"
-            f'<td>{esc(b.get("variant") or "")}</td><td>{esc(b.get("shape"))}</td><td class="num">{esc(seconds_text(b.get("median_s")))}</td>'
+            f"<tr><td><code>{esc(b.get('id'))}</code></td><td>{esc(b.get('device'))}"
+            f"</td><td>{esc(b.get('precision'))}</td>"
+            f"<td>{esc(b.get('variant') or '')}</td><td>{esc(b.get('shape'))}</td><td "
+            f'class="num">{esc(seconds_text(b.get("median_s")))}</td>'
             f'<td class="num">{esc(spread)}</td><td class="num">{esc(rate)}</td><td class="num">{esc(peak)}</td></tr>'
         )
     return (
-        '<h3>All benchmarks</h3><table class="benchmarks"><thead><tr><th>id</th><th>device</th><th>precision</th><th>variant</th>'
-        '<th>shape</th><th class="num">median</th><th class="num" title="(max - min) / median of the runs">spread</th><th class="num">rate</th><th class="num">of peak</th>'
+        "<h3>All benchmarks</h3><table "
+        'class="benchmarks"><thead><tr><th>id</th><th>device</th><th>precision</th><th>variant</th>'
+        '<th>shape</th><th class="num">median</th><th class="num" title="(max - min) / median of the '
+        'runs">spread</th><th class="num">rate</th><th class="num">of peak</th>'
         f"</tr></thead><tbody>{''.join(rows)}</tbody></table>"
     )
 
 
 def _compare_section(rows: list[dict[str, Any]]) -> str:
     body = "".join(
-        f'<tr><td>{esc(r.get("framework"))}</td><td><code>{esc(r.get("id"))}</code></td><td class="num">{esc(seconds_text(r.get("before_s")))}</td>'
-        f'<td class="num">{esc(seconds_text(r.get("after_s")))}</td><td class="num">{esc(number_text(r.get("ratio")))}×</td></tr>'
+        f"<tr><td>{esc(r.get('framework'))}</td><td><code>{esc(r.get('id'))}</code></td><td "
+        f'class="num">{esc(seconds_text(r.get("before_s")))}</td>'
+        f'<td class="num">{esc(seconds_text(r.get("after_s")))}</td><td '
+        f'class="num">{esc(number_text(r.get("ratio")))}×</td></tr>'
         for r in rows
         if isinstance(r, dict)
     )
     return (
-        '<section id="compare"><h2>Since the last run</h2><p class="sub">ratio = before / after: above 1 is faster now.</p>'
-        '<table class="compare"><thead><tr><th>framework</th><th>benchmark</th><th class="num">before</th><th class="num">now</th>'
+        '<section id="compare"><h2>Since the last run</h2><p class="sub">ratio = before / after: above 1 is '
+        "faster now.</p>"
+        '<table class="compare"><thead><tr><th>framework</th><th>benchmark</th><th class="num">before</th><th '
+        'class="num">now</th>'
         f'<th class="num">ratio</th></tr></thead><tbody>{body}</tbody></table></section>'
     )

@@ -35,7 +35,11 @@ def render_rollback(result: Rollback, out: TextIO, err: TextIO) -> None:
         if isinstance(command, dict) and command.get("undo"):
             out.write(f"  the package change is not undone by rollback; to undo it, run: {command['undo']}\n")
     if not report.complete:
-        err.write(f"cudnn-doctor: {report.summary()}" + ("; run `cudnn-doctor rollback` again once that is fixed" if report.failed else "") + "\n")
+        err.write(
+            f"cudnn-doctor: {report.summary()}"
+            + ("; run `cudnn-doctor rollback` again once that is fixed" if report.failed else "")
+            + "\n"
+        )
 
 
 def render_history(result: History, paths: PathRules, out: TextIO, err: TextIO) -> None:
@@ -56,16 +60,23 @@ def render_history(result: History, paths: PathRules, out: TextIO, err: TextIO) 
         started = entry.get("started")
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(started)) if isinstance(started, (int, float)) else "?"
         if entry.get("kind") == "fix":
-            out.write(f"{entry['id']}  {when}  {entry['state']:11}  {entry['archive']}  {len(entry['steps'])} file step(s)  in {entry['target']}\n")
+            out.write(
+                f"{entry['id']}  {when}  {entry['state']:11}  {entry['archive']}  {len(entry['steps'])} file "
+                f"step(s)  in {entry['target']}\n"
+            )
         else:
             out.write(
-                f"{entry['id']}  {when}  {entry['state']:11}  cuDNN {entry.get('version') or '?'}  {len(entry['steps'])} files  {entry['archive']} → {entry['target']}\n"
+                f"{entry['id']}  {when}  {entry['state']:11}  cuDNN {entry.get('version') or '?'}  "
+                f"{len(entry['steps'])} files  {entry['archive']} → {entry['target']}\n"
             )
         for change in entry.get("env") or []:
             if isinstance(change, dict) and change.get("started", True):
                 out.write(f"    env {describe(paths, change)}\n")
         if entry["state"] == UNFINISHED:
-            out.write("    its rollback did not finish (a file was in use, or it was stopped): `cudnn-doctor rollback` finishes it\n")
+            out.write(
+                "    its rollback did not finish (a file was in use, or it was stopped): `cudnn-doctor rollback` "
+                "finishes it\n"
+            )
 
 
 def show_install_plan(proposal: Proposal, out: TextIO, err: TextIO) -> None:
@@ -77,10 +88,16 @@ def show_install_plan(proposal: Proposal, out: TextIO, err: TextIO) -> None:
     if proposal.recovered:
         err.write(f"cudnn-doctor: {proposal.recovered}\n")
     if proposal.interrupted:
-        err.write(f"cudnn-doctor: an install into {proposal.interrupted} is running or was interrupted; the next install or rollback finishes or undoes it\n")
+        err.write(
+            f"cudnn-doctor: an install into {proposal.interrupted} is running or was interrupted; the next "
+            f"install or rollback finishes or undoes it\n"
+        )
     plan, info = proposal.plan, proposal.plan.archive
     out.write(
-        visible(f"cuDNN {info.version or '?'} for CUDA {info.cuda_major or '?'} ({info.os or '?'} {info.arch or '?'}, layout {info.layout}) → {plan.target}")
+        visible(
+            f"cuDNN {info.version or '?'} for CUDA {info.cuda_major or '?'} ({info.os or '?'} {info.arch or '?'}, "
+            f"layout {info.layout}) → {plan.target}"
+        )
         + "\n"
     )
     from cudnn_doctor.install.plan import ActionKind
@@ -129,8 +146,13 @@ def render_installed(result: Installed, out: TextIO) -> None:
         return
     plan = result.proposal.plan
     where = "" if result.live else ", on the fixture machine in memory only"
-    out.write(f"Installed {len(plan.writes)} files into {plan.target}{where} in {result.seconds:.1f} s (rollback: `cudnn-doctor rollback`).\n")
-    if result.proposal.env_changes:  # written in the transaction, after the files, journaled: rollback and recovery undo them too
+    out.write(
+        f"Installed {len(plan.writes)} files into {plan.target}{where} in {result.seconds:.1f} s (rollback: "
+        f"`cudnn-doctor rollback`).\n"
+    )
+    if (
+        result.proposal.env_changes
+    ):  # written in the transaction, after the files, journaled: rollback and recovery undo them too
         out.write("The persistent environment changed: close and reopen terminals, IDEs and Jupyter so they see it.\n")
     for note in result.notes:
         out.write(note + "\n")
@@ -150,7 +172,9 @@ def progress_bar(total: int) -> Iterator[Optional[Callable[[int], None]]]:
         return
     from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
-    with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn(), transient=True) as bar:
+    with Progress(
+        "[progress.description]{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn(), transient=True
+    ) as bar:
         task = bar.add_task("copying", total=total)
         yield lambda n: bar.update(task, advance=n)
 
@@ -168,10 +192,26 @@ def install_json(result: Installed) -> dict[str, Any]:
     return {
         "schema": "cudnn-doctor-install/1",
         "exit_code": result.exit_code,
-        "archive": {"path": str(info.path), "version": info.version, "cuda_major": info.cuda_major, "os": info.os, "arch": info.arch, "layout": info.layout},
+        "archive": {
+            "path": str(info.path),
+            "version": info.version,
+            "cuda_major": info.cuda_major,
+            "os": info.os,
+            "arch": info.arch,
+            "layout": info.layout,
+        },
         "target": plan.target,
         "replaced_version": plan.replaced_version,
-        "actions": [{"kind": a.kind, "dest": a.dest, "size": a.member.size, "link": a.member.link, "replaced_size": a.replaced_size} for a in plan.actions],
+        "actions": [
+            {
+                "kind": a.kind,
+                "dest": a.dest,
+                "size": a.member.size,
+                "link": a.member.link,
+                "replaced_size": a.replaced_size,
+            }
+            for a in plan.actions
+        ],
         "env_changes": env_changes_json(result.proposal.env_changes),
         "bytes_to_write": plan.bytes_written,
         "dry_run": result.dry_run,
@@ -193,7 +233,9 @@ def rollback_json(result: Rollback) -> dict[str, Any]:
         "warnings": list(result.warnings),
         "recovered": result.recovered,
         "nothing_to_undo": result.nothing,
-        "undone": None if report is None else {"id": entry.get("id"), "kind": entry.get("kind") or "install", "target": entry.get("target")},
+        "undone": None
+        if report is None
+        else {"id": entry.get("id"), "kind": entry.get("kind") or "install", "target": entry.get("target")},
         "removed": [] if report is None else list(report.removed),
         "restored": [] if report is None else list(report.restored),
         "changed_since": [] if report is None else list(report.changed),
@@ -207,7 +249,9 @@ def history_json(result: History) -> dict[str, Any]:
         "schema": "cudnn-doctor-history/1",
         "exit_code": 0,
         "warnings": list(result.warnings),
-        "in_progress": None if result.in_progress is None else {"archive": result.in_progress.get("archive"), "target": result.in_progress.get("target")},
+        "in_progress": None
+        if result.in_progress is None
+        else {"archive": result.in_progress.get("archive"), "target": result.in_progress.get("target")},
         "entries": [
             {
                 "id": e.get("id"),

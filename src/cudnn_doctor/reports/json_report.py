@@ -27,12 +27,15 @@ def _private_parts_removed(facts: Facts) -> Facts:
     """Only the variables the diagnosis reads leave the machine, secret-looking values replaced."""
     environment = facts.environment
     return facts._replace(
-        environment=environment._replace(variables=kept_environment(environment.variables), persistent=kept_persistent(environment.persistent))
+        environment=environment._replace(
+            variables=kept_environment(environment.variables), persistent=kept_persistent(environment.persistent)
+        )
     )
 
 
 def _with_autofix(found: Finding, facts: Facts) -> dict[str, Any]:
-    """`autofix`: "safe" / "unsafe" when `cudnn-doctor fix` has changes for this finding, null when its steps stay manual."""
+    """`autofix`: "safe" / "unsafe" when `cudnn-doctor fix` has changes for this finding, null when its steps stay
+    manual."""
     from cudnn_doctor.checks.registry import has_fix_kind
 
     if not has_fix_kind(found):

@@ -29,7 +29,10 @@ def status_lines(state: Any) -> Iterator[str]:
     yield "Recorded sources:"
     yield from (f"  {source.name}: {source.where}, read {source.date}" for source in state.sources)
     if state.update is not None:
-        yield f"Your update ({state.update_path}): the {state.update.name} read {state.update.date}, laid over the shipped rows"
+        yield (
+            f"Your update ({state.update_path}): the {state.update.name} read {state.update.date}, laid over "
+            f"the shipped rows"
+        )
     elif state.update_problem:
         yield f"Your update ({state.update_path}) is not used: {state.update_problem}"
     else:
@@ -44,5 +47,9 @@ def status_json(state: Any) -> dict[str, Any]:
     return {
         "tables": dict(state.tables),
         "sources": [{"name": s.name, "where": s.where, "date": s.date} for s in state.sources],
-        "update": {"path": state.update_path, "date": state.update.date if state.update else None, "problem": state.update_problem},
+        "update": {
+            "path": state.update_path,
+            "date": state.update.date if state.update else None,
+            "problem": state.update_problem,
+        },
     }

@@ -41,11 +41,20 @@ def _lines(diagnosis: Diagnosis) -> list[str]:
         if found.symptom_of is not None:
             symptoms.setdefault(found.symptom_of, []).append(found)
     for index, found in causes:
-        lines += ["", f"#### {MARKS[found.severity]} {found.severity.value} `{found.id}`: {_text(found.title)}", "", _text(found.detail)]
+        lines += [
+            "",
+            f"#### {MARKS[found.severity]} {found.severity.value} `{found.id}`: {_text(found.title)}",
+            "",
+            _text(found.detail),
+        ]
         if found.fix:
             lines += [""] + [f"{number}. {_step(step)}" for number, step in enumerate(found.fix, 1)]
         if symptoms.get(index):
-            lines += ["", f"<details><summary>The same cause also shows as {len(symptoms[index])} more finding(s)</summary>", ""]
+            lines += [
+                "",
+                f"<details><summary>The same cause also shows as {len(symptoms[index])} more finding(s)</summary>",
+                "",
+            ]
             lines += [f"- `{s.id}` ({s.severity.value}): {_text(s.detail)}" for s in symptoms[index]]
             lines += ["", "</details>"]
     lines += ["", f"<sub>cudnn-doctor {__version__} · `cudnn-doctor explain ID` explains each finding</sub>"]

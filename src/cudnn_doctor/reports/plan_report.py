@@ -70,7 +70,12 @@ def plan_json(plan: Plan) -> dict[str, Any]:
         "notes": list(todo.notes) if todo else [],
         "rejected": [_rejection_json(r) for r in plan.rejected],
         "alternatives": [
-            {"change": a.change, "text": _alternative_text(a.change, a.stack, request), "stack": stack_json(a.stack, request)} for a in plan.alternatives
+            {
+                "change": a.change,
+                "text": _alternative_text(a.change, a.stack, request),
+                "stack": stack_json(a.stack, request),
+            }
+            for a in plan.alternatives
         ],
         "considered": plan.considered,
         "exit_code": plan.exit_code,
@@ -89,10 +94,15 @@ def render_text(plan: Plan, out: TextIO) -> None:
 
 def text_lines(plan: Plan) -> list[str]:
     request = plan.request
-    lines = [f"Plan for {_wanted(request)} on {OS_TITLES[request.os]}" + "".join(f" · {part}" for part in _given_parts(request))]
+    lines = [
+        f"Plan for {_wanted(request)} on {OS_TITLES[request.os]}"
+        + "".join(f" · {part}" for part in _given_parts(request))
+    ]
     runs = driver_runs(request)
     if runs and request.driver is not None:  # runs: known only for a given driver
-        lines.append(f"  Driver {request.driver.text} runs CUDA toolkits up to {runs} (newer ones need a newer driver).")
+        lines.append(
+            f"  Driver {request.driver.text} runs CUDA toolkits up to {runs} (newer ones need a newer driver)."
+        )
     lines.append("")
     if plan.stack is None:
         lines.append("✗ No stack satisfies every constraint:")
@@ -117,16 +127,28 @@ def _stack_lines(stack: Stack, request: Request) -> list[str]:
     for verdict in stack.chosen:
         c = verdict.candidate
         cudnn = verdict.needs.cudnn or c.cudnn
-        cudnn_text = f"cuDNN {cudnn}{'+' if c.cudnn_rule == 'at-least' and not verdict.needs.cudnn else ''}" if cudnn else "cuDNN (not published)"
+        cudnn_text = (
+            f"cuDNN {cudnn}{'+' if c.cudnn_rule == 'at-least' and not verdict.needs.cudnn else ''}"
+            if cudnn
+            else "cuDNN (not published)"
+        )
         where = "from pip" if c.cuda_from == "bundled" else "to install"
         if c.cudnn_rule == "none":
-            cudnn_text, where = "no cuDNN needed", ("· CUDA from pip" if c.cuda_from == "bundled" else "· CUDA to install")
-        lines.append(f"✓ {c.framework} {c.version} ({c.build}) · CUDA {c.cuda} · {cudnn_text} {where}" + (f" · Python {c.python}" if c.python else ""))
+            cudnn_text, where = (
+                "no cuDNN needed",
+                ("· CUDA from pip" if c.cuda_from == "bundled" else "· CUDA to install"),
+            )
+        lines.append(
+            f"✓ {c.framework} {c.version} ({c.build}) · CUDA {c.cuda} · {cudnn_text} {where}"
+            + (f" · Python {c.python}" if c.python else "")
+        )
     drivers = stack.drivers("min_driver")
     compat = stack.drivers("min_driver_compat")
     exact = stack.drivers("min_driver_exact")
     rule = _driver_rule(stack)
-    lines.append("  Driver: " + ", ".join(f"≥ {drivers[o]} on {o.capitalize()}" for o in ("linux", "windows") if drivers[o]))
+    lines.append(
+        "  Driver: " + ", ".join(f"≥ {drivers[o]} on {o.capitalize()}" for o in ("linux", "windows") if drivers[o])
+    )
     if any(exact.values()) or any(compat.values()):
         side = [f"the release's own minimum (NVIDIA's Table 3): {_per_os(exact)}"] if any(exact.values()) else []
         side += [f"the minor-version compatibility floor: {_per_os(compat)}"] if any(compat.values()) else []
@@ -135,7 +157,11 @@ def _stack_lines(stack: Stack, request: Request) -> list[str]:
         lines.append(f"    rule used: {rule['rule']}, because {rule['why']}")
     if request.compute_capability:
         name = request.gpu.text if request.gpu else ""
-        lines.append(f"  GPU: {name}" if request.compute_capability in name else f"  GPU: {name} (compute capability {request.compute_capability})")
+        lines.append(
+            f"  GPU: {name}"
+            if request.compute_capability in name
+            else f"  GPU: {name} (compute capability {request.compute_capability})"
+        )
     return lines
 
 
@@ -166,20 +192,27 @@ def _steps_lines(todo: Steps) -> list[str]:
 
 
 def _rejection_lines(rejected: tuple[Rejection, ...]) -> list[str]:
-    """One line per release: its refused builds by the kind of reason, each kind told by its last (least demanding) build."""
+    """One line per release: its refused builds by the kind of reason, each kind told by its last (least demanding)
+    build."""
     groups: dict[tuple[str, str], list[Rejection]] = {}
     for rejection in rejected:
         groups.setdefault((rejection.framework, rejection.version), []).append(rejection)
     lines = []
     # the releases refused only for being another CUDA than the one asked for tell least: they go last
-    other_cuda = {key: all(any(r.kind == "cuda" for r in m.reasons) for m in members) for key, members in groups.items()}
-    for (framework, version), members in sorted(groups.items(), key=lambda item: other_cuda[item[0]])[:SHOWN_REJECTIONS]:
+    other_cuda = {
+        key: all(any(r.kind == "cuda" for r in m.reasons) for m in members) for key, members in groups.items()
+    }
+    for (framework, version), members in sorted(groups.items(), key=lambda item: other_cuda[item[0]])[
+        :SHOWN_REJECTIONS
+    ]:
         kinds: dict[str, list[Rejection]] = {}
         for member in members:
             kinds.setdefault(member.reasons[0].kind, []).append(member)
         parts = []
         for same in kinds.values():
-            builds = ", ".join(dict.fromkeys(r.build for r in same if r.build))  # one build per CUDA toolkit: named once
+            builds = ", ".join(
+                dict.fromkeys(r.build for r in same if r.build)
+            )  # one build per CUDA toolkit: named once
             parts.append((f"{builds}: " if builds else "") + "; ".join(r.text for r in same[-1].reasons))
         lines.append(f"  {framework} {version}: " + " | ".join(parts))
     if len(groups) > SHOWN_REJECTIONS:
@@ -197,7 +230,9 @@ def _alternative_text(change: str, stack: Stack, request: Request) -> str:
         return f"use WSL2: {what}"
     if change == "python":
         return f"use Python {stack.python}: {what}"
-    if change == "cuda" and request.cuda is not None:  # an alternative of another CUDA is only looked for when one was asked for
+    if (
+        change == "cuda" and request.cuda is not None
+    ):  # an alternative of another CUDA is only looked for when one was asked for
         return f"use CUDA {stack.cuda} instead of {request.cuda.text}: {what}"
     return f"use {what}"
 
@@ -234,7 +269,12 @@ def _wanted(request: Request) -> str:
 
 def _given_parts(request: Request) -> list[str]:
     parts = []
-    for label, value in (("Python", request.python), ("driver", request.driver), ("GPU", request.gpu), ("CUDA", request.cuda)):
+    for label, value in (
+        ("Python", request.python),
+        ("driver", request.driver),
+        ("GPU", request.gpu),
+        ("CUDA", request.cuda),
+    ):
         if value:
             parts.append(f"{label} {value.text}" + (" (this machine)" if value.origin == "machine" else ""))
     return parts + ([request.arch] if request.arch != "x86_64" else [])

@@ -17,7 +17,10 @@ def lines(explanation: Explanation, command: Sequence[str], hook: bool = False) 
     if hook:
         out = [f"cudnn-doctor hook: `{shown}` raised a GPU-stack error."]
     elif explanation.returncode < 0:
-        out = [f"cudnn-doctor run: `{shown}` was killed by signal {-explanation.returncode}{_signal_name(-explanation.returncode)}."]
+        out = [
+            f"cudnn-doctor run: `{shown}` was killed by signal "
+            f"{-explanation.returncode}{_signal_name(-explanation.returncode)}."
+        ]
     elif explanation.returncode:
         out = [f"cudnn-doctor run: `{shown}` exited with {explanation.returncode}."]
     else:

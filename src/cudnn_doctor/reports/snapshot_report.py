@@ -1,4 +1,5 @@
-"""What `snapshot` writes: the recorded machine as YAML (or JSON), the machine-fixture/1 format that `check --fixture` reads."""
+"""What `snapshot` writes: the recorded machine as YAML (or JSON), the machine-fixture/1 format that `check --fixture`
+reads."""
 
 from __future__ import annotations
 

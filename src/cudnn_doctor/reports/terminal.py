@@ -14,8 +14,18 @@ from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.kinds import LoadHow
 from cudnn_doctor.reports.encoding import Fitter
 
-MARKS = {None: ("✓", "green"), Severity.INFO: ("•", "blue"), Severity.WARNING: ("!", "yellow"), Severity.ERROR: ("✗", "red")}
-ASCII_MARKS = {None: ("OK", "green"), Severity.INFO: ("i", "blue"), Severity.WARNING: ("!", "yellow"), Severity.ERROR: ("X", "red")}
+MARKS = {
+    None: ("✓", "green"),
+    Severity.INFO: ("•", "blue"),
+    Severity.WARNING: ("!", "yellow"),
+    Severity.ERROR: ("✗", "red"),
+}
+ASCII_MARKS = {
+    None: ("OK", "green"),
+    Severity.INFO: ("i", "blue"),
+    Severity.WARNING: ("!", "yellow"),
+    Severity.ERROR: ("X", "red"),
+}
 
 
 def _short(version: Optional[str]) -> str:
@@ -39,7 +49,10 @@ def _cudnn_summary(facts: Facts) -> str:
         for step in resolution.steps:
             if not step.reused and step.winner and is_cudnn_front(step.name):
                 copies = len(step.candidates)
-                parts.append(f"{resolution.framework} loads {step.winner}" + (f" (first of {copies} copies)" if copies > 1 else ""))
+                parts.append(
+                    f"{resolution.framework} loads {step.winner}"
+                    + (f" (first of {copies} copies)" if copies > 1 else "")
+                )
                 break
     return "; ".join(parts)
 
@@ -47,7 +60,9 @@ def _cudnn_summary(facts: Facts) -> str:
 def _summaries(facts: Facts) -> dict[str, str]:
     d, tk = facts.driver, facts.toolkits
     if d.present:
-        gpus = ", ".join(f"{g.name} (sm_{g.compute_capability.replace('.', '')})" if g.compute_capability else g.name for g in d.gpus)
+        gpus = ", ".join(
+            f"{g.name} (sm_{g.compute_capability.replace('.', '')})" if g.compute_capability else g.name for g in d.gpus
+        )
         driver = f"driver {d.version or '?'} · CUDA {d.cuda or '?'} max" + (f" · {gpus}" if gpus else "")
     else:
         driver = "no driver found"
@@ -136,9 +151,19 @@ def _lines(diagnosis: Diagnosis, verbose: bool, marks: dict = MARKS) -> Iterable
     causes = [f.severity for f in findings if f.symptom_of is None]
     errors = causes.count(Severity.ERROR)
     warnings = causes.count(Severity.WARNING)
-    tail = f" ({len(findings) - len(causes)} more finding(s) shown as their symptoms)" if len(causes) < len(findings) else ""
+    tail = (
+        f" ({len(findings) - len(causes)} more finding(s) shown as their symptoms)"
+        if len(causes) < len(findings)
+        else ""
+    )
     fixing = f" {fixable} finding(s) `cudnn-doctor fix` can fix." if fixable else ""
-    yield [(f"{errors} error(s), {warnings} warning(s){tail}.{fixing} `--ignore ID` hides one; `explain ID` says more; `-v` shows every fact.", "")]
+    yield [
+        (
+            f"{errors} error(s), {warnings} warning(s){tail}.{fixing} `--ignore ID` hides one; `explain ID` says "
+            f"more; `-v` shows every fact.",
+            "",
+        )
+    ]
 
 
 def _one_line(text: str, width: int = 160) -> str:
@@ -176,7 +201,10 @@ def _facts_lines(facts: Facts, area: Area) -> Iterable[str]:
     if area is Area.DRIVER:
         yield f"source: {facts.driver.source or facts.driver.smi_error}"
         for gpu in facts.driver.gpus:
-            yield f"GPU {gpu.name}: compute capability {gpu.compute_capability or '?'} ({gpu.capability_source}), {gpu.memory_mib or '?'} MiB"
+            yield (
+                f"GPU {gpu.name}: compute capability {gpu.compute_capability or '?'} ({gpu.capability_source}), "
+                f"{gpu.memory_mib or '?'} MiB"
+            )
     elif area is Area.TOOLKIT:
         for t in facts.toolkits.toolkits:
             alias = f" (also {', '.join(t.aliases)})" if t.aliases else ""
@@ -188,9 +216,10 @@ def _facts_lines(facts: Facts, area: Area) -> Iterable[str]:
     elif area is Area.CUDNN:
         for install in facts.cudnn:
             yield (
-                f"{install.folder}: cuDNN {install.version or install.major} ({install.version_source or 'version unknown'}), "
-                f"CUDA {install.cuda_major or '?'} ({install.cuda_source or 'unknown'}), {len(install.libraries)} libraries"
-                + (f", missing {', '.join(install.missing_parts)}" if install.missing_parts else "")
+                f"{install.folder}: cuDNN {install.version or install.major} "
+                f"({install.version_source or 'version unknown'}), "
+                f"CUDA {install.cuda_major or '?'} ({install.cuda_source or 'unknown'}), {len(install.libraries)} "
+                f"libraries" + (f", missing {', '.join(install.missing_parts)}" if install.missing_parts else "")
             )
         for resolution in facts.resolutions:
             yield f"{resolution.framework} in {resolution.executable} loads:"
@@ -198,13 +227,27 @@ def _facts_lines(facts: Facts, area: Area) -> Iterable[str]:
                 if step.reused:
                     continue
                 where = step.winner or (
-                    f"BROKEN {step.blocked_by}" if step.blocked_by else f"provided by the {step.provided_by}" if step.provided_by else "NOT FOUND"
+                    f"BROKEN {step.blocked_by}"
+                    if step.blocked_by
+                    else f"provided by the {step.provided_by}"
+                    if step.provided_by
+                    else "NOT FOUND"
                 )
-                shadow = f"  (also: {', '.join(c.path for c in step.candidates if c.path != step.winner)})" if len(step.candidates) > 1 else ""
-                yield f"  {step.how:6} {step.wanted} ← {step.requester.replace(chr(92), '/').rsplit('/', 1)[-1]}: {where}{shadow}"
+                shadow = (
+                    f"  (also: {', '.join(c.path for c in step.candidates if c.path != step.winner)})"
+                    if len(step.candidates) > 1
+                    else ""
+                )
+                yield (
+                    f"  {step.how:6} {step.wanted} ← {step.requester.replace(chr(92), '/').rsplit('/', 1)[-1]}: "
+                    f"{where}{shadow}"
+                )
     elif area is Area.FRAMEWORKS:
         for python in facts.pythons:
-            yield f"{python.executable}: Python {python.version} ({python.kind}){' [current]' if python.current else ''}, {len(python.packages)} distributions"
+            yield (
+                f"{python.executable}: Python {python.version} "
+                f"({python.kind}){' [current]' if python.current else ''}, {len(python.packages)} distributions"
+            )
             for build in facts.builds:
                 if build.executable == python.executable:
                     yield "  " + _build_line(build)

@@ -61,12 +61,22 @@ def _rate(bench: dict[str, Any]) -> str:
 
 def text_lines(result: dict[str, Any]) -> list[str]:
     lines = [f"Verify in {result['python']}" + (" (quick)" if result.get("quick") else ""), ""]
-    lines += ["CPU only, as asked (--cpu-only): no GPU was used."] if result.get("cpu_only") else _gpu_line(result.get("gpu"))
+    lines += (
+        ["CPU only, as asked (--cpu-only): no GPU was used."]
+        if result.get("cpu_only")
+        else _gpu_line(result.get("gpu"))
+    )
     if not result["frameworks"]:
-        lines.append(f"✗ No framework to verify in {result['python']}: install one (python -m pip install torch), or pass --python")
+        lines.append(
+            f"✗ No framework to verify in {result['python']}: install one (python -m pip install torch), or pass "
+            f"--python"
+        )
     for framework in result["frameworks"]:
         versions = " · ".join(f"{k} {framework[k]}" for k in ("cuda", "cudnn") if framework.get(k))
-        lines += ["", f"{framework['framework']} {framework.get('version') or ''}" + (f" ({versions})" if versions else "")]
+        lines += [
+            "",
+            f"{framework['framework']} {framework.get('version') or ''}" + (f" ({versions})" if versions else ""),
+        ]
         if framework["status"] not in ("ok", "no-gpu"):
             lines.append(f"  ✗ {framework['status']}: {framework.get('message') or ''}")
             continue
@@ -75,12 +85,18 @@ def text_lines(result: dict[str, Any]) -> list[str]:
         lines += [f"  • {note}" for note in framework.get("notes") or ()]
         for smoke in framework["smoke"]:
             error = f"{smoke['max_error']:.1e}" if smoke.get("max_error") is not None else smoke.get("error", "failed")
-            lines.append(f"  {'✓' if smoke['ok'] else '✗'} {smoke['name']} {smoke['precision']}: GPU vs CPU error {error} (tolerance {smoke['tolerance']:.0e})")
+            lines.append(
+                f"  {'✓' if smoke['ok'] else '✗'} {smoke['name']} {smoke['precision']}: GPU vs CPU error {error} "
+                f"(tolerance {smoke['tolerance']:.0e})"
+            )
         if framework["benchmarks"]:
             lines.append("  benchmark                  device precision   median      rate")
         for bench in framework["benchmarks"]:
             name = bench["id"]
-            lines.append(f"  {name:26} {bench['device'].upper():6} {bench['precision']:9} {bench['median_s'] * 1000:8.2f} ms {_rate(bench)}")
+            lines.append(
+                f"  {name:26} {bench['device'].upper():6} {bench['precision']:9} {bench['median_s'] * 1000:8.2f} "
+                f"ms {_rate(bench)}"
+            )
         for verdict in framework["verdicts"]:
             lines.append(f"  {MARKS[verdict['status']]} {verdict['text']}")
     if result.get("compare"):
@@ -88,7 +104,10 @@ def text_lines(result: dict[str, Any]) -> list[str]:
         for row in result["compare"]:
             change = "faster" if row["ratio"] >= 1 else "slower"
             factor = row["ratio"] if row["ratio"] >= 1 else 1 / row["ratio"]
-            lines.append(f"  {row['framework']} {row['id']}: {row['before_s'] * 1000:.2f} → {row['after_s'] * 1000:.2f} ms ({factor:.2f}× {change})")
+            lines.append(
+                f"  {row['framework']} {row['id']}: {row['before_s'] * 1000:.2f} → {row['after_s'] * 1000:.2f} ms "
+                f"({factor:.2f}× {change})"
+            )
     elif result.get("compare") is not None:
         lines += ["", "No earlier run on this GPU to compare with."]
     if result.get("cpu_only"):
@@ -113,7 +132,14 @@ class Progress:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
             console = Console(file=stream)
-            self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True)
+            self._bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=console,
+                transient=True,
+            )
 
     def __enter__(self) -> Progress:
         if self._bar is not None:

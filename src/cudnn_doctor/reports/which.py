@@ -38,7 +38,10 @@ def _lines(resolution: Resolution, confirmations: tuple[Confirmation, ...]) -> I
     for step in resolution.steps[1:]:
         if step.reused:
             continue
-        provided = {"driver": "not found: a driver library (only a machine with the NVIDIA driver has it)", "os": "provided by the OS"}
+        provided = {
+            "driver": "not found: a driver library (only a machine with the NVIDIA driver has it)",
+            "os": "provided by the OS",
+        }
         where = step.winner or (
             f"BROKEN {step.blocked_by}"
             if step.blocked_by
@@ -55,7 +58,8 @@ _SEARCH = {
     "altered": "LOAD_WITH_ALTERED_SEARCH_PATH: its imports are searched from its folder, not python.exe's",
     "default-dirs": "LOAD_LIBRARY_SEARCH_DEFAULT_DIRS | LOAD_LIBRARY_SEARCH_DLL_LOAD_DIR (a Python extension module): "
     "its imports are searched in its folder, python.exe's, os.add_dll_directory folders and System32, never PATH",
-    "default-dirs-then-path": "torch's preload (LOAD_LIBRARY_SEARCH_DEFAULT_DIRS | LOAD_LIBRARY_SEARCH_DLL_LOAD_DIR, then PATH)",
+    "default-dirs-then-path": "torch's preload (LOAD_LIBRARY_SEARCH_DEFAULT_DIRS | "
+    "LOAD_LIBRARY_SEARCH_DLL_LOAD_DIR, then PATH)",
 }
 
 

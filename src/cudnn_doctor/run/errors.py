@@ -68,11 +68,24 @@ def _hits(text: str, known: Known) -> list[tuple[int, Match]]:
             libraries.add(library)
             line_start = text.rfind("\n", 0, at) + 1
             found.append(
-                (line_start, Match(known.kind, known.areas, known.says, _next_step(known, library), _shown(text, line_start, line_end, start), library))
+                (
+                    line_start,
+                    Match(
+                        known.kind,
+                        known.areas,
+                        known.says,
+                        _next_step(known, library),
+                        _shown(text, line_start, line_end, start),
+                        library,
+                    ),
+                )
             )
             if not named:
                 return found  # it names no library: every later match is the same error again
-        following = {anchor: text.find(anchor, line_end) if position < line_end else position for anchor, position in following.items()}
+        following = {
+            anchor: text.find(anchor, line_end) if position < line_end else position
+            for anchor, position in following.items()
+        }
 
 
 def _next_step(known: Known, library: Optional[str]) -> str:

@@ -14,8 +14,16 @@ from cudnn_doctor.record import Record
 from cudnn_doctor.run import errors, trace
 
 # The libraries of the GPU stack, by file name (Linux and Windows spellings).
-GPU_LIBRARY = regex(r"(?i)(cudnn|cublas|cudart|cufft|curand|cusolver|cusparse|nvrtc|nvjitlink|nccl|zlibwapi|nvcuda|libcuda\.so|nvidia-ml|libnvml)")
-_AREA_OF = (("cudnn", "cudnn"), ("zlibwapi", "cudnn"), ("libcuda.so", "driver"), ("nvcuda", "driver"), ("nvidia-ml", "driver"))
+GPU_LIBRARY = regex(
+    r"(?i)(cudnn|cublas|cudart|cufft|curand|cusolver|cusparse|nvrtc|nvjitlink|nccl|zlibwapi|nvcuda|libcuda\.so|nvidia-ml|libnvml)"
+)
+_AREA_OF = (
+    ("cudnn", "cudnn"),
+    ("zlibwapi", "cudnn"),
+    ("libcuda.so", "driver"),
+    ("nvcuda", "driver"),
+    ("nvidia-ml", "driver"),
+)
 
 
 class Explanation(Record):
@@ -26,7 +34,8 @@ class Explanation(Record):
 
     @property
     def about_frameworks(self) -> bool:
-        """An error of a framework's build (a CPU build, no code for the GPU): `check` then needs the frameworks' reports."""
+        """An error of a framework's build (a CPU build, no code for the GPU): `check` then needs the frameworks'
+        reports."""
         return any("frameworks" in m.areas for m in self.errors)
 
     @property
@@ -55,9 +64,15 @@ def explain(returncode: int, stderr: str, traces: Sequence[str], findings: Itera
         if GPU_LIBRARY.search(search.name) or search.name.rsplit("/", 1)[-1].lower() in named
     )
     if returncode == 0 and not matches:
-        return Explanation(returncode, (), (), ())  # a clean run: searches a program tries and survives are its business
+        return Explanation(
+            returncode, (), (), ()
+        )  # a clean run: searches a program tries and survives are its business
     names = named | {s.name.rsplit("/", 1)[-1].lower() for s in failed}
-    areas = {a for m in matches for a in m.areas} | {area_of(s.name) for s in failed} | {area_of(m.library) for m in matches}
+    areas = (
+        {a for m in matches for a in m.areas}
+        | {area_of(s.name) for s in failed}
+        | {area_of(m.library) for m in matches}
+    )
     return Explanation(returncode, matches, failed, tuple(_bearing(findings, names, areas - {None})))
 
 

@@ -26,7 +26,9 @@ def diagnose_text(text: str) -> None:
     from cudnn_doctor.system.live import LiveSystem
 
     findings = diagnose(LiveSystem(), with_frameworks=first.about_frameworks).findings
-    run_report.render(explain(1, text, (), findings), [sys.argv[0] if sys.argv and sys.argv[0] else "python"], sys.stderr, hook=True)
+    run_report.render(
+        explain(1, text, (), findings), [sys.argv[0] if sys.argv and sys.argv[0] else "python"], sys.stderr, hook=True
+    )
 
 
 def install() -> None:

@@ -88,8 +88,14 @@ def parse(text: str) -> list[Search]:
             current.tried.append(trying.group(1).strip())
             continue
         linked = _LINKED.match(line)
-        if linked and (linked.group(1) == current.name or linked.group(1).rsplit("/", 1)[-1] == current.name.rsplit("/", 1)[-1]):
-            loaded = current.tried[-1] if current.tried else (current.name if current.name.startswith("/") else linked.group(1))
+        if linked and (
+            linked.group(1) == current.name or linked.group(1).rsplit("/", 1)[-1] == current.name.rsplit("/", 1)[-1]
+        ):
+            loaded = (
+                current.tried[-1]
+                if current.tried
+                else (current.name if current.name.startswith("/") else linked.group(1))
+            )
             searches.append(current.close(loaded))
             current = None
     if current is not None:

@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 
 
 def open_system(fixture: Optional[Path] = None, limit: Optional[float] = None) -> System:
-    """The live machine, or the machine a fixture file describes; `limit` bounds every child process of a live run (seconds)."""
+    """The live machine, or the machine a fixture file describes; `limit` bounds every child process of a live run
+    (seconds)."""
     if fixture is not None:
         from cudnn_doctor.system.fixture import FixtureSystem
 

@@ -91,7 +91,8 @@ class Archive:
     """A uniform, validated view of a zip, a tar or a folder, read in one pass.
 
     A tar is read as a stream (one decompression: by `opener`, the CLI's `xz -d`, or by Python)
-    and a zip member by member, each member once: its SHA-256, its first bytes (what the plan reads: a header's version, a
+    and a zip member by member, each member once: its SHA-256, its first bytes (what the plan reads: a header's
+    version, a
     library's machine) and, where the archive's name does not say the CUDA major, the cuBLAS
     name the ops library asks for are taken on the way. With `spool` (a folder, best on the
     target's file system), each file's bytes are also written there under a numbered name, so
@@ -118,9 +119,12 @@ class Archive:
             elif not path.is_file():
                 raise InputError(f"{path.name} is not a regular file (a device or FIFO?)")
             elif zipfile.is_zipfile(path):
-                if tarfile.is_tarfile(path):  # a polyglot: which files it installs would depend on the reader that looked first
+                if tarfile.is_tarfile(
+                    path
+                ):  # a polyglot: which files it installs would depend on the reader that looked first
                     raise InputError(
-                        f"{path.name} is both a valid zip and a valid tar archive, so what it holds depends on the program that reads it;"
+                        f"{path.name} is both a valid zip and a valid tar archive, so what it holds depends on "
+                        f"the program that reads it;"
                         " refused: unpack it with the tool its source names and repack it as one kind"
                     )
                 self.kind = "zip"
@@ -138,12 +142,20 @@ class Archive:
                 self._members = self._read_tar()
             else:
                 raise InputError(f"{path.name} is not a .zip, .tar.xz or .tar.gz archive (or it is truncated)")
-        except (zipfile.BadZipFile, tarfile.TarError, EOFError, lzma.LZMAError, zlib.error, UnicodeDecodeError) as error:
+        except (
+            zipfile.BadZipFile,
+            tarfile.TarError,
+            EOFError,
+            lzma.LZMAError,
+            zlib.error,
+            UnicodeDecodeError,
+        ) as error:
             raise InputError(f"{path.name} is corrupt or truncated: {error}") from None
         except OSError as error:
             if spool is not None and (error.errno in _DISK_FULL or str(error.filename or "").startswith(spool)):
                 raise InputError(
-                    f"cannot write the archive's files in {spool} ({error.strerror or error}): free some space there; nothing was changed"
+                    f"cannot write the archive's files in {spool} ({error.strerror or error}): free some space "
+                    f"there; nothing was changed"
                 ) from None
             raise InputError(f"{path.name} is corrupt or truncated: {error}") from None
         self._by_name = {m.name: m for m in self._members}
@@ -156,7 +168,10 @@ class Archive:
 
     def _check_count(self, count: int) -> None:
         if count > MAX_MEMBERS:
-            raise InputError(f"{self.path.name}: refusing an archive of more than {MAX_MEMBERS:,} members (a cuDNN release has about 100)")
+            raise InputError(
+                f"{self.path.name}: refusing an archive of more than {MAX_MEMBERS:,} members (a cuDNN release has "
+                f"about 100)"
+            )
 
     def _check_growth(self, name: str, size: int) -> None:
         """The running total of a tar's sizes, judged before the member's bytes are read."""
@@ -165,14 +180,18 @@ class Archive:
             raise self._refuse(f"an archive that expands to more than {MAX_TOTAL_BYTES / 1024**3:.0f} GB")
         if self._spool_free is not None and self._total + SPOOL_MARGIN > self._spool_free:
             raise InputError(
-                f"the new files need more than {self._total / 1024**2:,.0f} MB in {self._spool}, which has {self._spool_free / 1024**2:,.0f} MB free: "
+                f"the new files need more than {self._total / 1024**2:,.0f} MB in {self._spool}, which has "
+                f"{self._spool_free / 1024**2:,.0f} MB free: "
                 "free some space; nothing was changed"
             )
         if size > MAX_MEMBER_BYTES:
             raise self._refuse(f"{name!r}: a member of {size / 1024**3:,.1f} GB (no cuDNN file is larger than 1 GB)")
         packed = max(self._packed or 0, 1)
         if self._total > 64 * RATIO_FLOOR and self._total > MAX_ARCHIVE_RATIO * packed:
-            raise self._refuse(f"an archive that expands more than {MAX_ARCHIVE_RATIO}x, to {self._total / 1024**2:,.0f} MB at {name!r} (an archive bomb?)")
+            raise self._refuse(
+                f"an archive that expands more than {MAX_ARCHIVE_RATIO}x, to {self._total / 1024**2:,.0f} MB at "
+                f"{name!r} (an archive bomb?)"
+            )
 
     def _read_tar(self) -> tuple[Member, ...]:
         """Every member in one streaming pass: headers judged for count and size, files read once."""
@@ -187,7 +206,10 @@ class Archive:
                 elif info.islnk():  # a hard link names another member (an earlier one, in a tar) by its path
                     source = clean_name(info.linkname)
                     if source not in regular or source == name:
-                        raise InputError(f"{self.path.name}: refusing hard link {name!r} → {info.linkname!r} (it names no file of the archive)")
+                        raise InputError(
+                            f"{self.path.name}: refusing hard link {name!r} → {info.linkname!r} (it names no file "
+                            f"of the archive)"
+                        )
                     members.append(Member(name, regular[source], 0, hardlink=source))
                 elif info.isdir():
                     members.append(Member(name, 0, 0, is_dir=True))
@@ -217,10 +239,17 @@ class Archive:
         keep = _HEADER_HEAD if name.endswith(".h") else _HEAD
         head = b""
         spooled = os.path.join(self._spool, f"{number:05d}") if self._spool is not None else None
-        look = self._cublas is None and OPS_NAME.search(name) is not None and cuda_from_names(self.path.name, name.split("/")[0], []) is None
+        look = (
+            self._cublas is None
+            and OPS_NAME.search(name) is not None
+            and cuda_from_names(self.path.name, name.split("/")[0], []) is None
+        )
         tail = b""
         written = 0
-        with open(spooled, "wb") if spooled else contextlib.nullcontext() as out, _Sink(out, threaded=size > 2 * BLOCK) as sink:
+        with (
+            open(spooled, "wb") if spooled else contextlib.nullcontext() as out,
+            _Sink(out, threaded=size > 2 * BLOCK) as sink,
+        ):
             for block in iter(lambda: stream.read(BLOCK), b""):
                 if len(head) < keep:
                     head += block[: keep - len(head)]
@@ -245,7 +274,9 @@ class Archive:
             elif mode not in (0, 0o100000, 0o040000):
                 raise InputError(f"{self.path.name}: {info.filename!r} is a device, FIFO or socket, not a file")
             else:
-                members.append(Member(clean_name(info.filename), info.file_size, info.compress_size, is_dir=info.is_dir()))
+                members.append(
+                    Member(clean_name(info.filename), info.file_size, info.compress_size, is_dir=info.is_dir())
+                )
         return tuple(members)
 
     def _folder_members(self) -> tuple[Member, ...]:
@@ -294,13 +325,24 @@ class Archive:
             if member.is_file and member.hardlink is None:
                 total += member.size
                 if member.size > MAX_MEMBER_BYTES:
-                    raise self._refuse(f"{name!r}: a member of {member.size / 1024**3:,.1f} GB (no cuDNN file is larger than 1 GB)")
-                if member.size > RATIO_FLOOR and member.size > MAX_RATIO * max(member.compressed, 1) and self.kind == "zip":
-                    raise self._refuse(f"{name!r}: it expands {member.size // max(member.compressed, 1)}x (a zip bomb?)")
+                    raise self._refuse(
+                        f"{name!r}: a member of {member.size / 1024**3:,.1f} GB (no cuDNN file is larger than 1 GB)"
+                    )
+                if (
+                    member.size > RATIO_FLOOR
+                    and member.size > MAX_RATIO * max(member.compressed, 1)
+                    and self.kind == "zip"
+                ):
+                    raise self._refuse(
+                        f"{name!r}: it expands {member.size // max(member.compressed, 1)}x (a zip bomb?)"
+                    )
         if total > MAX_TOTAL_BYTES:
             raise self._refuse(f"an archive that expands to {total / 1024**3:.0f} GB")
         if self._packed is not None and total > 64 * RATIO_FLOOR and total > MAX_ARCHIVE_RATIO * max(self._packed, 1):
-            raise self._refuse(f"an archive that expands {total // max(self._packed, 1)}x, to {total / 1024**2:,.0f} MB (an archive bomb?)")
+            raise self._refuse(
+                f"an archive that expands {total // max(self._packed, 1)}x, to {total / 1024**2:,.0f} MB (an "
+                f"archive bomb?)"
+            )
         if not any(CUDNN_FILE.search(m.name) for m in self._members if m.is_file):
             raise InputError(f"{self.path.name} holds no cuDNN library or header: it is not a cuDNN archive")
 

@@ -84,8 +84,13 @@ def run_child(
     else:
         options = {"start_new_session": True}
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        tagged = {**(os.environ if env is None else env), TAG: os.urandom(16).hex()}  # inherited by what the child starts
-        process = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=cwd, env=tagged, **options)
+        tagged = {
+            **(os.environ if env is None else env),
+            TAG: os.urandom(16).hex(),
+        }  # inherited by what the child starts
+        process = subprocess.Popen(
+            list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=cwd, env=tagged, **options
+        )
         running = _Running(_contain(process) if _WINDOWS else None, f"{TAG}={tagged[TAG]}".encode())
         with _live_lock:
             _live[process] = running
@@ -104,7 +109,9 @@ def run_child(
             if running.job is not None:
                 running.job.close()
         encoding = encoding or locale.getpreferredencoding(False)
-        return ChildResult(None if timed_out else process.returncode, _text(out, encoding), _text(err, encoding), timed_out)
+        return ChildResult(
+            None if timed_out else process.returncode, _text(out, encoding), _text(err, encoding), timed_out
+        )
 
 
 def _wait(process: subprocess.Popen, timeout: float) -> None:
@@ -163,7 +170,9 @@ def _kill_tree(process: subprocess.Popen, running: _Running, alive: bool) -> Non
                 pass
             process.kill()
     else:
-        escaped = _tree(process.pid if alive else None, running.tag)  # the child is reaped after a normal exit: its pid may be reused
+        escaped = _tree(
+            process.pid if alive else None, running.tag
+        )  # the child is reaped after a normal exit: its pid may be reused
         try:
             os.killpg(process.pid, signal.SIGKILL)  # the group outlives its leader while members remain
         except (ProcessLookupError, PermissionError):

@@ -29,7 +29,8 @@ def null_stream(mode: str) -> IO[str]:
 
 
 def discard(stream: object) -> None:
-    """Point a stream's descriptor at the null device, so that the interpreter's own flush at exit has nowhere to fail."""
+    """Point a stream's descriptor at the null device, so that the interpreter's own flush at exit has nowhere to
+    fail."""
     inner = getattr(stream, "stream", stream)
     try:
         null = os.open(os.devnull, os.O_WRONLY)

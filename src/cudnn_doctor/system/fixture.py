@@ -69,7 +69,8 @@ class FixtureSystem(System):
                 self._sources[entry["source"]] = _confined(self.origin, name, entry["source"])
 
     def _source_file(self, entry: dict[str, Any]) -> Path:
-        """The host file of an entry's `source`, checked when the fixture was loaded (never a path outside its folder)."""
+        """The host file of an entry's `source`, checked when the fixture was loaded (never a path outside its
+        folder)."""
         if self.origin is None:
             raise InputError(f"a file entry names source {entry['source']!r}, but the fixture was not read from a file")
         found = self._sources.get(entry["source"])
@@ -99,7 +100,8 @@ class FixtureSystem(System):
         return found[1] if found else None
 
     def _lookup(self, path: str) -> Optional[str]:
-        """`path` with every link resolved; None when that takes more than 40 links in all: a loop (the kernel's ELOOP)."""
+        """`path` with every link resolved; None when that takes more than 40 links in all: a loop (the kernel's
+        ELOOP)."""
         return self._walk(self.paths.norm(path), [_MAX_LINK_HOPS])
 
     def _walk(self, path: str, budget: list[int]) -> Optional[str]:
@@ -181,7 +183,9 @@ class FixtureSystem(System):
             return None
         children = self._children.get(self.paths.key(info.path), {})
         entries = (self.stat(child) for child in sorted(children.values()))
-        folder = self.paths.norm(path)  # entries are named below the folder as asked, links not resolved: os.scandir's paths
+        folder = self.paths.norm(
+            path
+        )  # entries are named below the folder as asked, links not resolved: os.scandir's paths
         return [
             FileInfo(self.paths.join(folder, self.paths.basename(child)), e.is_dir, e.size, e.link, e.readable)
             for child, e in zip(sorted(children.values()), entries)
@@ -221,7 +225,11 @@ class FixtureSystem(System):
         base = self._source_binary(entry) if "source" in entry else None
         if base is None and self._size(entry) == 0:
             return BinaryInfo(None, error="file too short (0 bytes)")
-        fields: dict[str, Any] = base._asdict() if base else {"format": "pe" if self.paths.windows else "elf", "machine": machine_of_arch(self.os, self.arch)}
+        fields: dict[str, Any] = (
+            base._asdict()
+            if base
+            else {"format": "pe" if self.paths.windows else "elf", "machine": machine_of_arch(self.os, self.arch)}
+        )
         for key, name in (("imports", "imports"), ("loads", "loads"), ("rpath", "runpath"), ("dt_rpath", "rpath")):
             if key in entry:
                 fields[name] = tuple(entry[key])
@@ -394,7 +402,8 @@ class FixtureSystem(System):
         return dict(entry["load"]) if entry and "load" in entry else None
 
     def mapped_libraries(self, executable: str, names: Sequence[str]) -> Optional[dict[str, Any]]:
-        """The recorded real loads (`mapped`) when every name was recorded; None (unknown) otherwise, as for a hand-written fixture."""
+        """The recorded real loads (`mapped`) when every name was recorded; None (unknown) otherwise, as for a
+        hand-written fixture."""
         python = self._pythons.get(self.paths.key(executable)) or {}
         mapped = python.get("mapped") or {}
         if not names or any(name not in mapped for name in names):
@@ -422,9 +431,13 @@ class FixtureSystem(System):
         python = self._pythons.get(self.paths.key(executable))
         if python is None:
             return None
-        return PythonInfo(python["executable"], python["version"], python.get("kind", "system"), dict(python.get("packages") or {}))
+        return PythonInfo(
+            python["executable"], python["version"], python.get("kind", "system"), dict(python.get("packages") or {})
+        )
 
-    def framework_reports(self, executable: str, frameworks: Sequence[str], timeout: float) -> dict[str, dict[str, Any]]:
+    def framework_reports(
+        self, executable: str, frameworks: Sequence[str], timeout: float
+    ) -> dict[str, dict[str, Any]]:
         python = self._pythons.get(self.paths.key(executable)) or {}
         reports = python.get("frameworks") or {}
         return {name: dict(report or {}) for name, report in reports.items()}

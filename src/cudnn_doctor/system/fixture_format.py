@@ -20,7 +20,8 @@ SCHEMA_ID = "machine-fixture/1"
 
 
 def command_key(paths: PathRules, argv: Sequence[str]) -> str:
-    """How a fixture's `commands` table names a command: the program's base name (no `.exe` on Windows), then its arguments."""
+    """How a fixture's `commands` table names a command: the program's base name (no `.exe` on Windows), then its
+    arguments."""
     program = paths.basename(argv[0])
     if paths.windows and program.lower().endswith(".exe"):
         program = program[:-4]
@@ -89,7 +90,8 @@ PYTHON = {
     "kind": ("enum", "conda", "venv", "system", "embedded"),
     "packages": _STR_MAP,
     "frameworks": ("map", FRAMEWORK),
-    # Beyond the spec (written by `snapshot`): what loading each name for real in this interpreter mapped (`path`) or the error.
+    # Beyond the spec (written by `snapshot`): what loading each name for real in this interpreter mapped (`path`) or
+    # the error.
     "mapped": ("map", MAPPED),
 }
 EXPECT = {"findings": _STR_LIST, "absent": _STR_LIST, "allow": _STR_LIST}
@@ -201,9 +203,15 @@ MAX_FIXTURE_BYTES = untrusted.MAX_BYTES
 
 
 def load_fixture(path: Path) -> dict[str, Any]:
-    """Read, parse and validate a fixture file through the hardened reader (`cudnn_doctor.system.untrusted`: a regular file
-    of at most 64 MiB, aliases, nesting, integers bounded, keys strings given once); every failure is a one-line `InputError`."""
-    document = untrusted.parse(untrusted.read_file(path, "fixture file", MAX_FIXTURE_BYTES), path.name, json_text=path.suffix.lower() == ".json")
+    """Read, parse and validate a fixture file through the hardened reader (`cudnn_doctor.system.untrusted`: a regular
+    file
+    of at most 64 MiB, aliases, nesting, integers bounded, keys strings given once); every failure is a one-line
+    `InputError`."""
+    document = untrusted.parse(
+        untrusted.read_file(path, "fixture file", MAX_FIXTURE_BYTES),
+        path.name,
+        json_text=path.suffix.lower() == ".json",
+    )
     try:
         return validate(document)
     except InputError as error:

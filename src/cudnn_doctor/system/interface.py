@@ -16,7 +16,9 @@ from cudnn_doctor.binaries import BinaryInfo
 from cudnn_doctor.paths import PathRules
 from cudnn_doctor.record import Record
 
-CHILD_SCRIPTS = Path(__file__).with_name("scripts")  # the programs run in a target interpreter: probes, loader check, verify worker
+CHILD_SCRIPTS = Path(__file__).with_name(
+    "scripts"
+)  # the programs run in a target interpreter: probes, loader check, verify worker
 
 
 class FileInfo(Record):
@@ -69,7 +71,8 @@ class PythonInfo(Record):
 
 
 class PassThrough(Record):
-    """How a user's program ended under `run`: its exit code, the end of its stderr, and the loader's trace per process."""
+    """How a user's program ended under `run`: its exit code, the end of its stderr, and the loader's trace per
+    process."""
 
     returncode: int
     stderr_tail: str
@@ -200,7 +203,8 @@ class Files(Machine):
 
     @abstractmethod
     def append(self, path: str, data: bytes) -> None:
-        """Add bytes at the end of a file (creating it); they are on disk (fsync) when this returns. The journal's write."""
+        """Add bytes at the end of a file (creating it); they are on disk (fsync) when this returns. The journal's
+        write."""
 
     @abstractmethod
     def remove_dir(self, path: str) -> bool:
@@ -212,7 +216,8 @@ class Files(Machine):
 
     @abstractmethod
     def lock(self, path: str) -> ContextManager[None]:
-        """Hold the exclusive lock file `path` while the block runs; raises `errors.Busy` at once when another process holds it."""
+        """Hold the exclusive lock file `path` while the block runs; raises `errors.Busy` at once when another process
+        holds it."""
 
     def in_use(self, path: str) -> Optional[list[str]]:
         """Windows: None when no other program holds `path` open or loaded (or nothing is there); else the
@@ -299,11 +304,14 @@ class Processes(Machine):
         """Version, kind and installed distributions of one interpreter."""
 
     @abstractmethod
-    def framework_reports(self, executable: str, frameworks: Sequence[str], timeout: float) -> dict[str, dict[str, Any]]:
+    def framework_reports(
+        self, executable: str, frameworks: Sequence[str], timeout: float
+    ) -> dict[str, dict[str, Any]]:
         """What each framework reports when imported in `executable` (a subprocess live)."""
 
     def mapped_libraries(self, executable: str, names: Sequence[str]) -> Optional[dict[str, Any]]:
-        """Live: load `names` in a child of `executable` and report the files really mapped; None when unknown (fixtures)."""
+        """Live: load `names` in a child of `executable` and report the files really mapped; None when unknown
+        (fixtures)."""
         return None
 
     def expect_mapped_libraries(self, executable: str, guess: Callable[[System], Mapping[str, Sequence[str]]]) -> None:
@@ -313,15 +321,30 @@ class Processes(Machine):
         Only a system that uses the guess calls it: a described machine, which runs nothing, does not."""
         return None
 
-    def run_script(self, executable: str, source: str, args: Sequence[str], timeout: float, progress: Optional[Callable[[str], None]] = None) -> Any:
+    def run_script(
+        self,
+        executable: str,
+        source: str,
+        args: Sequence[str],
+        timeout: float,
+        progress: Optional[Callable[[str], None]] = None,
+    ) -> Any:
         """Live: run Python `source` in a child of `executable` (a fresh sandbox folder as its working folder),
         calling `progress` with each line the child appends to the file named by $CUDNN_DOCTOR_PROGRESS;
         returns the child's `ChildResult`. A machine that is only described (a fixture) runs nothing."""
         raise NotImplementedError("a described machine runs no programs: verify needs the live machine")
 
-    def run_worker(self, executable: str, module: str, args: Sequence[str], timeout: float, progress: Optional[Callable[[str], None]] = None) -> Any:
+    def run_worker(
+        self,
+        executable: str,
+        module: str,
+        args: Sequence[str],
+        timeout: float,
+        progress: Optional[Callable[[str], None]] = None,
+    ) -> Any:
         """`run_script` of `module`'s `main(sys.argv)`, a module of a package in system/scripts (the verify worker's
-        `cudnn_doctor_verify.main`), with that folder first on the child's `sys.path`: the package runs from its files."""
+        `cudnn_doctor_verify.main`), with that folder first on the child's `sys.path`: the package runs from its
+        files."""
         source = f"import sys; sys.path.insert(0, {str(CHILD_SCRIPTS)!r}); from {module} import main; main(sys.argv)"
         return self.run_script(executable, source, args, timeout, progress)
 
@@ -362,7 +385,9 @@ class System(Files, Environment, Registry, Processes, Gpu):
         inside itself (in memory), where the user's state folder would be."""
         env, rules = self.env(), self.paths
         if rules.windows:
-            local = env.get("LOCALAPPDATA") or rules.join(env.get("USERPROFILE") or "C:\\Users\\user", "AppData", "Local")
+            local = env.get("LOCALAPPDATA") or rules.join(
+                env.get("USERPROFILE") or "C:\\Users\\user", "AppData", "Local"
+            )
             return rules.join(local, "cudnn-doctor")
         return rules.join(env.get("HOME") or "/root", ".local", "state", "cudnn-doctor")
 

@@ -47,7 +47,9 @@ class LiveSystem(LiveFiles, LiveRegistry, LiveProcesses, LiveGpu):
     live = True
 
     runs_concurrently = True  # `run` may be called from two threads at once (FolderIndex.prefetch)
-    lists_with_scandir = True  # list_dir's paths are os.path.join(folder, name), realpath the OS's (FolderIndex shares listings)
+    lists_with_scandir = (
+        True  # list_dir's paths are os.path.join(folder, name), realpath the OS's (FolderIndex shares listings)
+    )
 
     def __init__(self, limit: Optional[float] = None) -> None:
         """`limit`: seconds any one child process may take (`--framework-timeout`), below each call's own timeout."""
@@ -59,10 +61,15 @@ class LiveSystem(LiveFiles, LiveRegistry, LiveProcesses, LiveGpu):
         self._binaries: dict[str, BinaryInfo] = {}
         self.limit = limit
         self._hung: dict[str, float] = {}  # program or interpreter → the deadline it missed: never asked again this run
-        # one bounded pool for the framework and loader-check children of every interpreter: imports at once sum their memory
+        # one bounded pool for the framework and loader-check children of every interpreter: imports at once sum their
+        # memory
         self._slots = threading.BoundedSemaphore(max(1, os.cpu_count() or 1))
-        self._confirm: dict[tuple[str, str], tuple[str, ...]] = {}  # (interpreter, framework) → names its framework child also loads
-        self._mapped: dict[tuple[str, tuple[str, ...]], dict[str, Any]] = {}  # (interpreter, names) → what its framework child mapped
+        self._confirm: dict[
+            tuple[str, str], tuple[str, ...]
+        ] = {}  # (interpreter, framework) → names its framework child also loads
+        self._mapped: dict[
+            tuple[str, tuple[str, ...]], dict[str, Any]
+        ] = {}  # (interpreter, names) → what its framework child mapped
 
     def env(self) -> Env:
         return Env(os.environ, case_insensitive=self.os == "windows")

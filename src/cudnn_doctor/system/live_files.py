@@ -92,7 +92,11 @@ class LiveFiles(System):
             for entry in entries:
                 try:
                     if entry.is_dir(follow_symlinks=False):
-                        if depth < NATIVE_DEPTH and not skipped_folder(entry.name) and not (depth == 0 and entry.name in skip):
+                        if (
+                            depth < NATIVE_DEPTH
+                            and not skipped_folder(entry.name)
+                            and not (depth == 0 and entry.name in skip)
+                        ):
                             pending.append((entry.path, depth + 1))
                     elif is_native_name(entry.name, windows) and entry.is_file():
                         found.append(entry.path)

@@ -126,7 +126,8 @@ class LiveProcesses(System):
         prefix = pyenv.prefix_of(exe)
         if _same_file(str(prefix), sys.prefix):  # venvs share the interpreter binary: compare environments
             version = _python_version()
-            # where it finds distributions: its site folders; under a ._pth file, every folder that file (and `site`) named
+            # where it finds distributions: its site folders; under a ._pth file, every folder that file (and `site`)
+            # named
             every = pyenv.pth_file(exe) is not None
             folders = [Path(p) for p in sys.path if (every or pyenv.is_site_folder(p)) and os.path.isdir(p)]
         else:
@@ -137,16 +138,23 @@ class LiveProcesses(System):
             folders = pyenv.search_folders(exe, prefix, version)
         return PythonInfo(executable, version, pyenv.kind_of(prefix, exe), pyenv.distributions(folders))
 
-    def framework_reports(self, executable: str, frameworks: Sequence[str], timeout: float) -> dict[str, dict[str, Any]]:
+    def framework_reports(
+        self, executable: str, frameworks: Sequence[str], timeout: float
+    ) -> dict[str, dict[str, Any]]:
         if not frameworks:
             return {}
         key = os.path.abspath(executable)
         if key in self._hung:  # it missed a deadline already: every import would too
-            return {name: {"error": f"TimeoutError: {executable} did not answer within {self._hung[key]:g} s"} for name in frameworks}
+            return {
+                name: {"error": f"TimeoutError: {executable} did not answer within {self._hung[key]:g} s"}
+                for name in frameworks
+            }
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=len(frameworks)) as pool:
-            results = pool.map(lambda name: self._probe_framework(executable, name, self._deadline(timeout)), frameworks)
+            results = pool.map(
+                lambda name: self._probe_framework(executable, name, self._deadline(timeout)), frameworks
+            )
             return dict(zip(frameworks, results))
 
     def _ask(self, argv: Sequence[str], timeout: float) -> str:
@@ -170,7 +178,14 @@ class LiveProcesses(System):
             with _Place(self._slots) as place:
                 if key in self._hung:  # it missed a deadline while this import waited for a place in the pool
                     return {"error": f"TimeoutError: {executable} did not answer within {self._hung[key]:g} s"}
-                done = self._child([executable, "-c", source, name, *confirm], timeout, cwd=sandbox, env=environment, encoding="utf-8", ended=place.give_back)
+                done = self._child(
+                    [executable, "-c", source, name, *confirm],
+                    timeout,
+                    cwd=sandbox,
+                    env=environment,
+                    encoding="utf-8",
+                    ended=place.give_back,
+                )
         except OSError as error:
             return {"import_error": f"{type(error).__name__}: {error}"}
         finally:  # outside the pool: removing the sandbox delays no other import
@@ -188,15 +203,26 @@ class LiveProcesses(System):
             report["log"] = done.stderr[-8000:]
         return report
 
-    def run_script(self, executable: str, source: str, args: Sequence[str], timeout: float, progress: Optional[Callable[[str], None]] = None) -> ChildResult:
+    def run_script(
+        self,
+        executable: str,
+        source: str,
+        args: Sequence[str],
+        timeout: float,
+        progress: Optional[Callable[[str], None]] = None,
+    ) -> ChildResult:
         sandbox = tempfile.mkdtemp(prefix="cudnn-doctor-run-")
         progress_file = os.path.join(sandbox, "progress.txt")
         environment = {**no_trace_environment(sandbox), "CUDNN_DOCTOR_PROGRESS": progress_file}
         stop = threading.Event()
-        watcher = threading.Thread(target=_follow, args=(progress_file, progress, stop), daemon=True) if progress else None
+        watcher = (
+            threading.Thread(target=_follow, args=(progress_file, progress, stop), daemon=True) if progress else None
+        )
         if watcher:
             watcher.start()
-        script = os.path.join(sandbox, "cudnn_doctor_script.py")  # a file, not -c: Windows caps a command line at 32,767 characters
+        script = os.path.join(
+            sandbox, "cudnn_doctor_script.py"
+        )  # a file, not -c: Windows caps a command line at 32,767 characters
         try:
             with open(script, "w", encoding="utf-8") as handle:
                 handle.write(source)
@@ -222,7 +248,8 @@ class LiveProcesses(System):
 
 
 def _python_version() -> str:
-    """platform.python_version(), which is the first word of sys.version ("3.11.7", "3.13.0rc1"), without importing platform."""
+    """platform.python_version(), which is the first word of sys.version ("3.11.7", "3.13.0rc1"), without importing
+    platform."""
     return sys.version.split()[0]
 
 
@@ -277,7 +304,8 @@ class _Place:
 
 
 def _python_literal(text: str) -> Any:
-    """What a framework child printed with repr(): read with ast.literal_eval (never eval); ValueError when it is not one."""
+    """What a framework child printed with repr(): read with ast.literal_eval (never eval); ValueError when it is not
+    one."""
     import ast
 
     try:

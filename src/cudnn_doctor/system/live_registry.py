@@ -82,13 +82,17 @@ class LiveRegistry(System):
             winreg.SetValueEx(key, name, 0, winreg.REG_EXPAND_SZ if kind == REG_EXPAND_SZ else winreg.REG_SZ, value)
 
     def broadcast_environment_change(self) -> None:
-        if self.os != "windows" or sys.platform != "win32":  # one question; mypy reads the second (its Windows-only ctypes)
+        if (
+            self.os != "windows" or sys.platform != "win32"
+        ):  # one question; mypy reads the second (its Windows-only ctypes)
             return
         import ctypes
 
         result = ctypes.c_size_t()
         HWND_BROADCAST, WM_SETTINGCHANGE, SMTO_ABORTIFHUNG = 0xFFFF, 0x001A, 0x0002
-        ctypes.windll.user32.SendMessageTimeoutW(HWND_BROADCAST, WM_SETTINGCHANGE, 0, "Environment", SMTO_ABORTIFHUNG, 5000, ctypes.byref(result))
+        ctypes.windll.user32.SendMessageTimeoutW(
+            HWND_BROADCAST, WM_SETTINGCHANGE, 0, "Environment", SMTO_ABORTIFHUNG, 5000, ctypes.byref(result)
+        )
 
 
 def _winreg() -> Any:

@@ -31,7 +31,12 @@ class NativeNames:
             files = document.get("files") if isinstance(document, dict) else None
             if isinstance(files, dict):
                 self._entries = {
-                    k: v for k, v in files.items() if isinstance(v, list) and len(v) == 3 and isinstance(v[2], list) and all(isinstance(n, str) for n in v[2])
+                    k: v
+                    for k, v in files.items()
+                    if isinstance(v, list)
+                    and len(v) == 3
+                    and isinstance(v[2], list)
+                    and all(isinstance(n, str) for n in v[2])
                 }
         return self._entries
 

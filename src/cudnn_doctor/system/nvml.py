@@ -1,4 +1,5 @@
-"""NVML through ctypes: the driver and GPU facts `check` reads, without importing pynvml (a heavy import: docs/speed.md).
+"""NVML through ctypes: the driver and GPU facts `check` reads, without importing pynvml (a heavy import:
+docs/speed.md).
 
 Only the calls the doctor needs (the facts `check` reads; the clocks, power and throttle reasons `verify` reads),
 under the entry points, buffer sizes and library paths nvidia-ml-py (pynvml) uses, so both read the same answers
@@ -71,7 +72,8 @@ _T = TypeVar("_T")
 
 
 def _in_session(read: Callable[[Any], _T], library: Optional[Any]) -> Optional[_T]:
-    """`read(library)` inside an NVML session, shut down whatever happened; None when it cannot start or `read` fails."""
+    """`read(library)` inside an NVML session, shut down whatever happened; None when it cannot start or `read`
+    fails."""
     library = load() if library is None else library
     if library is None:
         return None
@@ -162,7 +164,10 @@ def _states(library: Any) -> list[dict[str, Any]]:
         _call(library, "nvmlDeviceGetHandleByIndex_v2", ctypes.c_uint(index), ctypes.byref(handle))
         name = ctypes.create_string_buffer(DEVICE_NAME_BUFFER_SIZE)
         _call(library, "nvmlDeviceGetName", handle, name, ctypes.c_uint(DEVICE_NAME_BUFFER_SIZE))
-        draw, limit = _number(library, "nvmlDeviceGetPowerUsage", handle), _number(library, "nvmlDeviceGetEnforcedPowerLimit", handle)
+        draw, limit = (
+            _number(library, "nvmlDeviceGetPowerUsage", handle),
+            _number(library, "nvmlDeviceGetEnforcedPowerLimit", handle),
+        )
         reasons = _number(library, "nvmlDeviceGetCurrentClocksThrottleReasons", handle, wide=True)
         states.append(
             {
@@ -172,7 +177,10 @@ def _states(library: Any) -> list[dict[str, Any]]:
                     "sm_max": _number(library, "nvmlDeviceGetMaxClockInfo", handle, CLOCK_SM),
                     "memory": _number(library, "nvmlDeviceGetClockInfo", handle, CLOCK_MEM),
                 },
-                "power_w": {"draw": draw / 1000.0 if draw is not None else None, "limit": limit / 1000.0 if limit is not None else None},
+                "power_w": {
+                    "draw": draw / 1000.0 if draw is not None else None,
+                    "limit": limit / 1000.0 if limit is not None else None,
+                },
                 "throttle_reasons": [reason for bit, reason in THROTTLE_BITS.items() if reasons and reasons & bit],
             }
         )

@@ -42,7 +42,8 @@ def check_new_file(output: Path, force: bool) -> None:
 
 
 def write_new_file(output: Path, text: str, force: bool) -> None:
-    """A snapshot's file: a link at `output` is replaced, never written through; one that appeared meanwhile is refused."""
+    """A snapshot's file: a link at `output` is replaced, never written through; one that appeared meanwhile is
+    refused."""
     check_new_file(output, force)
 
     def fill(stream: TextIO) -> None:

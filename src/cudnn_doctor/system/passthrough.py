@@ -47,7 +47,9 @@ _HAND_OVER = (
 )
 
 
-def run_passthrough(argv: Sequence[str], trace_loader: bool, keep: int = 1 << 20, wanted: Optional[Callable[[int, str], bool]] = None) -> PassThrough:
+def run_passthrough(
+    argv: Sequence[str], trace_loader: bool, keep: int = 1 << 20, wanted: Optional[Callable[[int, str], bool]] = None
+) -> PassThrough:
     """Run `argv`; with `trace_loader`, LD_DEBUG=libs,files to a private folder, read back only when `wanted(returncode,
     stderr end)` says the traces are needed (always when `wanted` is None). The return code is Popen's: -N for a
     death by signal N. Raises OSError when it cannot start."""
@@ -82,7 +84,9 @@ def _wait(process: subprocess.Popen[bytes]) -> int:
     while True:
         try:
             return process.wait()
-        except KeyboardInterrupt:  # where no handler of ours runs (not the main thread): the program got the same Ctrl-C
+        except (
+            KeyboardInterrupt
+        ):  # where no handler of ours runs (not the main thread): the program got the same Ctrl-C
             continue
 
 

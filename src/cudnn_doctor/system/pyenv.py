@@ -29,7 +29,8 @@ _PYTHON_DLL = regex(r"^(python(\d)(\d+)t?(?:_d)?)\.dll$", re.IGNORECASE)
 
 
 def prefix_of(executable: Path) -> Path:
-    """The environment folder: `prefix/bin/python` on POSIX, `prefix\\python.exe` or `prefix\\Scripts\\python.exe` on Windows."""
+    """The environment folder: `prefix/bin/python` on POSIX, `prefix\\python.exe` or `prefix\\Scripts\\python.exe` on
+    Windows."""
     parent = executable.parent
     if parent.name.lower() in ("bin", "scripts"):
         return parent.parent
@@ -91,7 +92,8 @@ def search_folders(executable: Path, prefix: Path, version: str) -> list[Path]:
 
 
 def version_of(executable: Path, prefix: Path, ask: Callable[[list[str], float], str]) -> Optional[str]:
-    """From pyvenv.cfg or conda-meta; else by asking the interpreter (`ask(argv, timeout)` → its stdout), else from its `lib/pythonX.Y` folder."""
+    """From pyvenv.cfg or conda-meta; else by asking the interpreter (`ask(argv, timeout)` → its stdout), else from its
+    `lib/pythonX.Y` folder."""
     cfg = prefix / "pyvenv.cfg"
     if cfg.is_file():
         match = _PYVENV_VERSION.search(_read(cfg))
@@ -107,7 +109,11 @@ def version_of(executable: Path, prefix: Path, ask: Callable[[list[str], float],
     if _ANSWER.match(answer):
         return answer
     # no answer (it hung, or printed something else): one `lib/python3.11/site-packages` still tells the version
-    lib = [m.group(1) for m in map(_LIB_PYTHON.match, _names(prefix / "lib")) if m and (prefix / "lib" / m.group(0) / "site-packages").is_dir()]
+    lib = [
+        m.group(1)
+        for m in map(_LIB_PYTHON.match, _names(prefix / "lib"))
+        if m and (prefix / "lib" / m.group(0) / "site-packages").is_dir()
+    ]
     if len(lib) == 1:
         return lib[0]
     # a Windows interpreter's own DLL beside it names its version: python311.dll is 3.11
@@ -140,7 +146,8 @@ def _site_added(prefix: Path, version: str) -> list[Path]:
 
 
 def is_site_folder(path: str) -> bool:
-    """A site-packages (or Debian's dist-packages) folder, however the path ends (3.9 keeps a `._pth` line's trailing slash)."""
+    """A site-packages (or Debian's dist-packages) folder, however the path ends (3.9 keeps a `._pth` line's trailing
+    slash)."""
     return re.split(r"[\\/]", path.rstrip("\\/"))[-1].lower() in ("site-packages", "dist-packages")
 
 

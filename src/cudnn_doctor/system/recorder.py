@@ -74,7 +74,9 @@ class RecordingSystem(System):
         entry["size"] = info.size
         if not info.readable:
             entry["readable"] = False
-        if text is not None and len(text) >= len(entry.get("text", "")):  # the longest read wins: a later short read must not cut it
+        if text is not None and len(text) >= len(
+            entry.get("text", "")
+        ):  # the longest read wins: a later short read must not cut it
             entry["text"] = text
         if "text" in entry and len(entry["text"].encode("utf-8")) == info.size:
             del entry["size"]  # implied by the text
@@ -108,7 +110,15 @@ class RecordingSystem(System):
             for entry in listing:
                 if entry.link is None:
                     if folder is not None:
-                        self._record(FileInfo(self.paths.join(folder, self.paths.basename(entry.path)), entry.is_dir, entry.size, None, entry.readable))
+                        self._record(
+                            FileInfo(
+                                self.paths.join(folder, self.paths.basename(entry.path)),
+                                entry.is_dir,
+                                entry.size,
+                                None,
+                                entry.readable,
+                            )
+                        )
                     continue
                 target = self.inner.stat(entry.path)  # a link: record where it leads, or the replay drops the entry
                 if target is not None:
@@ -141,11 +151,13 @@ class RecordingSystem(System):
 
     def native_files(self, folder: str, skip: Collection[str] = ()) -> list[str]:
         """Not recorded: a native file matters to the replay only when it names a CUDA library (cuda_names records
-        those); one the replay does not see is not a root there either, so a snapshot does not list every package's files."""
+        those); one the replay does not see is not a root there either, so a snapshot does not list every package's
+        files."""
         return self.inner.native_files(folder, skip)
 
     def cuda_names(self, path: str) -> tuple[str, ...]:
-        """A file that names a CUDA library is recorded with its binary facts (it is a root); the others as plain files."""
+        """A file that names a CUDA library is recorded with its binary facts (it is a root); the others as plain
+        files."""
         names = self.inner.cuda_names(path)
         if names:
             self.binary(path)
@@ -166,7 +178,9 @@ class RecordingSystem(System):
             return info
         entry.update(imports=list(info.imports), loads=list(info.loads))
         if not info.loads_complete:
-            entry["loads_complete"] = False  # a scan's list: the replay adds knowledge loads and treats `.so` misses as optional, as live
+            entry["loads_complete"] = (
+                False  # a scan's list: the replay adds knowledge loads and treats `.so` misses as optional, as live
+            )
         if info.machine:
             entry["machine"] = info.machine
         for key, value in (("soname", info.soname), ("version", info.version)):
@@ -228,7 +242,9 @@ class RecordingSystem(System):
         return report
 
     def expect_mapped_libraries(self, executable: str, guess: Callable[[System], Mapping[str, Sequence[str]]]) -> None:
-        self.inner.expect_mapped_libraries(executable, guess)  # the guess reads the inner machine: nothing is recorded for it
+        self.inner.expect_mapped_libraries(
+            executable, guess
+        )  # the guess reads the inner machine: nothing is recorded for it
 
     def mapped_libraries(self, executable: str, names: Sequence[str]) -> Optional[dict[str, Any]]:
         real = self.inner.mapped_libraries(executable, names)
@@ -263,7 +279,9 @@ class RecordingSystem(System):
             entry.update(version=info.version, kind=info.kind, packages=dict(info.packages))
         return info
 
-    def framework_reports(self, executable: str, frameworks: Sequence[str], timeout: float) -> dict[str, dict[str, Any]]:
+    def framework_reports(
+        self, executable: str, frameworks: Sequence[str], timeout: float
+    ) -> dict[str, dict[str, Any]]:
         reports = self.inner.framework_reports(executable, frameworks, timeout)
         entry = self._pythons.setdefault(executable, {"executable": executable})
         entry.setdefault("frameworks", {}).update(reports)

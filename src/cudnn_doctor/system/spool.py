@@ -33,7 +33,11 @@ def make_spool(folder: str) -> bool:
 
 def remove_spool(folder: str) -> None:
     """Remove a spool folder and the numbered files in it; only a folder of that name, never anything else."""
-    if os.path.basename(folder.rstrip("/\\")).startswith(SPOOL_PREFIX) and os.path.isdir(folder) and not os.path.islink(folder):
+    if (
+        os.path.basename(folder.rstrip("/\\")).startswith(SPOOL_PREFIX)
+        and os.path.isdir(folder)
+        and not os.path.islink(folder)
+    ):
         shutil.rmtree(folder, ignore_errors=True)
 
 

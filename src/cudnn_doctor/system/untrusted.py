@@ -25,7 +25,9 @@ from typing import Any, BinaryIO, Iterable, Optional, Union
 from cudnn_doctor.errors import InputError
 
 MAX_BYTES = 64 << 20
-MAX_ALIAS_NODES = 100_000  # values that aliases may add when expanded (`yaml.safe_dump` writes a shared list as an alias)
+MAX_ALIAS_NODES = (
+    100_000  # values that aliases may add when expanded (`yaml.safe_dump` writes a shared list as an alias)
+)
 MAX_DEPTH = 64  # nested lists and mappings; a fixture needs 6, the knowledge 4
 MAX_INT_DIGITS = 40  # characters of one integer as written (sign, base prefix, `_` included)
 MAX_INT = 1 << 64  # |value| of any integer: a size, a count, a version number
@@ -86,7 +88,9 @@ def read_file(path: Union[str, os.PathLike[str]], what: str = "file", limit: int
     return data
 
 
-def load(path: Union[str, os.PathLike[str]], what: str = "file", name: Optional[str] = None, limit: int = MAX_BYTES) -> Any:
+def load(
+    path: Union[str, os.PathLike[str]], what: str = "file", name: Optional[str] = None, limit: int = MAX_BYTES
+) -> Any:
     """The document in the file at `path`: JSON for a `.json` name, YAML (a superset) for any other.
     `name` is how parse errors call the file (default: its path as given)."""
     shown = os.fspath(path)
@@ -203,7 +207,8 @@ def _loaders() -> tuple[Any, Any]:
         import yaml
 
         class Limits:
-            """A mapping's keys are strings, each given once; an integer is bounded. The constructor is Python in both loaders."""
+            """A mapping's keys are strings, each given once; an integer is bounded. The constructor is Python in both
+            loaders."""
 
             def construct_mapping(self, node: Any, deep: bool = False) -> Any:
                 if isinstance(node, yaml.MappingNode):
@@ -214,7 +219,9 @@ def _loaders() -> tuple[Any, Any]:
                         key = self.construct_object(key_node, deep=True)  # type: ignore[attr-defined]
                         _string_key(key, key_node)
                         if key in seen:
-                            raise _Refused(f"line {key_node.start_mark.line + 1}: key {key!r} given twice in one mapping")
+                            raise _Refused(
+                                f"line {key_node.start_mark.line + 1}: key {key!r} given twice in one mapping"
+                            )
                         seen.add(key)
                 mapping = super().construct_mapping(node, deep=deep)  # type: ignore[misc]
                 for key in mapping:  # keys a merge (`<<`) brought in
@@ -240,7 +247,9 @@ def _string_key(key: Any, node: Any) -> None:
     if not isinstance(key, str):
         shown = repr(key)
         shown = shown if len(shown) <= 40 else shown[:37] + "..."
-        raise _Refused(f"line {node.start_mark.line + 1}: the key {shown} is {type(key).__name__}, not a string (quote it)")
+        raise _Refused(
+            f"line {node.start_mark.line + 1}: the key {shown} is {type(key).__name__}, not a string (quote it)"
+        )
 
 
 def _check_events(events: Iterable[Any]) -> None:
@@ -258,7 +267,10 @@ def _check_events(events: Iterable[Any]) -> None:
             stack[-1][1] += sizes[event.anchor]
             added += sizes[event.anchor]
             if added > MAX_ALIAS_NODES:
-                raise _Refused(f"YAML aliases expand to more than {MAX_ALIAS_NODES:,} values (an alias bomb?); write the values out")
+                raise _Refused(
+                    f"YAML aliases expand to more than {MAX_ALIAS_NODES:,} values (an alias bomb?); write the "
+                    f"values out"
+                )
         elif isinstance(event, yaml.ScalarEvent):
             stack[-1][1] += 1
             if event.anchor is not None:

@@ -8,11 +8,13 @@ read-only problem fails with ERROR_ACCESS_DENIED (5) instead. The open changes n
 no byte written). Who holds it comes from the Restart Manager, the API installers use for this.
 
 Microsoft's documentation of each call and structure used here:
-- CreateFileW (GENERIC_WRITE, FILE_SHARE_*, OPEN_EXISTING): https://learn.microsoft.com/windows/win32/api/fileapi/nf-fileapi-createfilew
+- CreateFileW (GENERIC_WRITE, FILE_SHARE_*, OPEN_EXISTING):
+https://learn.microsoft.com/windows/win32/api/fileapi/nf-fileapi-createfilew
 - System error codes 32 ERROR_SHARING_VIOLATION, 33 ERROR_LOCK_VIOLATION, 234 ERROR_MORE_DATA:
   https://learn.microsoft.com/windows/win32/debug/system-error-codes--0-499-
 - RmStartSession, RmRegisterResources, RmGetList, RmEndSession, RM_PROCESS_INFO, RM_UNIQUE_PROCESS
-  (CCH_RM_MAX_APP_NAME 255, CCH_RM_MAX_SVC_NAME 63, CCH_RM_SESSION_KEY 32): https://learn.microsoft.com/windows/win32/api/restartmanager/
+  (CCH_RM_MAX_APP_NAME 255, CCH_RM_MAX_SVC_NAME 63, CCH_RM_SESSION_KEY 32):
+  https://learn.microsoft.com/windows/win32/api/restartmanager/
 - OpenProcess (PROCESS_QUERY_LIMITED_INFORMATION 0x1000), QueryFullProcessImageNameW:
   https://learn.microsoft.com/windows/win32/api/processthreadsapi/
 Wine 8's Restart Manager is a stub that lists nobody: the caller then names the file only.
@@ -57,11 +59,24 @@ class RM_PROCESS_INFO(ctypes.Structure):
 def _kernel32() -> Any:
     kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]  # Windows only
     kernel32.CreateFileW.restype = ctypes.c_void_p
-    kernel32.CreateFileW.argtypes = [ctypes.c_wchar_p, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_void_p]
+    kernel32.CreateFileW.argtypes = [
+        ctypes.c_wchar_p,
+        ctypes.c_uint32,
+        ctypes.c_uint32,
+        ctypes.c_void_p,
+        ctypes.c_uint32,
+        ctypes.c_uint32,
+        ctypes.c_void_p,
+    ]
     kernel32.CloseHandle.argtypes = [ctypes.c_void_p]
     kernel32.OpenProcess.restype = ctypes.c_void_p
     kernel32.OpenProcess.argtypes = [ctypes.c_uint32, ctypes.c_int, ctypes.c_uint32]
-    kernel32.QueryFullProcessImageNameW.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_wchar_p, ctypes.POINTER(ctypes.c_uint32)]
+    kernel32.QueryFullProcessImageNameW.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_uint32,
+        ctypes.c_wchar_p,
+        ctypes.POINTER(ctypes.c_uint32),
+    ]
     return kernel32
 
 
@@ -77,7 +92,13 @@ def _rstrtmgr() -> Any:
         ctypes.c_uint,
         ctypes.c_void_p,
     ]
-    rm.RmGetList.argtypes = [ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint), ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint32)]
+    rm.RmGetList.argtypes = [
+        ctypes.c_uint32,
+        ctypes.POINTER(ctypes.c_uint),
+        ctypes.POINTER(ctypes.c_uint),
+        ctypes.c_void_p,
+        ctypes.POINTER(ctypes.c_uint32),
+    ]
     rm.RmEndSession.argtypes = [ctypes.c_uint32]
     return rm
 

@@ -48,7 +48,14 @@ def _structures() -> dict[str, Any]:
     class IO_COUNTERS(ctypes.Structure):
         _fields_ = [
             (name, ctypes.c_uint64)  # ULONGLONG
-            for name in ("ReadOperationCount", "WriteOperationCount", "OtherOperationCount", "ReadTransferCount", "WriteTransferCount", "OtherTransferCount")
+            for name in (
+                "ReadOperationCount",
+                "WriteOperationCount",
+                "OtherOperationCount",
+                "ReadTransferCount",
+                "WriteTransferCount",
+                "OtherTransferCount",
+            )
         ]
 
     class JOBOBJECT_EXTENDED_LIMIT_INFORMATION(ctypes.Structure):
@@ -114,7 +121,9 @@ class Job:
         job = cls(handle, kernel32)
         limits = _structures()["JOBOBJECT_EXTENDED_LIMIT_INFORMATION"]()
         limits.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE
-        if not kernel32.SetInformationJobObject(handle, JOB_OBJECT_EXTENDED_LIMIT_INFORMATION_CLASS, ctypes.addressof(limits), ctypes.sizeof(limits)):
+        if not kernel32.SetInformationJobObject(
+            handle, JOB_OBJECT_EXTENDED_LIMIT_INFORMATION_CLASS, ctypes.addressof(limits), ctypes.sizeof(limits)
+        ):
             job.close()
             return None
         if not kernel32.AssignProcessToJobObject(handle, process_handle):

@@ -20,7 +20,9 @@ def xz_stream(path: Path) -> Iterator[Optional[IO[bytes]]]:
     if xz is None:
         yield None
         return
-    process = subprocess.Popen([xz, "-dc", "--", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [xz, "-dc", "--", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
+    )
     assert process.stdout is not None and process.stderr is not None
     _widen_pipe(process.stdout.fileno())
     try:

@@ -27,7 +27,11 @@ def entry(result: dict[str, Any]) -> dict[str, Any]:
         "gpu": gpu.get("name"),
         "driver": gpu.get("driver"),
         "frameworks": {
-            f["framework"]: {"version": f.get("version"), "cudnn": f.get("cudnn"), "medians": {_key(b): b["median_s"] for b in f["benchmarks"]}}
+            f["framework"]: {
+                "version": f.get("version"),
+                "cudnn": f.get("cudnn"),
+                "medians": {_key(b): b["median_s"] for b in f["benchmarks"]},
+            }
             for f in result["frameworks"]
             if f["benchmarks"]
         },

@@ -106,17 +106,45 @@ def verdicts(
     benchmarks = report.get("benchmarks", [])
     out: list[dict[str, Any]] = []
     if report.get("status") == "no-gpu" and cpu_only:
-        out.append({"id": "cpu-only", "status": "pass", "text": f"{report['framework']} ran the CPU baseline, as asked (--cpu-only)"})
+        out.append(
+            {
+                "id": "cpu-only",
+                "status": "pass",
+                "text": f"{report['framework']} ran the CPU baseline, as asked (--cpu-only)",
+            }
+        )
         return out
     if report.get("status") == "no-gpu":
-        out.append({"id": "no-gpu", "status": "fail", "text": f"no NVIDIA GPU visible to {report['framework']}: only the CPU baseline ran"})
+        out.append(
+            {
+                "id": "no-gpu",
+                "status": "fail",
+                "text": f"no NVIDIA GPU visible to {report['framework']}: only the CPU baseline ran",
+            }
+        )
         return out
     for smoke in report.get("smoke", []):
         if not smoke["ok"]:
-            what = smoke.get("error") or f"differs from the CPU by {smoke['max_error']:.2g} (tolerance {smoke['tolerance']:.0e})"
-            out.append({"id": "gpu-result-wrong", "status": "fail", "text": f"{smoke['name']} {smoke['precision']} on the GPU {what}", "evidence": dict(smoke)})
+            what = (
+                smoke.get("error")
+                or f"differs from the CPU by {smoke['max_error']:.2g} (tolerance {smoke['tolerance']:.0e})"
+            )
+            out.append(
+                {
+                    "id": "gpu-result-wrong",
+                    "status": "fail",
+                    "text": f"{smoke['name']} {smoke['precision']} on the GPU {what}",
+                    "evidence": dict(smoke),
+                }
+            )
     if report.get("smoke") and all(s["ok"] for s in report["smoke"]):
-        out.append({"id": "gpu-results-match", "status": "pass", "text": f"GPU results match the CPU's ({len(report['smoke'])} checks, cuDNN on)"})
+        out.append(
+            {
+                "id": "gpu-results-match",
+                "status": "pass",
+                "text": f"GPU results match the CPU's ({len(report['smoke'])} checks, cuDNN on)",
+            }
+        )
     out += _speedups(benchmarks, limits)
     out += _peaks(benchmarks, peak, limits, state)
     return out
@@ -129,29 +157,71 @@ def _speedups(benchmarks: list[dict[str, Any]], limits: Mapping[str, Threshold])
         ratio = cpu["median_s"] / gpu["median_s"]
         status = _grade(ratio, limits.get("gpu-speedup"))
         text = f"the guides' convolution (2× 3×3, 224×224×3) runs {ratio:.0f}× faster on the GPU than on the CPU"
-        out.append({"id": "gpu-speedup", "status": status, "text": text, "evidence": {"gpu_s": gpu["median_s"], "cpu_s": cpu["median_s"]}})
+        out.append(
+            {
+                "id": "gpu-speedup",
+                "status": status,
+                "text": text,
+                "evidence": {"gpu_s": gpu["median_s"], "cpu_s": cpu["median_s"]},
+            }
+        )
     on, off = _find(benchmarks, "conv-large"), _find(benchmarks, "conv-large-cudnn-off")
     if on and off:
         ratio = off["median_s"] / on["median_s"]
         status = _grade(ratio, limits.get("cudnn-speedup"))
         text = f"cuDNN active: the large convolution is {ratio:.1f}× faster than with cuDNN off"
         if status == "fail":
-            text = f"cuDNN does not speed up the large convolution ({ratio:.2f}× against cuDNN off): it is not really used"
-        out.append({"id": "cudnn-active", "status": status, "text": text, "evidence": {"on_s": on["median_s"], "off_s": off["median_s"]}})
+            text = (
+                f"cuDNN does not speed up the large convolution ({ratio:.2f}× against cuDNN off): it is not really used"
+            )
+        out.append(
+            {
+                "id": "cudnn-active",
+                "status": status,
+                "text": text,
+                "evidence": {"on_s": on["median_s"], "off_s": off["median_s"]},
+            }
+        )
     tuned = _find(benchmarks, "conv-large-autotune")
     if on and tuned:
         ratio = on["median_s"] / tuned["median_s"]
-        out.append({"id": "cudnn-autotune", "status": "info", "text": f"cudnn.benchmark autotuning: {ratio:.2f}× the default algorithm's speed"})
+        out.append(
+            {
+                "id": "cudnn-autotune",
+                "status": "info",
+                "text": f"cudnn.benchmark autotuning: {ratio:.2f}× the default algorithm's speed",
+            }
+        )
     return out
 
 
-def _peaks(benchmarks: list[dict[str, Any]], peak: Optional[Peak], limits: Mapping[str, Threshold], state: Optional[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def _peaks(
+    benchmarks: list[dict[str, Any]],
+    peak: Optional[Peak],
+    limits: Mapping[str, Threshold],
+    state: Optional[Mapping[str, Any]],
+) -> list[dict[str, Any]]:
     if peak is None:
         gpu = [b for b in benchmarks if b["device"] == "gpu"]
-        return [{"id": "peak-unknown", "status": "info", "text": "this GPU is not in the datasheet table: rates are shown without a % of peak"}] if gpu else []
+        return (
+            [
+                {
+                    "id": "peak-unknown",
+                    "status": "info",
+                    "text": "this GPU is not in the datasheet table: rates are shown without a % of peak",
+                }
+            ]
+            if gpu
+            else []
+        )
     out = []
     checks = [
-        (b, "matmul-peak") for b in benchmarks if b["kind"] == "matmul" and b["device"] == "gpu" and b["id"].startswith("matmul-") and b["flops"] >= 2 * 4096**3
+        (b, "matmul-peak")
+        for b in benchmarks
+        if b["kind"] == "matmul"
+        and b["device"] == "gpu"
+        and b["id"].startswith("matmul-")
+        and b["flops"] >= 2 * 4096**3
     ]
     checks += [(b, "conv-peak") for b in benchmarks if b["id"] == "conv-large"]
     checks += [(b, "memory-bandwidth") for b in benchmarks if b["kind"] == "memory"]
@@ -162,13 +232,23 @@ def _peaks(benchmarks: list[dict[str, Any]], peak: Optional[Peak], limits: Mappi
             continue
         status = _grade(percent, limits.get(check))
         rate = f"{bench['tflops']:.1f} TFLOP/s" if bench.get("tflops") is not None else f"{bench['gbs']:.0f} GB/s"
-        what = {"matmul-peak": f"{bench['precision']} matrix product", "conv-peak": f"{bench['precision']} convolution"}.get(check, check.replace("-", " "))
+        what = {
+            "matmul-peak": f"{bench['precision']} matrix product",
+            "conv-peak": f"{bench['precision']} convolution",
+        }.get(check, check.replace("-", " "))
         text = f"{what} at {percent:.0f} % of the {peak.model} datasheet peak ({rate})"
         evidence: dict[str, Any] = {"percent": round(percent, 1), "peak_source": peak.source}
         if status in ("warn", "fail"):
             text += _low_rate_hint(state)
             evidence.update(_state_evidence(state))
-        out.append({"id": f"{check}-{bench['precision']}" if check == "matmul-peak" else check, "status": status, "text": text, "evidence": evidence})
+        out.append(
+            {
+                "id": f"{check}-{bench['precision']}" if check == "matmul-peak" else check,
+                "status": status,
+                "text": text,
+                "evidence": evidence,
+            }
+        )
     return out
 
 
@@ -177,7 +257,9 @@ def exit_code(frameworks: Sequence[Mapping[str, Any]], gpu: Optional[Mapping[str
     (no GPU included)."""
     if cpu_only:
         ran = all(f["status"] in ("ok", "no-gpu") for f in frameworks)
-        return 0 if frameworks and ran and not any(v["status"] == "fail" for f in frameworks for v in f["verdicts"]) else 1
+        return (
+            0 if frameworks and ran and not any(v["status"] == "fail" for f in frameworks for v in f["verdicts"]) else 1
+        )
     if gpu is None or not frameworks:
         return 1
     for framework in frameworks:

@@ -1,7 +1,8 @@
 """`verify`: run the worker for each framework in the target interpreter, then judge its figures.
 
 The worker (the package cudnn_doctor_verify in system/scripts, one backend module per framework)
-runs in the interpreter from its files, with that interpreter's frameworks; the GPU's datasheet peak and the thresholds come from the knowledge,
+runs in the interpreter from its files, with that interpreter's frameworks; the GPU's datasheet peak and the thresholds
+come from the knowledge,
 its clocks and power from NVML in this process.
 """
 
@@ -48,9 +49,16 @@ def run(
     the callback for one framework's progress lines."""
     nvml = system.nvml() or {}
     gpus = nvml.get("gpus") or []
-    reports = [_run_worker(system, executable, name, quick, progress(name) if progress else None, cpu_only) for name in frameworks]
+    reports = [
+        _run_worker(system, executable, name, quick, progress(name) if progress else None, cpu_only)
+        for name in frameworks
+    ]
     ran_on = next((r.get("device_name") for r in reports if r.get("device_name")), None)
-    gpu = _gpu(gpus, ran_on, nvml.get("driver_version"), system.gpu_state()) if (gpus or ran_on) and not cpu_only else None
+    gpu = (
+        _gpu(gpus, ran_on, nvml.get("driver_version"), system.gpu_state())
+        if (gpus or ran_on) and not cpu_only
+        else None
+    )
     peak = judge.peak_of(gpu["name"]) if gpu else None
     if gpu is not None:
         gpu["peak"] = _peak_json(peak)
@@ -86,7 +94,9 @@ def run(
     }
 
 
-def _run_worker(system: System, executable: str, name: str, quick: bool, progress: Optional[Callable[[str], None]], cpu_only: bool) -> dict[str, Any]:
+def _run_worker(
+    system: System, executable: str, name: str, quick: bool, progress: Optional[Callable[[str], None]], cpu_only: bool
+) -> dict[str, Any]:
     """One framework's raw figures; a worker that dies or hangs becomes a report with status "error"."""
     config = json.dumps({"framework": name, "quick": quick, "cpu_only": cpu_only})
     timeout = 120.0 if quick else 900.0
@@ -95,7 +105,11 @@ def _run_worker(system: System, executable: str, name: str, quick: bool, progres
     except OSError as error:
         return {"framework": name, "status": "error", "message": f"cannot start {executable}: {error}"}
     if done.timed_out:
-        return {"framework": name, "status": "error", "message": f"the {name} benchmarks took longer than {timeout:g} s"}
+        return {
+            "framework": name,
+            "status": "error",
+            "message": f"the {name} benchmarks took longer than {timeout:g} s",
+        }
     report = done.report_after(MARKER)
     if report is None:
         last = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
@@ -103,7 +117,9 @@ def _run_worker(system: System, executable: str, name: str, quick: bool, progres
     return report
 
 
-def _gpu(gpus: list[dict[str, Any]], ran_on: Optional[str], driver: Optional[str], states: Optional[list[dict[str, Any]]]) -> dict[str, Any]:
+def _gpu(
+    gpus: list[dict[str, Any]], ran_on: Optional[str], driver: Optional[str], states: Optional[list[dict[str, Any]]]
+) -> dict[str, Any]:
     """The NVML GPU the framework ran on (by name; the first one when the name is not known)."""
     index = next((i for i, g in enumerate(gpus) if ran_on and g.get("name") == ran_on), 0)
     nvml = gpus[index] if gpus else {"name": ran_on}
@@ -122,4 +138,10 @@ def _gpu(gpus: list[dict[str, Any]], ran_on: Optional[str], driver: Optional[str
 def _peak_json(peak: Optional[judge.Peak]) -> Optional[dict[str, Any]]:
     if peak is None:
         return None
-    return {"model": peak.model, **peak.rates, "memory_gbs": peak.memory_gbs, "host_link_gbs": peak.host_link_gbs, "source": peak.source}
+    return {
+        "model": peak.model,
+        **peak.rates,
+        "memory_gbs": peak.memory_gbs,
+        "host_link_gbs": peak.host_link_gbs,
+        "source": peak.source,
+    }

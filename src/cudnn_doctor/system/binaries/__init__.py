@@ -38,8 +38,12 @@ def read_binary(path: str, scan_loads: bool = True) -> BinaryInfo:
 
         own = {os.path.basename(path).lower(), (info.soname or "").lower()}
         found = _version_like_requester(library_names(path, info.format, list(info.string_ranges) or None), info.soname)
-        imported = {family(n) for n in info.imports}  # libcudart.so.12 beside an imported libcudart.so.13: the import covers it
-        names = [n for n in found if family(n) not in imported and n.lower() not in own and not _has_versioned_twin(n, found)]
+        imported = {
+            family(n) for n in info.imports
+        }  # libcudart.so.12 beside an imported libcudart.so.13: the import covers it
+        names = [
+            n for n in found if family(n) not in imported and n.lower() not in own and not _has_versioned_twin(n, found)
+        ]
         info = info._replace(loads=tuple(names + _versioned_names(path, info.soname, names)))
     return info
 

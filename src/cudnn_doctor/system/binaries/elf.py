@@ -28,7 +28,15 @@ def _read_quickly(path: str) -> Optional[BinaryInfo]:
         return None
     strings = tuple((s.offset, s.size) for s in header.sections if s.name in _STRING_SECTIONS)
     machine = ELF_MACHINES.get(header.machine, header.machine)
-    return BinaryInfo("elf", machine, dynamic.needed, soname=dynamic.soname, runpath=dynamic.runpath, rpath=dynamic.rpath, string_ranges=strings)
+    return BinaryInfo(
+        "elf",
+        machine,
+        dynamic.needed,
+        soname=dynamic.soname,
+        runpath=dynamic.runpath,
+        rpath=dynamic.rpath,
+        string_ranges=strings,
+    )
 
 
 def read_elf_with_pyelftools(path: str) -> BinaryInfo:
@@ -54,6 +62,14 @@ def read_elf_with_pyelftools(path: str) -> BinaryInfo:
                     elif tag.entry.d_tag == "DT_RPATH":
                         rpath += [p for p in tag.rpath.split(":") if p]
             strings = [(s["sh_offset"], s["sh_size"]) for s in elf.iter_sections() if s.name in _STRING_SECTIONS]
-            return BinaryInfo("elf", machine, tuple(needed), soname=soname, runpath=tuple(runpath), rpath=tuple(rpath), string_ranges=tuple(strings))
+            return BinaryInfo(
+                "elf",
+                machine,
+                tuple(needed),
+                soname=soname,
+                runpath=tuple(runpath),
+                rpath=tuple(rpath),
+                string_ranges=tuple(strings),
+            )
     except (ELFError, OSError, ValueError) as error:
         return BinaryInfo(None, error=f"not a valid ELF file: {error}")

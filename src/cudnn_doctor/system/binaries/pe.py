@@ -1,5 +1,6 @@
 """PE files: import table (and delay imports), machine type, FileVersion resource, read with `struct`
-(peheader.py), or with `pefile` (a heavy import, and slow per file: docs/speed.md) for any file that reader leaves to it."""
+(peheader.py), or with `pefile` (a heavy import, and slow per file: docs/speed.md) for any file that reader leaves to
+it."""
 
 from __future__ import annotations
 
@@ -46,9 +47,15 @@ def _info(pe) -> BinaryInfo:
     )
     imports = [entry.dll.decode("ascii", "replace") for entry in getattr(pe, "DIRECTORY_ENTRY_IMPORT", [])]
     imports += [entry.dll.decode("ascii", "replace") for entry in getattr(pe, "DIRECTORY_ENTRY_DELAY_IMPORT", [])]
-    strings = tuple((s.PointerToRawData, s.SizeOfRawData) for s in pe.sections if s.Name.rstrip(b"\x00") in (b".rdata", b".data"))
+    strings = tuple(
+        (s.PointerToRawData, s.SizeOfRawData) for s in pe.sections if s.Name.rstrip(b"\x00") in (b".rdata", b".data")
+    )
     return BinaryInfo(
-        "pe", PE_MACHINES.get(pe.FILE_HEADER.Machine, hex(pe.FILE_HEADER.Machine)), tuple(imports), version=_file_version(pe), string_ranges=strings
+        "pe",
+        PE_MACHINES.get(pe.FILE_HEADER.Machine, hex(pe.FILE_HEADER.Machine)),
+        tuple(imports),
+        version=_file_version(pe),
+        string_ranges=strings,
     )
 
 
@@ -59,11 +66,16 @@ def _file_version(pe) -> str | None:
     try:
         pe.parse_data_directories(directories=[pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_RESOURCE"]])
         if not hasattr(pe, "VS_FIXEDFILEINFO"):
-            pe.parse_version_information(pe.DIRECTORY_ENTRY_RESOURCE) if hasattr(pe, "DIRECTORY_ENTRY_RESOURCE") else None
+            pe.parse_version_information(pe.DIRECTORY_ENTRY_RESOURCE) if hasattr(
+                pe, "DIRECTORY_ENTRY_RESOURCE"
+            ) else None
         fixed = getattr(pe, "VS_FIXEDFILEINFO", None)
         if not fixed:
             return None
         info = fixed[0]
-        return f"{info.FileVersionMS >> 16}.{info.FileVersionMS & 0xFFFF}.{info.FileVersionLS >> 16}.{info.FileVersionLS & 0xFFFF}"
+        return (
+            f"{info.FileVersionMS >> 16}.{info.FileVersionMS & 0xFFFF}.{info.FileVersionLS >> 16}"
+            f".{info.FileVersionLS & 0xFFFF}"
+        )
     except Exception:  # a malformed resource section must not hide the imports
         return None

@@ -26,7 +26,19 @@ from typing import Any, Optional
 from cudnn_doctor.lazyre import regex
 from cudnn_doctor.system.state_files import read_state_json, write_state_json
 
-_FAMILIES = ("cudnn", "cublas", "cudart", "nvrtc", "zlibwapi", "nvcuda", "cufft", "curand", "cusolver", "cusparse", "nvjitlink")
+_FAMILIES = (
+    "cudnn",
+    "cublas",
+    "cudart",
+    "nvrtc",
+    "zlibwapi",
+    "nvcuda",
+    "cufft",
+    "curand",
+    "cusolver",
+    "cusparse",
+    "nvjitlink",
+)
 _STARTS = {"pe": _FAMILIES, "elf": (*(f"lib{family}" for family in _FAMILIES), "libcuda.so", "libz.so")}
 _NAME_CHARS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+%")
 _SUFFIX = {"pe": regex(rb"\.(?:dll|DLL)"), "elf": regex(rb"\.so")}  # one compiled alternation per format
@@ -52,12 +64,19 @@ def library_names(path: str, binary_format: str, ranges: Optional[list[tuple[int
     try:
         with open(path, "rb") as handle:
             info = os.fstat(handle.fileno())
-            spans = [(start, min(info.st_size, start + size)) for start, size in ranges or [(0, info.st_size)] if start < info.st_size]
+            spans = [
+                (start, min(info.st_size, start + size))
+                for start, size in ranges or [(0, info.st_size)]
+                if start < info.st_size
+            ]
             if not spans:
                 return []
             file_key = None
             if sum(end - start for start, end in spans) >= CACHE_FROM:
-                file_key = f"{binary_format}:{info.st_dev}:{info.st_ino}:{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}:{spans}"
+                file_key = (
+                    f"{binary_format}:{info.st_dev}:{info.st_ino}:{info.st_size}:{info.st_mtime_ns}"
+                    f":{info.st_ctime_ns}:{spans}"
+                )
                 cached = _CACHE.by_file(file_key)
                 if cached is not None:
                     return cached
@@ -85,7 +104,9 @@ def _scan(data: mmap.mmap, spans: list[tuple[int, int]], binary_format: str) -> 
 
 def _content_key(data: mmap.mmap, spans: list[tuple[int, int]], binary_format: str) -> str:
     """The hash of exactly the bytes a scan reads (and the spans and format): the result depends on nothing else."""
-    digest = hashlib.blake2b(f"{binary_format}:{[(s - spans[0][0], e - spans[0][0]) for s, e in spans]}".encode(), digest_size=20)
+    digest = hashlib.blake2b(
+        f"{binary_format}:{[(s - spans[0][0], e - spans[0][0]) for s, e in spans]}".encode(), digest_size=20
+    )
     with memoryview(data) as view:
         for start, end in spans:
             digest.update(view[start:end])
@@ -111,7 +132,9 @@ class _ScanCache:
             try:
                 files, names = document["files"], document["names"]
                 if isinstance(files, dict) and isinstance(names, dict):
-                    self._names = {k: v for k, v in names.items() if isinstance(v, list) and all(isinstance(n, str) for n in v)}
+                    self._names = {
+                        k: v for k, v in names.items() if isinstance(v, list) and all(isinstance(n, str) for n in v)
+                    }
                     self._files = {k: v for k, v in files.items() if isinstance(v, str) and v in self._names}
             except (KeyError, TypeError, AttributeError):
                 self._files, self._names = {}, {}
@@ -138,7 +161,8 @@ class _ScanCache:
         self._dirty = True
 
     def save(self) -> None:
-        """Write the cache (the newest CACHE_ENTRIES files) atomically; a state folder that cannot be written is no error."""
+        """Write the cache (the newest CACHE_ENTRIES files) atomically; a state folder that cannot be written is no
+        error."""
         if not self._dirty or self._files is None:
             return
         files = dict(list(self._files.items())[-CACHE_ENTRIES:])

@@ -52,7 +52,9 @@ def _sections(path: str) -> Optional[tuple[tuple[int, bytes], tuple[int, bytes]]
                 return _sections_with_pyelftools(path)
             if header.machine != "EM_X86_64":
                 return None
-            found = {s.name: s for s in header.sections}  # the last of a name, as pyelftools' get_section_by_name finds it
+            found = {
+                s.name: s for s in header.sections
+            }  # the last of a name, as pyelftools' get_section_by_name finds it
             rodata, text = found.get(".rodata"), found.get(".text")
             if rodata is None or text is None:
                 return None

@@ -95,7 +95,14 @@ def _cupy(report):
         report["cudnn_error"] = "%s: %s" % (type(error).__name__, error)
 
 
-PROBES = {"torch": _torch, "tensorflow": _tensorflow, "paddle": _paddle, "jax": _jax, "onnxruntime": _onnxruntime, "cupy": _cupy}
+PROBES = {
+    "torch": _torch,
+    "tensorflow": _tensorflow,
+    "paddle": _paddle,
+    "jax": _jax,
+    "onnxruntime": _onnxruntime,
+    "cupy": _cupy,
+}
 
 
 def _fork_map(map_source, names):
@@ -113,7 +120,9 @@ def _fork_map(map_source, names):
         code = 1
         try:
             os.close(read)
-            quiet = os.open(os.devnull, os.O_WRONLY)  # what a loaded library prints must not reach the report or its log
+            quiet = os.open(
+                os.devnull, os.O_WRONLY
+            )  # what a loaded library prints must not reach the report or its log
             os.dup2(quiet, 1)
             os.dup2(quiet, 2)
             scope = {"__name__": "cudnn_doctor_map_probe"}

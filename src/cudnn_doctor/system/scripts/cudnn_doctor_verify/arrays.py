@@ -36,7 +36,8 @@ class Backend:
         raise NotImplementedError
 
     def gpu(self):
-        """(device name, bf16 supported or None when not known) of the first GPU the framework sees, None without one."""
+        """(device name, bf16 supported or None when not known) of the first GPU the framework sees, None without
+        one."""
         raise NotImplementedError
 
     def sync(self, device, result):
@@ -90,7 +91,9 @@ def _backend_case(backend, case, quick):
         fn, _ = backend.conv(random_array(x_shape), [scaled_weights(w) for w in w_shapes], device, precision, variant)
         return time_runs(fn, sync, warmup, repeat), shape, flops, None
     if kind == "matmul":
-        fn, _ = backend.matmul(random_array((size, size)), random_array((size, size), 1) / float(size) ** 0.5, device, precision)
+        fn, _ = backend.matmul(
+            random_array((size, size)), random_array((size, size), 1) / float(size) ** 0.5, device, precision
+        )
         return time_runs(fn, sync, warmup, repeat), "%dx%d @ %dx%d" % (size, size, size, size), matmul_flops(size), None
     if kind == "copy":
         fn, shape = backend.copy(variant, size)
@@ -105,7 +108,11 @@ def _backend_smoke(backend, progress, bf16):
     a, b = random_array((512, 512), 4), random_array((512, 512), 5) / 22.0
 
     def compute(name, device, precision):
-        fn, fetch = backend.conv(x, [w], device, precision, None) if name == "conv2d" else backend.matmul(a, b, device, precision)
+        fn, fetch = (
+            backend.conv(x, [w], device, precision, None)
+            if name == "conv2d"
+            else backend.matmul(a, b, device, precision)
+        )
         result = fn()
         backend.sync(device, result)
         return fetch(result)
@@ -138,7 +145,12 @@ def selftest_inputs():
             count *= extent
         return ((numpy.arange(count) * step % modulo) - modulo // 2).reshape(shape).astype(numpy.float32) / 4.0
 
-    return {"x": grid((1, 3, 5, 6), 7, 11), "weights": [grid((4, 3, 3, 3), 5, 7), grid((2, 4, 3, 3), 3, 5)], "a": grid((3, 4), 3, 7), "b": grid((4, 5), 5, 9)}
+    return {
+        "x": grid((1, 3, 5, 6), 7, 11),
+        "weights": [grid((4, 3, 3, 3), 5, 7), grid((2, 4, 3, 3), 3, 5)],
+        "a": grid((3, 4), 3, 7),
+        "b": grid((4, 5), 5, 9),
+    }
 
 
 def selftest(backend):
@@ -151,7 +163,12 @@ def selftest(backend):
     return {
         "framework": backend.name,
         "status": "selftest",
-        "inputs": {"x": inputs["x"].tolist(), "weights": [w.tolist() for w in inputs["weights"]], "a": inputs["a"].tolist(), "b": inputs["b"].tolist()},
+        "inputs": {
+            "x": inputs["x"].tolist(),
+            "weights": [w.tolist() for w in inputs["weights"]],
+            "a": inputs["a"].tolist(),
+            "b": inputs["b"].tolist(),
+        },
         "conv": conv.tolist(),
         "matmul": product.tolist(),
     }

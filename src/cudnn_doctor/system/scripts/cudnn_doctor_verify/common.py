@@ -1,4 +1,5 @@
-"""What every framework's run shares: the wire (marker, progress file), the plan of cases, timing and the report's records."""
+"""What every framework's run shares: the wire (marker, progress file), the plan of cases, timing and the report's
+records."""
 
 import statistics
 import time
@@ -51,7 +52,10 @@ def matmul_flops(n):
 def plan(quick, gpu):
     """The cases, as (id, kind, device, precision, variant, size); sizes shrink with --quick."""
     small = 1024 if quick else 2048  # a matrix product the CPU finishes in well under a second
-    cases = [("conv-guide-b1", "conv", "cpu", "fp32", None, 1), ("matmul-%d-fp32" % small, "matmul", "cpu", "fp32", None, small)]
+    cases = [
+        ("conv-guide-b1", "conv", "cpu", "fp32", None, 1),
+        ("matmul-%d-fp32" % small, "matmul", "cpu", "fp32", None, small),
+    ]
     if not gpu:
         return cases
     n = 4096 if quick else 8192
@@ -84,7 +88,12 @@ def conv_spec(size):
     if size in (1, 32):
         flops = conv_flops(size, 3, 64, 224, 224) + conv_flops(size, 64, 64, 224, 224)
         return (size, 3, 224, 224), [(64, 3, 3, 3), (64, 64, 3, 3)], "2x conv3x3 3->64->64, %dx3x224x224" % size, flops
-    return (size, 256, 56, 56), [(256, 256, 3, 3)], "conv3x3 256->256, %dx256x56x56" % size, conv_flops(size, 256, 256, 56, 56)
+    return (
+        (size, 256, 56, 56),
+        [(256, 256, 3, 3)],
+        "conv3x3 256->256, %dx256x56x56" % size,
+        conv_flops(size, 256, 256, 56, 56),
+    )
 
 
 def repeats(device, variant, quick):
@@ -109,7 +118,14 @@ def time_runs(fn, sync, warmup, repeat):
 
 def new_report(framework, began):
     """The report's common fields; `began` is when the framework's import began."""
-    return {"framework": framework, "import_s": time.perf_counter() - began, "smoke": [], "benchmarks": [], "notes": [], "_began": began}
+    return {
+        "framework": framework,
+        "import_s": time.perf_counter() - began,
+        "smoke": [],
+        "benchmarks": [],
+        "notes": [],
+        "_began": began,
+    }
 
 
 def benchmark_record(case, runs, shape, flops, nbytes, elapsed):
@@ -154,7 +170,8 @@ def finish(report):
 
 
 def gpu_cases(cases, bf16, skips):
-    """The plan less bf16 where the GPU has none (None: not known, kept) and less the variants the framework has no switch for
+    """The plan less bf16 where the GPU has none (None: not known, kept) and less the variants the framework has no
+    switch for
     (`skips`: (variant, why) pairs); returns (cases, notes)."""
     skips, kept, notes = dict(skips), [], []
     for case in cases:
@@ -168,11 +185,24 @@ def gpu_cases(cases, bf16, skips):
 
 
 def smoke_failure(name, precision, failure):
-    return {"name": name, "precision": precision, "max_error": None, "tolerance": TOLERANCE[precision], "ok": False, "error": str(failure)[:300]}
+    return {
+        "name": name,
+        "precision": precision,
+        "max_error": None,
+        "tolerance": TOLERANCE[precision],
+        "ok": False,
+        "error": str(failure)[:300],
+    }
 
 
 def smoke_result(name, precision, error):
-    return {"name": name, "precision": precision, "max_error": error, "tolerance": TOLERANCE[precision], "ok": error <= TOLERANCE[precision]}
+    return {
+        "name": name,
+        "precision": precision,
+        "max_error": error,
+        "tolerance": TOLERANCE[precision],
+        "ok": error <= TOLERANCE[precision],
+    }
 
 
 def version_text(value):

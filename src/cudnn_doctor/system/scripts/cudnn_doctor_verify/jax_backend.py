@@ -89,7 +89,9 @@ class JaxBackend(Backend):
 
         def chain(out, *kernels):
             for kernel in kernels:
-                out = jax.lax.conv_general_dilated(out, kernel, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+                out = jax.lax.conv_general_dilated(
+                    out, kernel, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
+                )
             return out
 
         run = self._precise(jax.jit(chain), precision)
@@ -125,7 +127,9 @@ class JaxBackend(Backend):
             staged = jax.device_put(host, pinned)
             on_device = jax.device_put(staged, device_memory)
         except Exception as error:
-            raise CaseUnsupported("JAX cannot place arrays in pinned host memory here (%s)" % str(error)[:120]) from None
+            raise CaseUnsupported(
+                "JAX cannot place arrays in pinned host memory here (%s)" % str(error)[:120]
+            ) from None
         if variant == "pinned-d2h":
             return lambda: jax.device_put(on_device, pinned), "%d MiB device->host, pinned" % (size >> 20)
         return lambda: jax.device_put(staged, device_memory), "%d MiB host->device, pinned" % (size >> 20)

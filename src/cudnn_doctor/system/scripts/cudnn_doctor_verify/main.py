@@ -14,7 +14,11 @@ def main(argv):
     name = config.get("framework", "torch")
     try:
         if name not in BACKENDS:
-            report = {"framework": name, "status": "unsupported", "message": "verify has no benchmarks for %s yet" % name}
+            report = {
+                "framework": name,
+                "status": "unsupported",
+                "message": "verify has no benchmarks for %s yet" % name,
+            }
         else:
             report = importlib.import_module("%s.%s_backend" % (__package__, name)).run(config)
     except Unsupported as reason:

@@ -20,11 +20,17 @@ class OnnxRuntimeBackend(Backend):
             import onnx
             from onnx import helper, numpy_helper
         except ImportError:
-            raise Unsupported("verify builds its ONNX Runtime models with the `onnx` package: pip install onnx in this environment") from None
+            raise Unsupported(
+                "verify builds its ONNX Runtime models with the `onnx` package: pip install onnx in this environment"
+            ) from None
         self.onnx, self.helper, self.numpy_helper = onnx, helper, numpy_helper
 
     def facts(self):
-        facts = {"version": self.ort.__version__, "cuda": version_text(getattr(self.ort, "cuda_version", None)), "cudnn": None}
+        facts = {
+            "version": self.ort.__version__,
+            "cuda": version_text(getattr(self.ort, "cuda_version", None)),
+            "cudnn": None,
+        }
         try:
             from onnxruntime.capi import build_and_package_info as build
 
@@ -59,7 +65,10 @@ class OnnxRuntimeBackend(Backend):
         options.log_severity_level = 3
         if device == "cpu":
             return self.ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
-        cuda = {"use_tf32": "1" if precision == "tf32" else "0", "cudnn_conv_algo_search": "EXHAUSTIVE" if variant == "autotune" else "DEFAULT"}
+        cuda = {
+            "use_tf32": "1" if precision == "tf32" else "0",
+            "cudnn_conv_algo_search": "EXHAUSTIVE" if variant == "autotune" else "DEFAULT",
+        }
         session = self.ort.InferenceSession(model, options, providers=[(self.CUDA, cuda), "CPUExecutionProvider"])
         if session.get_providers()[0] != self.CUDA:
             raise CaseUnsupported("the CUDA provider did not load")
@@ -96,7 +105,9 @@ class OnnxRuntimeBackend(Backend):
         for index, w in enumerate(weights):
             initializers.append(self.numpy_helper.from_array(w.astype(dtype), "w%d" % index))
             out = "y" if index == len(weights) - 1 else "h%d" % index
-            nodes.append(helper.make_node("Conv", [previous, "w%d" % index], [out], pads=[1, 1, 1, 1], kernel_shape=[3, 3]))
+            nodes.append(
+                helper.make_node("Conv", [previous, "w%d" % index], [out], pads=[1, 1, 1, 1], kernel_shape=[3, 3])
+            )
             previous = out
         model = self._model(
             nodes,
@@ -112,7 +123,10 @@ class OnnxRuntimeBackend(Backend):
         dtype, element = self._dtype(precision)
         model = self._model(
             [helper.make_node("MatMul", ["a", "b"], ["y"])],
-            [helper.make_tensor_value_info("a", element, list(a.shape)), helper.make_tensor_value_info("b", element, list(b.shape))],
+            [
+                helper.make_tensor_value_info("a", element, list(a.shape)),
+                helper.make_tensor_value_info("b", element, list(b.shape)),
+            ],
             helper.make_tensor_value_info("y", element, None),
             [],
         )
@@ -124,7 +138,9 @@ class OnnxRuntimeBackend(Backend):
 
         host = numpy.zeros(size, dtype=numpy.uint8)
         if variant == "pageable":
-            return (lambda: self.ort.OrtValue.ortvalue_from_numpy(host, "cuda", 0)), "%d MiB host->device, pageable" % (size >> 20)
+            return (lambda: self.ort.OrtValue.ortvalue_from_numpy(host, "cuda", 0)), "%d MiB host->device, pageable" % (
+                size >> 20
+            )
         raise CaseUnsupported("ONNX Runtime's Python API gives no pinned host buffer to copy from or to")
 
     def memory(self, size):

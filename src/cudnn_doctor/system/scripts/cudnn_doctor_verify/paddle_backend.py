@@ -26,7 +26,11 @@ class PaddleBackend(Backend):
 
     def facts(self):
         version = self.paddle.version
-        return {"version": self.paddle.__version__, "cuda": version_text(version.cuda()), "cudnn": version_text(version.cudnn())}
+        return {
+            "version": self.paddle.__version__,
+            "cuda": version_text(version.cuda()),
+            "cudnn": version_text(version.cudnn()),
+        }
 
     def gpu(self):
         paddle = self.paddle
@@ -51,7 +55,9 @@ class PaddleBackend(Backend):
         allows TF32 in cuBLAS by default; core.set_cublas_switch / set_cudnn_switch turn it on and off."""
         if device != "gpu":
             return
-        core = getattr(getattr(self.paddle, "base", None), "core", None) or getattr(getattr(self.paddle, "fluid", None), "core", None)
+        core = getattr(getattr(self.paddle, "base", None), "core", None) or getattr(
+            getattr(self.paddle, "fluid", None), "core", None
+        )
         setter = getattr(core, "set_%s_switch" % switch, None)
         if setter is None:
             if precision == "tf32":
@@ -63,7 +69,10 @@ class PaddleBackend(Backend):
         paddle = self.paddle
         self._precision(device, precision, "cudnn")
         if device == "gpu":
-            if not _paddle_flag(paddle, "FLAGS_conv2d_disable_cudnn", variant == "cudnn-off") and variant == "cudnn-off":
+            if (
+                not _paddle_flag(paddle, "FLAGS_conv2d_disable_cudnn", variant == "cudnn-off")
+                and variant == "cudnn-off"
+            ):
                 raise CaseUnsupported("this PaddlePaddle has no FLAGS_conv2d_disable_cudnn")
             _paddle_flag(paddle, "FLAGS_cudnn_exhaustive_search", variant == "autotune")
         inputs = self._tensor(x, device, precision)

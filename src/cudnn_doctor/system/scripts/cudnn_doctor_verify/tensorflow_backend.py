@@ -20,7 +20,11 @@ class TensorFlowBackend(Backend):
 
     def facts(self):
         info = dict(self.tf.sysconfig.get_build_info())
-        return {"version": self.tf.__version__, "cuda": version_text(info.get("cuda_version")), "cudnn": version_text(info.get("cudnn_version"))}
+        return {
+            "version": self.tf.__version__,
+            "cuda": version_text(info.get("cuda_version")),
+            "cudnn": version_text(info.get("cudnn_version")),
+        }
 
     def gpu(self):
         gpus = self.tf.config.list_physical_devices("GPU")

@@ -73,7 +73,9 @@ def _torch_smoke(torch, progress):
         torch.backends.cudnn.allow_tf32 = precision == "tf32"
         try:
             if name == "conv2d":
-                out = torch.nn.functional.conv2d(x.cuda().to(dtype or torch.float32), w.cuda().to(dtype or torch.float32), padding=1)
+                out = torch.nn.functional.conv2d(
+                    x.cuda().to(dtype or torch.float32), w.cuda().to(dtype or torch.float32), padding=1
+                )
                 error = relative_error(out, reference)
             else:
                 if dtype is torch.bfloat16 and not torch.cuda.is_bf16_supported():

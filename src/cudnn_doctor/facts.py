@@ -109,7 +109,8 @@ class PythonEnv(Record):
 
 class PathEntry(Record):
     variable: str
-    index: int  # type: ignore[assignment]  # a field named like tuple.index, which it hides on purpose (as typing.NamedTuple allows)
+    # a field named like tuple.index, which it hides on purpose (as typing.NamedTuple allows)
+    index: int  # type: ignore[assignment]
     value: str
     exists: bool
 

@@ -65,7 +65,8 @@ DIAGNOSED_NAMES = frozenset(
 # Variables whose being set is the evidence: a report keeps that they are set, never their value (a cluster address).
 PRESENCE_ONLY = frozenset({"KUBERNETES_SERVICE_HOST"})
 _SECRET = regex(
-    r"(?i)token|secret|passw|passphrase|credential|api_?key|access_?key|private_?key|auth|session|cookie|(^|_)(key|pat)$"
+    r"(?i)token|secret|passw|passphrase|credential|api_?key|access_?key|private_?key|auth|session|cookie"
+    r"|(^|_)(key|pat)$"
 )
 
 

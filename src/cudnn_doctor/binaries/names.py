@@ -82,7 +82,8 @@ def group_loads(names: Sequence[str]) -> list[tuple[str, ...]]:
 # DNN, communication and inference libraries, not the driver (libcuda / nvcuda). A name may carry a
 # bundler's hash (`libcublas-3b81d170.so.12`, delvewheel's `cublas64_12-1a2b.dll`) or none at all.
 _CUDA_FAMILY = regex(
-    r"(?i)^(?:lib)?(?:cudart|cublas|cublaslt|cufft|cufftw|curand|cusolver|cusolvermg|cusparse|nvrtc|nvjitlink|cudnn|nccl|nvinfer|cudss)"
+    r"(?i)^(?:lib)?(?:cudart|cublas|cublaslt|cufft|cufftw|curand|cusolver|cusolvermg|cusparse|nvrtc|nvjitlink"
+    r"|cudnn|nccl|nvinfer|cudss)"
     r"(?:64)?(?:[_.\-]|$)"
 )
 

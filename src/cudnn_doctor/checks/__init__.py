@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Collection, Iterable
 
-from cudnn_doctor.checks import cudnn, driver, environment, frameworks, libraries, toolkit  # noqa: F401 - registers rules
+# each module attaches its rules' checks when imported
+from cudnn_doctor.checks import cudnn, driver, environment, frameworks, libraries, toolkit  # noqa: F401
 from cudnn_doctor.checks.causes import link_causes
 from cudnn_doctor.checks.registry import RULES
 from cudnn_doctor.checks.rules import DOCTOR_INTERNAL_ERROR

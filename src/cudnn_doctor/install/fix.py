@@ -113,7 +113,8 @@ def expand(system: System, changes: Sequence[Change], quarantine: str) -> Expand
             elif isinstance(change, WriteFile):
                 steps.append(FixStep("write", change.dest, text=change.text))
             elif isinstance(change, SetPersistentEnv):
-                env.append(EnvChange(change.scope, change.name, change.old, change.value))  # type: ignore[arg-type]  # None removes it
+                # a value of None removes the variable
+                env.append(EnvChange(change.scope, change.name, change.old, change.value))  # type: ignore[arg-type]
             elif isinstance(change, RunCommand):
                 commands.append(change)
             elif isinstance(change, ExtractFile):

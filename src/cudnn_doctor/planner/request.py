@@ -87,7 +87,8 @@ class Request(Record):
 # tests/test_plan_request.py pins this to packaging.requirements on every shape.
 _REQUIREMENT = regex(
     r"^\s*(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*"
-    r"(?:\[(?P<extras>\s*(?:[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?\s*(?:,\s*[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?\s*)*)?)\])?"
+    r"(?:\[(?P<extras>\s*(?:[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?\s*"
+    r"(?:,\s*[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?\s*)*)?)\])?"
     r"\s*(?P<specifier>(?:\(\s*)?[<>=!~][^;@()]*?(?:\s*\))?)?\s*$"
 )
 

@@ -21,7 +21,8 @@ _MEMORY = regex(r"(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
 
 
 class SmiGpu(Record):
-    index: int  # type: ignore[assignment]  # a field named like tuple.index, which it hides on purpose (as typing.NamedTuple allows)
+    # a field named like tuple.index, which it hides on purpose (as typing.NamedTuple allows)
+    index: int  # type: ignore[assignment]
     name: str
     memory_mib: Optional[int] = None
     compute_capability: Optional[str] = None

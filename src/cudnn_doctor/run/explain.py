@@ -15,7 +15,8 @@ from cudnn_doctor.run import errors, trace
 
 # The libraries of the GPU stack, by file name (Linux and Windows spellings).
 GPU_LIBRARY = regex(
-    r"(?i)(cudnn|cublas|cudart|cufft|curand|cusolver|cusparse|nvrtc|nvjitlink|nccl|zlibwapi|nvcuda|libcuda\.so|nvidia-ml|libnvml)"
+    r"(?i)(cudnn|cublas|cudart|cufft|curand|cusolver|cusparse|nvrtc|nvjitlink|nccl|zlibwapi|nvcuda|libcuda\.so"
+    r"|nvidia-ml|libnvml)"
 )
 _AREA_OF = (
     ("cudnn", "cudnn"),

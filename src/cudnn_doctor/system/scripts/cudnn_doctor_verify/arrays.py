@@ -28,7 +28,8 @@ class Backend:
     back as a numpy fp32 array in NCHW, so every framework's result is compared in one layout."""
 
     name = "?"
-    skips = ()  # type: tuple[tuple[str, str], ...]  # (variant, why the framework cannot run it); a comment: this runs on any Python
+    # (variant, why the framework cannot run it); a type comment, as this runs on any Python
+    skips = ()  # type: tuple[tuple[str, str], ...]
     notes = ()  # what the framework said while being probed (a list per instance where used)
 
     def facts(self):

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from cudnn_doctor.facts import DIST_VERSION, KNOWLEDGE, LIVE, PythonEnv
-from cudnn_doctor.probes.builds import cudnn_mismatch, load_failures, probe_builds
+from cudnn_doctor.probes.builds import probe_builds
+from cudnn_doctor.probes.messages import cudnn_mismatch, load_failures
 
 CHECKS = Path(__file__).resolve().parents[1] / "src" / "cudnn_doctor" / "checks"
 
@@ -368,7 +369,7 @@ def test_a_named_library_is_not_read_as_a_part():
 
 
 def test_a_long_framework_line_is_quoted_to_its_last_whole_sentence():
-    from cudnn_doctor.probes.builds import _clipped
+    from cudnn_doctor.probes.messages import clipped as _clipped
 
     line = "First sentence here. Second one. " + "x" * 400
     assert _clipped(line) == "First sentence here. Second one."

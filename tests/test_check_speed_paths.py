@@ -458,10 +458,11 @@ def test_the_ast_check_sees_a_module_level_compile(tmp_path):
 def test_a_framework_that_said_nothing_is_read_as_the_long_way_reads_it(blank):
     """`_build` skips the message patterns when a framework said nothing (its text is blank under --no-frameworks):
     each of them finds nothing in blank text, so the fields are those the long way gives."""
-    from cudnn_doctor.probes import builds
+    from cudnn_doctor.knowledge import messages as catalogue
+    from cudnn_doctor.probes import messages
 
-    assert builds.load_failures(blank) == ()
-    assert builds.cudnn_mismatch(blank) is None
-    assert builds._line_matching(blank, builds._DRIVER_TOO_OLD) is None
-    assert builds._line_matching(blank, builds._NO_KERNEL) is None
-    assert builds._CUDNN_LOADED.search(blank) is None
+    assert messages.load_failures(blank) == ()
+    assert messages.cudnn_mismatch(blank) is None
+    assert messages.line_matching(blank, catalogue.DRIVER_TOO_OLD) is None
+    assert messages.line_matching(blank, catalogue.NO_KERNEL) is None
+    assert catalogue.CUDNN_LOADED.search(blank) is None

@@ -8,7 +8,7 @@ from __future__ import annotations
 from packaging.version import Version
 
 from cudnn_doctor.checks import RULES
-from cudnn_doctor.checks.driver import _supported_by_arch_list
+from cudnn_doctor.checks.gpu_arch import supported_by_arch_list
 from cudnn_doctor.findings import Severity
 
 from .conftest import LINUX_BASE, WINDOWS_BASE, findings_of, ids, machine, run
@@ -55,10 +55,10 @@ def test_every_required_id_is_registered():
 
 
 def test_arch_list_rules():
-    assert _supported_by_arch_list(Version("8.6"), ["sm_80"])  # same major, lower minor SASS runs
-    assert not _supported_by_arch_list(Version("8.0"), ["sm_86"])
-    assert _supported_by_arch_list(Version("9.0"), ["sm_80", "compute_80"])  # PTX is JIT-compiled
-    assert not _supported_by_arch_list(Version("8.6"), ["sm_37", "sm_50", "sm_60", "sm_70"])
+    assert supported_by_arch_list(Version("8.6"), ["sm_80"])  # same major, lower minor SASS runs
+    assert not supported_by_arch_list(Version("8.0"), ["sm_86"])
+    assert supported_by_arch_list(Version("9.0"), ["sm_80", "compute_80"])  # PTX is JIT-compiled
+    assert not supported_by_arch_list(Version("8.6"), ["sm_37", "sm_50", "sm_60", "sm_70"])
 
 
 def test_driver_too_old_respects_minor_version_compatibility():

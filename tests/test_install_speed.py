@@ -212,13 +212,13 @@ def test_the_machine_of_an_elf_library_is_read_as_pyelftools_reads_it():
 
 @pytest.mark.parametrize("threaded", [False, True])
 def test_a_write_that_fails_while_spooling_is_raised_not_lost(threaded):
-    from cudnn_doctor.system.archive import _Sink
+    from cudnn_doctor.system.sink import Sink
 
     class Full:
         def write(self, data: bytes) -> int:
             raise OSError(28, "No space left on device")
 
-    with pytest.raises(OSError, match="No space left"), _Sink(Full(), threaded=threaded) as sink:  # type: ignore[arg-type]
+    with pytest.raises(OSError, match="No space left"), Sink(Full(), threaded=threaded) as sink:  # type: ignore[arg-type]
         for _ in range(20):
             sink.put(b"x" * 1000)
 
@@ -226,13 +226,13 @@ def test_a_write_that_fails_while_spooling_is_raised_not_lost(threaded):
 def test_the_hashing_thread_hashes_what_one_thread_would():
     import io
 
-    from cudnn_doctor.system.archive import _Sink
+    from cudnn_doctor.system.sink import Sink
 
     blocks = [os.urandom(1000 + n) for n in range(50)]
     outs = [io.BytesIO(), io.BytesIO()]
     digests = []
     for threaded, out in zip((False, True), outs):
-        with _Sink(out, threaded=threaded) as sink:
+        with Sink(out, threaded=threaded) as sink:
             for block in blocks:
                 sink.put(block)
         digests.append(sink.digest.hexdigest())

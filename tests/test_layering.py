@@ -32,18 +32,20 @@ LAYER_OF = {
     "cudnn_doctor.paths": "paths",
     "cudnn_doctor.versions": "versions",
     "cudnn_doctor.lazyre": "lazyre",  # regexes compiled on first use (issue 15)
-    "cudnn_doctor.record": "record",
-    "cudnn_doctor.textenum": "textenum",  # a closed set of names that is still its text (issue 32)  # NamedTuple's behaviour at a fraction of its class-creation cost (issue 15)
+    "cudnn_doctor.record": "record",  # NamedTuple's behaviour at a fraction of its class-creation cost (issue 15)
+    "cudnn_doctor.textenum": "textenum",  # a closed set of names that is still its text (issue 32)
     "cudnn_doctor.privacy": "privacy",
-    "cudnn_doctor.system.untrusted": "untrusted",
+    "cudnn_doctor.system.untrusted": "untrusted",  # the one hardened reader of user-given files (regular, bounded, strict)
     "cudnn_doctor.system.archive": "archive",  # the hardened reader of a cuDNN archive (zip, tar, folder)
-    "cudnn_doctor.system.spool": "archive",  # the folder an install reads the archive into  # the one hardened reader of user-given files (regular only, bounded, strict YAML/JSON)
+    "cudnn_doctor.system.spool": "archive",  # the folder an install reads the archive into
+    "cudnn_doctor.system.sink": "archive",  # where a member's bytes go as they are read
     "cudnn_doctor.binaries": "binaries",
     "cudnn_doctor.system": "system",
     "cudnn_doctor.system.interface": "interface",  # the System protocol and the values it returns, without any machine
     "cudnn_doctor.loader": "loader",
     "cudnn_doctor.facts": "facts",
     "cudnn_doctor.kinds": "facts",  # the enums facts are said in
+    "cudnn_doctor.loads": "facts",  # what a process would load: the loader's facts
     "cudnn_doctor.knowledge": "knowledge",
     "cudnn_doctor.verify": "verify",
     "cudnn_doctor.run": "run",  # what a failing program said and what its loader did

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from cudnn_doctor.binaries.names import family, group_loads, is_pattern, pattern_regex, spelling
-from cudnn_doctor.facts import LoadStep
 from cudnn_doctor.findings import Severity
 from cudnn_doctor.loader.resolve import Resolver
+from cudnn_doctor.loads import LoadStep
 from cudnn_doctor.system.binaries import read_binary
 from cudnn_doctor.system.binaries.scan import library_names
 from cudnn_doctor.system.fixture import FixtureSystem

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from cudnn_doctor.facts import PROCESS
 from cudnn_doctor.findings import Severity
+from cudnn_doctor.loads import PROCESS
 from cudnn_doctor.system.interface import System
 
 from .conftest import LINUX_BASE, WINDOWS_BASE, machine, run

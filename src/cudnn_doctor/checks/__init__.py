@@ -10,7 +10,16 @@ from __future__ import annotations
 from typing import Collection, Iterable
 
 # each module attaches its rules' checks when imported
-from cudnn_doctor.checks import cudnn, driver, environment, frameworks, libraries, toolkit  # noqa: F401
+from cudnn_doctor.checks import (  # noqa: F401
+    cudnn,
+    cudnn_files,
+    driver,
+    environment,
+    frameworks,
+    gpu_arch,
+    libraries,
+    toolkit,
+)
 from cudnn_doctor.checks.causes import link_causes
 from cudnn_doctor.checks.registry import RULES
 from cudnn_doctor.checks.rules import DOCTOR_INTERNAL_ERROR

@@ -7,15 +7,8 @@ from typing import Iterator, Optional
 from packaging.version import Version
 
 from cudnn_doctor.checks._libraries import is_cudnn
-from cudnn_doctor.facts import (
-    DISTRIBUTION_METADATA,
-    CudnnInstall,
-    CudnnLibrary,
-    Facts,
-    FrameworkBuild,
-    LoadStep,
-    Resolution,
-)
+from cudnn_doctor.facts import DISTRIBUTION_METADATA, CudnnInstall, CudnnLibrary, Facts, FrameworkBuild
+from cudnn_doctor.loads import LoadStep, Resolution
 from cudnn_doctor.record import Record
 from cudnn_doctor.versions import parse_cudnn_version, parse_version
 

@@ -13,8 +13,9 @@ from typing import Optional, Sequence
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.checks._libraries import basename
-from cudnn_doctor.facts import DriverLibrary, Facts, FrameworkBuild, LoadStep, Resolution
+from cudnn_doctor.facts import DriverLibrary, Facts, FrameworkBuild
 from cudnn_doctor.lazyre import regex
+from cudnn_doctor.loads import LoadStep, Resolution
 from cudnn_doctor.paths import PathRules, prepend_ld_library_path
 
 WSL_DRIVER_DIR = "/usr/lib/wsl/lib"

@@ -7,9 +7,10 @@ import re
 from typing import Iterator, Optional
 
 from cudnn_doctor import knowledge
-from cudnn_doctor.facts import Facts, FrameworkBuild, LoadStep, SystemLibraries
+from cudnn_doctor.facts import Facts, FrameworkBuild, SystemLibraries
 from cudnn_doctor.findings import Area
 from cudnn_doctor.lazyre import regex
+from cudnn_doctor.loads import LoadStep
 from cudnn_doctor.paths import PathRules, prepend_ld_library_path
 from cudnn_doctor.versions import cuda_major_of_dll_number
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Union
 
 if TYPE_CHECKING:
-    from cudnn_doctor.facts import LoadStep
     from cudnn_doctor.loader.resolve import Root
+    from cudnn_doctor.loads import LoadStep
     from cudnn_doctor.system.interface import System
 
 from cudnn_doctor.cli.options import add_knowledge_option

@@ -106,6 +106,33 @@ UNLOADABLE: tuple[Wording, ...] = (
 )
 
 
+# Messages that name a library the framework could not load, across frameworks and eras.
+# A framework's own request, by name: TensorFlow 2's dso_loader ("Could not load dynamic library"), TensorFlow 1's
+# ("Could not dlopen library"), TensorFlow 1's Windows self-check ("Could not find 'cudnn64_7.dll'. TensorFlow
+# requires"), PaddlePaddle's dynamic loader (its try-list, ';'-separated: "cufft64_120.dll;cufft64_12.dll").
+DIRECT_LOADS = (
+    regex(r"Could not (?:load dynamic|dlopen) library '([^']+)'"),
+    regex(r"Could not find '([^']+\.dll)'\. TensorFlow requires"),
+    regex(r"The third-party dynamic library \(([^)]+)\) that Paddle depends on"),
+)
+DEPENDENCIES = (  # ONNX Runtime's CUDA provider and what it could not find (Linux, then Windows since 1.19)
+    regex(r"Failed to load library (\S+) with error: ([\w.+-]+): cannot open shared object file"),
+    regex(r'Error loading "([^"]+)" which depends on "([^"]+)" which is missing'),
+)
+OTHER_LOADS = (
+    regex(r"([\w.+-]+\.so[.\d]*): cannot open shared object file"),  # dlopen / ImportError on Linux
+    regex(r"Could not find the DLL\(s\) '([^']+)'"),  # Python's ctypes / TensorFlow's self-check on Windows
+    regex(r"Could not locate ([\w.]+\.dll)"),  # cuDNN 8's own loader on Windows
+)
+DRIVER_TOO_OLD = regex(r"driver on your system is too old|CUDA driver version is insufficient", re.IGNORECASE)
+NO_KERNEL = regex(
+    r"no kernel image is available|is not compatible with the current PyTorch "
+    r"installation|CUDA_ERROR_NO_BINARY_FOR_GPU",
+    re.IGNORECASE,
+)
+# A framework's words that cuDNN loaded and works (its own output outranks the emulation)
+CUDNN_LOADED = regex(r"Loaded cuDNN version|cuDNN Version: \d|works well on \d+ GPU")
+
 _FIND = (
     "`cudnn-doctor which NAME` shows where the loader looks for it and what it needs; `cudnn-doctor check` "
     "names the fix"

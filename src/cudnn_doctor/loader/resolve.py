@@ -21,7 +21,10 @@ from typing import Optional, Sequence, Union
 from cudnn_doctor import knowledge
 from cudnn_doctor.binaries import BinaryInfo, machine_of_arch
 from cudnn_doctor.binaries.names import family, group_loads, is_pattern, pattern_regex
-from cudnn_doctor.facts import (
+from cudnn_doctor.kinds import LoadHow
+from cudnn_doctor.loader import driver, linux, windows
+from cudnn_doctor.loader.index import FolderIndex
+from cudnn_doctor.loads import (
     EMPTY,
     NOT_A_BINARY,
     UNREADABLE,
@@ -31,9 +34,6 @@ from cudnn_doctor.facts import (
     Resolution,
     Unusable,
 )
-from cudnn_doctor.kinds import LoadHow
-from cudnn_doctor.loader import driver, linux, windows
-from cudnn_doctor.loader.index import FolderIndex
 from cudnn_doctor.record import Record
 from cudnn_doctor.system.interface import System
 

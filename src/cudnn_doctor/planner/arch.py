@@ -13,7 +13,8 @@ from typing import Iterable, Iterator, Optional
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.knowledge.framework_records import PublishedRelease
-from cudnn_doctor.planner.candidates import Candidate, V, python_range
+from cudnn_doctor.planner.candidate import Candidate
+from cudnn_doctor.planner.candidates import V, python_range
 from cudnn_doctor.versions import canonical_name
 
 # A Jetson before Thor runs JetPack's own CUDA, for which PyPI has no wheel: NVIDIA serves them from its Jetson index.

@@ -9,64 +9,18 @@ per toolkit minor of that major, so that choosing the toolkit is part of the sea
 from __future__ import annotations
 
 from functools import cache, lru_cache
-from typing import TYPE_CHECKING, Iterable, Iterator, Optional, Sequence, TypedDict
+from typing import TYPE_CHECKING, Iterable, Iterator, Optional, Sequence
 
 from packaging.version import InvalidVersion, Version
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.knowledge.records import VersionRange
+from cudnn_doctor.planner.candidate import Candidate
+
+if TYPE_CHECKING:
+    from cudnn_doctor.planner.candidate import CommonFields, TensorflowFields
 from cudnn_doctor.planner.request import Wanted
-from cudnn_doctor.record import Record
 from cudnn_doctor.versions import cuda_tag
-
-
-class Candidate(Record):
-    framework: str  # torch | tensorflow | onnxruntime | paddle | jax | cupy | cuda (a toolkit and cuDNN alone)
-    version: str  # the release planned, as pip pins it
-    build: str  # cu121 | and-cuda | system | post117 | cu126 | pypi | cuda12 | cuda12-local | <feed>
-    cuda: str  # the toolkit it is built for, "12.1"; a major alone ("12") when the build says only that
-    cudnn: Optional[str]  # the cuDNN it needs or brings ("8.1", "9.8", "9", "9.1.0.70"); None: not published
-    # series: a release of that X[.Y] | at-least: that release or newer of its major | bundled: what it brings | none:
-    # needs none
-    cudnn_rule: str
-    python: Optional[VersionRange]  # the Pythons it has wheels for; None: not published
-    cuda_from: str  # bundled (the wheels bring CUDA and cuDNN) | system (a toolkit and cuDNN to install)
-    requirement: str  # what pip installs: "torch==2.1.2", "tensorflow[and-cuda]==2.15.1"
-    pip_options: tuple[str, ...]  # index options of the pip line
-    source: str  # the vendor page of the row this comes from
-    conda: Optional[str] = None  # the conda line the vendor gives for it, when it gives one
-    driver_floor: Optional[str] = None  # a driver the framework itself requires beyond its CUDA's (JAX's guide)
-    note: Optional[str] = None  # what to do after installing (onnxruntime.preload_dlls())
-    cuda_min: Optional[str] = (
-        None  # for a build that names only its CUDA major: the oldest X.Y it runs with (JAX 0.4.17: 12.2)
-    )
-
-    @property
-    def cuda_major(self) -> int:
-        return int(self.cuda.split(".")[0])
-
-    @property
-    def cudnn_major(self) -> Optional[int]:
-        return int(self.cudnn.split(".")[0]) if self.cudnn else None
-
-    def label(self) -> str:
-        return f"{self.framework} {self.version} {self.build}"
-
-
-if TYPE_CHECKING:  # for the checker only: nothing to build at run time
-
-    class _Common(TypedDict):
-        """The fields every build of one release shares (they go to `Candidate` as keywords)."""
-
-        framework: str
-        version: str
-        cudnn: Optional[str]
-        python: Optional[VersionRange]
-        pip_options: tuple[str, ...]
-
-    class _TensorflowCommon(_Common):
-        cuda: str
-
 
 V = lru_cache(maxsize=None)(Version)
 
@@ -177,7 +131,7 @@ def _tensorflow(os_name: str) -> Iterator[Candidate]:
     for row in sorted((r for r in table.tested_builds if r.os == os_name), key=lambda r: V(r.version), reverse=True):
         for version in _series(row.version, row.patch):
             package = _tensorflow_package(V(version))
-            common: _TensorflowCommon = dict(
+            common: TensorflowFields = dict(
                 framework="tensorflow",
                 version=version,
                 cuda=row.cuda,
@@ -342,8 +296,8 @@ def _paddle_pip(version: str, row: knowledge.framework_records.PaddleBuild) -> t
 
 
 # jaxlib's CUDA wheels before the plugins (0.4.25 and older) are not on PyPI: JAX's install guide of those releases
-# takes
-# them from this page (https://github.com/jax-ml/jax/blob/jax-v0.4.20/README.md: pip install --upgrade "jax[cuda12_pip]"
+# takes them from this page (https://github.com/jax-ml/jax/blob/jax-v0.4.20/README.md:
+# pip install --upgrade "jax[cuda12_pip]"
 # -f https://storage.googleapis.com/jax-releases/jax_cuda_releases.html)
 JAX_CUDA_RELEASES = "https://storage.googleapis.com/jax-releases/jax_cuda_releases.html"
 
@@ -434,7 +388,7 @@ def _cupy(os_name: str) -> Iterator[Candidate]:
         tags = row.windows if os_name == "windows" else row.linux
         if V(row.version).is_prerelease or not tags:
             continue
-        common: _Common = dict(
+        common: CommonFields = dict(
             framework="cupy",
             version=row.version,
             cudnn=None,

@@ -8,7 +8,8 @@ from typing import Optional
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.planner.arch import archive_arch
-from cudnn_doctor.planner.candidates import Candidate, V, newest_update
+from cudnn_doctor.planner.candidate import Candidate
+from cudnn_doctor.planner.candidates import V, newest_update
 from cudnn_doctor.planner.request import Request
 from cudnn_doctor.record import Record
 

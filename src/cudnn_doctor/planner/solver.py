@@ -17,7 +17,8 @@ from packaging.version import Version
 from cudnn_doctor import knowledge
 from cudnn_doctor.planner import pins
 from cudnn_doctor.planner.arch import JETSON_INDEX, JETSON_SOURCE, cpu_only_reason, jetson
-from cudnn_doctor.planner.candidates import Candidate, V, all_candidates, candidates, toolkit_candidates
+from cudnn_doctor.planner.candidate import Candidate
+from cudnn_doctor.planner.candidates import V, all_candidates, candidates, toolkit_candidates
 from cudnn_doctor.planner.constraints import OS_NAMES, Reason, Verdict, judge
 from cudnn_doctor.planner.request import Request, Wanted
 from cudnn_doctor.record import Record

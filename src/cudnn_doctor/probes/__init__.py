@@ -20,11 +20,11 @@ from cudnn_doctor.facts import (
     PackageOwner,
     ProbeFailure,
     PythonEnv,
-    Resolution,
     ToolkitFacts,
 )
 from cudnn_doctor.loader.driver import driver_files as probe_driver_files
 from cudnn_doctor.loader.index import FolderIndex
+from cudnn_doctor.loads import Resolution
 from cudnn_doctor.probes.builds import probe_builds
 from cudnn_doctor.probes.confirm import probe_confirmations
 from cudnn_doctor.probes.cudnn import probe_cudnn

@@ -10,7 +10,6 @@ first; a table only fills what they do not say (`wheel_files` reads them, withou
 
 from __future__ import annotations
 
-import re
 from typing import Any, Callable, Iterator, Mapping, Optional
 
 from packaging.version import Version
@@ -34,8 +33,9 @@ from cudnn_doctor.facts import (
     SystemLibraries,
 )
 from cudnn_doctor.kinds import KnownFrom
-from cudnn_doctor.lazyre import LazyPattern, regex
-from cudnn_doctor.probes.messages import cudnn_mismatch, unloadable
+from cudnn_doctor.knowledge.messages import CUDNN_LOADED, DRIVER_TOO_OLD, NO_KERNEL
+from cudnn_doctor.lazyre import regex
+from cudnn_doctor.probes.messages import clipped, cudnn_mismatch, line_matching, load_failures, unloadable
 from cudnn_doctor.probes.wheel_files import Evidence, WheelFiles, library_majors, requirement_majors
 from cudnn_doctor.record import Record
 from cudnn_doctor.system.interface import System
@@ -49,37 +49,12 @@ from cudnn_doctor.versions import (
     parse_version,
 )
 
-# Messages that name a library the framework could not load, across frameworks and eras.
-# A framework's own request, by name: TensorFlow 2's dso_loader ("Could not load dynamic library"), TensorFlow 1's
-# ("Could not dlopen library"), TensorFlow 1's Windows self-check ("Could not find 'cudnn64_7.dll'. TensorFlow
-# requires"), PaddlePaddle's dynamic loader (its try-list, ';'-separated: "cufft64_120.dll;cufft64_12.dll").
-_DIRECT_LOADS = (
-    regex(r"Could not (?:load dynamic|dlopen) library '([^']+)'"),
-    regex(r"Could not find '([^']+\.dll)'\. TensorFlow requires"),
-    regex(r"The third-party dynamic library \(([^)]+)\) that Paddle depends on"),
-)
-_DEPENDENCIES = (  # ONNX Runtime's CUDA provider and what it could not find (Linux, then Windows since 1.19)
-    regex(r"Failed to load library (\S+) with error: ([\w.+-]+): cannot open shared object file"),
-    regex(r'Error loading "([^"]+)" which depends on "([^"]+)" which is missing'),
-)
-_OTHER_LOADS = (
-    regex(r"([\w.+-]+\.so[.\d]*): cannot open shared object file"),  # dlopen / ImportError on Linux
-    regex(r"Could not find the DLL\(s\) '([^']+)'"),  # Python's ctypes / TensorFlow's self-check on Windows
-    regex(r"Could not locate ([\w.]+\.dll)"),  # cuDNN 8's own loader on Windows
-)
-_DRIVER_TOO_OLD = regex(r"driver on your system is too old|CUDA driver version is insufficient", re.IGNORECASE)
-_NO_KERNEL = regex(
-    r"no kernel image is available|is not compatible with the current PyTorch "
-    r"installation|CUDA_ERROR_NO_BINARY_FOR_GPU",
-    re.IGNORECASE,
-)
 _JAXLIB_CUDNN = regex(
     r"\+cuda\w*\.cudnn(\d+)$"
 )  # jaxlib 0.4.23+cuda12.cudnn89: cuDNN 8.9 (its CUDA: versions.cuda_in_tag)
 _NVIDIA_WHEEL = regex(
     r"^nvidia-(cu|cuda|cudnn|nccl|nvjitlink|nvtx|cufft|curand|cusolver|cusparse|npp|nvrtc)"
 )  # canonical names
-_CUDNN_LOADED = regex(r"Loaded cuDNN version|cuDNN Version: \d|works well on \d+ GPU")
 
 
 class _Source(Record):
@@ -179,24 +154,15 @@ def _build(source: _Source) -> FrameworkBuild:
         supported_python=fields.get("supported_python"),
         load_failures=failures,
         unloadable=gone,
-        driver_complaint=_line_matching(text, _DRIVER_TOO_OLD) if said else None,
-        no_kernel_complaint=_line_matching(text, _NO_KERNEL) if said else None,
+        driver_complaint=line_matching(text, DRIVER_TOO_OLD) if said else None,
+        no_kernel_complaint=line_matching(text, NO_KERNEL) if said else None,
         cudnn_mismatch=mismatch,
         cudnn_works=fields.get(
             "cudnn_works",
-            said and bool(_CUDNN_LOADED.search(text)) and mismatch is None and all(u.part != "cudnn" for u in gone),
+            said and bool(CUDNN_LOADED.search(text)) and mismatch is None and all(u.part != "cudnn" for u in gone),
         ),
-        warning=_clipped(warning.splitlines()[0]) if warning else None,
+        warning=clipped(warning.splitlines()[0]) if warning else None,
     )
-
-
-def _clipped(line: str, limit: int = 300) -> str:
-    """A framework's line as a report quotes it: whole up to `limit` characters, else up to its last full sentence
-    within them (torch's sm_120 warning ends in a guide URL), else cut with an ellipsis."""
-    if len(line) <= limit:
-        return line
-    end = line.rfind(". ", 0, limit)
-    return line[: end + 1] if end > 0 else line[: limit - 1] + "…"
 
 
 def _runtime_tried(failures: tuple[LoadFailure, ...], os_name: str) -> Optional[Known]:
@@ -528,34 +494,3 @@ def _refined(stated: Optional[Known], row: Optional[Known]) -> Optional[Known]:
 def _python_range(row: Any) -> Known:
     """A release row's Python range (a PEP 440 specifier, as the table wrote it)."""
     return Known(str(row.python), KNOWLEDGE, row.source)
-
-
-# --- what the framework's messages say ---------------------------------------------------------
-
-
-def load_failures(text: str) -> tuple[LoadFailure, ...]:
-    """Every library the messages name as not loadable, once, with who needed it when they say."""
-    found: dict[str, LoadFailure] = {}
-    for pattern in _DEPENDENCIES:
-        for match in pattern.finditer(text):
-            found.setdefault(match.group(2), LoadFailure(match.group(2), _line_at(text, match.start()), match.group(1)))
-    for pattern in _DIRECT_LOADS:
-        for match in pattern.finditer(text):
-            for name in re.split(r"', '|;", match.group(1)):
-                found[name.strip()] = LoadFailure(name.strip(), _line_at(text, match.start()), None, direct=True)
-    for pattern in _OTHER_LOADS:
-        for match in pattern.finditer(text):
-            for name in match.group(1).split("', '"):
-                found.setdefault(name, LoadFailure(name, _line_at(text, match.start())))
-    return tuple(found.values())
-
-
-def _line_matching(text: str, pattern: LazyPattern[str]) -> Optional[str]:
-    match = pattern.search(text)
-    return _line_at(text, match.start()) if match else None
-
-
-def _line_at(text: str, position: int) -> str:
-    start = text.rfind("\n", 0, position) + 1
-    end = text.find("\n", position)
-    return _clipped(text[start : end if end >= 0 else None].strip())

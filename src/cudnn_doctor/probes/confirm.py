@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence, TypeVar
 
-from cudnn_doctor.facts import Confirmation, LoadStep, PythonEnv, Resolution
+from cudnn_doctor.facts import Confirmation, PythonEnv
 from cudnn_doctor.loader import windows
+from cudnn_doctor.loads import LoadStep, Resolution
 from cudnn_doctor.system.interface import System
 
 T = TypeVar("T")

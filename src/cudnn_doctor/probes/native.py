@@ -25,9 +25,10 @@ from typing import Callable, Collection
 
 from cudnn_doctor import knowledge
 from cudnn_doctor.binaries.names import is_cuda_family
-from cudnn_doctor.facts import PROCESS, LoadStep, PythonEnv, Resolution
+from cudnn_doctor.facts import PythonEnv
 from cudnn_doctor.loader import windows
 from cudnn_doctor.loader.resolve import Resolver, Root
+from cudnn_doctor.loads import PROCESS, LoadStep, Resolution
 from cudnn_doctor.probes.cudnn import site_packages
 from cudnn_doctor.system.interface import Files, System
 

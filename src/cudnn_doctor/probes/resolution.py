@@ -26,10 +26,11 @@ import re
 from typing import Optional
 
 from cudnn_doctor import knowledge
-from cudnn_doctor.facts import NVIDIA_WHEELS, PROCESS, CudnnInstall, FrameworkBuild, PythonEnv, Resolution, ToolkitFacts
+from cudnn_doctor.facts import NVIDIA_WHEELS, CudnnInstall, FrameworkBuild, PythonEnv, ToolkitFacts
 from cudnn_doctor.loader import windows
 from cudnn_doctor.loader.index import FolderIndex
 from cudnn_doctor.loader.resolve import Resolver, Root
+from cudnn_doctor.loads import PROCESS, Resolution
 from cudnn_doctor.probes.builds import wanted_libraries
 from cudnn_doctor.probes.cudnn import python_prefix, site_packages
 from cudnn_doctor.probes.native import file_names, probe_package_loads

@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any, Iterator, Optional, TextIO
 
 from cudnn_doctor.diagnosis import Diagnosis
-from cudnn_doctor.facts import PROCESS, Candidate, Facts, LoadStep, Resolution
+from cudnn_doctor.facts import Facts
 from cudnn_doctor.findings import Area, Finding, Severity
+from cudnn_doctor.loads import PROCESS, Candidate, LoadStep, Resolution
 from cudnn_doctor.reports.html_page import badge, document, esc, inline, markdown
 from cudnn_doctor.reports.terminal import _facts_lines, _summaries
 

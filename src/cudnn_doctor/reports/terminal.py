@@ -9,9 +9,10 @@ from __future__ import annotations
 from typing import Iterable, Optional, TextIO
 
 from cudnn_doctor.diagnosis import Diagnosis
-from cudnn_doctor.facts import PROCESS, Facts, FrameworkBuild, is_cudnn_front
+from cudnn_doctor.facts import Facts, FrameworkBuild
 from cudnn_doctor.findings import Area, Finding, Severity
 from cudnn_doctor.kinds import LoadHow
+from cudnn_doctor.loads import PROCESS, is_cudnn_front
 from cudnn_doctor.reports.encoding import Fitter
 
 MARKS = {

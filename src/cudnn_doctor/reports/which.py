@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Iterator, TextIO
 
-from cudnn_doctor.facts import Confirmation, Resolution
+from cudnn_doctor.facts import Confirmation
+from cudnn_doctor.loads import Resolution
 from cudnn_doctor.reports.encoding import Fitter
 
 

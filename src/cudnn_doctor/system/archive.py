@@ -17,10 +17,8 @@ import hashlib
 import lzma
 import os
 import posixpath
-import queue
 import shutil
 import tarfile
-import threading
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -31,6 +29,7 @@ from cudnn_doctor import knowledge
 from cudnn_doctor.errors import InputError
 from cudnn_doctor.lazyre import regex
 from cudnn_doctor.record import Record
+from cudnn_doctor.system.sink import Sink
 
 # Limits, calibrated on NVIDIA's real archives and wheels (tests/test_install_wheels.py reads them): a cuDNN release
 # expands to 1-3 GB (nvidia-cudnn-cu12 9.1.0.70: 1.0 GB from 665 MB, 31 members), its largest member is under 1 GB, and
@@ -248,7 +247,7 @@ class Archive:
         written = 0
         with (
             open(spooled, "wb") if spooled else contextlib.nullcontext() as out,
-            _Sink(out, threaded=size > 2 * BLOCK) as sink,
+            Sink(out, threaded=size > 2 * BLOCK) as sink,
         ):
             for block in iter(lambda: stream.read(BLOCK), b""):
                 if len(head) < keep:
@@ -414,52 +413,6 @@ class Archive:
             handle = getattr(self, attribute, None)
             if handle is not None:
                 handle.close()
-
-
-class _Sink:
-    """Hashes blocks and writes them to `out` (when there is one), in a thread of its own when `threaded`;
-    an error there is raised here, at the next block or at the end."""
-
-    def __init__(self, out: Optional[IO[bytes]], threaded: bool) -> None:
-        self.digest = hashlib.sha256()
-        self._out = out
-        self._queue: Optional[queue.Queue[Optional[bytes]]] = queue.Queue(maxsize=4) if threaded else None
-        self._error: Optional[BaseException] = None
-        self._thread = threading.Thread(target=self._drain, daemon=True) if threaded else None
-
-    def __enter__(self) -> _Sink:
-        if self._thread is not None:
-            self._thread.start()
-        return self
-
-    def _consume(self, block: bytes) -> None:
-        self.digest.update(block)
-        if self._out is not None:
-            self._out.write(block)
-
-    def _drain(self) -> None:
-        assert self._queue is not None
-        while (block := self._queue.get()) is not None:
-            if self._error is None:
-                try:
-                    self._consume(block)
-                except BaseException as error:  # kept to be raised in the reading thread; the queue is still emptied
-                    self._error = error
-
-    def put(self, block: bytes) -> None:
-        if self._error is not None:
-            raise self._error
-        if self._queue is None:
-            self._consume(block)
-        else:
-            self._queue.put(block)
-
-    def __exit__(self, *exc: object) -> None:
-        if self._queue is not None and self._thread is not None:
-            self._queue.put(None)
-            self._thread.join()
-        if self._error is not None and exc[0] is None:
-            raise self._error
 
 
 class _Facts(Record):

@@ -17,8 +17,7 @@ from cudnn_doctor.checks import run_checks
 from cudnn_doctor.diagnose import Diagnosis, diagnose
 from cudnn_doctor.system.fixture import FixtureSystem
 from cudnn_doctor.system.fixture_format import validate
-
-from .registry import restore_user_environment, user_environment
+from tests.registry import restore_user_environment, user_environment
 
 REPO = Path(__file__).resolve().parents[1]
 # The project's own machines: in every clone, used by the suite and the README's sample.

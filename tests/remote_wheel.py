@@ -15,8 +15,7 @@ from typing import Callable
 import pytest
 
 from cudnn_doctor.knowledge import pypi
-
-from .conftest import TEST_CACHE, keep
+from tests.conftest import TEST_CACHE, keep
 
 
 def wheel_member(project: str, version: str, filename_part: str, member: str) -> Path:

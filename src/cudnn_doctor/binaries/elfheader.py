@@ -7,7 +7,7 @@ read as pyelftools reads them (strings from the string table the dynamic section
 as UTF-8 with replacement; names of sections from the section-name table). Anything unusual (an
 unknown machine, an extended section count or index, a string or table running off its section, a
 truncated file) is None: the caller then asks pyelftools, whose answer (or error message) stays the
-reference; tests/test_elf_header.py pins the two together on every ELF file the tests download.
+reference; tests/unit/binaries/test_elf_header.py pins the two together on every ELF file the tests download.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ The answer must be the one `pe.read_pe_with_pefile` gives, so this reader follow
 `Irregular` wherever pefile would adjust, cut, drop or guess: an address outside the sections' data, a
 section that pefile realigns, a thunk table one of its heuristics stops, a resource tree with a loop or
 an overlap, an old address-based delay table, a truncated file. The caller then asks pefile, whose
-answer stays the reference; tests/test_pe_header.py pins the two together on every real PE file the
+answer stays the reference; tests/unit/binaries/test_pe_header.py pins the two together on every real PE file the
 tests download.
 """
 

@@ -13,7 +13,7 @@ from cudnn_doctor.lazyre import regex
 
 URL = regex(r"https?://[^\s<>()\"']+[^\s<>()\"'.,;:]")
 
-# The URLs the checks' fix steps name (checks/, planner/); tests/test_html_links.py keeps this list whole.
+# The URLs the checks' fix steps name (checks/, planner/); tests/unit/reports/test_html_links.py keeps this list whole.
 DOCTOR_LINKS = frozenset(
     {
         "https://developer.nvidia.com/cuda-downloads",

@@ -10,7 +10,7 @@
 `$ORIGIN` is the folder of the requesting object as it was found. An ELF object of another
 machine, or a file that cannot be opened, is skipped and the search goes on ("skipping
 incompatible"); a 0-byte or otherwise invalid file is taken and the load fails ("file too
-short") — measured against ld.so in tests/test_loader_differential.py. Note that auditwheel's
+short") — measured against ld.so in tests/live/test_loader_differential.py. Note that auditwheel's
 lddtree puts RUNPATH before LD_LIBRARY_PATH; glibc does not.
 """
 

@@ -84,7 +84,7 @@ class Request(Record):
 
 # PEP 508's name, optional [extras], then version specifiers: all a --framework may hold. Parsed here, not by
 # packaging.requirements, whose import (markers, tokenizer, tags) is a large part of plan's start (docs/speed.md);
-# tests/test_plan_request.py pins this to packaging.requirements on every shape.
+# tests/unit/planner/test_plan_request.py pins this to packaging.requirements on every shape.
 _REQUIREMENT = regex(
     r"^\s*(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*"
     r"(?:\[(?P<extras>\s*(?:[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?\s*"

@@ -48,7 +48,7 @@ def _entry(finding_id: str, rule: Any) -> dict[str, Any]:
     area = rule.area
     try:
         text = pages.page(finding_id)
-    except KeyError:  # tests/test_rule_pages.py keeps this from shipping; never a traceback for the user
+    except KeyError:  # tests/unit/checks/test_rule_pages.py keeps this from shipping; never a traceback for the user
         text = rule.doc
     return {
         "id": finding_id,

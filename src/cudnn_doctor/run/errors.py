@@ -38,21 +38,27 @@ def scan(output: str) -> list[Match]:
     """Every known error in the output, each (kind, library) once, in the order printed (by line, then pattern)."""
     text = output.replace("\r", "\n") if "\r" in output else output  # a progress bar's carriage returns end lines too
     first: dict[tuple[str, Optional[str]], tuple[int, int, Match]] = {}
+    firsts: dict[str, int] = {}  # each anchor's first place, looked for once however many patterns share it
     for index, known in enumerate(PATTERNS):
-        for line_start, hit in _hits(text, known):
+        for anchor in known.anchors:
+            if anchor not in firsts:
+                firsts[anchor] = text.find(anchor)
+        if all(firsts[anchor] < 0 for anchor in known.anchors):
+            continue
+        for line_start, hit in _hits(text, known, firsts):
             key = (hit.kind, hit.library)
             if key not in first or (line_start, index) < first[key][:2]:
                 first[key] = (line_start, index, hit)
     return [hit for _, _, hit in sorted(first.values(), key=lambda entry: entry[:2])]
 
 
-def _hits(text: str, known: Known) -> list[tuple[int, Match]]:
+def _hits(text: str, known: Known, firsts: dict[str, int]) -> list[tuple[int, Match]]:
     """The first match of `known` on each line that has one, with the line's start, each library once (its first
     line). Each anchor is looked for from left to right; after a match the search goes on from the end of its line."""
     found: list[tuple[int, Match]] = []
     libraries: set[Optional[str]] = set()
     named = known.library_before or "library" in known.pattern.groupindex
-    following = {anchor: text.find(anchor) for anchor in known.anchors}
+    following = {anchor: firsts[anchor] for anchor in known.anchors}
     while True:
         anchor, at = min(following.items(), key=lambda item: item[1] if item[1] >= 0 else len(text) + 1)
         if at < 0:

@@ -31,10 +31,11 @@ from cudnn_doctor.lazyre import regex
 from cudnn_doctor.record import Record
 from cudnn_doctor.system.sink import Sink
 
-# Limits, calibrated on NVIDIA's real archives and wheels (tests/test_install_wheels.py reads them): a cuDNN release
-# expands to 1-3 GB (nvidia-cudnn-cu12 9.1.0.70: 1.0 GB from 665 MB, 31 members), its largest member is under 1 GB, and
-# its most compressible one expands about 100x (libcudnn.so.9 of nvidia-cudnn-cu13 9.26.0.51 for aarch64: 99.8x),
-# the archive as a whole 1.5-10x. Bombs are judged by absolute sizes first, then by ratios far beyond those.
+# Limits, calibrated on NVIDIA's real archives and wheels (tests/unit/install/test_install_wheels.py reads them): a
+# cuDNN release expands to 1-3 GB (nvidia-cudnn-cu12 9.1.0.70: 1.0 GB from 665 MB, 31 members), its largest member
+# is under 1 GB, and its most compressible one expands about 100x (libcudnn.so.9 of nvidia-cudnn-cu13 9.26.0.51 for
+# aarch64: 99.8x), the archive as a whole 1.5-10x. Bombs are judged by absolute sizes first, then by ratios far beyond
+# those.
 MAX_TOTAL_BYTES = 16 * 1024**3  # what a whole archive may expand to
 MAX_MEMBER_BYTES = 4 * 1024**3  # what one member may expand to
 MAX_RATIO = 500  # a member's expansion over its compressed size (NVIDIA's worst: ~100x)

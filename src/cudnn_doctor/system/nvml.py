@@ -3,7 +3,7 @@ docs/speed.md).
 
 Only the calls the doctor needs (the facts `check` reads; the clocks, power and throttle reasons `verify` reads),
 under the entry points, buffer sizes and library paths nvidia-ml-py (pynvml) uses, so both read the same answers
-(tests/test_nvml.py compares them call for call). ctypes is imported inside the functions: a run on a fixture never
+(tests/live/test_nvml.py compares them call for call). ctypes is imported inside the functions: a run on a fixture never
 loads it.
 """
 

@@ -25,8 +25,8 @@ def write_report(path: Path, fill: Callable[[TextIO], None], option: str = "--ht
     """A report `fill` writes, replacing whatever file is at `path`."""
     check_report_target(path, option)
     try:
-        _replace_whole(path, fill, ".tmp", refuse_existing=False)
-    except _CannotStart as error:
+        replace_whole(path, fill, ".tmp", refuse_existing=False)
+    except CannotStart as error:
         raise UsageError(f"{option} {path}: cannot write in {path.absolute().parent}: {error}") from None
     except OSError as error:
         raise UsageError(f"{option} {path}: cannot write: {error.strerror or error}") from None
@@ -50,23 +50,27 @@ def write_new_file(output: Path, text: str, force: bool) -> None:
         stream.write(text)
 
     try:
-        _replace_whole(output, fill, ".tmp", refuse_existing=not force)
-    except _CannotStart as error:
+        replace_whole(output, fill, ".tmp", refuse_existing=not force)
+    except CannotStart as error:
         raise InputError(f"cannot write {output}: {error}") from None
     except OSError as error:
         raise InputError(f"cannot write {output}: {error.strerror or error}") from None
 
 
-class _CannotStart(Exception):
+class CannotStart(OSError):
     """No temporary file could be made beside the target (the folder is not writable)."""
 
 
-def _replace_whole(path: Path, fill: Callable[[TextIO], None], suffix: str, refuse_existing: bool) -> None:
+def replace_whole(
+    path: Path, fill: Callable[[TextIO], None], suffix: str = ".tmp", refuse_existing: bool = False
+) -> None:
+    """`fill` writes the file's new text to a temporary file beside `path`, which is then renamed over it (made as a
+    plain open() would make it, not mkstemp's 0600); `CannotStart` when no file can be made there."""
     folder = os.path.dirname(os.path.abspath(path))
     try:
         handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=suffix)
     except OSError as error:
-        raise _CannotStart(error.strerror or str(error)) from None
+        raise CannotStart(error.strerror or str(error)) from None
     try:
         with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
             fill(stream)

@@ -4,11 +4,10 @@ atomically, where a missing, damaged or unwritable file is no cache, never an er
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import tempfile
-from typing import Any, Optional
+from pathlib import Path
+from typing import Any, Optional, TextIO
 
 
 def state_dir() -> str:
@@ -29,17 +28,13 @@ def state_path(name: str) -> str:
 def write_whole(path: str, text: str) -> None:
     """The file is the old one or the new one, never half of either (a temporary file renamed over it); the folder
     is made when missing. An OSError says why nothing was written."""
-    folder = os.path.dirname(path) or "."
-    os.makedirs(folder, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=".cudnn-doctor-", dir=folder)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+    from cudnn_doctor.system.output_files import replace_whole
+
+    def fill(out: TextIO) -> None:
+        out.write(text)
+
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    replace_whole(Path(path), fill)
 
 
 def read_state_json(name: str, limit: int) -> Optional[Any]:

@@ -17,7 +17,7 @@ def on_files(files: Any, config: Any) -> Any:
         try:
             text = pages.page(rule_id)
         except KeyError:
-            continue  # doctor-internal-error and the like: no page (tests/test_rule_pages.py says which)
+            continue  # doctor-internal-error and the like: no page (tests/unit/checks/test_rule_pages.py says which)
         severity = (
             f"{rule.severity.value}, or by case: {rule.severity_when}" if rule.severity_when else rule.severity.value
         )

@@ -13,6 +13,7 @@ import json
 from typing import Any, Callable, Optional, Sequence
 
 from cudnn_doctor import __version__
+from cudnn_doctor.record import Record
 from cudnn_doctor.system.interface import System
 from cudnn_doctor.verify import judge
 
@@ -53,7 +54,7 @@ def run(
         _run_worker(system, executable, name, quick, progress(name) if progress else None, cpu_only)
         for name in frameworks
     ]
-    ran_on = next((r.get("device_name") for r in reports if r.get("device_name")), None)
+    ran_on = next((r.device_name for r in reports if r.device_name), None)
     gpu = (
         _gpu(gpus, ran_on, nvml.get("driver_version"), system.gpu_state())
         if (gpus or ran_on) and not cpu_only
@@ -66,16 +67,20 @@ def run(
     out = []
     for report in reports:
         framework = {
-            "framework": report["framework"],
-            "version": report.get("version"),
-            "cuda": report.get("cuda"),
-            "cudnn": report.get("cudnn"),
-            "status": report.get("status", "error"),
-            "message": report.get("message"),
-            **{key: report[key] for key in ("import_s", "total_s") if isinstance(report.get(key), (int, float))},
-            "notes": [str(note) for note in report.get("notes") or ()],
-            "smoke": report.get("smoke", []),
-            "benchmarks": judge.rates(report.get("benchmarks", []), peak),
+            "framework": report.framework,
+            "version": report.version,
+            "cuda": report.cuda,
+            "cudnn": report.cudnn,
+            "status": report.status,
+            "message": report.message,
+            **{
+                key: value
+                for key, value in (("import_s", report.import_s), ("total_s", report.total_s))
+                if value is not None
+            },
+            "notes": list(report.notes),
+            "smoke": list(report.smoke),
+            "benchmarks": judge.rates(list(report.benchmarks), peak),
         }
         framework["verdicts"] = judge.verdicts(framework, peak, limits, gpu, cpu_only)
         out.append(framework)
@@ -94,27 +99,72 @@ def run(
     }
 
 
+class WorkerReport(Record):
+    """What the worker printed for one framework, read field by field; a field of the wrong type is left out."""
+
+    framework: str
+    status: str = "error"
+    message: Optional[str] = None
+    version: Optional[str] = None
+    cuda: Optional[str] = None
+    cudnn: Optional[str] = None
+    device_name: Optional[str] = None
+    import_s: Optional[float] = None
+    total_s: Optional[float] = None
+    notes: tuple[str, ...] = ()
+    smoke: tuple[dict[str, Any], ...] = ()
+    benchmarks: tuple[dict[str, Any], ...] = ()
+
+    @classmethod
+    def read(cls, framework: str, document: Any) -> WorkerReport:
+        """The report of the worker's JSON object (`framework` when it names none)."""
+        if not isinstance(document, dict):
+            return cls(framework, message=f"the {framework} worker printed no report object")
+
+        def text(key: str) -> Optional[str]:
+            value = document.get(key)
+            return value if isinstance(value, str) else None
+
+        def seconds(key: str) -> Optional[float]:
+            value = document.get(key)
+            return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+        def objects(key: str) -> tuple[dict[str, Any], ...]:
+            return tuple(item for item in document.get(key) or () if isinstance(item, dict))
+
+        return cls(
+            framework=text("framework") or framework,
+            status=text("status") or "error",
+            message=text("message"),
+            version=text("version"),
+            cuda=text("cuda"),
+            cudnn=text("cudnn"),
+            device_name=text("device_name"),
+            import_s=seconds("import_s"),
+            total_s=seconds("total_s"),
+            notes=tuple(str(note) for note in document.get("notes") or ()),
+            smoke=objects("smoke"),
+            benchmarks=objects("benchmarks"),
+        )
+
+
 def _run_worker(
     system: System, executable: str, name: str, quick: bool, progress: Optional[Callable[[str], None]], cpu_only: bool
-) -> dict[str, Any]:
+) -> WorkerReport:
     """One framework's raw figures; a worker that dies or hangs becomes a report with status "error"."""
     config = json.dumps({"framework": name, "quick": quick, "cpu_only": cpu_only})
     timeout = 120.0 if quick else 900.0
     try:
         done = system.run_worker(executable, WORKER, [config], timeout, progress)
     except OSError as error:
-        return {"framework": name, "status": "error", "message": f"cannot start {executable}: {error}"}
+        return WorkerReport(name, message=f"cannot start {executable}: {error}")
     if done.timed_out:
-        return {
-            "framework": name,
-            "status": "error",
-            "message": f"the {name} benchmarks took longer than {timeout:g} s",
-        }
+        return WorkerReport(name, message=f"the {name} benchmarks took longer than {timeout:g} s")
     report = done.report_after(MARKER)
     if report is None:
         last = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
-        return {"framework": name, "status": "error", "message": f"the {name} worker failed: {last[:300]}"}
-    return report
+        return WorkerReport(name, message=f"the {name} worker failed: {last[:300]}")
+    return WorkerReport.read(name, report)
 
 
 def _gpu(

@@ -378,3 +378,28 @@ def test_nvml_state_reads_clocks_power_and_throttle_reasons():
         "throttle_reasons": ["sw_power_cap", "hw_thermal_slowdown"],
     }
     assert nvml.gpu_state(type("NoDriver", (), {"nvmlInit_v2": staticmethod(lambda: 9)})()) is None
+
+
+def test_the_workers_report_is_read_by_field_and_a_wrong_one_is_the_workers_failure():
+    """Issue 32: the worker's JSON becomes a typed record at the boundary; a field of the wrong type is left out."""
+    report = verifying.WorkerReport.read(
+        "torch",
+        {
+            "status": "ok",
+            "version": "2.13.0",
+            "import_s": 1.5,
+            "total_s": True,
+            "notes": ["n"],
+            "smoke": [{"ok": True}, 3],
+        },
+    )
+    assert (report.framework, report.status, report.version, report.import_s, report.total_s) == (
+        "torch",
+        "ok",
+        "2.13.0",
+        1.5,
+        None,
+    )
+    assert report.notes == ("n",) and report.smoke == ({"ok": True},) and report.benchmarks == ()
+    odd = verifying.WorkerReport.read("jax", ["not", "an", "object"])
+    assert odd.status == "error" and "no report object" in (odd.message or "")

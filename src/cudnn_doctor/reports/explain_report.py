@@ -46,6 +46,7 @@ def _entry(finding_id: str, rule: Any) -> dict[str, Any]:
     from cudnn_doctor.checks.registry import explanations, fix_line
 
     area = rule.area
+    explained_by = explanations(RULES).get(finding_id, set())
     try:
         text = pages.page(finding_id)
     except KeyError:  # tests/unit/checks/test_rule_pages.py keeps this from shipping; never a traceback for the user
@@ -59,7 +60,7 @@ def _entry(finding_id: str, rule: Any) -> dict[str, Any]:
         "page": text,
         "related": pages.related(text),
         "why": rule.doc,
-        "explained_by": [i for i in RULES if i in explanations(RULES).get(finding_id, ())],
+        "explained_by": [i for i in RULES if i in explained_by],
         "autofix": getattr(rule, "fix_kind", None),
         "fix_line": fix_line(finding_id),
     }

@@ -48,17 +48,8 @@ def read_state_json(name: str, limit: int) -> Optional[Any]:
 
 def write_state_json(name: str, document: Any) -> bool:
     """Replace the state folder's `name` with `document` in one step (a temporary file renamed over it)."""
-    path = state_path(name)
-    temp = f"{path}.{os.getpid()}.tmp"
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(temp, "w", encoding="utf-8") as handle:
-            json.dump(document, handle)
-        os.replace(temp, path)
-        return True
+        write_whole(state_path(name), json.dumps(document))
     except OSError:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
         return False
+    return True

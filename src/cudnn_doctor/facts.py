@@ -27,9 +27,8 @@ class Gpu(Record):
     capability_source: Optional[str] = None  # nvml | nvidia-smi | name-table
 
 
-SMI_NOT_UNDERSTOOD = (
-    "nvidia-smi: output not understood"  # smi_error when nvidia-smi exits 0 but names no driver version
-)
+# smi_error when nvidia-smi exits 0 but names no driver version
+SMI_NOT_UNDERSTOOD = "nvidia-smi: output not understood"
 
 
 class DriverFacts(Record):
@@ -83,9 +82,8 @@ class ToolkitFacts(Record):
     path_toolkit: Optional[str] = None  # root of the toolkit that nvcc belongs to
     variables: tuple[tuple[str, str], ...] = ()  # CUDA_PATH, CUDA_HOME, CUDA_PATH_Vx_y as set
     targets: tuple[VariableTarget, ...] = ()  # what each of those values names on disk, taken literally
-    nvcc_package: Optional[str] = (
-        None  # the dpkg package that owns the nvcc on PATH (nvidia-cuda-toolkit, cuda-nvcc-12-4)
-    )
+    # the dpkg package that owns the nvcc on PATH (nvidia-cuda-toolkit, cuda-nvcc-12-4)
+    nvcc_package: Optional[str] = None
 
     def by_root(self, root: Optional[str]) -> Optional[Toolkit]:
         return next((t for t in self.toolkits if t.root == root), None)
@@ -182,9 +180,8 @@ class CudnnMismatch(Record):
     loaded: str
     compiled: str
     message: str
-    minimum: Optional[str] = (
-        None  # the oldest it accepts, where the message states one (JAX's "Minimum supported: 9100")
-    )
+    # the oldest it accepts, where the message states one (JAX's "Minimum supported: 9100")
+    minimum: Optional[str] = None
 
 
 class Unloadable(Record):
@@ -222,9 +219,8 @@ class FrameworkBuild(Record):
     cudnn_loaded: Optional[str] = None  # the cuDNN version the running framework reported
     cuda_from: Optional[CudaFrom] = None  # where its CUDA and cuDNN libraries come from
     cuda_wheels: tuple[str, ...] = ()  # the pip nvidia-* distributions installed beside it
-    gpu_library: Optional[str] = (
-        None  # the framework's own CUDA library whose imports were read (libonnxruntime_providers_cuda.so)
-    )
+    # the framework's own CUDA library whose imports were read (libonnxruntime_providers_cuda.so)
+    gpu_library: Optional[str] = None
     needs: tuple[str, ...] = ()  # the CUDA / cuDNN libraries that library imports or loads by name
     nvidia_requirements: tuple[
         WheelRequirement, ...
@@ -317,13 +313,11 @@ class DriverState(Record):
 
     kernel_module: Optional[str] = None  # the loaded nvidia module's release, from /proc/driver/nvidia/version
     libraries: tuple[DriverLibrary, ...] = ()  # libcuda / libnvidia-ml in use, by their real file names
-    nvml_mismatch: Optional[str] = (
-        None  # NVML's own words "Driver/library version mismatch", as nvidia-smi printed them
-    )
+    # NVML's own words "Driver/library version mismatch", as nvidia-smi printed them
+    nvml_mismatch: Optional[str] = None
     nvml_library: Optional[str] = None  # "NVML library version: 550.144", when nvidia-smi said it
-    container: Optional[str] = (
-        None  # what says this is a container: /.dockerenv, /run/.containerenv, container=podman, ...
-    )
+    # what says this is a container: /.dockerenv, /run/.containerenv, container=podman, ...
+    container: Optional[str] = None
     devices: tuple[
         str, ...
     ] = ()  # the GPU device files present (/dev/nvidiactl, /dev/nvidia0, /dev/dxg); read in containers only

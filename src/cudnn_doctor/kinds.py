@@ -26,9 +26,8 @@ class KnownFrom(TextEnum):
     DIST_METADATA = "distribution metadata"  # the Requires-Dist of the installed distribution (nvidia-cudnn-cu13~=9.0)
     DIST_VERSION = "distribution version"  # the local version tag of the installed distribution (+cu118, .post112)
     KNOWLEDGE = "knowledge table"  # a row of the shipped version tables
-    FRAMEWORK_LOG = (
-        "framework log"  # the runtime the framework's messages say it tried to load (libcudart.so.10.2: 10.2)
-    )
+    # the runtime the framework's messages say it tried to load (libcudart.so.10.2: 10.2)
+    FRAMEWORK_LOG = "framework log"
 
 
 class CudaFrom(TextEnum):
@@ -36,9 +35,8 @@ class CudaFrom(TextEnum):
 
     SYSTEM = "system"  # found by the OS loader's search: toolkit, PATH / LD_LIBRARY_PATH, ld.so.cache
     BUNDLED = "bundled"  # shipped inside the framework's own wheel
-    NVIDIA_WHEELS = (
-        "nvidia-wheels"  # pip nvidia-* wheels, reached through the framework's RUNPATH or its own preloading
-    )
+    # pip nvidia-* wheels, reached through the framework's RUNPATH or its own preloading
+    NVIDIA_WHEELS = "nvidia-wheels"
 
 
 class UnusableKind(TextEnum):

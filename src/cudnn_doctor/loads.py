@@ -77,9 +77,8 @@ class Resolution(Record):
     framework: str
     executable: str
     steps: tuple[LoadStep, ...] = ()
-    package: Optional[str] = (
-        None  # framework PROCESS: the package whose native code this load is (issue 29); None: a cuDNN installation
-    )
+    # framework PROCESS: the package whose native code this load is (issue 29); None: a cuDNN installation
+    package: Optional[str] = None
 
     def loaded(self) -> dict[str, str]:
         """name → path of every module in the process after the load."""

@@ -36,7 +36,7 @@ from cudnn_doctor.checks.rules import (
     PATH_MISSING_DIR,
     TORCH_CPU_BUILD,
 )
-from cudnn_doctor.facts import CONDA_META, DIST_INFO, CudnnInstall, Facts, PathEntry
+from cudnn_doctor.facts import DISTRIBUTION_METADATA, CudnnInstall, Facts, PathEntry
 from cudnn_doctor.findings import Finding, Severity
 from cudnn_doctor.fixes.changes import (
     Change,
@@ -77,7 +77,7 @@ def _managed(facts: Facts, install: CudnnInstall) -> bool:
     parts = {p.lower() for p in install.folder.replace("\\", "/").split("/")}
     return (
         install.package is not None
-        or install.version_source in (DIST_INFO, CONDA_META)
+        or install.version_source in DISTRIBUTION_METADATA
         or bool(parts & {"site-packages", "dist-packages"})
     )
 
@@ -105,9 +105,8 @@ def plan_shadowed(finding: Finding, facts: Facts) -> list[Change]:
     if evidence is None:
         return []
     used = evidence.used
-    copies = [
-        c for c in evidence.copies if c != evidence.off_path
-    ]  # the copy beside the asking library is not searched
+    # the copy beside the library that asked is not on its search path
+    copies = [c for c in evidence.copies if c != evidence.off_path]
     if len(copies) < 2:
         return []  # with the winner gone, no copy would be found
     install = facts.cudnn_owner(used)[0]

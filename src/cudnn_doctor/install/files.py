@@ -12,9 +12,8 @@ from cudnn_doctor.install.plan import sha256_of
 from cudnn_doctor.system.interface import System
 
 TEMP_SUFFIX = ".cudnn-doctor-tmp"
-UNFINISHED = (
-    "rollback-unfinished"  # a history entry whose rollback started and has not finished: `rollback` finishes it
-)
+# a history entry whose rollback started and has not finished: `rollback` finishes it
+UNFINISHED = "rollback-unfinished"
 BLOCK = 4 << 20
 SPACE_MARGIN = 16 << 20  # the journal, the history and the file system's own rounding
 

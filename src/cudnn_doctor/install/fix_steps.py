@@ -41,9 +41,8 @@ class FixStep(Record):
     text: Optional[str] = None  # write: the text written
     data: Optional[bytes] = None  # write: the bytes written (a member taken again from an installed archive)
     within: Optional[str] = None  # the folder dest must stay inside (the toolkit, the quarantine); None: dest's folder
-    home: Optional[str] = (
-        None  # move: the folder the source must stay inside, where rollback puts it back; None: its folder
-    )
+    # move: the folder the source must stay inside, where rollback puts it back; None: its folder
+    home: Optional[str] = None
 
 
 def fix_roots(system: System, step: FixStep) -> dict[str, str]:

@@ -21,12 +21,10 @@ class Framework(Record):
     # import packages beside `module` that hold its GPU code (JAX's PJRT plugin in `jax_plugins`): where its loader
     # binary is looked for
     native_packages: tuple[str, ...] = ()
-    load_log: Optional[str] = (
-        None  # the variable setting that makes it log every library it tries to load, and why one failed
-    )
-    aarch64_cpu_only: Optional[str] = (
-        None  # the vendor's word that its Linux aarch64 wheels have no GPU support (URL and quote)
-    )
+    # the variable setting that makes it log every library it tries to load, and why one failed
+    load_log: Optional[str] = None
+    # the vendor's word that its Linux aarch64 wheels have no GPU support (URL and quote)
+    aarch64_cpu_only: Optional[str] = None
     copy: Optional[str] = None
     observed: Optional[str] = None
 
@@ -85,9 +83,8 @@ class JaxBuild(Record):
     source: str
     copy: Optional[str] = None
     observed: Optional[str] = None
-    cuda_min: Optional[str] = (
-        None  # the oldest CUDA toolkit of the major a system-CUDA build runs with ("12.2"); None: any
-    )
+    # the oldest CUDA toolkit of the major a system-CUDA build runs with ("12.2"); None: any
+    cuda_min: Optional[str] = None
 
 
 class FrameworkReleases(Record):

@@ -47,9 +47,8 @@ class LiveSystem(LiveFiles, LiveRegistry, LiveProcesses, LiveGpu):
     live = True
 
     runs_concurrently = True  # `run` may be called from two threads at once (FolderIndex.prefetch)
-    lists_with_scandir = (
-        True  # list_dir's paths are os.path.join(folder, name), realpath the OS's (FolderIndex shares listings)
-    )
+    # list_dir's paths are os.path.join(folder, name), realpath the OS's (FolderIndex shares listings)
+    lists_with_scandir = True
 
     def __init__(self, limit: Optional[float] = None) -> None:
         """`limit`: seconds any one child process may take (`--framework-timeout`), below each call's own timeout."""

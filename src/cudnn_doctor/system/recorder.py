@@ -178,9 +178,8 @@ class RecordingSystem(System):
             return info
         entry.update(imports=list(info.imports), loads=list(info.loads))
         if not info.loads_complete:
-            entry["loads_complete"] = (
-                False  # a scan's list: the replay adds knowledge loads and treats `.so` misses as optional, as live
-            )
+            # a scan's list: the replay adds knowledge loads and treats `.so` misses as optional, as live
+            entry["loads_complete"] = False
         if info.machine:
             entry["machine"] = info.machine
         for key, value in (("soname", info.soname), ("version", info.version)):

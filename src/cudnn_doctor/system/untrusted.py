@@ -25,9 +25,8 @@ from typing import Any, BinaryIO, Iterable, Optional, Union
 from cudnn_doctor.errors import InputError
 
 MAX_BYTES = 64 << 20
-MAX_ALIAS_NODES = (
-    100_000  # values that aliases may add when expanded (`yaml.safe_dump` writes a shared list as an alias)
-)
+# values that aliases may add when expanded (`yaml.safe_dump` writes a shared list as an alias)
+MAX_ALIAS_NODES = 100_000
 MAX_DEPTH = 64  # nested lists and mappings; a fixture needs 6, the knowledge 4
 MAX_INT_DIGITS = 40  # characters of one integer as written (sign, base prefix, `_` included)
 MAX_INT = 1 << 64  # |value| of any integer: a size, a count, a version number
